@@ -1,0 +1,166 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store keeps tasks, their steps and events, chat memories and the
+// notification outbox. adapters/postgres and adapters/sqlite implement it and
+// both pass the suite in adapters/storetest.
+//
+// Every write of a task goes through CreateTask, ClaimTask or UpdateTask,
+// each one transaction that writes the row and its event together. Times are
+// passed in, never read from the wall clock, so tests control them.
+type Store interface {
+	// Migrate applies the embedded migrations not yet applied. It is safe
+	// to call from several processes at once.
+	Migrate(ctx context.Context) error
+	Ping(ctx context.Context) error
+	Close() error
+
+	// CreateTask validates in, numbers the task (numbers are never reused)
+	// and writes it with its "created" event.
+	CreateTask(ctx context.Context, in NewTask) (Task, error)
+	GetTask(ctx context.Context, number int64) (Task, error)
+	ListTasks(ctx context.Context, f TaskFilter) ([]Task, error)
+	// CountTasks counts the tasks that match f (ignoring its limit).
+	CountTasks(ctx context.Context, f TaskFilter) (int, error)
+
+	// ClaimTask hands out the next task of the fair queue — status queued or
+	// running, lease free or expired, oldest last_processed_at first (never
+	// processed first), then lowest number — with a lease until
+	// c.Now+c.Lease and a new fence token, in one statement. ErrNoTask when
+	// none is ready.
+	ClaimTask(ctx context.Context, c Claim) (Task, error)
+
+	// UpdateTask locks the task, calls fn with its current row and writes
+	// what fn returns (row, event, step, notifications) in one transaction.
+	// fn's error is returned as is and nothing is written.
+	UpdateTask(ctx context.Context, number int64, fn MutateFunc) (Task, error)
+
+	Steps(ctx context.Context, number int64) ([]Step, error)
+	// TaskEvents lists one task's events with sequence > after.
+	TaskEvents(ctx context.Context, number int64, after int64) ([]TaskEvent, error)
+	// EventsSince lists every task's events with ID > after, oldest first,
+	// at most limit of them.
+	EventsSince(ctx context.Context, after int64, limit int) ([]TaskEvent, error)
+
+	// SaveMemory stores a chat message. A message already stored (same
+	// platform and message ID — a redelivery) is not stored again: it
+	// returns the stored one and false.
+	SaveMemory(ctx context.Context, m Memory) (Memory, bool, error)
+	// RecentMemories lists a room's latest messages, oldest first.
+	RecentMemories(ctx context.Context, room string, limit int) ([]Memory, error)
+
+	Outbox
+}
+
+// TaskOrder says how ListTasks sorts.
+type TaskOrder int
+
+const (
+	// OrderNumber sorts by task number, ascending.
+	OrderNumber TaskOrder = iota
+	// OrderQueue sorts the way the queue serves: never-processed first,
+	// then oldest last_processed_at, then number.
+	OrderQueue
+	// OrderRecent sorts by number, newest first.
+	OrderRecent
+)
+
+// TaskFilter selects tasks. Zero fields select everything.
+type TaskFilter struct {
+	Statuses    []Status
+	WorkspaceID string
+	RequestorID string
+	RoomID      string
+	// Query matches name or goal, case-insensitively, as a substring.
+	Query        string
+	ParentNumber int64
+	// AfterNumber pages: only tasks numbered above it (with OrderNumber)
+	// or below it (with OrderRecent).
+	AfterNumber int64
+	Order       TaskOrder
+	Limit       int
+}
+
+// Memory is one chat message the runtime has seen, the bot's own replies
+// included.
+type Memory struct {
+	ID          int64     `json:"id"`
+	Platform    string    `json:"platform"`
+	MessageID   string    `json:"message_id"`
+	Room        string    `json:"room"`
+	WorkspaceID string    `json:"workspace_id"`
+	AuthorID    string    `json:"author_id"`
+	AuthorName  string    `json:"author_name"`
+	Text        string    `json:"text"`
+	FromBot     bool      `json:"from_bot"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Notification categories (PRODUCT §4).
+const (
+	NotifyProgress = "progress" // latest wins
+	NotifyAction   = "action"   // latest wins
+	NotifyError    = "error"    // accumulate
+	NotifyTerminal = "terminal" // sent at once
+)
+
+// Notification is one pending update for a room, kept in the outbox until
+// the platform has accepted the message that carries it.
+type Notification struct {
+	ID         int64           `json:"id"`
+	Room       string          `json:"room"`
+	TaskNumber int64           `json:"task_number"`
+	Category   string          `json:"category"`
+	Payload    json.RawMessage `json:"payload"`
+	CreatedAt  time.Time       `json:"created_at"`
+	// Attempts counts failed deliveries; NextAttemptAt is when the next may
+	// be made.
+	Attempts      int       `json:"attempts"`
+	NextAttemptAt time.Time `json:"next_attempt_at"`
+	LastError     string    `json:"last_error,omitempty"`
+}
+
+// RoomClaim asks for the due notifications of one room.
+type RoomClaim struct {
+	Owner string
+	Now   time.Time
+	Lease time.Duration
+	// Room, when set, claims that room; otherwise the room whose oldest due
+	// notification is oldest.
+	Room string
+	// Categories, when set, claim the room only if it has a due
+	// notification of one of them (terminal ones go out at once).
+	Categories []string
+}
+
+// Outbox is the durable queue of notifications. A room's pending rows are
+// claimed together by one sender at a time, marked sent only after the
+// platform accepted them, and otherwise released for a later attempt.
+type Outbox interface {
+	Enqueue(ctx context.Context, n Notification) (Notification, error)
+	// ClaimRoom claims every due, unclaimed notification of one room (see
+	// RoomClaim). It returns the room and its rows oldest first, or "" and
+	// none when nothing is due.
+	ClaimRoom(ctx context.Context, c RoomClaim) (string, []Notification, error)
+	// MarkSent deletes the claimed rows once delivered and records, per
+	// task, the progress last sent to the room.
+	MarkSent(ctx context.Context, owner string, ids []int64, sent []RoomProgress) error
+	// Release gives claimed rows back, to be retried at retryAt.
+	Release(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) error
+	// LastSent returns the progress last sent to room for each task asked.
+	LastSent(ctx context.Context, room string, tasks []int64) (map[int64]int, error)
+	// Pending counts notifications not yet delivered.
+	Pending(ctx context.Context) (int, error)
+}
+
+// RoomProgress is the progress of one task as last shown in one room.
+type RoomProgress struct {
+	Room       string
+	TaskNumber int64
+	Progress   int
+}

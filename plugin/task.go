@@ -1,0 +1,204 @@
+package plugin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Status is where a task stands in its life.
+type Status string
+
+// The statuses of PRODUCT §2. The last four are terminal.
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusPaused    Status = "paused"
+	StatusWaiting   Status = "waiting"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusStalemate Status = "stalemate"
+	StatusCanceled  Status = "canceled"
+)
+
+// Statuses lists every status in lifecycle order.
+var Statuses = []Status{StatusQueued, StatusRunning, StatusPaused, StatusWaiting,
+	StatusCompleted, StatusFailed, StatusStalemate, StatusCanceled}
+
+// Terminal reports whether nothing may move a task out of s.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusStalemate, StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Claimable reports whether the queue may hand a task in s to a worker.
+func (s Status) Claimable() bool { return s == StatusQueued || s == StatusRunning }
+
+// Defaults for a new task (PRODUCT §2).
+const (
+	DefaultMaxIterations      = 50
+	DefaultMaxStaleIterations = 3
+	MaxGoalLength             = 4000
+	MaxNameLength             = 80
+)
+
+// Task is one row of the tasks table. Times are UTC and truncated to the
+// microsecond, the precision both stores keep; a zero time means "not set".
+//
+// The JSON names are the column names. They are also the names used in the
+// "changes" of task events, which is how `taskloom check` rebuilds a task.
+type Task struct {
+	Number             int64     `json:"number"`
+	Name               string    `json:"name"`
+	Goal               string    `json:"goal"`
+	Status             Status    `json:"status"`
+	Progress           int       `json:"progress"`
+	PreviousProgress   int       `json:"previous_progress"`
+	StaleCounter       int       `json:"stale_counter"`
+	Iteration          int       `json:"iteration"`
+	MaxIterations      int       `json:"max_iterations"`
+	MaxStaleIterations int       `json:"max_stale_iterations"`
+	RequestorID        string    `json:"requestor_id"`
+	Platform           string    `json:"platform"`
+	RoomID             string    `json:"room_id"`
+	WorkspaceID        string    `json:"workspace_id"`
+	ParentNumber       int64     `json:"parent_number"`
+	LastProcessedAt    time.Time `json:"last_processed_at"`
+	CreatedAt          time.Time `json:"created_at"`
+	StartedAt          time.Time `json:"started_at"`
+	CompletedAt        time.Time `json:"completed_at"`
+	Summary            string    `json:"summary"`
+	Error              string    `json:"error"`
+	PromptTokens       int64     `json:"prompt_tokens"`
+	CompletionTokens   int64     `json:"completion_tokens"`
+	LeaseOwner         string    `json:"lease_owner"`
+	LeaseExpiresAt     time.Time `json:"lease_expires_at"`
+	Fence              int64     `json:"fence"`
+	// EventSeq is the sequence number of the task's latest event. It is
+	// bookkeeping, not state: replay derives it from the event count.
+	EventSeq int64 `json:"-"`
+}
+
+// Label is how chat messages name a task: #3 "Build auth".
+func (t Task) Label() string { return fmt.Sprintf("#%d %q", t.Number, t.Name) }
+
+// HasLease reports whether a worker holds the task at now.
+func (t Task) HasLease(now time.Time) bool {
+	return t.LeaseOwner != "" && t.LeaseExpiresAt.After(now)
+}
+
+// Step is one action a task ran, kept in order per task.
+type Step struct {
+	TaskNumber int64           `json:"task_number"`
+	Iteration  int             `json:"iteration"`
+	Thought    string          `json:"thought,omitempty"`
+	Action     string          `json:"action"`
+	Params     json.RawMessage `json:"params"`
+	Result     string          `json:"result"`
+	Success    bool            `json:"success"`
+	Error      string          `json:"error,omitempty"`
+	Progress   int             `json:"progress"`
+	Time       time.Time       `json:"time"`
+}
+
+// TaskEvent is one immutable entry of a task's event log. Sequence starts at
+// 1 for each task and has no gaps; ID is global and orders all events of the
+// store (it is what Server-Sent Events resume from).
+type TaskEvent struct {
+	ID         int64           `json:"id"`
+	TaskNumber int64           `json:"task_number"`
+	Sequence   int64           `json:"sequence"`
+	Type       string          `json:"type"`
+	Payload    json.RawMessage `json:"payload"`
+	Actor      string          `json:"actor"`
+	Fence      int64           `json:"fence"`
+	Time       time.Time       `json:"time"`
+}
+
+// Task event types.
+const (
+	EventCreated        = "created"
+	EventClaimed        = "claimed"
+	EventIterated       = "iterated"
+	EventPaused         = "paused"
+	EventResumed        = "resumed"
+	EventCanceled       = "canceled"
+	EventWaiting        = "waiting"
+	EventAnswered       = "answered"
+	EventReleased       = "released"
+	EventResultRejected = "result_rejected"
+)
+
+// EventPayload is the shape of TaskEvent.Payload: the columns the change set
+// (by their JSON names) and what else is worth keeping about it.
+type EventPayload struct {
+	Changes map[string]json.RawMessage `json:"changes,omitempty"`
+	Step    *Step                      `json:"step,omitempty"`
+	Detail  map[string]any             `json:"detail,omitempty"`
+}
+
+// NewTask is what it takes to create a task.
+type NewTask struct {
+	Name               string
+	Goal               string
+	RequestorID        string
+	Platform           string
+	RoomID             string
+	WorkspaceID        string
+	ParentNumber       int64
+	MaxIterations      int
+	MaxStaleIterations int
+	Actor              string
+	Now                time.Time
+}
+
+// Errors the stores and the transitions return. Compare with errors.Is.
+var (
+	ErrNotFound     = errors.New("no such task")
+	ErrNoTask       = errors.New("no task is ready")
+	ErrTerminal     = errors.New("task has ended")
+	ErrStaleFence   = errors.New("lease lost: fence token is stale")
+	ErrInvalidState = errors.New("transition not allowed in this state")
+	ErrInvalid      = errors.New("invalid input")
+)
+
+// TaskError says which operation failed on which task, wrapping the reason:
+// "pause task #4: task has ended (completed)".
+type TaskError struct {
+	Op     string
+	Number int64
+	Status Status
+	Err    error
+}
+
+func (e *TaskError) Error() string {
+	s := fmt.Sprintf("%s task #%d: %v", e.Op, e.Number, e.Err)
+	if e.Status != "" {
+		s += fmt.Sprintf(" (%s)", e.Status)
+	}
+	return s
+}
+
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// UTC truncates t to the precision the stores keep.
+func UTC(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}

@@ -1,0 +1,414 @@
+package plugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Mutation is one state change of one task, as a store writes it: the new
+// row, the event that records it, the step it ran (if any) and the
+// notifications it causes — all in one transaction.
+type Mutation struct {
+	Task          Task
+	Event         TaskEvent
+	Step          *Step
+	Notifications []Notification
+}
+
+// MutateFunc computes a mutation from the current row, which the store has
+// locked. Returning an error writes nothing.
+type MutateFunc func(current Task) (Mutation, error)
+
+// Change builds the mutation that moves before to after, recording an event
+// of type typ whose payload lists exactly the columns that differ.
+func Change(before, after Task, typ, actor string, now time.Time, detail map[string]any) (Mutation, error) {
+	changes, err := diff(before, after)
+	if err != nil {
+		return Mutation{}, fmt.Errorf("%s task #%d: %w", typ, before.Number, err)
+	}
+	after.EventSeq = before.EventSeq + 1
+	payload, err := json.Marshal(EventPayload{Changes: changes, Detail: detail})
+	if err != nil {
+		return Mutation{}, fmt.Errorf("%s task #%d: encode event: %w", typ, before.Number, err)
+	}
+	return Mutation{
+		Task: after,
+		Event: TaskEvent{
+			TaskNumber: after.Number,
+			Sequence:   after.EventSeq,
+			Type:       typ,
+			Payload:    payload,
+			Actor:      actor,
+			Fence:      after.Fence,
+			Time:       UTC(now),
+		},
+	}, nil
+}
+
+// diff returns the columns of after that differ from before, by JSON name.
+func diff(before, after Task) (map[string]json.RawMessage, error) {
+	b, err := columns(before)
+	if err != nil {
+		return nil, err
+	}
+	a, err := columns(after)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]json.RawMessage{}
+	for k, v := range a {
+		if !bytes.Equal(b[k], v) {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+func columns(t Task) (map[string]json.RawMessage, error) {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	return m, json.Unmarshal(raw, &m)
+}
+
+// NewTaskRow validates a request and returns the row to insert (without its
+// number, which the store assigns) — goal 1–4000 characters and not blank,
+// name derived from the goal when empty, limits defaulted.
+func NewTaskRow(in NewTask) (Task, error) {
+	goal := strings.TrimSpace(in.Goal)
+	if goal == "" {
+		return Task{}, fmt.Errorf("create task: %w: the goal is empty", ErrInvalid)
+	}
+	if n := utf8.RuneCountInString(in.Goal); n > MaxGoalLength {
+		return Task{}, fmt.Errorf("create task: %w: the goal is %d characters; the limit is %d", ErrInvalid, n, MaxGoalLength)
+	}
+	if !utf8.ValidString(in.Goal) || !utf8.ValidString(in.Name) {
+		return Task{}, fmt.Errorf("create task: %w: text is not valid UTF-8", ErrInvalid)
+	}
+	name := strings.TrimSpace(in.Name)
+	if name == "" {
+		name = NameFromGoal(goal)
+	}
+	if utf8.RuneCountInString(name) > MaxNameLength {
+		name = truncateRunes(name, MaxNameLength)
+	}
+	t := Task{
+		Name:               name,
+		Goal:               goal,
+		Status:             StatusQueued,
+		MaxIterations:      in.MaxIterations,
+		MaxStaleIterations: in.MaxStaleIterations,
+		RequestorID:        in.RequestorID,
+		Platform:           in.Platform,
+		RoomID:             in.RoomID,
+		WorkspaceID:        in.WorkspaceID,
+		ParentNumber:       in.ParentNumber,
+		CreatedAt:          UTC(in.Now),
+	}
+	if t.MaxIterations <= 0 {
+		t.MaxIterations = DefaultMaxIterations
+	}
+	if t.MaxStaleIterations <= 0 {
+		t.MaxStaleIterations = DefaultMaxStaleIterations
+	}
+	if t.WorkspaceID == "" {
+		t.WorkspaceID = "local"
+	}
+	return t, nil
+}
+
+// Created builds the first event of a task whose row the store has just
+// numbered.
+func Created(t Task, actor string) (Mutation, error) {
+	return Change(Task{}, t, EventCreated, actor, t.CreatedAt, nil)
+}
+
+// NameFromGoal derives a short task name from its goal without asking a
+// model: the first sentence, at most eight words and 60 characters, with a
+// leading capital.
+func NameFromGoal(goal string) string {
+	s := strings.TrimSpace(goal)
+	if i := strings.IndexAny(s, ".!?\n"); i > 0 {
+		s = s[:i]
+	}
+	words := strings.Fields(s)
+	if len(words) > 8 {
+		words = words[:8]
+	}
+	s = strings.Join(words, " ")
+	if utf8.RuneCountInString(s) > 60 {
+		s = strings.TrimSpace(truncateRunes(s, 59)) + "…"
+	}
+	if s == "" {
+		return "Task"
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	return strings.ToUpper(string(r)) + s[size:]
+}
+
+func truncateRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+// Claim is a worker's request for the next task.
+type Claim struct {
+	Owner string
+	Now   time.Time
+	Lease time.Duration
+}
+
+// Claimed applies a claim to a task the queue handed out: a new lease, the
+// fence token incremented, status running. Stores run the same change as one
+// SQL statement and record it with ClaimedEvent.
+func Claimed(t Task, c Claim) (Mutation, error) {
+	if !t.Status.Claimable() {
+		return Mutation{}, &TaskError{Op: "claim", Number: t.Number, Status: t.Status, Err: ErrInvalidState}
+	}
+	if t.HasLease(c.Now) {
+		return Mutation{}, &TaskError{Op: "claim", Number: t.Number, Err: fmt.Errorf("%w: leased by %s", ErrInvalidState, t.LeaseOwner)}
+	}
+	after := t
+	after.Status = StatusRunning
+	after.LeaseOwner = c.Owner
+	after.LeaseExpiresAt = UTC(c.Now.Add(c.Lease))
+	after.Fence++
+	if after.StartedAt.IsZero() {
+		after.StartedAt = UTC(c.Now)
+	}
+	return Change(t, after, EventClaimed, c.Owner, c.Now, nil)
+}
+
+// Verdict is the model's view of where a task stands after an iteration.
+type Verdict string
+
+// Verdicts a decision may carry.
+const (
+	VerdictContinue Verdict = "continue"
+	VerdictDone     Verdict = "done"
+	VerdictStuck    Verdict = "stuck"
+)
+
+// Outcome is what one iteration produced, ready to be committed.
+type Outcome struct {
+	Owner string
+	Fence int64
+	Now   time.Time
+	Step  Step
+	// Progress is the model's estimate, 0–100.
+	Progress int
+	Verdict  Verdict
+	Summary  string
+	// Reason explains a stuck verdict or a failed step.
+	Reason string
+	// Wait, when set, parks the task in waiting (a question to a user, or
+	// subtasks to finish) with this reason.
+	Wait             string
+	PromptTokens     int64
+	CompletionTokens int64
+}
+
+// Iterated applies one iteration's outcome to a task, per PRODUCT §2:
+//
+//   - the result is refused unless the caller still holds the lease (same
+//     fence and owner) and the task has not ended;
+//   - done → completed (progress 100), stuck → failed with the reason;
+//   - progress not above the previous value → stale counter +1, else 0;
+//     stale counter ≥ max_stale_iterations, or iteration ≥ max_iterations →
+//     stalemate;
+//   - otherwise running (or waiting, when the step asked to wait; a task
+//     paused while the iteration ran stays paused).
+//
+// The lease is released and last_processed_at set, so the fair queue serves
+// the task again only after every task served before it.
+func Iterated(t Task, o Outcome) (Mutation, error) {
+	if t.Status.Terminal() {
+		return Mutation{}, &TaskError{Op: "commit iteration of", Number: t.Number, Status: t.Status, Err: ErrTerminal}
+	}
+	if t.Fence != o.Fence || t.LeaseOwner != o.Owner {
+		return Mutation{}, &TaskError{Op: "commit iteration of", Number: t.Number,
+			Err: fmt.Errorf("%w (held fence %d by %q, task is at fence %d by %q)", ErrStaleFence, o.Fence, o.Owner, t.Fence, t.LeaseOwner)}
+	}
+	now := UTC(o.Now)
+	after := t
+	after.Iteration++
+	after.PreviousProgress = t.Progress
+	est := min(max(o.Progress, 0), 100)
+	if est > t.Progress {
+		after.Progress = est
+		after.StaleCounter = 0
+	} else {
+		after.StaleCounter++
+	}
+	after.PromptTokens += o.PromptTokens
+	after.CompletionTokens += o.CompletionTokens
+	after.LastProcessedAt = now
+	after.LeaseOwner = ""
+	after.LeaseExpiresAt = time.Time{}
+	if o.Summary != "" {
+		after.Summary = o.Summary
+	}
+	switch {
+	case o.Verdict == VerdictDone:
+		after.Status = StatusCompleted
+		after.Progress = 100
+		after.StaleCounter = 0
+	case o.Verdict == VerdictStuck:
+		after.Status = StatusFailed
+		after.Error = firstNonEmpty(o.Reason, "the agent reported it is stuck")
+	case after.StaleCounter >= after.MaxStaleIterations:
+		after.Status = StatusStalemate
+		after.Error = fmt.Sprintf("no progress in %d iterations", after.StaleCounter)
+	case after.Iteration >= after.MaxIterations:
+		after.Status = StatusStalemate
+		after.Error = fmt.Sprintf("reached the limit of %d iterations", after.MaxIterations)
+	case t.Status == StatusPaused:
+		// Paused while the iteration ran: keep the work, stay paused.
+	case o.Wait != "":
+		after.Status = StatusWaiting
+	default:
+		after.Status = StatusRunning
+	}
+	if after.Status.Terminal() {
+		after.CompletedAt = now
+	}
+	step := o.Step
+	step.TaskNumber = t.Number
+	step.Iteration = after.Iteration
+	step.Progress = after.Progress
+	step.Time = now
+	if len(step.Params) == 0 {
+		step.Params = json.RawMessage(`{}`)
+	}
+	detail := map[string]any{"verdict": string(o.Verdict), "estimate": o.Progress}
+	if o.Wait != "" {
+		detail["wait"] = o.Wait
+	}
+	m, err := Change(t, after, EventIterated, o.Owner, now, detail)
+	if err != nil {
+		return Mutation{}, err
+	}
+	m.Step = &step
+	if err := attachStep(&m); err != nil {
+		return Mutation{}, err
+	}
+	return m, nil
+}
+
+func attachStep(m *Mutation) error {
+	var p EventPayload
+	if err := json.Unmarshal(m.Event.Payload, &p); err != nil {
+		return err
+	}
+	p.Step = m.Step
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	m.Event.Payload = raw
+	return nil
+}
+
+// Rejected records, without changing the task, that a worker's result came
+// too late: its lease had been lost. Nothing a task produced is lost — the
+// rejected step is kept in the event.
+func Rejected(t Task, o Outcome, reason error) (Mutation, error) {
+	return Change(t, t, EventResultRejected, o.Owner, o.Now, map[string]any{
+		"reason":      reason.Error(),
+		"stale_fence": o.Fence,
+		"action":      o.Step.Action,
+		"result":      o.Step.Result,
+		"estimate":    o.Progress,
+	})
+}
+
+// Released gives a claimed task back to the queue untouched, as a worker
+// does when it shuts down mid-iteration. A lease already lost is not an
+// error: there is nothing to give back.
+func Released(t Task, owner string, fence int64, now time.Time) (Mutation, error) {
+	if t.Fence != fence || t.LeaseOwner != owner {
+		return Mutation{}, &TaskError{Op: "release", Number: t.Number, Err: ErrStaleFence}
+	}
+	after := t
+	after.LeaseOwner = ""
+	after.LeaseExpiresAt = time.Time{}
+	return Change(t, after, EventReleased, owner, now, nil)
+}
+
+// Paused stops a task from being served until it is resumed.
+func Paused(t Task, actor string, now time.Time) (Mutation, error) {
+	switch t.Status {
+	case StatusQueued, StatusRunning, StatusWaiting:
+	default:
+		return Mutation{}, refuse("pause", t)
+	}
+	after := t
+	after.Status = StatusPaused
+	return Change(t, after, EventPaused, actor, now, map[string]any{"from": string(t.Status)})
+}
+
+// Resumed puts a paused task back in the queue.
+func Resumed(t Task, actor string, now time.Time) (Mutation, error) {
+	if t.Status != StatusPaused {
+		return Mutation{}, refuse("resume", t)
+	}
+	after := t
+	after.Status = StatusQueued
+	after.StaleCounter = 0
+	return Change(t, after, EventResumed, actor, now, nil)
+}
+
+// Canceled ends a task for good and drops its lease.
+func Canceled(t Task, actor, reason string, now time.Time) (Mutation, error) {
+	if t.Status.Terminal() {
+		return Mutation{}, refuse("cancel", t)
+	}
+	after := t
+	after.Status = StatusCanceled
+	after.LeaseOwner = ""
+	after.LeaseExpiresAt = time.Time{}
+	after.CompletedAt = UTC(now)
+	if reason != "" {
+		after.Error = reason
+	}
+	return Change(t, after, EventCanceled, actor, now, nil)
+}
+
+// Answered resumes a waiting task with what a person (or its subtasks)
+// said; the answer goes into the event, where the next prompt finds it.
+func Answered(t Task, actor, answer string, now time.Time) (Mutation, error) {
+	if t.Status != StatusWaiting {
+		return Mutation{}, refuse("answer", t)
+	}
+	after := t
+	after.Status = StatusQueued
+	return Change(t, after, EventAnswered, actor, now, map[string]any{"answer": answer})
+}
+
+func refuse(op string, t Task) error {
+	if t.Status.Terminal() {
+		return &TaskError{Op: op, Number: t.Number, Status: t.Status, Err: ErrTerminal}
+	}
+	return &TaskError{Op: op, Number: t.Number, Status: t.Status, Err: ErrInvalidState}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
