@@ -129,4 +129,3 @@ func checkBounds(t Task, where string, bad func(string, ...any)) {
 		bad("%s: unknown status %q", where, t.Status)
 	}
 }
-

@@ -1,0 +1,231 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// Plugin bundles what one feature adds to the runtime. Only Name is
+// required.
+type Plugin struct {
+	Name         string
+	Description  string
+	Dependencies []string // names of plugins that must start first
+	// Init runs once, in dependency order, before the plugin's services
+	// start. It may register more components through rt.
+	Init       func(ctx context.Context, rt *Runtime) error
+	Actions    []Action
+	Providers  []Provider
+	Evaluators []Evaluator
+	Services   []Service
+	Models     map[ModelType]Model
+	// Routes are mounted under /plugins/<name>/.
+	Routes []Route
+	Events map[EventType][]EventHandler
+}
+
+// Message is one incoming chat message, as a platform adapter normalises it.
+type Message struct {
+	ID          string // the platform's message ID; "" when it has none
+	Platform    string // "discord", "slack", "console", "api"
+	Room        string // "discord:123", "slack:C42:1712345678.000100", "console"
+	WorkspaceID string // Discord guild, Slack team, or "local"
+	AuthorID    string
+	AuthorName  string
+	Text        string // with the bot's own mention removed
+	DM          bool   // a direct message to the bot
+	Mentioned   bool   // the bot was mentioned
+	ReplyToBot  bool   // a reply to one of the bot's messages
+	ReplyToID   string // the message replied to, if any
+	Command     bool   // a slash command
+	Admin       bool   // the platform says the author administers the workspace
+	Time        time.Time
+}
+
+// Addressed reports whether the message is meant for the bot: DMs,
+// mentions, replies to the bot and slash commands are; other chatter is not.
+func (m *Message) Addressed() bool { return m.DM || m.Mentioned || m.ReplyToBot || m.Command }
+
+// Response is what the bot says back to a message.
+type Response struct {
+	Text string
+	// Ephemeral replies are shown only to the author, where the platform
+	// can (slash commands); refusals use it.
+	Ephemeral bool
+	// TaskNumber names the task the reply is about, so a platform can add
+	// controls (Pause / Resume / Cancel buttons).
+	TaskNumber int64
+}
+
+// ReplyFunc delivers a response where the message came from.
+type ReplyFunc func(ctx context.Context, r Response) error
+
+// ActionInfo describes an action to people (help) and to models (tools).
+type ActionInfo struct {
+	Name        string
+	Similes     []string
+	Description string
+	Examples    []string
+	// Parameters is a JSON Schema object; the same schema types the chat
+	// command's parameters and the agent tool's arguments.
+	Parameters json.RawMessage
+}
+
+// Action is something the bot can do: a chat command handler and a tool an
+// agent task can call.
+type Action interface {
+	Info() ActionInfo
+	Handle(ctx context.Context, call *Call) (Result, error)
+}
+
+// ActionValidator is implemented by actions that are available only in
+// some situations; an error says why not, as a sentence for the user.
+type ActionValidator interface {
+	Validate(ctx context.Context, call *Call) error
+}
+
+// CommandMatcher is implemented by actions with a deterministic chat
+// grammar ("status #1"). The runtime asks matchers, in registration order,
+// before any model is consulted.
+type CommandMatcher interface {
+	MatchCommand(text string) (params json.RawMessage, ok bool)
+}
+
+// Call is one invocation of an action.
+type Call struct {
+	Runtime *Runtime
+	// Message is the chat message that asked for the action; nil when a
+	// task calls it as a tool.
+	Message *Message
+	// Task is the task calling the action as a tool; nil for chat.
+	Task   *Task
+	Params json.RawMessage
+	State  *State
+}
+
+// Result is what an action returns.
+type Result struct {
+	Success bool
+	Text    string
+	Values  map[string]any
+	Data    map[string]any
+	// Error is a sentence for the user when Success is false.
+	Error string
+	// Ephemeral asks the platform to show the reply to the author only.
+	Ephemeral bool
+	// TaskNumber names the task the result is about.
+	TaskNumber int64
+}
+
+// ProviderInfo describes a provider.
+type ProviderInfo struct {
+	Name        string
+	Description string
+	// Position orders providers' output in the composed state, lowest
+	// first.
+	Position int
+	// Dynamic providers run only when asked for by name.
+	Dynamic bool
+	// Private providers run only when asked for by name and are never
+	// listed to a model.
+	Private bool
+}
+
+// Provider contributes to the state a model call is composed from.
+type Provider interface {
+	Info() ProviderInfo
+	Get(ctx context.Context, msg *Message, state *State) (ProviderResult, error)
+}
+
+// ProviderResult is one provider's contribution.
+type ProviderResult struct {
+	Text   string
+	Values map[string]any
+	Data   map[string]any
+}
+
+// EvaluatorInfo describes an evaluator.
+type EvaluatorInfo struct {
+	Name        string
+	Description string
+	// AlwaysRun evaluators run on every message the runtime sees, even
+	// those it did not answer.
+	AlwaysRun bool
+	Examples  []string
+}
+
+// Evaluator runs after a message has been handled.
+type Evaluator interface {
+	Info() EvaluatorInfo
+	Evaluate(ctx context.Context, ev *Evaluation) error
+}
+
+// EvaluatorValidator is implemented by evaluators that run only when
+// Validate says so.
+type EvaluatorValidator interface {
+	Validate(ctx context.Context, ev *Evaluation) bool
+}
+
+// Evaluation is what an evaluator sees.
+type Evaluation struct {
+	Runtime   *Runtime
+	Message   *Message
+	State     *State
+	Responded bool
+	Responses []Response
+	Results   []ActionOutcome
+}
+
+// ActionOutcome is one action the pipeline ran.
+type ActionOutcome struct {
+	Action string
+	Result Result
+	Err    error
+}
+
+// Service is a long-lived component.
+type Service interface {
+	Name() string
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// Route is an HTTP handler a plugin mounts under /plugins/<name>/.
+type Route struct {
+	Method  string // "" for any
+	Path    string // relative, e.g. "stats"
+	Handler http.Handler
+}
+
+// EventType names a runtime event.
+type EventType string
+
+// The runtime events of PRODUCT §1.
+const (
+	MessageReceived EventType = "MESSAGE_RECEIVED"
+	ActionStarted   EventType = "ACTION_STARTED"
+	ActionCompleted EventType = "ACTION_COMPLETED"
+	RunStarted      EventType = "RUN_STARTED"
+	RunEnded        EventType = "RUN_ENDED"
+	TaskCreated     EventType = "TASK_CREATED"
+	TaskChanged     EventType = "TASK_CHANGED"
+	TaskEnded       EventType = "TASK_ENDED"
+)
+
+// Event is what the runtime tells subscribers.
+type Event struct {
+	Type    EventType
+	RunID   string
+	Message *Message
+	Action  string
+	Result  *Result
+	Err     error
+	Task    *Task
+	Time    time.Time
+}
+
+// EventHandler receives events. It runs synchronously in the emitter's
+// goroutine and must not block for long.
+type EventHandler func(ctx context.Context, ev Event)
