@@ -1,0 +1,362 @@
+package testkit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// OpenAI is a scripted OpenAI-compatible server. It answers
+// POST /v1/chat/completions with the wire shapes of the real API, taking its
+// answers in order from a queue the test fills with Reply, ReplyWithUsage,
+// ReplyRaw, Fail and Hang. A request that finds the queue empty gets the
+// default set with SetDefault or, when there is none, a 500 and a test
+// error: a test says what the model answers, and an unexpected call fails it.
+//
+// It records every request it receives. It is safe for concurrent use.
+type OpenAI struct {
+	t    testing.TB
+	srv  *httptest.Server
+	done chan struct{} // closed at cleanup, releases hung requests
+
+	mu     sync.Mutex
+	key    string
+	script []scripted
+	def    *scripted
+	reqs   []OpenAIRequest
+	served int
+}
+
+// OpenAIRequest is one request the fake received.
+type OpenAIRequest struct {
+	Method string
+	Path   string
+	// Authorization is the header as sent ("Bearer sk-...").
+	Authorization string
+	Header        http.Header
+	// Body is the request decoded by go-openai's own types; a body that
+	// does not decode leaves it zero and is answered with a 400.
+	Body goopenai.ChatCompletionRequest
+	// Raw is the body as sent.
+	Raw []byte
+}
+
+// Schema returns the JSON Schema the request asked the answer to follow,
+// or nil when it did not ask for structured output.
+func (r OpenAIRequest) Schema() json.RawMessage {
+	rf := r.Body.ResponseFormat
+	if rf == nil || rf.JSONSchema == nil || rf.JSONSchema.Schema == nil {
+		return nil
+	}
+	b, err := rf.JSONSchema.Schema.MarshalJSON()
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+type scriptKind int
+
+const (
+	kindReply scriptKind = iota
+	kindRaw
+	kindFail
+	kindHang
+)
+
+type scripted struct {
+	kind       scriptKind
+	text       string
+	usage      *plugin.Usage
+	status     int
+	retryAfter string
+	body       string
+}
+
+// NewOpenAI starts a fake OpenAI-compatible server that lives as long as
+// the test.
+func NewOpenAI(t testing.TB) *OpenAI {
+	t.Helper()
+	o := &OpenAI{t: t, done: make(chan struct{})}
+	o.srv = httptest.NewServer(http.HandlerFunc(o.serve))
+	t.Cleanup(func() {
+		close(o.done)
+		o.srv.Close()
+	})
+	return o
+}
+
+// URL is the base URL including /v1, as OPENAI_BASE_URL takes it.
+func (o *OpenAI) URL() string { return o.srv.URL + "/v1" }
+
+// Client is an HTTP client for the fake server.
+func (o *OpenAI) Client() *http.Client { return o.srv.Client() }
+
+// RequireKey makes the server answer 401, as the real API does, to any
+// request whose Authorization header is not "Bearer key". Refused requests
+// are recorded but take nothing from the script.
+func (o *OpenAI) RequireKey(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.key = key
+}
+
+// Reply queues a successful answer whose content is text. Its usage is
+// counted roughly (a token per four bytes), never zero.
+func (o *OpenAI) Reply(text string) { o.push(scripted{kind: kindReply, text: text}) }
+
+// ReplyWithUsage queues a successful answer reporting exactly u.
+func (o *OpenAI) ReplyWithUsage(text string, u plugin.Usage) {
+	o.push(scripted{kind: kindReply, text: text, usage: &u})
+}
+
+// ReplyRaw queues an answer with the given status and body, sent as
+// application/json verbatim: for responses the API should never give
+// (no choices, malformed JSON).
+func (o *OpenAI) ReplyRaw(status int, body string) {
+	o.push(scripted{kind: kindRaw, status: status, body: body})
+}
+
+// Fail queues an error answer with status (429, 500, 503, 400, ...). A
+// non-empty retryAfter is sent as the Retry-After header. An empty body is
+// replaced by the error object the real API sends for that status.
+func (o *OpenAI) Fail(status int, retryAfter, body string) {
+	o.push(scripted{kind: kindFail, status: status, retryAfter: retryAfter, body: body})
+}
+
+// Hang queues an answer that never comes: the request blocks until the
+// client gives up (its context is done) or the test ends.
+func (o *OpenAI) Hang() { o.push(scripted{kind: kindHang}) }
+
+// SetDefault makes every request that finds the queue empty get text.
+func (o *OpenAI) SetDefault(text string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.def = &scripted{kind: kindReply, text: text}
+}
+
+// Pending reports how many queued answers have not been served yet.
+func (o *OpenAI) Pending() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.script)
+}
+
+// Requests returns copies of the requests received so far, in order.
+func (o *OpenAI) Requests() []OpenAIRequest {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]OpenAIRequest, len(o.reqs))
+	for i, r := range o.reqs {
+		c := r
+		c.Header = r.Header.Clone()
+		c.Raw = append([]byte(nil), r.Raw...)
+		// Decode afresh so that nothing in the copy (messages, schema)
+		// shares memory with the record.
+		c.Body = goopenai.ChatCompletionRequest{}
+		_ = json.Unmarshal(c.Raw, &c.Body)
+		out[i] = c
+	}
+	return out
+}
+
+func (o *OpenAI) push(s scripted) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.script = append(o.script, s)
+}
+
+func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeOpenAIError(w, http.StatusBadRequest, "could not read the request body", "invalid_request_error", nil)
+		return
+	}
+	rec := OpenAIRequest{
+		Method:        r.Method,
+		Path:          r.URL.Path,
+		Authorization: r.Header.Get("Authorization"),
+		Header:        r.Header.Clone(),
+		Raw:           raw,
+	}
+	decodeErr := json.Unmarshal(raw, &rec.Body)
+	if decodeErr != nil {
+		rec.Body = goopenai.ChatCompletionRequest{}
+	}
+
+	o.mu.Lock()
+	o.reqs = append(o.reqs, rec)
+	key := o.key
+	o.mu.Unlock()
+
+	if r.URL.Path != "/v1/chat/completions" {
+		writeOpenAIError(w, http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), "invalid_request_error", nil)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeOpenAIError(w, http.StatusMethodNotAllowed, "Method not allowed; use POST", "invalid_request_error", nil)
+		return
+	}
+	if key != "" && rec.Authorization != "Bearer "+key {
+		writeOpenAIError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+		return
+	}
+	if decodeErr != nil {
+		writeOpenAIError(w, http.StatusBadRequest, "We could not parse the JSON body of your request: "+decodeErr.Error(), "invalid_request_error", nil)
+		return
+	}
+
+	o.mu.Lock()
+	var s scripted
+	switch {
+	case len(o.script) > 0:
+		s = o.script[0]
+		o.script = o.script[1:]
+	case o.def != nil:
+		s = *o.def
+	default:
+		n := len(o.reqs)
+		o.mu.Unlock()
+		o.t.Errorf("testkit.OpenAI: request %d (model %q) found no scripted reply", n, rec.Body.Model)
+		writeOpenAIError(w, http.StatusInternalServerError, "testkit: the scripted OpenAI server has no reply queued", "server_error", nil)
+		return
+	}
+	o.served++
+	n := o.served
+	o.mu.Unlock()
+
+	switch s.kind {
+	case kindHang:
+		select {
+		case <-r.Context().Done():
+		case <-o.done:
+		}
+	case kindRaw:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(s.status)
+		_, _ = io.WriteString(w, s.body)
+	case kindFail:
+		if s.retryAfter != "" {
+			w.Header().Set("Retry-After", s.retryAfter)
+		}
+		if s.body != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(s.status)
+			_, _ = io.WriteString(w, s.body)
+			return
+		}
+		msg, typ, code := defaultOpenAIError(s.status)
+		writeOpenAIError(w, s.status, msg, typ, code)
+	case kindReply:
+		writeCompletion(w, n, rec.Body, s)
+	}
+}
+
+// The wire shapes of a chat completion, as api.openai.com sends them.
+type (
+	wireCompletion struct {
+		ID                string       `json:"id"`
+		Object            string       `json:"object"`
+		Created           int64        `json:"created"`
+		Model             string       `json:"model"`
+		Choices           []wireChoice `json:"choices"`
+		Usage             wireUsage    `json:"usage"`
+		SystemFingerprint string       `json:"system_fingerprint"`
+	}
+	wireChoice struct {
+		Index        int         `json:"index"`
+		Message      wireMessage `json:"message"`
+		Logprobs     any         `json:"logprobs"`
+		FinishReason string      `json:"finish_reason"`
+	}
+	wireMessage struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+		Refusal any    `json:"refusal"`
+	}
+	wireUsage struct {
+		PromptTokens            int                   `json:"prompt_tokens"`
+		CompletionTokens        int                   `json:"completion_tokens"`
+		TotalTokens             int                   `json:"total_tokens"`
+		PromptTokensDetails     wirePromptDetails     `json:"prompt_tokens_details"`
+		CompletionTokensDetails wireCompletionDetails `json:"completion_tokens_details"`
+	}
+	wirePromptDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+		AudioTokens  int `json:"audio_tokens"`
+	}
+	wireCompletionDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+		AudioTokens     int `json:"audio_tokens"`
+	}
+)
+
+func writeCompletion(w http.ResponseWriter, n int, req goopenai.ChatCompletionRequest, s scripted) {
+	u := plugin.Usage{CompletionTokens: roughTokens(s.text)}
+	if s.usage != nil {
+		u = *s.usage
+	} else {
+		for _, m := range req.Messages {
+			u.PromptTokens += roughTokens(m.Content)
+		}
+	}
+	body := wireCompletion{
+		ID:      fmt.Sprintf("chatcmpl-testkit%06d", n),
+		Object:  "chat.completion",
+		Created: time.Now().Unix(),
+		Model:   req.Model,
+		Choices: []wireChoice{{
+			Message:      wireMessage{Role: goopenai.ChatMessageRoleAssistant, Content: s.text},
+			FinishReason: string(goopenai.FinishReasonStop),
+		}},
+		Usage: wireUsage{
+			PromptTokens:        int(u.PromptTokens),
+			CompletionTokens:    int(u.CompletionTokens),
+			TotalTokens:         int(u.PromptTokens + u.CompletionTokens),
+			PromptTokensDetails: wirePromptDetails{CachedTokens: int(u.CachedTokens)},
+		},
+		SystemFingerprint: "fp_testkit",
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Request-Id", "req_testkit"+strconv.Itoa(n))
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// roughTokens counts a token per four bytes, at least one.
+func roughTokens(s string) int64 { return int64(len(s)/4 + 1) }
+
+func defaultOpenAIError(status int) (msg, typ string, code any) {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return "Rate limit reached for requests. Please try again later.", "requests", "rate_limit_exceeded"
+	case status == http.StatusUnauthorized:
+		return "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
+	case status == http.StatusNotFound:
+		return "The model does not exist or you do not have access to it.", "invalid_request_error", "model_not_found"
+	case status == http.StatusServiceUnavailable:
+		return "The engine is currently overloaded, please try again later.", "server_error", nil
+	case status >= 500:
+		return "The server had an error while processing your request. Sorry about that!", "server_error", nil
+	default:
+		return fmt.Sprintf("Invalid request (testkit status %d).", status), "invalid_request_error", nil
+	}
+}
+
+func writeOpenAIError(w http.ResponseWriter, status int, msg, typ string, code any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code},
+	})
+}
