@@ -1,0 +1,15 @@
+// Package openai is the OpenAI-compatible model: a plugin.Model that sends
+// chat completions through github.com/sashabaranov/go-openai.
+//
+// One base URL serves OpenAI itself and everything that speaks its API —
+// Azure's v1 endpoint, Ollama, vLLM, llama.cpp's server, OpenRouter — so
+// Config carries a base URL, a key (which may be empty for a local server)
+// and a model name. Task iterations ask for structured output with a JSON
+// Schema (response_format json_schema); free text asks for nothing.
+//
+// Transient failures (429, 408, 5xx, a dropped connection) are retried with
+// exponential backoff and jitter, honouring Retry-After, and waiting on an
+// injected clock so tests drive the waits with clock.Fake. Client errors
+// (400, 401, 403, 404, ...) are returned at once. A done context ends a call
+// at once, whether a request is in flight or a retry is being waited for.
+package openai

@@ -1,0 +1,343 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Defaults for Config.
+const (
+	DefaultModel      = "gpt-4o-mini"
+	DefaultMaxRetries = 4
+)
+
+const (
+	// firstBackoff is the wait before the first retry when the server does
+	// not say; it doubles with each retry.
+	firstBackoff = 500 * time.Millisecond
+	// maxWait caps a single wait, Retry-After included: a server asking
+	// for an hour gets asked again after a minute, and the caller's
+	// context (a task lease, a chat reply) bounds the whole.
+	maxWait = 60 * time.Second
+)
+
+// Config configures a Model.
+type Config struct {
+	// APIKey is sent as a bearer token. It may be empty when BaseURL
+	// points at a server that needs none (Ollama, llama.cpp).
+	APIKey string
+	// BaseURL is the API root including /v1; empty means OpenAI's.
+	BaseURL string
+	// Model names the model; empty means DefaultModel.
+	Model string
+	// HTTPClient sends the requests; nil means a new http.Client.
+	HTTPClient *http.Client
+	// MaxRetries is how many times a failed call is retried after the
+	// first attempt: 0 means DefaultMaxRetries, a negative value none.
+	MaxRetries int
+	// Clock times the waits between retries; nil means the wall clock.
+	Clock clock.Clock
+	// Logger receives a line per retry; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Model is the OpenAI-compatible model.
+type Model struct {
+	client     *goopenai.Client
+	model      string
+	maxRetries int
+	clock      clock.Clock
+	log        *slog.Logger
+	// jitter picks the wait in [d/2, d]; tests may fix it.
+	jitter func(d time.Duration) time.Duration
+}
+
+var _ plugin.Model = (*Model)(nil)
+
+// New returns a model configured by cfg. It needs an API key or a base URL.
+func New(cfg Config) (*Model, error) {
+	if cfg.APIKey == "" && cfg.BaseURL == "" {
+		return nil, errors.New("openai: an API key or a base URL is required")
+	}
+	cc := goopenai.DefaultConfig(cfg.APIKey)
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("openai: base URL %q is not an http(s) URL", cfg.BaseURL)
+		}
+		cc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	cc.HTTPClient = headerRecorder{hc}
+	m := &Model{
+		client:     goopenai.NewClientWithConfig(cc),
+		model:      cfg.Model,
+		maxRetries: cfg.MaxRetries,
+		clock:      cfg.Clock,
+		log:        cfg.Logger,
+		jitter:     equalJitter,
+	}
+	if m.model == "" {
+		m.model = DefaultModel
+	}
+	switch {
+	case m.maxRetries == 0:
+		m.maxRetries = DefaultMaxRetries
+	case m.maxRetries < 0:
+		m.maxRetries = 0
+	}
+	if m.clock == nil {
+		m.clock = clock.Real{}
+	}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	return m, nil
+}
+
+// Name is the model name requests carry.
+func (m *Model) Name() string { return m.model }
+
+// Generate sends req as one chat completion, retrying transient failures.
+func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+	creq := m.request(req)
+	for attempt := 1; ; attempt++ {
+		var header http.Header
+		resp, err := m.client.CreateChatCompletion(context.WithValue(ctx, headerKey{}, &header), creq)
+		if err == nil {
+			return m.response(resp, attempt)
+		}
+		if ctx.Err() != nil {
+			return plugin.ModelResponse{}, &Error{Model: m.model, Attempts: attempt, Err: ctx.Err()}
+		}
+		status := statusOf(err)
+		if !retryable(err, status) || attempt > m.maxRetries {
+			return plugin.ModelResponse{}, &Error{Model: m.model, Status: status, Attempts: attempt, Err: err}
+		}
+		wait, fromServer := retryAfter(header, m.clock.Now())
+		if !fromServer {
+			wait = m.jitter(backoff(attempt))
+		}
+		wait = min(wait, maxWait)
+		m.log.LogAttrs(ctx, slog.LevelWarn, "openai: chat completion failed, retrying",
+			slog.String("model", m.model), slog.Int("status", status), slog.Int("attempt", attempt),
+			slog.Duration("wait", wait), slog.Bool("retry_after", fromServer), slog.String("error", detail(err)))
+		if err := clock.Sleep(ctx, m.clock, wait); err != nil {
+			return plugin.ModelResponse{}, &Error{Model: m.model, Status: status, Attempts: attempt,
+				Err: fmt.Errorf("waiting to retry: %w", err)}
+		}
+	}
+}
+
+func (m *Model) request(req plugin.ModelRequest) goopenai.ChatCompletionRequest {
+	creq := goopenai.ChatCompletionRequest{
+		Model:     m.model,
+		Messages:  make([]goopenai.ChatCompletionMessage, len(req.Messages)),
+		MaxTokens: req.MaxTokens,
+	}
+	for i, msg := range req.Messages {
+		creq.Messages[i] = goopenai.ChatCompletionMessage{Role: msg.Role, Content: msg.Content}
+	}
+	if req.Temperature != nil {
+		// go-openai omits a zero temperature, so 0 means the server's
+		// default rather than greedy decoding.
+		creq.Temperature = *req.Temperature
+	}
+	if s := req.Schema; s != nil {
+		creq.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
+			Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
+				Name:   s.Name,
+				Schema: s.Schema,
+				Strict: s.Strict,
+			},
+		}
+	}
+	// Reasoning models (o1, o3, gpt-5, ...) refuse max_tokens and sampling
+	// settings; everything else, including most local servers, only knows
+	// max_tokens. go-openai's validator knows which is which.
+	if goopenai.NewReasoningValidator().Validate(creq) != nil {
+		creq.MaxCompletionTokens, creq.MaxTokens = creq.MaxTokens, 0
+		creq.Temperature = 0
+	}
+	return creq
+}
+
+func (m *Model) response(resp goopenai.ChatCompletionResponse, attempts int) (plugin.ModelResponse, error) {
+	if len(resp.Choices) == 0 {
+		return plugin.ModelResponse{}, &Error{Model: m.model, Status: http.StatusOK, Attempts: attempts,
+			Err: errors.New("the response has no choices")}
+	}
+	msg := resp.Choices[0].Message
+	if msg.Content == "" && msg.Refusal != "" {
+		return plugin.ModelResponse{}, &Error{Model: m.model, Status: http.StatusOK, Attempts: attempts,
+			Err: fmt.Errorf("the model refused: %s", msg.Refusal)}
+	}
+	out := plugin.ModelResponse{
+		Text:  msg.Content,
+		Model: resp.Model,
+		Usage: plugin.Usage{
+			PromptTokens:     int64(resp.Usage.PromptTokens),
+			CompletionTokens: int64(resp.Usage.CompletionTokens),
+		},
+	}
+	if d := resp.Usage.PromptTokensDetails; d != nil {
+		out.Usage.CachedTokens = int64(d.CachedTokens)
+	}
+	if out.Model == "" {
+		out.Model = m.model
+	}
+	if resp.Choices[0].FinishReason == goopenai.FinishReasonLength {
+		m.log.Warn("openai: answer cut short by the token limit", slog.String("model", out.Model),
+			slog.Int64("completion_tokens", out.Usage.CompletionTokens))
+	}
+	return out, nil
+}
+
+// Error is a chat completion that failed: the model asked, the HTTP status
+// of the last answer (0 when none came) and how many attempts were made.
+// It unwraps to go-openai's *APIError or *RequestError, a network error, or
+// the context's error.
+type Error struct {
+	Model    string
+	Status   int
+	Attempts int
+	Err      error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "openai: chat completion (model %s)", e.Model)
+	if e.Status != 0 && e.Status != http.StatusOK {
+		fmt.Fprintf(&b, ": status %d", e.Status)
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	b.WriteString(": ")
+	b.WriteString(detail(e.Err))
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// detail is the part of a go-openai error worth showing: its message
+// without the status it repeats.
+func detail(err error) string {
+	var apiErr *goopenai.APIError
+	var reqErr *goopenai.RequestError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr.Message
+	case errors.As(err, &reqErr):
+		body := strings.TrimSpace(string(reqErr.Body))
+		if len(body) > 300 {
+			body = body[:300] + "…"
+		}
+		if body == "" {
+			body = http.StatusText(reqErr.HTTPStatusCode)
+		}
+		return body
+	}
+	return err.Error()
+}
+
+func statusOf(err error) int {
+	var apiErr *goopenai.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.HTTPStatusCode
+	}
+	var reqErr *goopenai.RequestError
+	if errors.As(err, &reqErr) {
+		return reqErr.HTTPStatusCode
+	}
+	return 0
+}
+
+// retryable reports whether a failed call may succeed if tried again: the
+// server is busy or broken (429, 408, 5xx), or the connection failed. A
+// request the server refused (400, 401, 403, 404, 422) fails the same way
+// every time.
+func retryable(err error, status int) bool {
+	if status != 0 {
+		return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
+	}
+	var urlErr *url.Error
+	var netErr net.Error
+	return errors.As(err, &urlErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// backoff is the wait before retry n (from 1) when the server gives none:
+// 0.5s, 1s, 2s, 4s, ... up to maxWait.
+func backoff(n int) time.Duration {
+	d := firstBackoff
+	for i := 1; i < n && d < maxWait; i++ {
+		d *= 2
+	}
+	return min(d, maxWait)
+}
+
+// equalJitter spreads d over [d/2, d] so that clients refused together do
+// not come back together.
+func equalJitter(d time.Duration) time.Duration {
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// retryAfter reads how long the server asked us to wait: retry-after-ms
+// (OpenAI's), or Retry-After in seconds or as an HTTP date.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// headerKey carries, in a request's context, where headerRecorder puts the
+// response headers: go-openai's errors drop them, and Retry-After is in
+// them.
+type headerKey struct{}
+
+// headerRecorder is the HTTP client go-openai calls.
+type headerRecorder struct{ c *http.Client }
+
+func (r headerRecorder) Do(req *http.Request) (*http.Response, error) {
+	resp, err := r.c.Do(req)
+	if resp != nil {
+		if h, ok := req.Context().Value(headerKey{}).(*http.Header); ok {
+			*h = resp.Header
+		}
+	}
+	return resp, err
+}
