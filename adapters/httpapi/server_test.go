@@ -1,0 +1,47 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/taskloom/taskloom/adapters/httpapi"
+)
+
+func get(t *testing.T, h http.Handler, path string) (int, map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("%s: body %q is not JSON: %v", path, rec.Body.String(), err)
+	}
+	return rec.Code, body
+}
+
+func TestProbes(t *testing.T) {
+	t.Parallel()
+	var dbErr error
+	s := httpapi.New(nil, map[string]httpapi.Checker{"store": func(context.Context) error { return dbErr }})
+	if code, _ := get(t, s, "/healthz"); code != 200 {
+		t.Fatalf("healthz = %d", code)
+	}
+	if code, body := get(t, s, "/readyz"); code != 503 || body["status"] != "not ready" {
+		t.Fatalf("readyz before start = %d %v", code, body)
+	}
+	s.SetReady(true)
+	if code, _ := get(t, s, "/readyz"); code != 200 {
+		t.Fatalf("readyz when ready = %d", code)
+	}
+	dbErr = errors.New("connection refused")
+	code, body := get(t, s, "/readyz")
+	if code != 503 || body["checks"].(map[string]any)["store"] != "failing" {
+		t.Fatalf("readyz with failing store = %d %v", code, body)
+	}
+	if code, _ := get(t, s, "/healthz"); code != 200 {
+		t.Fatalf("healthz must not depend on the store, got %d", code)
+	}
+}

@@ -1,0 +1,244 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything Taskloom reads from its environment.
+type Config struct {
+	DatabaseURL string // empty: embedded SQLite in DataDir
+	DataDir     string
+	HTTPAddr    string
+	APIToken    string
+
+	OpenAIKey     string
+	OpenAIBaseURL string
+	OpenAIModel   string
+	// UseDemoModel is true when neither an OpenAI key nor a base URL is
+	// configured.
+	UseDemoModel bool
+
+	DiscordToken         string
+	DiscordApplicationID string
+	DiscordAPIURL        string
+
+	SlackBotToken      string
+	SlackAppToken      string
+	SlackSigningSecret string
+	SlackAPIURL        string
+
+	FlushInterval time.Duration
+	Workers       int
+	MaxIterations int
+	MaxStale      int
+	Lease         time.Duration
+	Admins        []string
+
+	Character string // path of a character file; "" for the default
+	LogLevel  string // debug, info, warn, error
+}
+
+// Defaults (PRODUCT §6).
+const (
+	DefaultDataDir       = "./.taskloom"
+	DefaultHTTPAddr      = "127.0.0.1:8080"
+	DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+	DefaultOpenAIModel   = "gpt-4o-mini"
+	DefaultDiscordAPIURL = "https://discord.com/"
+	DefaultSlackAPIURL   = "https://slack.com/api/"
+)
+
+// Error is a configuration value that cannot be used.
+type Error struct {
+	Var    string
+	Value  string
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Var, e.Reason)
+	}
+	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Reason)
+}
+
+// Load reads the configuration through getenv (os.Getenv in production)
+// and validates it. The first bad value is returned as an *Error.
+func Load(getenv func(string) string) (Config, error) {
+	r := reader{getenv: getenv}
+	c := Config{
+		DatabaseURL:          r.str("DATABASE_URL", ""),
+		DataDir:              r.str("TASKLOOM_DATA_DIR", DefaultDataDir),
+		HTTPAddr:             r.str("TASKLOOM_HTTP_ADDR", DefaultHTTPAddr),
+		APIToken:             r.str("TASKLOOM_API_TOKEN", ""),
+		OpenAIKey:            r.str("OPENAI_API_KEY", ""),
+		OpenAIBaseURL:        r.str("OPENAI_BASE_URL", ""),
+		OpenAIModel:          r.str("OPENAI_MODEL", DefaultOpenAIModel),
+		DiscordToken:         r.str("DISCORD_BOT_TOKEN", ""),
+		DiscordApplicationID: r.str("DISCORD_APPLICATION_ID", ""),
+		DiscordAPIURL:        r.str("DISCORD_API_URL", DefaultDiscordAPIURL),
+		SlackBotToken:        r.str("SLACK_BOT_TOKEN", ""),
+		SlackAppToken:        r.str("SLACK_APP_TOKEN", ""),
+		SlackSigningSecret:   r.str("SLACK_SIGNING_SECRET", ""),
+		SlackAPIURL:          r.str("SLACK_API_URL", DefaultSlackAPIURL),
+		FlushInterval:        r.duration("TASKLOOM_FLUSH_INTERVAL", 5*time.Second, 100*time.Millisecond, time.Hour),
+		Workers:              r.integer("TASKLOOM_WORKERS", 1, 1, 256),
+		MaxIterations:        r.integer("TASKLOOM_MAX_ITERATIONS", 50, 1, 10000),
+		MaxStale:             r.integer("TASKLOOM_MAX_STALE", 3, 1, 1000),
+		Lease:                r.duration("TASKLOOM_LEASE", 2*time.Minute, time.Second, 24*time.Hour),
+		Admins:               r.list("TASKLOOM_ADMINS"),
+		Character:            r.str("TASKLOOM_CHARACTER", ""),
+		LogLevel:             strings.ToLower(r.str("TASKLOOM_LOG_LEVEL", "info")),
+	}
+	if r.err != nil {
+		return Config{}, r.err
+	}
+	c.UseDemoModel = c.OpenAIKey == "" && c.OpenAIBaseURL == ""
+	if c.OpenAIBaseURL == "" {
+		c.OpenAIBaseURL = DefaultOpenAIBaseURL
+	}
+	return c, c.Validate()
+}
+
+// Validate checks values that depend on each other or on their form. Flag
+// overrides are applied before it is called again.
+func (c Config) Validate() error {
+	if c.DatabaseURL != "" {
+		u, err := url.Parse(c.DatabaseURL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return &Error{Var: "DATABASE_URL", Value: redact(c.DatabaseURL), Reason: "want a postgres:// URL, or nothing for the embedded SQLite store"}
+		}
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		return &Error{Var: "TASKLOOM_DATA_DIR", Reason: "is empty"}
+	}
+	host, port, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return &Error{Var: "TASKLOOM_HTTP_ADDR", Value: c.HTTPAddr, Reason: "want host:port, e.g. 127.0.0.1:8080"}
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return &Error{Var: "TASKLOOM_HTTP_ADDR", Value: c.HTTPAddr, Reason: "the port is not a number from 0 to 65535"}
+	}
+	if c.APIToken == "" && !IsLoopback(host) {
+		return &Error{Var: "TASKLOOM_API_TOKEN", Reason: fmt.Sprintf("must be set to serve the API on %s, which is not a loopback address", c.HTTPAddr)}
+	}
+	for _, u := range []struct{ name, value string }{
+		{"OPENAI_BASE_URL", c.OpenAIBaseURL},
+		{"DISCORD_API_URL", c.DiscordAPIURL},
+		{"SLACK_API_URL", c.SlackAPIURL},
+	} {
+		if err := checkHTTPURL(u.value); err != nil {
+			return &Error{Var: u.name, Value: u.value, Reason: err.Error()}
+		}
+	}
+	if strings.TrimSpace(c.OpenAIModel) == "" {
+		return &Error{Var: "OPENAI_MODEL", Reason: "is empty"}
+	}
+	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
+		return &Error{Var: "SLACK_APP_TOKEN", Reason: "an app-level token starts with xapp-"}
+	}
+	if c.SlackBotToken != "" && c.SlackAppToken == "" && c.SlackSigningSecret == "" {
+		return &Error{Var: "SLACK_SIGNING_SECRET", Reason: "is needed for the HTTP Events API when SLACK_APP_TOKEN (Socket Mode) is not set"}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return &Error{Var: "TASKLOOM_LOG_LEVEL", Value: c.LogLevel, Reason: "want debug, info, warn or error"}
+	}
+	return nil
+}
+
+// IsLoopback reports whether a listen host only accepts local
+// connections. An empty host listens everywhere, so it is not.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an http:// or https:// URL")
+	}
+	return nil
+}
+
+// redact hides a password in a URL.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// reader keeps the first error so Load reads as a list of fields.
+type reader struct {
+	getenv func(string) string
+	err    error
+}
+
+func (r *reader) fail(e *Error) {
+	if r.err == nil {
+		r.err = e
+	}
+}
+
+func (r *reader) str(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) integer(name string, def, lo, hi int) int {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		r.fail(&Error{Var: name, Value: v, Reason: fmt.Sprintf("want a whole number from %d to %d", lo, hi)})
+		return def
+	}
+	return n
+}
+
+func (r *reader) duration(name string, def, lo, hi time.Duration) time.Duration {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		r.fail(&Error{Var: name, Value: v, Reason: "want a duration such as 5s, 2m or 1h"})
+		return def
+	}
+	if d < lo || d > hi {
+		r.fail(&Error{Var: name, Value: v, Reason: fmt.Sprintf("want a duration from %s to %s", lo, hi)})
+		return def
+	}
+	return d
+}
+
+func (r *reader) list(name string) []string {
+	var out []string
+	for _, f := range strings.Split(r.getenv(name), ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+package config_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/config"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DatabaseURL != "" || c.DataDir != "./.taskloom" || c.HTTPAddr != "127.0.0.1:8080" ||
+		c.FlushInterval != 5*time.Second || c.Workers != 1 || c.MaxIterations != 50 || c.MaxStale != 3 ||
+		c.Lease != 2*time.Minute || !c.UseDemoModel || c.OpenAIBaseURL != "https://api.openai.com/v1" ||
+		c.OpenAIModel != "gpt-4o-mini" || c.DiscordAPIURL != "https://discord.com/" || c.SlackAPIURL != "https://slack.com/api/" {
+		t.Fatalf("defaults = %+v", c)
+	}
+}
+
+func TestValues(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(env(
+		"DATABASE_URL", "postgres://u@db:5432/taskloom",
+		"TASKLOOM_HTTP_ADDR", "0.0.0.0:9000", "TASKLOOM_API_TOKEN", "s3cret",
+		"OPENAI_BASE_URL", "http://127.0.0.1:11434/v1",
+		"TASKLOOM_WORKERS", "4", "TASKLOOM_FLUSH_INTERVAL", "2s", "TASKLOOM_LEASE", "30s",
+		"TASKLOOM_ADMINS", " U1, U2 ,,",
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.UseDemoModel || c.Workers != 4 || c.FlushInterval != 2*time.Second || c.Lease != 30*time.Second || !slices.Equal(c.Admins, []string{"U1", "U2"}) {
+		t.Fatalf("config = %+v", c)
+	}
+	if c, _ := config.Load(env("OPENAI_API_KEY", "sk-x")); c.UseDemoModel {
+		t.Fatal("a key alone must select the OpenAI model")
+	}
+}
+
+func TestBadValuesNameTheVariable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"TASKLOOM_WORKERS", "abc"}, `TASKLOOM_WORKERS="abc": want a whole number from 1 to 256`},
+		{[]string{"TASKLOOM_WORKERS", "0"}, `TASKLOOM_WORKERS="0"`},
+		{[]string{"TASKLOOM_FLUSH_INTERVAL", "5"}, `TASKLOOM_FLUSH_INTERVAL="5": want a duration`},
+		{[]string{"TASKLOOM_LEASE", "1ms"}, `TASKLOOM_LEASE="1ms": want a duration from 1s to 24h0m0s`},
+		{[]string{"TASKLOOM_MAX_ITERATIONS", "-3"}, `TASKLOOM_MAX_ITERATIONS`},
+		{[]string{"TASKLOOM_MAX_STALE", "x"}, `TASKLOOM_MAX_STALE`},
+		{[]string{"DATABASE_URL", "mysql://root@localhost/db"}, `DATABASE_URL="mysql://root@localhost/db": want a postgres:// URL`},
+		{[]string{"DATABASE_URL", "ftp://u:hunter2@h/db"}, `xxxxx`},
+		{[]string{"TASKLOOM_HTTP_ADDR", "8080"}, `TASKLOOM_HTTP_ADDR="8080": want host:port`},
+		{[]string{"TASKLOOM_HTTP_ADDR", "0.0.0.0:8080"}, `TASKLOOM_API_TOKEN: must be set to serve the API on 0.0.0.0:8080`},
+		{[]string{"TASKLOOM_HTTP_ADDR", ":8080"}, `TASKLOOM_API_TOKEN`},
+		{[]string{"OPENAI_BASE_URL", "localhost:11434"}, `OPENAI_BASE_URL="localhost:11434": want an http:// or https:// URL`},
+		{[]string{"DISCORD_API_URL", "discord"}, `DISCORD_API_URL`},
+		{[]string{"SLACK_APP_TOKEN", "xoxb-1"}, `SLACK_APP_TOKEN: an app-level token starts with xapp-`},
+		{[]string{"SLACK_BOT_TOKEN", "xoxb-1"}, `SLACK_SIGNING_SECRET`},
+		{[]string{"TASKLOOM_LOG_LEVEL", "loud"}, `TASKLOOM_LOG_LEVEL`},
+	}
+	for _, tt := range tests {
+		_, err := config.Load(env(tt.env...))
+		var ce *config.Error
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: err = %v, want one line containing %q", tt.env, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%v: error leaks a password: %v", tt.env, err)
+		}
+	}
+}
+
+func TestLoopbackWithoutTokenIsFine(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:8080"} {
+		if _, err := config.Load(env("TASKLOOM_HTTP_ADDR", addr)); err != nil {
+			t.Errorf("%s: %v", addr, err)
+		}
+	}
+}
