@@ -71,6 +71,9 @@ type ActionInfo struct {
 	// Parameters is a JSON Schema object; the same schema types the chat
 	// command's parameters and the agent tool's arguments.
 	Parameters json.RawMessage
+	// Tool offers the action to agent tasks. Chat-only commands leave it
+	// false.
+	Tool bool
 }
 
 // Action is something the bot can do: a chat command handler and a tool an
@@ -117,6 +120,9 @@ type Result struct {
 	Ephemeral bool
 	// TaskNumber names the task the result is about.
 	TaskNumber int64
+	// Wait, for a tool a task called, parks the task in waiting with this
+	// reason (a question asked, subtasks started) until it is answered.
+	Wait string
 }
 
 // ProviderInfo describes a provider.

@@ -107,6 +107,7 @@ const (
 	NotifyAction   = "action"   // latest wins
 	NotifyError    = "error"    // accumulate
 	NotifyTerminal = "terminal" // sent at once
+	NotifyMessage  = "message"  // a task's post_message or question: sent at once
 )
 
 // Notification is one pending update for a room, kept in the outbox until
