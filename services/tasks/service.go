@@ -1,0 +1,358 @@
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Defaults for the service.
+const (
+	DefaultPoll             = 2 * time.Second
+	DefaultMaxActivePerUser = 20
+	leaseMargin             = 10 * time.Second
+	commitTimeout           = 15 * time.Second
+	errorBackoff            = time.Second
+)
+
+// NotifyFunc derives the outbox rows a task change causes; the service
+// writes them in the same transaction as the change. The notification
+// service provides it.
+type NotifyFunc func(before, after plugin.Task, m *plugin.Mutation) []plugin.Notification
+
+// Options configure the task service.
+type Options struct {
+	Runtime *plugin.Runtime // its store, clock and logger are used
+	Workers int             // iterations in flight; default 1
+	Lease   time.Duration   // default 2m
+	Poll    time.Duration   // how often idle workers look for work without a signal
+	// Owner names this replica in leases; default host-pid-random.
+	Owner            string
+	History          History
+	MaxActivePerUser int
+	Notify           NotifyFunc
+	// Listen, when set, delivers signals from other replicas that a task
+	// became ready (PostgreSQL LISTEN/NOTIFY).
+	Listen func(ctx context.Context) (<-chan struct{}, error)
+}
+
+// Service is the task service.
+type Service struct {
+	opts  Options
+	rt    *plugin.Runtime
+	store plugin.Store
+	clk   clock.Clock
+	log   *slog.Logger
+	it    *Iterator
+
+	wake chan struct{}
+
+	mu       sync.Mutex
+	stopping chan struct{}      // closed: claim nothing new
+	hard     context.CancelFunc // cancels in-flight iterations
+	hardCtx  context.Context
+	wg       sync.WaitGroup
+}
+
+var _ plugin.Service = (*Service)(nil)
+
+// New returns a task service; Start runs its workers.
+func New(opts Options) *Service {
+	if opts.Workers <= 0 {
+		opts.Workers = 1
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = 2 * time.Minute
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.Owner == "" {
+		opts.Owner = defaultOwner()
+	}
+	if opts.MaxActivePerUser <= 0 {
+		opts.MaxActivePerUser = DefaultMaxActivePerUser
+	}
+	rt := opts.Runtime
+	return &Service{
+		opts:  opts,
+		rt:    rt,
+		store: rt.Store(),
+		clk:   rt.Clock(),
+		log:   rt.Logger().With("service", "tasks"),
+		it:    &Iterator{Runtime: rt, History: opts.History},
+		wake:  make(chan struct{}, 1),
+	}
+}
+
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Name implements plugin.Service.
+func (s *Service) Name() string { return "tasks" }
+
+// Start launches the workers.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping != nil {
+		return errors.New("task service already started")
+	}
+	s.stopping = make(chan struct{})
+	s.hardCtx, s.hard = context.WithCancel(context.WithoutCancel(ctx))
+	if s.opts.Listen != nil {
+		signals, err := s.opts.Listen(s.hardCtx)
+		if err != nil {
+			s.log.Warn("cannot listen for tasks from other replicas; polling instead", "err", err)
+		} else {
+			s.wg.Add(1)
+			go s.relay(signals)
+		}
+	}
+	for i := range s.opts.Workers {
+		s.wg.Add(1)
+		go s.work(fmt.Sprintf("%s/%d", s.opts.Owner, i))
+	}
+	s.log.Info("task service started", "workers", s.opts.Workers, "lease", s.opts.Lease, "owner", s.opts.Owner)
+	return nil
+}
+
+// Stop claims nothing new and waits for in-flight iterations to finish
+// and commit. If ctx ends first, they are canceled and their tasks
+// released, so another replica takes them at once rather than after the
+// lease.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopping == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	select {
+	case <-s.stopping:
+	default:
+		close(s.stopping)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		s.hard()
+		return nil
+	case <-ctx.Done():
+		s.hard()
+		<-done
+		return fmt.Errorf("task service: in-flight iterations canceled: %w", ctx.Err())
+	}
+}
+
+// Wake tells an idle worker that a task may be ready.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Service) relay(signals <-chan struct{}) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case _, ok := <-signals:
+			if !ok {
+				return
+			}
+			s.Wake()
+		}
+	}
+}
+
+func (s *Service) work(owner string) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		default:
+		}
+		did, err := s.Step(s.hardCtx, owner)
+		if err != nil {
+			if s.hardCtx.Err() != nil {
+				return
+			}
+			s.log.Error("iteration failed", "owner", owner, "err", err)
+			if !s.idle(errorBackoff) {
+				return
+			}
+			continue
+		}
+		if did {
+			s.Wake() // there may be more ready: let another idle worker look
+			continue
+		}
+		if !s.idle(s.opts.Poll) {
+			return
+		}
+	}
+}
+
+// idle waits for a wake-up or d; false means the service is stopping.
+func (s *Service) idle(d time.Duration) bool {
+	t := s.clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.stopping:
+		return false
+	case <-s.wake:
+	case <-t.C():
+	}
+	return true
+}
+
+// Step claims the next task and runs one iteration of it as owner,
+// committing the result if the lease still holds. It reports whether a
+// task was served. Workers call it in a loop; tests and benchmarks call it
+// directly.
+func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
+	task, err := s.store.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: s.clk.Now(), Lease: s.opts.Lease})
+	if errors.Is(err, plugin.ErrNoTask) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim: %w", err)
+	}
+	s.emit(ctx, plugin.TaskChanged, task)
+	budget := max(s.opts.Lease-leaseMargin, s.opts.Lease/2)
+	iterCtx, cancel := context.WithTimeout(ctx, budget)
+	o := s.it.Run(iterCtx, task)
+	cancel()
+	// The write must happen even if ctx is being canceled: use a
+	// context of its own.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer wcancel()
+	if ctx.Err() != nil {
+		// Shutting down mid-iteration: give the task back untouched.
+		_, err := s.mutate(wctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
+			return plugin.Released(t, owner, task.Fence, s.clk.Now())
+		})
+		if err != nil && !errors.Is(err, plugin.ErrStaleFence) {
+			return true, fmt.Errorf("release task #%d: %w", task.Number, err)
+		}
+		return true, ctx.Err()
+	}
+	return true, s.commit(wctx, task, o)
+}
+
+// commit applies an outcome, or records its rejection when the lease was
+// lost meanwhile.
+func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outcome) error {
+	after, err := s.mutate(ctx, claimed.Number, func(t plugin.Task) (plugin.Mutation, error) {
+		return plugin.Iterated(t, o)
+	})
+	if errors.Is(err, plugin.ErrStaleFence) || errors.Is(err, plugin.ErrTerminal) {
+		s.log.Warn("late iteration result rejected", "task", claimed.Number, "fence", o.Fence, "owner", o.Owner, "err", err)
+		_, rerr := s.mutate(ctx, claimed.Number, func(t plugin.Task) (plugin.Mutation, error) {
+			return plugin.Rejected(t, o, err)
+		})
+		if rerr != nil {
+			return fmt.Errorf("record rejected result of task #%d: %w", claimed.Number, rerr)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("commit iteration of task #%d: %w", claimed.Number, err)
+	}
+	s.afterChange(ctx, after)
+	if after.Status == plugin.StatusWaiting && strings.HasPrefix(o.Wait, "subtask") {
+		s.resumeParent(ctx, after.Number) // its subtasks may have ended already
+	}
+	return nil
+}
+
+// mutate runs a transition through the store, adding the notifications
+// the change causes to the same transaction.
+func (s *Service) mutate(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
+	return s.store.UpdateTask(ctx, number, func(cur plugin.Task) (plugin.Mutation, error) {
+		m, err := fn(cur)
+		if err != nil {
+			return m, err
+		}
+		if s.opts.Notify != nil {
+			m.Notifications = append(m.Notifications, s.opts.Notify(cur, m.Task, &m)...)
+		}
+		return m, nil
+	})
+}
+
+// afterChange tells subscribers, wakes workers for a task back in the
+// queue, and resumes a parent whose subtasks have all ended.
+func (s *Service) afterChange(ctx context.Context, t plugin.Task) {
+	switch {
+	case t.Status.Terminal():
+		s.emit(ctx, plugin.TaskEnded, t)
+		if t.ParentNumber != 0 {
+			s.resumeParent(ctx, t.ParentNumber)
+		}
+	default:
+		s.emit(ctx, plugin.TaskChanged, t)
+		if t.Status == plugin.StatusQueued {
+			s.Wake()
+		}
+	}
+}
+
+func (s *Service) emit(ctx context.Context, typ plugin.EventType, t plugin.Task) {
+	s.rt.Emit(ctx, plugin.Event{Type: typ, Task: &t})
+}
+
+// resumeParent answers a task waiting on subtasks once every one of them
+// has ended, with their outcomes.
+func (s *Service) resumeParent(ctx context.Context, number int64) {
+	parent, err := s.store.GetTask(ctx, number)
+	if err != nil || parent.Status != plugin.StatusWaiting {
+		return
+	}
+	children, err := s.store.ListTasks(ctx, plugin.TaskFilter{ParentNumber: number})
+	if err != nil || len(children) == 0 {
+		return
+	}
+	var lines []string
+	for _, c := range children {
+		if !c.Status.Terminal() {
+			return
+		}
+		line := fmt.Sprintf("subtask #%d %q %s", c.Number, c.Name, c.Status)
+		if c.Summary != "" {
+			line += ": " + c.Summary
+		} else if c.Error != "" {
+			line += ": " + c.Error
+		}
+		lines = append(lines, line)
+	}
+	after, err := s.mutate(ctx, number, func(t plugin.Task) (plugin.Mutation, error) {
+		return plugin.Answered(t, "system", strings.Join(lines, "; "), s.clk.Now())
+	})
+	if err != nil {
+		if !errors.Is(err, plugin.ErrInvalidState) {
+			s.log.Error("cannot resume parent task", "task", number, "err", err)
+		}
+		return
+	}
+	s.afterChange(ctx, after)
+}
