@@ -1,0 +1,278 @@
+package postgres
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// The SQL of the store, in one place. The schema is in migrations/.
+
+// migrationLockKey serializes Migrate across processes
+// (pg_advisory_xact_lock). Any constant works; this one is "taskloom".
+const migrationLockKey = 0x7461736b6c6f6f6d
+
+const sqlCreateMigrations = `
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)`
+
+const (
+	sqlMigrationLock     = `SELECT pg_advisory_xact_lock($1)`
+	sqlAppliedMigrations = `SELECT version FROM schema_migrations`
+	sqlRecordMigration   = `INSERT INTO schema_migrations (version) VALUES ($1)`
+)
+
+// taskColumns are the columns of tasks in the order scanTask reads them and
+// taskArgs writes them.
+var taskColumns = []string{
+	"number", "name", "goal", "status", "progress", "previous_progress",
+	"stale_counter", "iteration", "max_iterations", "max_stale_iterations",
+	"requestor_id", "platform", "room_id", "workspace_id", "parent_number",
+	"last_processed_at", "created_at", "started_at", "completed_at",
+	"summary", "error", "prompt_tokens", "completion_tokens",
+	"lease_owner", "lease_expires_at", "fence", "event_seq",
+}
+
+var (
+	taskCols = strings.Join(taskColumns, ", ")
+
+	sqlGetTask  = `SELECT ` + taskCols + ` FROM tasks WHERE number = $1`
+	sqlLockTask = sqlGetTask + ` FOR UPDATE`
+
+	// sqlInsertTask inserts every column but number, which the identity
+	// assigns.
+	sqlInsertTask = `INSERT INTO tasks (` + strings.Join(taskColumns[1:], ", ") + `)
+VALUES (` + placeholders(1, len(taskColumns)-1) + `) RETURNING number`
+
+	// sqlUpdateTask writes every column of a locked row ($1 is its number).
+	sqlUpdateTask = `UPDATE tasks SET ` + assignments(taskColumns[1:], 2) + ` WHERE number = $1`
+
+	sqlParentExists = `SELECT EXISTS (SELECT 1 FROM tasks WHERE number = $1)`
+)
+
+// sqlClaimPick is the queue: the head task that is queued or running with
+// no live lease ($1 is now). Its ORDER BY is the partial index tasks_queue,
+// so the scan reads active tasks only.
+const sqlClaimPick = `
+SELECT number, status, lease_owner, lease_expires_at, started_at
+FROM tasks
+WHERE status IN ('queued', 'running')
+  AND (lease_expires_at IS NULL OR lease_expires_at <= $1)
+ORDER BY last_processed_at NULLS FIRST, number
+LIMIT 1
+FOR UPDATE SKIP LOCKED`
+
+// sqlClaimTask claims the head of the queue in one statement: $1 now, $2
+// owner, $3 lease expiry. It returns the row after the claim, then the
+// pre-claim values of the columns the claim sets, from which the store
+// rebuilds the row before it for the "claimed" event.
+var sqlClaimTask = `
+UPDATE tasks AS t
+SET status = 'running',
+    lease_owner = $2,
+    lease_expires_at = $3,
+    fence = t.fence + 1,
+    started_at = COALESCE(t.started_at, $1),
+    event_seq = t.event_seq + 1
+FROM (` + sqlClaimPick + `) AS old
+WHERE t.number = old.number
+RETURNING ` + qualified("t", taskColumns) + `,
+    old.status, old.lease_owner, old.lease_expires_at, old.started_at`
+
+const (
+	sqlInsertEvent = `
+INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+
+	eventCols = `id, task_number, sequence, type, payload, actor, fence, time`
+
+	sqlTaskEvents = `SELECT ` + eventCols + ` FROM task_events
+WHERE task_number = $1 AND sequence > $2 ORDER BY sequence`
+
+	sqlEventsSince = `SELECT ` + eventCols + ` FROM task_events
+WHERE id > $1 ORDER BY id LIMIT $2`
+
+	sqlInsertStep = `
+INSERT INTO task_steps (task_number, iteration, thought, action, params, result, success, error, progress, time)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+
+	sqlSteps = `
+SELECT task_number, iteration, thought, action, params, result, success, error, progress, time
+FROM task_steps WHERE task_number = $1 ORDER BY iteration`
+)
+
+const (
+	memoryCols = `id, platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at`
+
+	sqlInsertMemory = `
+INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (platform, message_id) WHERE message_id <> '' DO NOTHING
+RETURNING ` + memoryCols
+
+	sqlMemoryByMessage = `SELECT ` + memoryCols + ` FROM memories WHERE platform = $1 AND message_id = $2`
+
+	// sqlRecentMemories reads newest first; the store reverses. A NULL
+	// limit is no limit.
+	sqlRecentMemories = `SELECT ` + memoryCols + ` FROM memories
+WHERE room = $1 ORDER BY created_at DESC NULLS LAST, id DESC LIMIT $2`
+)
+
+const (
+	notificationCols = `id, room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error`
+
+	sqlEnqueue = `
+INSERT INTO notifications (room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING ` + notificationCols
+
+	// A notification is due when its next attempt has come, and claimable
+	// when nobody holds it or its claim has expired ($1 is now).
+	notificationReady = `(next_attempt_at IS NULL OR next_attempt_at <= $1)
+  AND (claimed_by = '' OR claim_expires_at <= $1)`
+
+	// roomHeld is true while some sender holds a live claim in the room, in
+	// which case the room is left to it: one sender per room at a time.
+	roomHeld = `EXISTS (SELECT 1 FROM notifications h
+  WHERE h.room = n.room AND h.claimed_by <> '' AND h.claim_expires_at > $1)`
+
+	// sqlPickRooms lists rooms with a ready notification, the one whose
+	// oldest ready notification is oldest first: $1 now, $2 a room or ''
+	// for any, $3 categories or empty for any.
+	sqlPickRooms = `
+SELECT n.room FROM notifications n
+WHERE ` + notificationReady + `
+  AND ($2 = '' OR n.room = $2)
+  AND (cardinality($3::text[]) = 0 OR n.category = ANY($3::text[]))
+  AND NOT ` + roomHeld + `
+GROUP BY n.room
+ORDER BY min(n.created_at) NULLS FIRST, min(n.id)
+LIMIT 8`
+
+	// sqlLockRoom takes the room for this transaction, or reports that
+	// another sender is claiming it right now.
+	sqlLockRoom = `SELECT pg_try_advisory_xact_lock(hashtextextended('taskloom.outbox.room:' || $1, 0))`
+
+	sqlRoomHeld = `SELECT ` + roomHeld + ` FROM (SELECT $2::text AS room) n`
+
+	// sqlClaimRoom claims every ready notification of room $2 for owner $3
+	// until $4.
+	sqlClaimRoom = `
+UPDATE notifications SET claimed_by = $3, claim_expires_at = $4
+WHERE room = $2 AND ` + notificationReady + `
+RETURNING ` + notificationCols
+
+	sqlMarkSent = `DELETE FROM notifications WHERE id = ANY($1) AND claimed_by = $2`
+
+	sqlUpsertRoomProgress = `
+INSERT INTO room_progress (room, task_number, progress) VALUES ($1, $2, $3)
+ON CONFLICT (room, task_number) DO UPDATE SET progress = EXCLUDED.progress`
+
+	sqlRelease = `
+UPDATE notifications
+SET claimed_by = '', claim_expires_at = NULL, attempts = attempts + 1,
+    next_attempt_at = $3, last_error = $4
+WHERE id = ANY($1) AND claimed_by = $2`
+
+	sqlLastSent = `SELECT task_number, progress FROM room_progress WHERE room = $1 AND task_number = ANY($2)`
+
+	sqlPending = `SELECT count(*) FROM notifications`
+)
+
+// taskQuery builds the SELECT (or, with count, the SELECT count(*)) of
+// ListTasks and CountTasks.
+func taskQuery(f plugin.TaskFilter, count bool) (string, []any) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if len(f.Statuses) > 0 {
+		s := make([]string, len(f.Statuses))
+		for i, st := range f.Statuses {
+			s[i] = string(st)
+		}
+		where = append(where, "status = ANY("+arg(s)+"::text[])")
+	}
+	if f.WorkspaceID != "" {
+		where = append(where, "workspace_id = "+arg(f.WorkspaceID))
+	}
+	if f.RequestorID != "" {
+		where = append(where, "requestor_id = "+arg(f.RequestorID))
+	}
+	if f.RoomID != "" {
+		where = append(where, "room_id = "+arg(f.RoomID))
+	}
+	if f.ParentNumber != 0 {
+		where = append(where, "parent_number = "+arg(f.ParentNumber))
+	}
+	if f.Query != "" {
+		p := arg("%" + escapeLike(f.Query) + "%")
+		where = append(where, fmt.Sprintf(`(lower(name) LIKE lower(%[1]s) ESCAPE '\' OR lower(goal) LIKE lower(%[1]s) ESCAPE '\')`, p))
+	}
+	order := "number"
+	switch f.Order {
+	case plugin.OrderNumber:
+		if f.AfterNumber != 0 {
+			where = append(where, "number > "+arg(f.AfterNumber))
+		}
+	case plugin.OrderRecent:
+		order = "number DESC"
+		if f.AfterNumber != 0 {
+			where = append(where, "number < "+arg(f.AfterNumber))
+		}
+	case plugin.OrderQueue:
+		// AfterNumber pages by number, which is not this order: ignored.
+		order = "last_processed_at NULLS FIRST, number"
+	}
+
+	var b strings.Builder
+	if count {
+		b.WriteString("SELECT count(*) FROM tasks")
+	} else {
+		b.WriteString("SELECT " + taskCols + " FROM tasks")
+	}
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	if !count {
+		b.WriteString(" ORDER BY " + order)
+		if f.Limit > 0 {
+			b.WriteString(" LIMIT " + arg(f.Limit))
+		}
+	}
+	return b.String(), args
+}
+
+// escapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+func placeholders(from, to int) string {
+	p := make([]string, 0, to-from+1)
+	for i := from; i <= to; i++ {
+		p = append(p, fmt.Sprintf("$%d", i))
+	}
+	return strings.Join(p, ", ")
+}
+
+func assignments(cols []string, from int) string {
+	a := make([]string, len(cols))
+	for i, c := range cols {
+		a[i] = fmt.Sprintf("%s = $%d", c, from+i)
+	}
+	return strings.Join(a, ", ")
+}
+
+func qualified(table string, cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = table + "." + c
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,174 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is a plugin.Store on PostgreSQL.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ plugin.Store = (*Store)(nil)
+
+// Open connects to the database at url (a postgres:// URL or a keyword/value
+// string) and checks that it answers. It does not migrate; call Migrate.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	s := &Store{pool: pool}
+	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	return s, nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// Close closes every connection.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Migrate applies the embedded migrations not yet recorded in
+// schema_migrations, each in the one transaction that holds the migration
+// lock, so processes that start together apply each migration once.
+func (s *Store) Migrate(ctx context.Context) error {
+	files, err := migrationFiles()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlMigrationLock, int64(migrationLockKey)); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, sqlCreateMigrations); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		rows, err := tx.Query(ctx, sqlAppliedMigrations)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		done := map[int]bool{}
+		for _, v := range applied {
+			done[v] = true
+		}
+		for _, m := range files {
+			if done[m.version] {
+				continue
+			}
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("migrate: apply %s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, sqlRecordMigration, m.version); err != nil {
+				return fmt.Errorf("migrate: record %s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrationFiles reads migrations/NNNN_name.sql in version order.
+func migrationFiles() ([]migration, error) {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, path := range names {
+		name := strings.TrimPrefix(path, "migrations/")
+		prefix, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(prefix)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a version number, as 0001_init.sql", name)
+		}
+		body, err := migrations.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: name, sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s have the same version", out[i-1].name, out[i].name)
+		}
+	}
+	return out, nil
+}
+
+// inTx runs fn in a transaction and commits if it returns nil. fn's error
+// is returned as it is, so the caller's errors.Is still works and an error
+// a MutateFunc returned reaches the caller unchanged.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Times are timestamptz, NULL when zero, read back in UTC.
+
+func timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC()
+}
+
+func timeOf(p *time.Time) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return p.UTC()
+}
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

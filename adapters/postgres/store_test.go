@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/adapters/storetest"
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+func open(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), testkit.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) plugin.Store { return open(t) })
+}
+
+// TestClaimUsesQueueIndex checks that the claim reads the partial index
+// tasks_queue, so its cost does not grow with the number of ended tasks.
+func TestClaimUsesQueueIndex(t *testing.T) {
+	s := open(t)
+	ctx := t.Context()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `
+INSERT INTO tasks (name, goal, status, progress, max_iterations, max_stale_iterations, workspace_id,
+                   created_at, completed_at, last_processed_at, event_seq)
+SELECT 'Old ' || i, 'An old task', 'completed', 100, 50, 3, 'local', now(), now(), now() - i * interval '1 second', 1
+FROM generate_series(1, 5000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "Active task", Now: time.Now()}); err != nil {
+			t.Fatalf("create active task %d: %v", i, err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE tasks`); err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]string{"pick": sqlClaimPick, "claim": sqlClaimTask} {
+		args := []any{time.Now()}
+		if name == "claim" {
+			args = append(args, "w", time.Now().Add(time.Minute))
+		}
+		rows, err := s.pool.Query(ctx, "EXPLAIN "+q, args...)
+		if err != nil {
+			t.Fatalf("explain %s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, "tasks_queue") {
+			t.Errorf("the %s plan does not use tasks_queue:\n%s", name, text)
+		}
+		if strings.Contains(text, "Seq Scan on tasks") {
+			t.Errorf("the %s plan scans every task:\n%s", name, text)
+		}
+	}
+	// And the claim still takes the right task.
+	c, err := s.ClaimTask(context.Background(), plugin.Claim{Owner: "w", Now: time.Now(), Lease: time.Minute})
+	if err != nil || c.Number != 5001 {
+		t.Errorf("ClaimTask = #%d, %v; want #5001", c.Number, err)
+	}
+}

@@ -1,0 +1,162 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+func testMemoryDedup(t *testing.T, s plugin.Store) {
+	first := plugin.Memory{Platform: "discord", MessageID: "1001", Room: "room-1", WorkspaceID: "guild-1",
+		AuthorID: "u1", AuthorName: "Ada", Text: "start a task", CreatedAt: at(time.Second)}
+	stored, isNew, err := s.SaveMemory(t.Context(), first)
+	if err != nil || !isNew || stored.ID == 0 {
+		t.Fatalf("SaveMemory = %+v, %v, %v", stored, isNew, err)
+	}
+	want := first
+	want.ID = stored.ID
+	if !sameMemory(stored, want) {
+		t.Errorf("stored memory = %+v, want %+v", stored, want)
+	}
+
+	// A redelivery, even with other content, returns what was stored.
+	again := first
+	again.Text = "edited"
+	got, isNew, err := s.SaveMemory(t.Context(), again)
+	if err != nil || isNew || !sameMemory(got, want) {
+		t.Errorf("redelivered SaveMemory = %+v, new=%v, %v; want the stored one, false", got, isNew, err)
+	}
+
+	cases := []struct {
+		name string
+		m    plugin.Memory
+	}{
+		{"same message ID on another platform", plugin.Memory{Platform: "slack", MessageID: "1001", Room: "room-1", Text: "hi"}},
+		{"no message ID", plugin.Memory{Platform: "discord", Room: "room-1", Text: "bot reply", FromBot: true}},
+		{"no message ID again", plugin.Memory{Platform: "discord", Room: "room-1", Text: "bot reply", FromBot: true}},
+	}
+	ids := map[int64]bool{stored.ID: true}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, isNew, err := s.SaveMemory(t.Context(), tc.m)
+			if err != nil || !isNew || ids[m.ID] || m.FromBot != tc.m.FromBot || m.Text != tc.m.Text {
+				t.Errorf("SaveMemory = %+v, new=%v, %v; want a new memory", m, isNew, err)
+			}
+			ids[m.ID] = true
+		})
+	}
+	all, err := s.RecentMemories(t.Context(), "room-1", 100)
+	if err != nil || len(all) != 4 {
+		t.Errorf("RecentMemories = %d memories, %v; want 4", len(all), err)
+	}
+}
+
+func testRecentMemories(t *testing.T, s plugin.Store) {
+	for i := range 5 {
+		for _, room := range []string{"room-1", "room-2"} {
+			m := plugin.Memory{Platform: "discord", MessageID: fmt.Sprintf("%s-%d", room, i), Room: room,
+				Text: fmt.Sprintf("message %d", i), CreatedAt: at(time.Duration(i) * time.Second)}
+			if _, _, err := s.SaveMemory(t.Context(), m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cases := []struct {
+		room  string
+		limit int
+		want  []string
+	}{
+		{"room-1", 3, []string{"message 2", "message 3", "message 4"}},
+		{"room-1", 1, []string{"message 4"}},
+		{"room-2", 10, []string{"message 0", "message 1", "message 2", "message 3", "message 4"}},
+		{"room-3", 10, nil},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/%d", tc.room, tc.limit), func(t *testing.T) {
+			got, err := s.RecentMemories(t.Context(), tc.room, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			for _, m := range got {
+				if m.Room != tc.room {
+					t.Errorf("memory of %s in %s", m.Room, tc.room)
+				}
+				texts = append(texts, m.Text)
+			}
+			if fmt.Sprint(texts) != fmt.Sprint(tc.want) {
+				t.Errorf("RecentMemories = %q, want %q", texts, tc.want)
+			}
+		})
+	}
+}
+
+func testEventsSince(t *testing.T, s plugin.Store) {
+	a := create(t, s, newTask("First"))
+	b := create(t, s, newTask("Second"))
+	c := claim(t, s, "w1", t0, time.Minute)
+	iterate(t, s, c, at(time.Second), 30, plugin.VerdictContinue)
+	update(t, s, b.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Paused(cur, "u1", at(2*time.Second)) })
+	create(t, s, newTask("Third"))
+	// created #1, created #2, claimed #1, iterated #1, paused #2, created #3.
+	wantOrder := []struct {
+		task int64
+		seq  int64
+	}{{a.Number, 1}, {b.Number, 1}, {a.Number, 2}, {a.Number, 3}, {b.Number, 2}, {3, 1}}
+
+	all, err := s.EventsSince(t.Context(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(wantOrder) {
+		t.Fatalf("EventsSince(0) = %d events, want %d", len(all), len(wantOrder))
+	}
+	for i, e := range all {
+		if e.TaskNumber != wantOrder[i].task || e.Sequence != wantOrder[i].seq {
+			t.Errorf("event %d is #%d/%d, want #%d/%d", i, e.TaskNumber, e.Sequence, wantOrder[i].task, wantOrder[i].seq)
+		}
+		if i > 0 && e.ID <= all[i-1].ID {
+			t.Errorf("event ids not increasing: %d after %d", e.ID, all[i-1].ID)
+		}
+	}
+	// The same events, page by page.
+	var paged []plugin.TaskEvent
+	for after := int64(0); ; {
+		page, err := s.EventsSince(t.Context(), after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 4 {
+			t.Fatalf("page of %d events with limit 4", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page...)
+		after = page[len(page)-1].ID
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("paging returned %d events, want %d", len(paged), len(all))
+	}
+	for i := range all {
+		if paged[i].ID != all[i].ID || !jsonEqual(paged[i].Payload, all[i].Payload) || !paged[i].Time.Equal(all[i].Time) {
+			t.Errorf("paged event %d = %+v, want %+v", i, paged[i], all[i])
+		}
+	}
+	if rest, err := s.EventsSince(t.Context(), all[len(all)-1].ID, 10); err != nil || len(rest) != 0 {
+		t.Errorf("EventsSince(last) = %v, %v; want none", rest, err)
+	}
+	// EventsSince and TaskEvents agree.
+	one := events(t, s, a.Number)
+	if len(one) != 3 || one[2].ID != all[3].ID {
+		t.Errorf("TaskEvents(#1) = %v", one)
+	}
+}
+
+func sameMemory(a, b plugin.Memory) bool {
+	ta, tb := a.CreatedAt, b.CreatedAt
+	a.CreatedAt, b.CreatedAt = time.Time{}, time.Time{}
+	return a == b && ta.Equal(tb)
+}

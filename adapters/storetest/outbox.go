@@ -1,0 +1,368 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+func enqueue(t *testing.T, s plugin.Store, room, category string, created time.Time) plugin.Notification {
+	t.Helper()
+	n, err := s.Enqueue(t.Context(), plugin.Notification{
+		Room: room, TaskNumber: 1, Category: category, CreatedAt: created,
+		Payload: json.RawMessage(fmt.Sprintf(`{"room":%q,"at":%q}`, room, created.Format(time.RFC3339))),
+	})
+	if err != nil {
+		t.Fatalf("Enqueue(%s): %v", room, err)
+	}
+	return n
+}
+
+func claimRoom(t *testing.T, s plugin.Store, c plugin.RoomClaim) (string, []int64) {
+	t.Helper()
+	room, ns, err := s.ClaimRoom(t.Context(), c)
+	if err != nil {
+		t.Fatalf("ClaimRoom(%+v): %v", c, err)
+	}
+	if room == "" && len(ns) > 0 {
+		t.Fatalf("ClaimRoom returned no room but %d notifications", len(ns))
+	}
+	ids := make([]int64, len(ns))
+	for i, n := range ns {
+		if n.Room != room {
+			t.Errorf("claimed a notification of %s with room %s", n.Room, room)
+		}
+		if i > 0 && (n.CreatedAt.Before(ns[i-1].CreatedAt) || (n.CreatedAt.Equal(ns[i-1].CreatedAt) && n.ID < ns[i-1].ID)) {
+			t.Errorf("claimed notifications are not oldest first: %+v", ns)
+		}
+		ids[i] = n.ID
+	}
+	return room, ids
+}
+
+func pending(t *testing.T, s plugin.Store) int {
+	t.Helper()
+	n, err := s.Pending(t.Context())
+	if err != nil {
+		t.Fatalf("Pending: %v", err)
+	}
+	return n
+}
+
+func testOutboxEnqueue(t *testing.T, s plugin.Store) {
+	n := enqueue(t, s, "room-1", plugin.NotifyProgress, at(time.Second))
+	if n.ID == 0 || n.Room != "room-1" || n.TaskNumber != 1 || n.Category != plugin.NotifyProgress ||
+		!n.CreatedAt.Equal(at(time.Second)) || !n.NextAttemptAt.Equal(at(time.Second)) || n.Attempts != 0 ||
+		!jsonEqual(n.Payload, []byte(`{"room":"room-1","at":"2026-01-02T03:04:06Z"}`)) {
+		t.Errorf("enqueued = %+v (payload %s)", n, n.Payload)
+	}
+	later, err := s.Enqueue(t.Context(), plugin.Notification{Room: "room-1", Category: plugin.NotifyError,
+		CreatedAt: t0, NextAttemptAt: at(time.Hour)})
+	if err != nil || !later.NextAttemptAt.Equal(at(time.Hour)) || later.ID <= n.ID {
+		t.Errorf("enqueue for later = %+v, %v", later, err)
+	}
+	for _, bad := range []plugin.Notification{
+		{Room: "room-1", Category: plugin.NotifyProgress, Payload: json.RawMessage(`{not json`)},
+		{Category: plugin.NotifyProgress},
+		{Room: "room-1"},
+	} {
+		if _, err := s.Enqueue(t.Context(), bad); !errors.Is(err, plugin.ErrInvalid) {
+			t.Errorf("Enqueue(%+v) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if got := pending(t, s); got != 2 {
+		t.Errorf("Pending = %d, want 2", got)
+	}
+}
+
+func testOutboxClaimExclusive(t *testing.T, s plugin.Store) {
+	a1 := enqueue(t, s, "room-a", plugin.NotifyProgress, at(1*time.Second))
+	b1 := enqueue(t, s, "room-b", plugin.NotifyProgress, at(2*time.Second))
+	a2 := enqueue(t, s, "room-a", plugin.NotifyAction, at(3*time.Second))
+	c := plugin.RoomClaim{Now: at(time.Minute), Lease: time.Minute}
+
+	c.Owner = "sender-1"
+	room, ids := claimRoom(t, s, c)
+	if room != "room-a" || !slices.Equal(ids, []int64{a1.ID, a2.ID}) {
+		t.Fatalf("first claim = %s %v, want room-a (the oldest) with [%d %d]", room, ids, a1.ID, a2.ID)
+	}
+	c.Owner = "sender-2"
+	if room, ids := claimRoom(t, s, c); room != "room-b" || !slices.Equal(ids, []int64{b1.ID}) {
+		t.Fatalf("second claim = %s %v, want room-b [%d]", room, ids, b1.ID)
+	}
+	// A row that arrives while sender-1 holds room-a waits for it: one
+	// sender per room at a time.
+	enqueue(t, s, "room-a", plugin.NotifyTerminal, at(time.Minute))
+	c.Owner = "sender-3"
+	if room, ids := claimRoom(t, s, c); room != "" {
+		t.Errorf("third claim = %s %v, want nothing", room, ids)
+	}
+	c.Room = "room-a"
+	if room, ids := claimRoom(t, s, c); room != "" {
+		t.Errorf("claim of the held room-a = %s %v, want nothing", room, ids)
+	}
+	if got := pending(t, s); got != 4 {
+		t.Errorf("Pending = %d, want 4 (claimed rows are pending until sent)", got)
+	}
+}
+
+func testOutboxClaimExpiry(t *testing.T, s plugin.Store) {
+	n1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
+	n2 := enqueue(t, s, "room-a", plugin.NotifyError, at(time.Second))
+	c1 := plugin.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute}
+	if room, ids := claimRoom(t, s, c1); room != "room-a" || len(ids) != 2 {
+		t.Fatalf("claim = %s %v", room, ids)
+	}
+	c2 := plugin.RoomClaim{Owner: "sender-2", Now: at(2*time.Minute - time.Microsecond), Lease: time.Minute}
+	if room, _ := claimRoom(t, s, c2); room != "" {
+		t.Fatalf("claimed %s before sender-1's claim expired", room)
+	}
+	// sender-1 stalls; its claim expires and sender-2 takes the room.
+	c2.Now = at(2 * time.Minute)
+	room, ids := claimRoom(t, s, c2)
+	if room != "room-a" || !slices.Equal(ids, []int64{n1.ID, n2.ID}) {
+		t.Fatalf("claim after expiry = %s %v", room, ids)
+	}
+	// sender-1 comes back and may no longer mark them sent.
+	err := s.MarkSent(t.Context(), "sender-1", ids, []plugin.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 10}})
+	if !errors.Is(err, plugin.ErrStaleFence) {
+		t.Errorf("MarkSent by the owner whose claim expired: %v, want ErrStaleFence", err)
+	}
+	if err := s.Release(t.Context(), "sender-1", ids, at(time.Hour), "late"); !errors.Is(err, plugin.ErrStaleFence) {
+		t.Errorf("Release by the owner whose claim expired: %v, want ErrStaleFence", err)
+	}
+	if got := pending(t, s); got != 2 {
+		t.Errorf("Pending = %d after a refused MarkSent, want 2", got)
+	}
+	if got, err := s.LastSent(t.Context(), "room-a", []int64{1}); err != nil || len(got) != 0 {
+		t.Errorf("LastSent after a refused MarkSent = %v, %v; want nothing", got, err)
+	}
+	if err := s.MarkSent(t.Context(), "sender-2", ids, nil); err != nil {
+		t.Fatalf("MarkSent by the holder: %v", err)
+	}
+	if got := pending(t, s); got != 0 {
+		t.Errorf("Pending = %d, want 0", got)
+	}
+	// Marking them again finds nothing of sender-2's.
+	if err := s.MarkSent(t.Context(), "sender-2", ids, nil); !errors.Is(err, plugin.ErrStaleFence) {
+		t.Errorf("MarkSent twice: %v, want ErrStaleFence", err)
+	}
+}
+
+func testOutboxRelease(t *testing.T, s plugin.Store) {
+	n1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
+	c := plugin.RoomClaim{Owner: "sender-1", Now: at(time.Second), Lease: time.Minute}
+	_, ids := claimRoom(t, s, c)
+	retryAt := at(5 * time.Minute)
+	if err := s.Release(t.Context(), "sender-1", ids, retryAt, "429 Too Many Requests"); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	// Not due before retryAt, for anyone.
+	for _, now := range []time.Time{at(2 * time.Second), retryAt.Add(-time.Microsecond)} {
+		if room, ids := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-2", Now: now, Lease: time.Minute}); room != "" {
+			t.Errorf("claimed %s %v at %v, before the retry time", room, ids, now)
+		}
+	}
+	_, ns, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "sender-2", Now: retryAt, Lease: time.Minute})
+	if err != nil || len(ns) != 1 {
+		t.Fatalf("claim at the retry time = %v, %v", ns, err)
+	}
+	if n := ns[0]; n.ID != n1.ID || n.Attempts != 1 || n.LastError != "429 Too Many Requests" || !n.NextAttemptAt.Equal(retryAt) {
+		t.Errorf("released notification = %+v", n)
+	}
+	// A second failure counts again.
+	if err := s.Release(t.Context(), "sender-2", []int64{n1.ID}, at(10*time.Minute), "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	_, ns, err = s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "sender-3", Now: at(10 * time.Minute), Lease: time.Minute})
+	if err != nil || len(ns) != 1 || ns[0].Attempts != 2 || ns[0].LastError != "timeout" {
+		t.Errorf("after two failures = %+v, %v", ns, err)
+	}
+}
+
+func testOutboxCategories(t *testing.T, s plugin.Store) {
+	enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
+	b1 := enqueue(t, s, "room-b", plugin.NotifyProgress, at(time.Second))
+	b2 := enqueue(t, s, "room-b", plugin.NotifyTerminal, at(2*time.Second))
+	c := plugin.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute,
+		Categories: []string{plugin.NotifyTerminal, plugin.NotifyError}}
+	// room-a is older but has no terminal row; room-b is claimed whole.
+	if room, ids := claimRoom(t, s, c); room != "room-b" || !slices.Equal(ids, []int64{b1.ID, b2.ID}) {
+		t.Fatalf("claim of terminal rooms = %s %v, want room-b [%d %d]", room, ids, b1.ID, b2.ID)
+	}
+	if room, ids := claimRoom(t, s, c); room != "" {
+		t.Errorf("second claim of terminal rooms = %s %v, want nothing", room, ids)
+	}
+	c.Categories = nil
+	if room, _ := claimRoom(t, s, c); room != "room-a" {
+		t.Errorf("claim of any room = %s, want room-a", room)
+	}
+}
+
+func testOutboxRoom(t *testing.T, s plugin.Store) {
+	enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
+	b := enqueue(t, s, "room-b", plugin.NotifyProgress, at(time.Second))
+	enqueue(t, s, "room-c", plugin.NotifyProgress, at(time.Hour)) // due later
+	c := plugin.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute, Room: "room-b"}
+	if room, ids := claimRoom(t, s, c); room != "room-b" || !slices.Equal(ids, []int64{b.ID}) {
+		t.Errorf("claim of room-b = %s %v", room, ids)
+	}
+	c.Room = "room-c"
+	if room, ids := claimRoom(t, s, c); room != "" {
+		t.Errorf("claim of room-c before its row is due = %s %v", room, ids)
+	}
+	c.Room = "room-z"
+	if room, ids := claimRoom(t, s, c); room != "" {
+		t.Errorf("claim of an empty room = %s %v", room, ids)
+	}
+	c.Room = "room-a"
+	c.Categories = []string{plugin.NotifyTerminal}
+	if room, ids := claimRoom(t, s, c); room != "" {
+		t.Errorf("claim of room-a for terminal rows = %s %v, want nothing", room, ids)
+	}
+}
+
+func testOutboxLastSent(t *testing.T, s plugin.Store) {
+	n := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
+	_, ids := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-1", Now: t0, Lease: time.Minute})
+	sent := []plugin.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 40}, {Room: "room-a", TaskNumber: 2, Progress: 10}}
+	if err := s.MarkSent(t.Context(), "sender-1", ids, sent); err != nil || !slices.Equal(ids, []int64{n.ID}) {
+		t.Fatalf("MarkSent(%v): %v", ids, err)
+	}
+	// Progress alone (nothing to delete) is recorded too, and overwrites.
+	if err := s.MarkSent(t.Context(), "sender-1", nil, []plugin.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 75},
+		{Room: "room-b", TaskNumber: 1, Progress: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		room  string
+		tasks []int64
+		want  map[int64]int
+	}{
+		{"room-a", []int64{1, 2, 3}, map[int64]int{1: 75, 2: 10}},
+		{"room-a", []int64{2}, map[int64]int{2: 10}},
+		{"room-b", []int64{1, 2}, map[int64]int{1: 5}},
+		{"room-c", []int64{1}, map[int64]int{}},
+		{"room-a", nil, map[int64]int{}},
+	}
+	for _, tc := range cases {
+		got, err := s.LastSent(t.Context(), tc.room, tc.tasks)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("LastSent(%s, %v) = %v, %v; want %v", tc.room, tc.tasks, got, err, tc.want)
+		}
+	}
+	if got := pending(t, s); got != 0 {
+		t.Errorf("Pending = %d, want 0", got)
+	}
+}
+
+func testOutboxFromMutation(t *testing.T, s plugin.Store) {
+	task := create(t, s, newTask("Tell the room"))
+	update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		m, err := plugin.Paused(cur, "u1", at(time.Second))
+		m.Notifications = []plugin.Notification{{Room: cur.RoomID, Category: plugin.NotifyProgress, Payload: json.RawMessage(`{"status":"paused"}`)}}
+		return m, err
+	})
+	// A refused mutation enqueues nothing.
+	_, err := s.UpdateTask(t.Context(), task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		m, err := plugin.Paused(cur, "u1", at(2*time.Second))
+		m.Notifications = []plugin.Notification{{Room: cur.RoomID, Category: plugin.NotifyError}}
+		return m, err
+	})
+	if !errors.Is(err, plugin.ErrInvalidState) {
+		t.Fatalf("pausing twice: %v", err)
+	}
+	if got := pending(t, s); got != 1 {
+		t.Fatalf("Pending = %d, want 1", got)
+	}
+	room, ns, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "sender", Now: at(time.Minute), Lease: time.Minute})
+	if err != nil || room != task.RoomID || len(ns) != 1 {
+		t.Fatalf("ClaimRoom = %s %v, %v", room, ns, err)
+	}
+	if n := ns[0]; n.TaskNumber != task.Number || !n.CreatedAt.Equal(at(time.Second)) || !jsonEqual(n.Payload, []byte(`{"status":"paused"}`)) {
+		t.Errorf("notification from the mutation = %+v", n)
+	}
+}
+
+// testOutboxConcurrent has senders claim rooms at the same time and fails if
+// two ever hold the same room or get the same row.
+func testOutboxConcurrent(t *testing.T, s plugin.Store) {
+	const senders, rooms, perRoom = 4, 20, 3
+	for r := range rooms {
+		for i := range perRoom {
+			enqueue(t, s, fmt.Sprintf("room-%02d", r), plugin.NotifyProgress, at(time.Duration(r*perRoom+i)*time.Millisecond))
+		}
+	}
+	ctx := ctxTimeout(t, time.Minute)
+	var (
+		mu      sync.Mutex
+		held    = map[string]string{}
+		claimed = map[int64]string{}
+		batches = map[string]int{}
+	)
+	var wg sync.WaitGroup
+	for w := range senders {
+		owner := fmt.Sprintf("sender-%d", w)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				room, ns, err := s.ClaimRoom(ctx, plugin.RoomClaim{Owner: owner, Now: at(time.Minute), Lease: time.Hour})
+				if err != nil {
+					t.Errorf("%s: ClaimRoom: %v", owner, err)
+					return
+				}
+				if room == "" {
+					n, err := s.Pending(ctx)
+					if err != nil || n == 0 {
+						return
+					}
+					runtime.Gosched()
+					continue
+				}
+				ids := make([]int64, len(ns))
+				mu.Lock()
+				if other, ok := held[room]; ok {
+					t.Errorf("%s claimed %s while %s holds it", owner, room, other)
+				}
+				held[room] = owner
+				batches[room]++
+				for i, n := range ns {
+					if other, ok := claimed[n.ID]; ok {
+						t.Errorf("notification %d claimed by %s and %s", n.ID, other, owner)
+					}
+					claimed[n.ID] = owner
+					ids[i] = n.ID
+				}
+				mu.Unlock()
+				err = s.MarkSent(ctx, owner, ids, []plugin.RoomProgress{{Room: room, TaskNumber: 1, Progress: len(ids)}})
+				mu.Lock()
+				delete(held, room)
+				mu.Unlock()
+				if err != nil {
+					t.Errorf("%s: MarkSent: %v", owner, err)
+					return
+				}
+			}
+			t.Errorf("%s: timed out", owner)
+		})
+	}
+	wg.Wait()
+	if len(claimed) != rooms*perRoom {
+		t.Errorf("%d notifications claimed, want %d", len(claimed), rooms*perRoom)
+	}
+	for r := range rooms {
+		room := fmt.Sprintf("room-%02d", r)
+		if batches[room] != 1 {
+			t.Errorf("%s was claimed in %d batches, want its %d rows in one", room, batches[room], perRoom)
+		}
+	}
+	if got := pending(t, s); got != 0 {
+		t.Errorf("Pending = %d, want 0", got)
+	}
+}

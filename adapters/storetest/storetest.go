@@ -1,0 +1,247 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// t0 is the suite's "now"; tests move time by adding to it, never by
+// sleeping.
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// Run runs the conformance suite. open returns a fresh, empty store that
+// lives until t ends (it registers its own Close with t.Cleanup); Run
+// migrates it.
+func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s plugin.Store)
+	}{
+		{"MigrateTwice", testMigrateTwice},
+		{"MigrateConcurrently", testMigrateConcurrently},
+
+		{"CreateNumbers", testCreateNumbers},
+		{"CreateFields", testCreateFields},
+		{"CreateValidation", testCreateValidation},
+		{"CreateConcurrent", testCreateConcurrent},
+		{"GetUnknown", testGetUnknown},
+		{"UpdateErrorWritesNothing", testUpdateErrorWritesNothing},
+		{"UpdateRefusesBadMutation", testUpdateRefusesBadMutation},
+
+		{"ClaimEmpty", testClaimEmpty},
+		{"ClaimEvent", testClaimEvent},
+		{"ClaimOrder", testClaimOrder},
+		{"ClaimSkipsUnclaimable", testClaimSkipsUnclaimable},
+		{"ClaimLease", testClaimLease},
+		{"Release", testRelease},
+		{"StaleFence", testStaleFence},
+		{"ConcurrentClaims", testConcurrentClaims},
+
+		{"Lifecycle", testLifecycle},
+		{"Terminal", testTerminal},
+		{"Steps", testSteps},
+		{"Times", testTimes},
+		{"DirtyText", testDirtyText},
+
+		{"ListFilters", testListFilters},
+		{"ListPaging", testListPaging},
+		{"Search", testSearch},
+
+		{"MemoryDedup", testMemoryDedup},
+		{"RecentMemories", testRecentMemories},
+		{"EventsSince", testEventsSince},
+
+		{"OutboxEnqueue", testOutboxEnqueue},
+		{"OutboxClaimExclusive", testOutboxClaimExclusive},
+		{"OutboxClaimExpiry", testOutboxClaimExpiry},
+		{"OutboxRelease", testOutboxRelease},
+		{"OutboxCategories", testOutboxCategories},
+		{"OutboxRoom", testOutboxRoom},
+		{"OutboxLastSent", testOutboxLastSent},
+		{"OutboxFromMutation", testOutboxFromMutation},
+		{"OutboxConcurrent", testOutboxConcurrent},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			if err := s.Migrate(t.Context()); err != nil {
+				t.Fatalf("Migrate: %v", err)
+			}
+			tc.fn(t, s)
+		})
+	}
+}
+
+// newTask is the request the tests create tasks with, unless they say
+// otherwise.
+func newTask(goal string) plugin.NewTask {
+	return plugin.NewTask{
+		Goal:        goal,
+		RequestorID: "u1",
+		Platform:    "discord",
+		RoomID:      "room-1",
+		WorkspaceID: "guild-1",
+		Actor:       "u1",
+		Now:         t0,
+	}
+}
+
+func create(t *testing.T, s plugin.Store, in plugin.NewTask) plugin.Task {
+	t.Helper()
+	task, err := s.CreateTask(t.Context(), in)
+	if err != nil {
+		t.Fatalf("CreateTask(%q): %v", in.Goal, err)
+	}
+	return task
+}
+
+func get(t *testing.T, s plugin.Store, number int64) plugin.Task {
+	t.Helper()
+	task, err := s.GetTask(t.Context(), number)
+	if err != nil {
+		t.Fatalf("GetTask(%d): %v", number, err)
+	}
+	return task
+}
+
+func claim(t *testing.T, s plugin.Store, owner string, now time.Time, lease time.Duration) plugin.Task {
+	t.Helper()
+	task, err := s.ClaimTask(t.Context(), plugin.Claim{Owner: owner, Now: now, Lease: lease})
+	if err != nil {
+		t.Fatalf("ClaimTask(%s at %v): %v", owner, now, err)
+	}
+	return task
+}
+
+func noClaim(t *testing.T, s plugin.Store, now time.Time) {
+	t.Helper()
+	task, err := s.ClaimTask(t.Context(), plugin.Claim{Owner: "nobody", Now: now, Lease: time.Minute})
+	if !errors.Is(err, plugin.ErrNoTask) {
+		t.Fatalf("ClaimTask at %v = task #%d (%s), %v; want ErrNoTask", now, task.Number, task.Status, err)
+	}
+}
+
+func update(t *testing.T, s plugin.Store, number int64, fn plugin.MutateFunc) plugin.Task {
+	t.Helper()
+	task, err := s.UpdateTask(t.Context(), number, fn)
+	if err != nil {
+		t.Fatalf("UpdateTask(#%d): %v", number, err)
+	}
+	return task
+}
+
+// outcome is an iteration result for a task the caller claimed.
+func outcome(claimed plugin.Task, now time.Time, progress int, v plugin.Verdict) plugin.Outcome {
+	return plugin.Outcome{
+		Owner: claimed.LeaseOwner,
+		Fence: claimed.Fence,
+		Now:   now,
+		Step: plugin.Step{
+			Thought: "next step",
+			Action:  "post_message",
+			Params:  json.RawMessage(`{"text":"working"}`),
+			Result:  "posted",
+			Success: true,
+		},
+		Progress:         progress,
+		Verdict:          v,
+		PromptTokens:     10,
+		CompletionTokens: 5,
+	}
+}
+
+func iterate(t *testing.T, s plugin.Store, claimed plugin.Task, now time.Time, progress int, v plugin.Verdict) plugin.Task {
+	t.Helper()
+	o := outcome(claimed, now, progress, v)
+	return update(t, s, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Iterated(cur, o)
+	})
+}
+
+func events(t *testing.T, s plugin.Store, number int64) []plugin.TaskEvent {
+	t.Helper()
+	evs, err := s.TaskEvents(t.Context(), number, 0)
+	if err != nil {
+		t.Fatalf("TaskEvents(#%d): %v", number, err)
+	}
+	return evs
+}
+
+func eventTypes(evs []plugin.TaskEvent) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// check replays every given task's events against its row, as `taskloom
+// check` does, and fails the test on any violation.
+func check(t *testing.T, s plugin.Store, numbers ...int64) {
+	t.Helper()
+	for _, n := range numbers {
+		row := get(t, s, n)
+		steps, err := s.Steps(t.Context(), n)
+		if err != nil {
+			t.Fatalf("Steps(#%d): %v", n, err)
+		}
+		for _, v := range plugin.Check(row, events(t, s, n), len(steps)) {
+			t.Errorf("check: %v", v)
+		}
+	}
+}
+
+// sameTask fails the test unless got and want agree on every column,
+// event_seq included.
+func sameTask(t *testing.T, what string, got, want plugin.Task) {
+	t.Helper()
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if !bytes.Equal(g, w) || got.EventSeq != want.EventSeq {
+		t.Errorf("%s:\n got %s event_seq=%d\nwant %s event_seq=%d", what, g, got.EventSeq, w, want.EventSeq)
+	}
+}
+
+func numbers(tasks []plugin.Task) []int64 {
+	out := make([]int64, len(tasks))
+	for i, task := range tasks {
+		out[i] = task.Number
+	}
+	return out
+}
+
+// payload decodes an event's payload.
+func payload(t *testing.T, e plugin.TaskEvent) plugin.EventPayload {
+	t.Helper()
+	var p plugin.EventPayload
+	if err := json.Unmarshal(e.Payload, &p); err != nil {
+		t.Fatalf("event %d (%s) payload %s: %v", e.Sequence, e.Type, e.Payload, err)
+	}
+	return p
+}
+
+// jsonEqual reports whether a and b are the same JSON value (PostgreSQL's
+// jsonb does not keep key order or spacing).
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xs, _ := json.Marshal(x)
+	ys, _ := json.Marshal(y)
+	return bytes.Equal(xs, ys)
+}
+
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
