@@ -2,6 +2,7 @@ package clock
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -177,4 +178,32 @@ func (f *Fake) removeLocked(t *fakeTimer) {
 func (f *Fake) notifyLocked() {
 	close(f.changed)
 	f.changed = make(chan struct{})
+}
+
+// WithTimeout is context.WithTimeout measured on c: the context ends, with
+// cause context.DeadlineExceeded, once c has moved d past now. On the real
+// clock it is exactly context.WithTimeout.
+func WithTimeout(ctx context.Context, c Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := c.(Real); ok {
+		return context.WithTimeout(ctx, d)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := c.NewTimer(d)
+	go func() {
+		select {
+		case <-t.C():
+			cancel(context.DeadlineExceeded)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// TimedOut reports whether ctx ended because its deadline passed, on
+// either kind of clock.
+func TimedOut(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded)
 }

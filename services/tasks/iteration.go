@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -46,7 +47,7 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) plugin.Outcome {
 	o.PromptTokens, o.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 	if err != nil {
 		reason := "the model call failed: " + err.Error()
-		if errors.Is(err, context.DeadlineExceeded) {
+		if clock.TimedOut(ctx) {
 			reason = "the model did not answer in time"
 		}
 		return failStep("", reason)

@@ -239,7 +239,7 @@ func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 	}
 	s.emit(ctx, plugin.TaskChanged, task)
 	budget := max(s.opts.Lease-leaseMargin, s.opts.Lease/2)
-	iterCtx, cancel := context.WithTimeout(ctx, budget)
+	iterCtx, cancel := clock.WithTimeout(ctx, s.clk, budget)
 	o := s.it.Run(iterCtx, task)
 	cancel()
 	// The write must happen even if ctx is being canceled: use a

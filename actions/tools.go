@@ -1,0 +1,34 @@
+package actions
+
+import (
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// ToolConfig says how the task tools may reach the world.
+type ToolConfig struct {
+	Workspaces Workspaces
+	// HTTPAllowPrivate lets http_get reach loopback and private addresses.
+	HTTPAllowPrivate bool
+	// RunCommand registers run_command; off unless the operator enables it.
+	RunCommand        bool
+	RunCommandTimeout time.Duration
+}
+
+// Tools returns the tools an agent task can call (PRODUCT §2).
+func Tools(c ToolConfig) []plugin.Action {
+	tools := []plugin.Action{
+		PostMessage{},
+		WriteFile{Workspaces: c.Workspaces},
+		ReadFile{Workspaces: c.Workspaces},
+		ListFiles{Workspaces: c.Workspaces},
+		&HTTPGet{AllowPrivate: c.HTTPAllowPrivate},
+		AskUser{},
+		CreateSubtask{},
+	}
+	if c.RunCommand {
+		tools = append(tools, RunCommand{Workspaces: c.Workspaces, Timeout: c.RunCommandTimeout})
+	}
+	return tools
+}
