@@ -1,0 +1,250 @@
+package sqlite
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// The SQL of the store, in one place. The schema is in migrations/. Lists
+// (statuses, ids) are passed as one JSON array and read with json_each.
+
+const sqlCreateMigrations = `
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+) STRICT`
+
+const (
+	sqlAppliedMigrations = `SELECT version FROM schema_migrations`
+	sqlRecordMigration   = `INSERT INTO schema_migrations (version) VALUES (?)`
+)
+
+// taskColumns are the columns of tasks in the order scanTask reads them and
+// taskArgs writes them.
+var taskColumns = []string{
+	"number", "name", "goal", "status", "progress", "previous_progress",
+	"stale_counter", "iteration", "max_iterations", "max_stale_iterations",
+	"requestor_id", "platform", "room_id", "workspace_id", "parent_number",
+	"last_processed_at", "created_at", "started_at", "completed_at",
+	"summary", "error", "prompt_tokens", "completion_tokens",
+	"lease_owner", "lease_expires_at", "fence", "event_seq",
+}
+
+var (
+	taskCols = strings.Join(taskColumns, ", ")
+
+	sqlGetTask = `SELECT ` + taskCols + ` FROM tasks WHERE number = ?`
+
+	// sqlInsertTask inserts every column but number, which SQLite assigns.
+	sqlInsertTask = `INSERT INTO tasks (` + strings.Join(taskColumns[1:], ", ") + `)
+VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(taskColumns)-1), ", ") + `) RETURNING number`
+
+	// sqlUpdateTask writes every column of a row; the number comes last.
+	sqlUpdateTask = `UPDATE tasks SET ` + strings.Join(taskColumns[1:], " = ?, ") + ` = ? WHERE number = ?`
+
+	sqlParentExists = `SELECT EXISTS (SELECT 1 FROM tasks WHERE number = ?)`
+
+	// sqlClaimPick is the head of the queue: queued or running, no live
+	// lease (?1 is now), never processed first, then by number. It reads
+	// the partial index tasks_queue in order and stops at the first free
+	// task. The planner would rather seek tasks_status and sort every
+	// active task when few are active; INDEXED BY keeps the plan that
+	// stays cheap when many are.
+	sqlClaimPick = `SELECT ` + taskCols + ` FROM tasks INDEXED BY tasks_queue
+WHERE status IN ('queued', 'running')
+  AND (lease_expires_at IS NULL OR lease_expires_at <= ?1)
+ORDER BY last_processed_at, number
+LIMIT 1`
+
+	// sqlClaimTask claims task ?4 for owner ?2 until ?3 (?1 is now),
+	// taking a new fence token: the same statement as adapters/postgres,
+	// keyed by number because the pick ran just before it in the same
+	// IMMEDIATE transaction.
+	sqlClaimTask = `
+UPDATE tasks
+SET status = 'running',
+    lease_owner = ?2,
+    lease_expires_at = ?3,
+    fence = fence + 1,
+    started_at = COALESCE(started_at, ?1),
+    event_seq = event_seq + 1
+WHERE number = ?4 AND status IN ('queued', 'running')
+  AND (lease_expires_at IS NULL OR lease_expires_at <= ?1)
+RETURNING ` + taskCols
+)
+
+const (
+	sqlInsertEvent = `
+INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
+VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+	eventCols = `id, task_number, sequence, type, payload, actor, fence, time`
+
+	sqlTaskEvents = `SELECT ` + eventCols + ` FROM task_events
+WHERE task_number = ? AND sequence > ? ORDER BY sequence`
+
+	// A negative LIMIT is no limit.
+	sqlEventsSince = `SELECT ` + eventCols + ` FROM task_events
+WHERE id > ? ORDER BY id LIMIT ?`
+
+	sqlInsertStep = `
+INSERT INTO task_steps (task_number, iteration, thought, action, params, result, success, error, progress, time)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+	sqlSteps = `
+SELECT task_number, iteration, thought, action, params, result, success, error, progress, time
+FROM task_steps WHERE task_number = ? ORDER BY iteration`
+)
+
+const (
+	memoryCols = `id, platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at`
+
+	sqlInsertMemory = `
+INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (platform, message_id) WHERE message_id <> '' DO NOTHING
+RETURNING ` + memoryCols
+
+	sqlMemoryByMessage = `SELECT ` + memoryCols + ` FROM memories WHERE platform = ? AND message_id = ?`
+
+	// sqlRecentMemories reads newest first; the store reverses.
+	sqlRecentMemories = `SELECT ` + memoryCols + ` FROM memories
+WHERE room = ? ORDER BY created_at DESC NULLS LAST, id DESC LIMIT ?`
+)
+
+const (
+	notificationCols = `id, room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error`
+
+	sqlEnqueue = `
+INSERT INTO notifications (room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING ` + notificationCols
+
+	// A notification is due when its next attempt has come, and claimable
+	// when nobody holds it or its claim has expired (?1 is now).
+	notificationReady = `(next_attempt_at IS NULL OR next_attempt_at <= ?1)
+  AND (claimed_by = '' OR claim_expires_at <= ?1)`
+
+	// sqlPickRoom is the room with a ready notification whose oldest ready
+	// notification is oldest: ?1 now, ?2 a room or '' for any, ?3 a JSON
+	// array of categories, empty for any. A room where a sender holds a
+	// live claim is left to it: one sender per room at a time.
+	sqlPickRoom = `
+SELECT n.room FROM notifications n
+WHERE ` + notificationReady + `
+  AND (?2 = '' OR n.room = ?2)
+  AND (?3 = '[]' OR n.category IN (SELECT value FROM json_each(?3)))
+  AND NOT EXISTS (SELECT 1 FROM notifications h
+                  WHERE h.room = n.room AND h.claimed_by <> '' AND h.claim_expires_at > ?1)
+GROUP BY n.room
+ORDER BY min(n.created_at), min(n.id)
+LIMIT 1`
+
+	// sqlClaimRoom claims every ready notification of room ?2 for owner ?3
+	// until ?4.
+	sqlClaimRoom = `
+UPDATE notifications SET claimed_by = ?3, claim_expires_at = ?4
+WHERE room = ?2 AND ` + notificationReady + `
+RETURNING ` + notificationCols
+
+	sqlMarkSent = `DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
+
+	sqlUpsertRoomProgress = `
+INSERT INTO room_progress (room, task_number, progress) VALUES (?, ?, ?)
+ON CONFLICT (room, task_number) DO UPDATE SET progress = excluded.progress`
+
+	sqlRelease = `
+UPDATE notifications
+SET claimed_by = '', claim_expires_at = NULL, attempts = attempts + 1,
+    next_attempt_at = ?3, last_error = ?4
+WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
+
+	sqlLastSent = `SELECT task_number, progress FROM room_progress
+WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
+
+	sqlPending = `SELECT count(*) FROM notifications`
+)
+
+// taskQuery builds the SELECT (or, with count, the SELECT count(*)) of
+// ListTasks and CountTasks. Search lowers both sides with taskloom_lower,
+// a Go function (SQLite's lower() knows only ASCII).
+func taskQuery(f plugin.TaskFilter, count bool) (string, []any) {
+	var where []string
+	var args []any
+	if len(f.Statuses) > 0 {
+		where = append(where, "status IN (SELECT value FROM json_each(?))")
+		args = append(args, jsonList(f.Statuses))
+	}
+	for _, eq := range []struct {
+		col string
+		v   string
+	}{{"workspace_id", f.WorkspaceID}, {"requestor_id", f.RequestorID}, {"room_id", f.RoomID}} {
+		if eq.v != "" {
+			where = append(where, eq.col+" = ?")
+			args = append(args, eq.v)
+		}
+	}
+	if f.ParentNumber != 0 {
+		where = append(where, "parent_number = ?")
+		args = append(args, f.ParentNumber)
+	}
+	if f.Query != "" {
+		p := "%" + escapeLike(f.Query) + "%"
+		where = append(where, `(taskloom_lower(name) LIKE taskloom_lower(?) ESCAPE '\' OR taskloom_lower(goal) LIKE taskloom_lower(?) ESCAPE '\')`)
+		args = append(args, p, p)
+	}
+	order := "number"
+	switch f.Order {
+	case plugin.OrderNumber:
+		if f.AfterNumber != 0 {
+			where = append(where, "number > ?")
+			args = append(args, f.AfterNumber)
+		}
+	case plugin.OrderRecent:
+		order = "number DESC"
+		if f.AfterNumber != 0 {
+			where = append(where, "number < ?")
+			args = append(args, f.AfterNumber)
+		}
+	case plugin.OrderQueue:
+		// AfterNumber pages by number, which is not this order: ignored.
+		order = "last_processed_at, number"
+	}
+
+	var b strings.Builder
+	if count {
+		b.WriteString("SELECT count(*) FROM tasks")
+	} else {
+		b.WriteString("SELECT " + taskCols + " FROM tasks")
+	}
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	if !count {
+		b.WriteString(" ORDER BY " + order)
+		if f.Limit > 0 {
+			b.WriteString(" LIMIT ?")
+			args = append(args, f.Limit)
+		}
+	}
+	return b.String(), args
+}
+
+// escapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// jsonList encodes a list for json_each.
+func jsonList[T any](v []T) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // strings and integers always encode
+	}
+	return string(b)
+}

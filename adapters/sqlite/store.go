@@ -1,0 +1,224 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+func init() {
+	// Search lowers text with Go's Unicode case mapping, as PostgreSQL's
+	// lower() does; SQLite's own lower() knows only ASCII.
+	sqlite.MustRegisterDeterministicScalarFunction("taskloom_lower", 1,
+		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+			switch v := args[0].(type) {
+			case string:
+				return strings.ToLower(v), nil
+			case []byte:
+				return strings.ToLower(string(v)), nil
+			}
+			return args[0], nil
+		})
+}
+
+// Store is a plugin.Store on one SQLite file.
+type Store struct {
+	// write has one connection, and its transactions BEGIN IMMEDIATE:
+	// writers queue here rather than fail with SQLITE_BUSY.
+	write *sql.DB
+	// read serves reads in parallel with the writer (WAL mode).
+	read *sql.DB
+}
+
+var _ plugin.Store = (*Store)(nil)
+
+// Open opens (creating it and its directory if needed) the database file at
+// path. It does not migrate; call Migrate.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" || strings.ContainsRune(path, '?') || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("open sqlite store: %q: need the path of a file", path)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open sqlite store: %w", err)
+		}
+	}
+	const common = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
+	write, err := sql.Open("sqlite", path+"?"+common+
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	// The writer connects first: it puts the file in WAL mode.
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", path+"?"+common+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	read.SetMaxOpenConns(n)
+	read.SetMaxIdleConns(n)
+	s := &Store{write: write, read: read}
+	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.read.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite: %w", err)
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Migrate applies the embedded migrations not yet recorded in
+// schema_migrations, in one IMMEDIATE transaction: another process
+// migrating the same file waits for it, then finds nothing to do.
+func (s *Store) Migrate(ctx context.Context) error {
+	files, err := migrationFiles()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, sqlCreateMigrations); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		rows, err := tx.QueryContext(ctx, sqlAppliedMigrations)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		done := map[int]bool{}
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				rows.Close()
+				return fmt.Errorf("migrate: %w", err)
+			}
+			done[v] = true
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		for _, m := range files {
+			if done[m.version] {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migrate: apply %s: %w", m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx, sqlRecordMigration, m.version); err != nil {
+				return fmt.Errorf("migrate: record %s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrationFiles reads migrations/NNNN_name.sql in version order.
+func migrationFiles() ([]migration, error) {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, path := range names {
+		name := strings.TrimPrefix(path, "migrations/")
+		prefix, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(prefix)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a version number, as 0001_init.sql", name)
+		}
+		body, err := migrations.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: name, sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s have the same version", out[i-1].name, out[i].name)
+		}
+	}
+	return out, nil
+}
+
+// inTx runs fn in an IMMEDIATE transaction on the writer and commits if it
+// returns nil. fn's error is returned as it is, so an error a MutateFunc
+// returned reaches the caller unchanged.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// scanner is what *sql.Row and *sql.Rows have in common.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// Times are INTEGER unix microseconds, NULL when zero, read back in UTC.
+
+func timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func timeOf(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(v.Int64).UTC()
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

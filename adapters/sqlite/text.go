@@ -1,0 +1,166 @@
+package sqlite
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Text reaching the store is not always clean: a tool may read a binary
+// file, a model may emit a NUL. adapters/postgres must replace NUL and
+// invalid UTF-8 (PostgreSQL refuses them in text and jsonb), so this store
+// does the same and both return the same text: each such byte becomes
+// U+FFFD, one per byte, as encoding/json writes them, so a row and the
+// event that recorded it still agree. This file mirrors
+// adapters/postgres/text.go.
+
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == 0 || (r == utf8.RuneError && size == 1) {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// cleanJSON returns raw with NUL and invalid UTF-8 in its strings replaced,
+// re-encoding it only when it has any.
+func cleanJSON(raw json.RawMessage) (json.RawMessage, error) {
+	if utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u0000`)) {
+		return raw, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: not JSON: %v", plugin.ErrInvalid, err)
+	}
+	out, err := json.Marshal(cleanValue(v))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func cleanValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return cleanText(v)
+	case []any:
+		for i := range v {
+			v[i] = cleanValue(v[i])
+		}
+		return v
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[cleanText(k)] = cleanValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+func cleanTask(t *plugin.Task) {
+	for _, p := range []*string{&t.Name, &t.Goal, &t.RequestorID, &t.Platform, &t.RoomID,
+		&t.WorkspaceID, &t.Summary, &t.Error, &t.LeaseOwner} {
+		*p = cleanText(*p)
+	}
+	t.Status = plugin.Status(cleanText(string(t.Status)))
+}
+
+func cleanStep(s *plugin.Step) error {
+	for _, p := range []*string{&s.Thought, &s.Action, &s.Result, &s.Error} {
+		*p = cleanText(*p)
+	}
+	if len(s.Params) == 0 {
+		s.Params = json.RawMessage(`{}`)
+	}
+	var err error
+	s.Params, err = cleanJSON(s.Params)
+	return err
+}
+
+func cleanEvent(e *plugin.TaskEvent) error {
+	e.Type = cleanText(e.Type)
+	e.Actor = cleanText(e.Actor)
+	var err error
+	e.Payload, err = cleanJSON(e.Payload)
+	return err
+}
+
+func cleanNotification(n *plugin.Notification) error {
+	for _, p := range []*string{&n.Room, &n.Category, &n.LastError} {
+		*p = cleanText(*p)
+	}
+	if len(n.Payload) == 0 {
+		n.Payload = json.RawMessage(`{}`)
+	}
+	if !json.Valid(n.Payload) {
+		return fmt.Errorf("%w: the payload is not JSON", plugin.ErrInvalid)
+	}
+	var err error
+	n.Payload, err = cleanJSON(n.Payload)
+	return err
+}
+
+func cleanMemory(m *plugin.Memory) {
+	for _, p := range []*string{&m.Platform, &m.MessageID, &m.Room, &m.WorkspaceID,
+		&m.AuthorID, &m.AuthorName, &m.Text} {
+		*p = cleanText(*p)
+	}
+}
+
+// checkMutation refuses what a MutateFunc must not do, whatever the
+// transition: renumber the task, skip or repeat an event sequence, or change
+// a task that has ended.
+func checkMutation(cur plugin.Task, m plugin.Mutation) error {
+	switch {
+	case m.Task.Number != cur.Number || m.Event.TaskNumber != cur.Number:
+		return fmt.Errorf("update task #%d: %w: the mutation is for task #%d", cur.Number, plugin.ErrInvalid, m.Event.TaskNumber)
+	case m.Event.Type == "":
+		return fmt.Errorf("update task #%d: %w: the mutation has no event", cur.Number, plugin.ErrInvalid)
+	case m.Event.Sequence != cur.EventSeq+1 || m.Task.EventSeq != m.Event.Sequence:
+		return fmt.Errorf("update task #%d: %w: event sequence %d (row says %d) does not follow %d",
+			cur.Number, plugin.ErrInvalid, m.Event.Sequence, m.Task.EventSeq, cur.EventSeq)
+	case m.Step != nil && m.Step.TaskNumber != cur.Number:
+		return fmt.Errorf("update task #%d: %w: the step is for task #%d", cur.Number, plugin.ErrInvalid, m.Step.TaskNumber)
+	}
+	if cur.Status.Terminal() {
+		same, err := sameColumns(cur, m.Task)
+		if err != nil {
+			return fmt.Errorf("update task #%d: %w", cur.Number, err)
+		}
+		if !same || m.Step != nil {
+			return &plugin.TaskError{Op: "update", Number: cur.Number, Status: cur.Status, Err: plugin.ErrTerminal}
+		}
+	}
+	return nil
+}
+
+// sameColumns reports whether a and b agree on every column but event_seq
+// (which Task's JSON leaves out).
+func sameColumns(a, b plugin.Task) (bool, error) {
+	ja, err := json.Marshal(a)
+	if err != nil {
+		return false, err
+	}
+	jb, err := json.Marshal(b)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(ja, jb), nil
+}
