@@ -62,6 +62,13 @@ func wait(t *testing.T, ch <-chan result) result {
 	}
 }
 
+// generate calls Generate, failing the test if it does not return: code
+// that wrongly waits on the fake clock would otherwise hang.
+func generate(t *testing.T, m *openai.Model, req plugin.ModelRequest) result {
+	t.Helper()
+	return wait(t, start(t.Context(), m, req))
+}
+
 // blockUntilWaiting waits until the code under test waits on the clock.
 func blockUntilWaiting(t *testing.T, clk *clock.Fake) {
 	t.Helper()
@@ -149,8 +156,8 @@ func TestGenerateRequest(t *testing.T) {
 			t.Parallel()
 			m, srv, _ := setup(t, openai.Config{Model: tt.model})
 			srv.Reply("ok")
-			if _, err := m.Generate(t.Context(), tt.req); err != nil {
-				t.Fatal(err)
+			if r := generate(t, m, tt.req); r.err != nil {
+				t.Fatal(r.err)
 			}
 			reqs := srv.Requests()
 			if len(reqs) != 1 {
@@ -179,12 +186,12 @@ func TestGenerateStructuredOutputSchema(t *testing.T) {
 	m, srv, _ := setup(t, openai.Config{})
 	schema := json.RawMessage(`{"type":"object","anyOf":[{"required":["a"]}],"$schema":"x"}`)
 	srv.Reply(`{"a":1}`)
-	resp, err := m.Generate(t.Context(), plugin.ModelRequest{Messages: hello.Messages,
+	r := generate(t, m, plugin.ModelRequest{Messages: hello.Messages,
 		Schema: &plugin.JSONSchema{Name: "decision", Schema: schema, Strict: true}})
-	if err != nil {
-		t.Fatal(err)
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
-	if resp.Text != `{"a":1}` {
+	if resp := r.resp; resp.Text != `{"a":1}` {
 		t.Errorf("Text = %q", resp.Text)
 	}
 	// The schema reaches the server verbatim, keywords go-openai does not
@@ -202,10 +209,11 @@ func TestGenerateResponse(t *testing.T) {
 	t.Parallel()
 	m, srv, _ := setup(t, openai.Config{Model: "gpt-4o-mini"})
 	srv.ReplyWithUsage("Hello there.", plugin.Usage{PromptTokens: 1200, CompletionTokens: 7, CachedTokens: 1024})
-	resp, err := m.Generate(t.Context(), hello)
-	if err != nil {
-		t.Fatal(err)
+	r := generate(t, m, hello)
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
+	resp := r.resp
 	want := plugin.ModelResponse{
 		Text:  "Hello there.",
 		Model: "gpt-4o-mini",
@@ -234,7 +242,7 @@ func TestGenerateAuthorization(t *testing.T) {
 			m, srv, clk := setup(t, openai.Config{APIKey: tt.key})
 			srv.RequireKey("sk-test")
 			srv.Reply("ok")
-			_, err := m.Generate(t.Context(), hello)
+			err := generate(t, m, hello).err
 			if got := statusOf(err); got != tt.wantStatus {
 				t.Fatalf("Generate error %v, want status %d", err, tt.wantStatus)
 			}
@@ -301,7 +309,7 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 			m, srv, clk := setup(t, openai.Config{Model: "gpt-4o-mini"})
 			srv.Fail(status, "1", "")
 			srv.Reply("must not be reached")
-			_, err := m.Generate(t.Context(), hello)
+			err := generate(t, m, hello).err
 			if got := statusOf(err); got != status {
 				t.Fatalf("Generate error %v, want status %d", err, status)
 			}
@@ -355,7 +363,7 @@ func TestEmptyChoicesIsAnError(t *testing.T) {
 	t.Parallel()
 	m, srv, _ := setup(t, openai.Config{})
 	srv.ReplyRaw(http.StatusOK, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":0,"total_tokens":3}}`)
-	_, err := m.Generate(t.Context(), hello)
+	err := generate(t, m, hello).err
 	if err == nil || !strings.Contains(err.Error(), "no choices") {
 		t.Fatalf("Generate error %v, want one about no choices", err)
 	}
@@ -376,8 +384,9 @@ func TestCancelDuringRequest(t *testing.T) {
 	}
 	cancel()
 	r := wait(t, ch)
-	if !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("Generate error %v, want context.Canceled", r.err)
+	want := "openai: chat completion (model gpt-4o-mini): context canceled"
+	if !errors.Is(r.err, context.Canceled) || r.err.Error() != want {
+		t.Fatalf("Generate error %v, want %q (errors.Is context.Canceled)", r.err, want)
 	}
 	if n := len(srv.Requests()); n != 1 || clk.Waiters() != 0 {
 		t.Errorf("%d requests and %d waits after cancel, want 1 and 0", n, clk.Waiters())
