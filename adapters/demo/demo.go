@@ -1,0 +1,242 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+const (
+	// Name is the model name the demo model reports.
+	Name = "taskloom-demo"
+	// DefaultThink is how long the demo model thinks per call.
+	DefaultThink = time.Second
+	// MinPlan and MaxPlan bound the iterations a demo task takes.
+	MinPlan = 5
+	MaxPlan = 8
+	// PlanFile is the file a demo task writes in its workspace.
+	PlanFile = "notes/plan.md"
+)
+
+// ChatReply is the demo model's answer to anything that is not a task
+// iteration.
+const ChatReply = "I am the Taskloom demo model (no real model is configured), so I cannot chat. " +
+	"Configure OPENAI_API_KEY or OPENAI_BASE_URL to talk to a real model; " +
+	"task commands such as \"create task ...\" work without one."
+
+// Options configures the demo model.
+type Options struct {
+	// Think is how long each call takes: 0 means DefaultThink, a negative
+	// value no wait at all.
+	Think time.Duration
+	// Clock times the thinking; nil means the wall clock.
+	Clock clock.Clock
+	// Logger is told, once, that the demo model is in use; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Model is the demo model.
+type Model struct {
+	think time.Duration
+	clock clock.Clock
+}
+
+var (
+	_ plugin.Model = (*Model)(nil)
+	_ plugin.Demo  = (*Model)(nil)
+)
+
+// New returns the demo model and logs that it is in use.
+func New(opts Options) *Model {
+	m := &Model{think: opts.Think, clock: opts.Clock}
+	switch {
+	case m.think == 0:
+		m.think = DefaultThink
+	case m.think < 0:
+		m.think = 0
+	}
+	if m.clock == nil {
+		m.clock = clock.Real{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn("no model configured: using the built-in demo model, which plays a scripted task and cannot chat; set OPENAI_API_KEY or OPENAI_BASE_URL to use a real model",
+		slog.String("model", Name), slog.Duration("think", m.think))
+	return m
+}
+
+// IsDemo reports that this is the demo model.
+func (*Model) IsDemo() bool { return true }
+
+// Generate thinks for the configured time, then answers a task iteration
+// with the next decision of the task's plan, and anything else with
+// ChatReply.
+func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+	if err := clock.Sleep(ctx, m.clock, m.think); err != nil {
+		return plugin.ModelResponse{}, fmt.Errorf("demo model: %w", err)
+	}
+	text := ChatReply
+	if req.Task != nil {
+		b, err := json.Marshal(Decide(*req.Task))
+		if err != nil {
+			return plugin.ModelResponse{}, fmt.Errorf("demo model: encode decision for task #%d: %w", req.Task.Number, err)
+		}
+		text = string(b)
+	}
+	var prompt int64
+	for _, msg := range req.Messages {
+		prompt += tokens(msg.Content)
+	}
+	return plugin.ModelResponse{
+		Text:  text,
+		Model: Name,
+		Usage: plugin.Usage{PromptTokens: prompt, CompletionTokens: tokens(text)},
+	}, nil
+}
+
+// tokens estimates a token count the way people do: a token per four
+// bytes.
+func tokens(s string) int64 { return int64(len(s)+3) / 4 }
+
+// PlanLength is how many iterations the demo model takes for goal: 5 to 8,
+// the same every time for the same goal.
+func PlanLength(goal string) int {
+	h := fnv.New32a()
+	h.Write([]byte(strings.TrimSpace(goal)))
+	return MinPlan + int(h.Sum32()%uint32(MaxPlan-MinPlan+1))
+}
+
+// Decision is one iteration's answer, in the shape the task service parses.
+type Decision struct {
+	Thought  string            `json:"thought"`
+	Action   string            `json:"action"`
+	Params   map[string]string `json:"params"`
+	Progress int               `json:"progress"`
+	Status   plugin.Verdict    `json:"status"`
+	Summary  string            `json:"summary"`
+}
+
+// Decide is the decision for the iteration task is about to run.
+// Iterations past the plan's end, which only happen when steps failed along
+// the way, finish the task.
+func Decide(task plugin.TaskRef) Decision {
+	p := plan{task: task, n: PlanLength(task.Goal)}
+	i := min(max(task.Iteration, 1), p.n)
+	mv := p.move(i)
+	d := Decision{
+		Thought:  "(demo model) " + mv.thought,
+		Action:   mv.action,
+		Params:   mv.params,
+		Progress: 100 * i / p.n,
+		Status:   plugin.VerdictContinue,
+		Summary:  fmt.Sprintf("(demo model) Step %d of %d: %s.", i, p.n, mv.did),
+	}
+	if d.Params == nil {
+		d.Params = map[string]string{}
+	}
+	if mv.action == "write_file" {
+		d.Params["content"] = p.file()
+	}
+	if i == p.n {
+		d.Status = plugin.VerdictDone
+		d.Summary = p.finalSummary()
+		return d
+	}
+	// Keep the estimate above where the task stands, so a task that lost
+	// steps (or met the demo model half way) is not called stale.
+	if d.Progress <= task.Progress {
+		d.Progress = min(task.Progress+1, 99)
+	}
+	return d
+}
+
+type plan struct {
+	task plugin.TaskRef
+	n    int
+}
+
+type move struct {
+	action  string
+	params  map[string]string
+	todo    string // the plan's line for the step
+	did     string // what the step did, for summaries
+	thought string
+}
+
+func (p plan) move(i int) move {
+	goal := clip(p.task.Goal, 60)
+	switch {
+	case i == p.n:
+		return move{action: "none", todo: "Report that the task is done.", did: "reported the task done",
+			thought: "Everything in the plan is done; the task is complete."}
+	case i == 1:
+		return move{action: "list_files", todo: "List the files in the workspace.", did: "listed the workspace",
+			thought: fmt.Sprintf("Working on %q. First, see what is already in the workspace.", goal)}
+	case i == 2:
+		// Decide adds the content, which lists every move's todo.
+		return move{action: "write_file", params: map[string]string{"path": PlanFile},
+			todo: "Write this plan to " + PlanFile + ".", did: "wrote " + PlanFile,
+			thought: "Write the plan down so that it can be followed and checked."}
+	case i == 3:
+		return move{action: "read_file", params: map[string]string{"path": PlanFile},
+			todo: "Read the plan back.", did: "read " + PlanFile + " back",
+			thought: "Read the plan back to check it was saved."}
+	}
+	switch (i - 4) % 4 {
+	case 0:
+		text := fmt.Sprintf("(demo model) Task #%d is at step %d of %d of a rehearsal plan for %q. "+
+			"No real model is configured, so no real work is done.", p.task.Number, i, p.n, goal)
+		return move{action: "post_message", params: map[string]string{"text": text},
+			todo: "Tell the room how far the task has come.", did: "posted a progress note",
+			thought: "Tell the room how the task is going."}
+	case 1:
+		return move{action: "list_files", params: map[string]string{"path": "notes"},
+			todo: "Check the notes folder.", did: "checked the notes folder",
+			thought: "Check that the notes folder holds the plan."}
+	case 2:
+		return move{action: "read_file", params: map[string]string{"path": PlanFile},
+			todo: "Go over the plan once more.", did: "went over the plan again",
+			thought: "Go over the plan once more before finishing."}
+	default:
+		return move{action: "list_files", todo: "Look over the workspace again.", did: "looked over the workspace again",
+			thought: "Look over the workspace a last time."}
+	}
+}
+
+// file is the content of PlanFile.
+func (p plan) file() string {
+	var b strings.Builder
+	b.WriteString("This file was written by the Taskloom demo model (no real model is configured; " +
+		"set OPENAI_API_KEY or OPENAI_BASE_URL to use one).\n\n")
+	fmt.Fprintf(&b, "# Plan for task #%d\n\nGoal: %s\n\n", p.task.Number, strings.TrimSpace(p.task.Goal))
+	for i := 1; i <= p.n; i++ {
+		fmt.Fprintf(&b, "%d. %s\n", i, p.move(i).todo)
+	}
+	return b.String()
+}
+
+func (p plan) finalSummary() string {
+	return fmt.Sprintf("(demo model) Finished the rehearsal plan for %q in %d iterations: listed the workspace, "+
+		"wrote %s and read it back. This was the Taskloom demo model, not real work; "+
+		"configure OPENAI_API_KEY or OPENAI_BASE_URL to use a real model.", clip(p.task.Goal, 60), p.n, PlanFile)
+}
+
+// clip shortens s to n runes on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,302 @@
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/adapters/demo"
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// decision is the shape the task service parses.
+type decision struct {
+	Thought  string          `json:"thought"`
+	Action   string          `json:"action"`
+	Params   json.RawMessage `json:"params"`
+	Progress int             `json:"progress"`
+	Status   plugin.Verdict  `json:"status"`
+	Summary  string          `json:"summary"`
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// instant is a demo model that does not think.
+func instant() *demo.Model { return demo.New(demo.Options{Think: -1, Logger: quiet}) }
+
+// run plays a task to the end as the task service would, feeding each
+// decision's progress back, and returns the decisions as parsed JSON.
+func run(t *testing.T, m *demo.Model, goal string) []decision {
+	t.Helper()
+	ref := plugin.TaskRef{Number: 7, Goal: goal}
+	var out []decision
+	for ref.Iteration = 1; ref.Iteration <= 20; ref.Iteration++ {
+		resp, err := m.Generate(t.Context(), plugin.ModelRequest{
+			Messages: []plugin.ChatMessage{{Role: plugin.RoleUser, Content: "Goal: " + goal}},
+			Task:     &ref,
+		})
+		if err != nil {
+			t.Fatalf("iteration %d: %v", ref.Iteration, err)
+		}
+		var d decision
+		dec := json.NewDecoder(strings.NewReader(resp.Text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			t.Fatalf("iteration %d: %q is not a decision: %v", ref.Iteration, resp.Text, err)
+		}
+		out = append(out, d)
+		if d.Status != plugin.VerdictContinue {
+			return out
+		}
+		ref.Progress = d.Progress
+	}
+	t.Fatalf("goal %q: not done after 20 iterations", goal)
+	return nil
+}
+
+var goals = []string{
+	"Build auth feature",
+	"Fix database connection",
+	"Add tests",
+	"Write a haiku about queues",
+	"Summarise the README in three bullet points",
+	"Refactor the notification service so that it batches per room",
+	"",
+	"Ünïcödé gœl with emoji 🚀 and\nnew lines",
+}
+
+func TestSameGoalSameSequence(t *testing.T) {
+	t.Parallel()
+	for _, goal := range goals {
+		a, b := run(t, instant(), goal), run(t, instant(), goal)
+		if !slices.EqualFunc(a, b, func(x, y decision) bool { return fmt.Sprint(x) == fmt.Sprint(y) }) {
+			t.Errorf("goal %q: two runs differ:\n%v\n%v", goal, a, b)
+		}
+	}
+}
+
+func TestPlanRunsToDone(t *testing.T) {
+	t.Parallel()
+	tools := []string{"list_files", "write_file", "read_file", "post_message", "none"}
+	for _, goal := range goals {
+		t.Run(goal, func(t *testing.T) {
+			t.Parallel()
+			ds := run(t, instant(), goal)
+			if n := len(ds); n < 5 || n > 8 || n != demo.PlanLength(goal) {
+				t.Fatalf("done after %d iterations, want PlanLength %d in 5–8", n, demo.PlanLength(goal))
+			}
+			last := ds[len(ds)-1]
+			if last.Status != plugin.VerdictDone || last.Progress != 100 {
+				t.Errorf("last decision %s at %d%%, want done at 100%%", last.Status, last.Progress)
+			}
+			if !strings.Contains(last.Summary, "demo model") || !strings.Contains(last.Summary, "OPENAI_API_KEY") {
+				t.Errorf("final summary %q does not say it is the demo model", last.Summary)
+			}
+			if first := ds[0]; first.Action != "list_files" || string(first.Params) != "{}" {
+				t.Errorf("first step %s %s, want list_files {}", first.Action, first.Params)
+			}
+			var wrote, read bool
+			prev := 0
+			for i, d := range ds {
+				if d.Progress <= prev {
+					t.Errorf("iteration %d: progress %d does not rise above %d", i+1, d.Progress, prev)
+				}
+				prev = d.Progress
+				for _, s := range []string{d.Thought, d.Summary} {
+					if !strings.Contains(s, "(demo model)") {
+						t.Errorf("iteration %d: %q does not say (demo model)", i+1, s)
+					}
+				}
+				if !slices.Contains(tools, d.Action) {
+					t.Errorf("iteration %d: unknown tool %q", i+1, d.Action)
+				}
+				var params map[string]string
+				if err := json.Unmarshal(d.Params, &params); err != nil {
+					t.Errorf("iteration %d: params %s: %v", i+1, d.Params, err)
+				}
+				switch d.Action {
+				case "write_file":
+					wrote = true
+					if keys := slices.Sorted(maps.Keys(params)); !slices.Equal(keys, []string{"content", "path"}) {
+						t.Errorf("write_file params have keys %v, want content and path", keys)
+					}
+					firstLine, _, _ := strings.Cut(params["content"], "\n")
+					if !strings.Contains(firstLine, "Taskloom demo model") {
+						t.Errorf("plan file starts %q, want it to say the demo model wrote it", firstLine)
+					}
+					if !strings.Contains(params["content"], strings.TrimSpace(goal)) {
+						t.Errorf("plan file does not carry the goal:\n%s", params["content"])
+					}
+					if params["path"] != demo.PlanFile {
+						t.Errorf("write_file path %q, want %q", params["path"], demo.PlanFile)
+					}
+				case "read_file":
+					if !wrote {
+						t.Errorf("iteration %d reads %s before it is written", i+1, params["path"])
+					}
+					read = read || params["path"] == demo.PlanFile
+				case "post_message":
+					if !strings.Contains(params["text"], "(demo model)") {
+						t.Errorf("posted %q without saying it is the demo model", params["text"])
+					}
+				}
+			}
+			if !wrote || !read {
+				t.Errorf("wrote %v, read back %v; want both", wrote, read)
+			}
+		})
+	}
+}
+
+func TestPlanLengthsSpread(t *testing.T) {
+	t.Parallel()
+	seen := map[int]bool{}
+	for i := range 64 {
+		n := demo.PlanLength(fmt.Sprintf("goal number %d", i))
+		if n < demo.MinPlan || n > demo.MaxPlan {
+			t.Fatalf("PlanLength = %d, outside %d–%d", n, demo.MinPlan, demo.MaxPlan)
+		}
+		seen[n] = true
+	}
+	if len(seen) != demo.MaxPlan-demo.MinPlan+1 {
+		t.Errorf("64 goals give plan lengths %v, want every length from 5 to 8", seen)
+	}
+}
+
+func TestProgressStaysAboveTheTask(t *testing.T) {
+	t.Parallel()
+	// A task that got further than the plan expects (another model ran it
+	// before) still sees its progress rise until the plan ends.
+	d := demo.Decide(plugin.TaskRef{Goal: "Build auth feature", Iteration: 1, Progress: 60})
+	if d.Status != plugin.VerdictContinue || d.Progress <= 60 {
+		t.Errorf("Decide = %s at %d%%, want continue above 60%%", d.Status, d.Progress)
+	}
+	// Iterations past the plan finish the task.
+	d = demo.Decide(plugin.TaskRef{Goal: "Build auth feature", Iteration: 30, Progress: 60})
+	if d.Status != plugin.VerdictDone || d.Progress != 100 {
+		t.Errorf("Decide past the plan = %s at %d%%, want done at 100%%", d.Status, d.Progress)
+	}
+}
+
+func TestChatReply(t *testing.T) {
+	t.Parallel()
+	m := instant()
+	if !plugin.IsDemo(m) {
+		t.Error("plugin.IsDemo = false")
+	}
+	resp, err := m.Generate(t.Context(), plugin.ModelRequest{
+		Messages: []plugin.ChatMessage{{Role: plugin.RoleUser, Content: "hi there, what can you do?"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != demo.ChatReply || !strings.Contains(resp.Text, "OPENAI_API_KEY") || !strings.Contains(resp.Text, "OPENAI_BASE_URL") {
+		t.Errorf("Text = %q", resp.Text)
+	}
+	if resp.Model != demo.Name {
+		t.Errorf("Model = %q, want %q", resp.Model, demo.Name)
+	}
+	if want := int64(len(resp.Text)+3) / 4; resp.Usage.PromptTokens == 0 || resp.Usage.CompletionTokens != want {
+		t.Errorf("Usage = %+v, want prompt tokens counted and %d completion tokens", resp.Usage, want)
+	}
+}
+
+func TestThink(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		think time.Duration
+		want  time.Duration
+	}{
+		{"default", 0, demo.DefaultThink},
+		{"set", 3 * time.Second, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+			m := demo.New(demo.Options{Think: tt.think, Clock: clk, Logger: quiet})
+			done := make(chan error, 1)
+			go func() {
+				_, err := m.Generate(t.Context(), plugin.ModelRequest{Task: &plugin.TaskRef{Goal: "Add tests", Iteration: 1}})
+				done <- err
+			}()
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if err := clk.BlockUntil(ctx, 1); err != nil {
+				t.Fatal("the demo model does not think on the clock:", err)
+			}
+			clk.Advance(tt.want - time.Millisecond)
+			if clk.Waiters() != 1 {
+				t.Fatalf("the thinking ended before %v passed", tt.want)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("Generate returned before %v passed (err %v)", tt.want, err)
+			default:
+			}
+			clk.Advance(time.Millisecond)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Generate did not return after thinking")
+			}
+		})
+	}
+}
+
+func TestCancelWhileThinking(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	m := demo.New(demo.Options{Clock: clk, Logger: quiet})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Generate(ctx, plugin.ModelRequest{Task: &plugin.TaskRef{Goal: "Add tests", Iteration: 1}})
+		done <- err
+	}()
+	bctx, bcancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer bcancel()
+	if err := clk.BlockUntil(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Generate error %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Generate did not return when its context was canceled")
+	}
+	if n := clk.Waiters(); n != 0 {
+		t.Errorf("%d timers left on the clock", n)
+	}
+}
+
+func TestNewLogsOnce(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	m := demo.New(demo.Options{Think: -1, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	for range 3 {
+		if _, err := m.Generate(t.Context(), plugin.ModelRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := buf.String()
+	if strings.Count(out, "\n") != 1 || !strings.Contains(out, "demo model") || !strings.Contains(out, "OPENAI_API_KEY") {
+		t.Errorf("log = %q, want one line naming the demo model and OPENAI_API_KEY", out)
+	}
+}
