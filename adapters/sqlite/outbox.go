@@ -52,7 +52,7 @@ func (s *Store) ClaimRoom(ctx context.Context, c plugin.RoomClaim) (string, []pl
 	now, until := timeArg(plugin.UTC(c.Now)), timeArg(plugin.UTC(c.Now.Add(c.Lease)))
 	var room string
 	var claimed []plugin.Notification
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		err := tx.QueryRowContext(ctx, sqlPickRoom, now, c.Room, jsonList(c.Categories)).Scan(&room)
 		if isNoRows(err) {
 			room = ""
@@ -92,7 +92,7 @@ func (s *Store) ClaimRoom(ctx context.Context, c plugin.RoomClaim) (string, []pl
 func (s *Store) MarkSent(ctx context.Context, owner string, ids []int64, sent []plugin.RoomProgress) error {
 	ids = uniqueIDs(ids)
 	var deleted int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		if len(ids) > 0 {
 			res, err := tx.ExecContext(ctx, sqlMarkSent, jsonList(ids), owner)
 			if err != nil {

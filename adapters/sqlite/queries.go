@@ -61,7 +61,8 @@ LIMIT 1`
 	// sqlClaimTask claims task ?4 for owner ?2 until ?3 (?1 is now),
 	// taking a new fence token: the same statement as adapters/postgres,
 	// keyed by number because the pick ran just before it in the same
-	// IMMEDIATE transaction.
+	// IMMEDIATE transaction. It returns the columns it sets (the others
+	// are as the pick read them).
 	sqlClaimTask = `
 UPDATE tasks
 SET status = 'running',
@@ -72,7 +73,7 @@ SET status = 'running',
     event_seq = event_seq + 1
 WHERE number = ?4 AND status IN ('queued', 'running')
   AND (lease_expires_at IS NULL OR lease_expires_at <= ?1)
-RETURNING ` + taskCols
+RETURNING status, lease_owner, lease_expires_at, fence, started_at, event_seq`
 )
 
 const (
@@ -166,6 +167,14 @@ WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
 
 	sqlPending = `SELECT count(*) FROM notifications`
 )
+
+// writeStatements are the statements the write transactions run, which
+// the store prepares once.
+var writeStatements = []string{
+	sqlGetTask, sqlInsertTask, sqlUpdateTask, sqlParentExists, sqlClaimPick, sqlClaimTask,
+	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlPickRoom, sqlClaimRoom, sqlMarkSent,
+	sqlUpsertRoomProgress,
+}
 
 // taskQuery builds the SELECT (or, with count, the SELECT count(*)) of
 // ListTasks and CountTasks. Search lowers both sides with taskloom_lower,

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -46,6 +47,9 @@ type Store struct {
 	write *sql.DB
 	// read serves reads in parallel with the writer (WAL mode).
 	read *sql.DB
+	// stmts are the writer's statements, prepared once by Migrate: with
+	// modernc.org/sqlite, parsing SQL costs more than running it.
+	stmts atomic.Pointer[map[string]*sql.Stmt]
 }
 
 var _ plugin.Store = (*Store)(nil)
@@ -101,7 +105,13 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	return errors.Join(s.read.Close(), s.write.Close())
+	var errs []error
+	if m := s.stmts.Load(); m != nil {
+		for _, st := range *m {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(append(errs, s.read.Close(), s.write.Close())...)
 }
 
 // Migrate applies the embedded migrations not yet recorded in
@@ -112,7 +122,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx txn) error {
 		if _, err := tx.ExecContext(ctx, sqlCreateMigrations); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
@@ -145,6 +155,63 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return s.prepare(ctx)
+}
+
+// prepare prepares the statements of the write transactions, once the
+// schema they name exists.
+func (s *Store) prepare(ctx context.Context) error {
+	if s.stmts.Load() != nil {
+		return nil
+	}
+	m := map[string]*sql.Stmt{}
+	for _, q := range writeStatements {
+		st, err := s.write.PrepareContext(ctx, q)
+		if err != nil {
+			for _, st := range m {
+				st.Close()
+			}
+			return fmt.Errorf("migrate: prepare statements: %w", err)
+		}
+		m[q] = st
+	}
+	if !s.stmts.CompareAndSwap(nil, &m) {
+		for _, st := range m {
+			st.Close()
+		}
+	}
+	return nil
+}
+
+// txn is a write transaction that runs the store's prepared statements
+// where it has them.
+type txn struct {
+	*sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (t txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := t.stmts[q]; st != nil {
+		return t.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, q, args...)
+}
+
+func (t txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := t.stmts[q]; st != nil {
+		return t.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return t.Tx.QueryContext(ctx, q, args...)
+}
+
+func (t txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := t.stmts[q]; st != nil {
+		return t.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, q, args...)
 }
 
 type migration struct {
@@ -185,13 +252,17 @@ func migrationFiles() ([]migration, error) {
 // inTx runs fn in an IMMEDIATE transaction on the writer and commits if it
 // returns nil. fn's error is returned as it is, so an error a MutateFunc
 // returned reaches the caller unchanged.
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, fn func(txn) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	t := txn{Tx: tx}
+	if m := s.stmts.Load(); m != nil {
+		t.stmts = *m
+	}
+	if err := fn(t); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {

@@ -17,7 +17,7 @@ func (s *Store) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task,
 	}
 	cleanTask(&row)
 	actor := cleanText(in.Actor)
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx txn) error {
 		if row.ParentNumber != 0 {
 			var ok bool
 			if err := tx.QueryRowContext(ctx, sqlParentExists, row.ParentNumber).Scan(&ok); err != nil {
@@ -103,7 +103,7 @@ func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, err
 	c.Owner = cleanText(c.Owner)
 	now, until := timeArg(plugin.UTC(c.Now)), timeArg(plugin.UTC(c.Now.Add(c.Lease)))
 	var after plugin.Task
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		before, err := scanTask(tx.QueryRowContext(ctx, sqlClaimPick, now))
 		if isNoRows(err) {
 			return fmt.Errorf("claim task: %w", plugin.ErrNoTask)
@@ -111,16 +111,26 @@ func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, err
 		if err != nil {
 			return fmt.Errorf("claim task: %w", err)
 		}
-		after, err = scanTask(tx.QueryRowContext(ctx, sqlClaimTask, now, c.Owner, until, before.Number))
-		if err != nil {
+		after = before
+		var status string
+		var expiry, started sql.NullInt64
+		if err := tx.QueryRowContext(ctx, sqlClaimTask, now, c.Owner, until, before.Number).Scan(
+			&status, &after.LeaseOwner, &expiry, &after.Fence, &started, &after.EventSeq); err != nil {
 			return fmt.Errorf("claim task #%d: %w", before.Number, err)
 		}
+		after.Status = plugin.Status(status)
+		after.LeaseExpiresAt = timeOf(expiry)
+		after.StartedAt = timeOf(started)
 		m, err := plugin.Claimed(before, c)
 		if err != nil {
 			return err
 		}
-		if same, err := sameColumns(m.Task, after); err != nil || !same || m.Task.EventSeq != after.EventSeq {
-			return fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree (%+v, %+v)", after.Number, after, m.Task)
+		// The SQL and the domain must agree on what a claim is. (== is
+		// the quick check; times from both sides are normalized UTC.)
+		if m.Task != after {
+			if d, err := differingColumns(m.Task, after); err != nil || len(d) > 0 {
+				return fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v (%v)", after.Number, d, err)
+			}
 		}
 		if err := insertEvent(ctx, tx, m.Event); err != nil {
 			return fmt.Errorf("claim task #%d: %w", after.Number, err)
@@ -138,7 +148,7 @@ func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, err
 // it.
 func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
 	var out plugin.Task
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx txn) error {
 		cur, err := scanTask(tx.QueryRowContext(ctx, sqlGetTask, number))
 		if isNoRows(err) {
 			return &plugin.TaskError{Op: "update", Number: number, Err: plugin.ErrNotFound}
@@ -167,7 +177,7 @@ func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFu
 
 // writeMutation writes the row, the event, the step and the notifications
 // of m.
-func writeMutation(ctx context.Context, tx *sql.Tx, m *plugin.Mutation) error {
+func writeMutation(ctx context.Context, tx txn, m *plugin.Mutation) error {
 	cleanTask(&m.Task)
 	args := taskArgs(m.Task)
 	// The number is the last parameter of sqlUpdateTask.
@@ -202,7 +212,7 @@ func writeMutation(ctx context.Context, tx *sql.Tx, m *plugin.Mutation) error {
 	return nil
 }
 
-func insertEvent(ctx context.Context, tx *sql.Tx, e plugin.TaskEvent) error {
+func insertEvent(ctx context.Context, tx txn, e plugin.TaskEvent) error {
 	if err := cleanEvent(&e); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}

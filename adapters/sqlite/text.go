@@ -154,13 +154,36 @@ func checkMutation(cur plugin.Task, m plugin.Mutation) error {
 // sameColumns reports whether a and b agree on every column but event_seq
 // (which Task's JSON leaves out).
 func sameColumns(a, b plugin.Task) (bool, error) {
-	ja, err := json.Marshal(a)
-	if err != nil {
-		return false, err
+	a.EventSeq = b.EventSeq
+	d, err := differingColumns(a, b)
+	return len(d) == 0, err
+}
+
+// differingColumns names the columns on which a and b disagree, event_seq
+// included, in column order.
+func differingColumns(a, b plugin.Task) ([]string, error) {
+	var ma, mb map[string]json.RawMessage
+	for _, x := range []struct {
+		t plugin.Task
+		m *map[string]json.RawMessage
+	}{{a, &ma}, {b, &mb}} {
+		raw, err := json.Marshal(x.t)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, x.m); err != nil {
+			return nil, err
+		}
 	}
-	jb, err := json.Marshal(b)
-	if err != nil {
-		return false, err
+	var out []string
+	for _, col := range taskColumns {
+		if col == "event_seq" {
+			if a.EventSeq != b.EventSeq {
+				out = append(out, col)
+			}
+		} else if !bytes.Equal(ma[col], mb[col]) {
+			out = append(out, col)
+		}
 	}
-	return bytes.Equal(ja, jb), nil
+	return out, nil
 }

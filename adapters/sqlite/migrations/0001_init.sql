@@ -66,7 +66,9 @@ CREATE TABLE task_steps (
 
 CREATE TABLE task_events (
     -- Global order of every event, what Server-Sent Events resume from.
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    -- Events are never deleted, so the rowid alone never goes back (and
+    -- AUTOINCREMENT would cost a write to sqlite_sequence per event).
+    id          INTEGER PRIMARY KEY,
     task_number INTEGER NOT NULL REFERENCES tasks (number),
     sequence    INTEGER NOT NULL CHECK (sequence > 0),
     type        TEXT NOT NULL,
