@@ -82,7 +82,14 @@ WHERE t.number = old.number
 RETURNING ` + qualified("t", taskColumns) + `,
     old.status, old.lease_owner, old.lease_expires_at, old.started_at`
 
+// eventOrderLockKey serializes, from the event insert to commit, the
+// transactions that write task events (pg_advisory_xact_lock), so event IDs
+// commit in increasing order and EventsSince never skips one.
+const eventOrderLockKey = 0x7461736b6576656e // "taskeven"
+
 const (
+	sqlEventOrderLock = `SELECT pg_advisory_xact_lock($1)`
+
 	sqlInsertEvent = `
 INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -33,15 +32,16 @@ func TestClaimUsesQueueIndex(t *testing.T) {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	if _, err := s.pool.Exec(ctx, `
 INSERT INTO tasks (name, goal, status, progress, max_iterations, max_stale_iterations, workspace_id,
                    created_at, completed_at, last_processed_at, event_seq)
-SELECT 'Old ' || i, 'An old task', 'completed', 100, 50, 3, 'local', now(), now(), now() - i * interval '1 second', 1
-FROM generate_series(1, 5000) AS i`); err != nil {
+SELECT 'Old ' || i, 'An old task', 'completed', 100, 50, 3, 'local', $1::timestamptz, $1::timestamptz, $1::timestamptz - i * interval '1 second', 1
+FROM generate_series(1, 5000) AS i`, now); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "Active task", Now: time.Now()}); err != nil {
+		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "Active task", Now: now}); err != nil {
 			t.Fatalf("create active task %d: %v", i, err)
 		}
 	}
@@ -49,9 +49,9 @@ FROM generate_series(1, 5000) AS i`); err != nil {
 		t.Fatal(err)
 	}
 	for name, q := range map[string]string{"pick": sqlClaimPick, "claim": sqlClaimTask} {
-		args := []any{time.Now()}
+		args := []any{now}
 		if name == "claim" {
-			args = append(args, "w", time.Now().Add(time.Minute))
+			args = append(args, "w", now.Add(time.Minute))
 		}
 		rows, err := s.pool.Query(ctx, "EXPLAIN "+q, args...)
 		if err != nil {
@@ -77,7 +77,7 @@ FROM generate_series(1, 5000) AS i`); err != nil {
 		}
 	}
 	// And the claim still takes the right task.
-	c, err := s.ClaimTask(context.Background(), plugin.Claim{Owner: "w", Now: time.Now(), Lease: time.Minute})
+	c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", Now: now, Lease: time.Minute})
 	if err != nil || c.Number != 5001 {
 		t.Errorf("ClaimTask = #%d, %v; want #5001", c.Number, err)
 	}

@@ -178,14 +178,11 @@ func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFu
 	return out, nil
 }
 
-// writeMutation writes the row, the event, the step and the notifications
+// writeMutation writes the row, the step, the notifications and the event
 // of m to a row the transaction has locked.
 func writeMutation(ctx context.Context, tx pgx.Tx, m *plugin.Mutation) error {
 	cleanTask(&m.Task)
 	if _, err := tx.Exec(ctx, sqlUpdateTask, taskArgs(m.Task)...); err != nil {
-		return err
-	}
-	if err := insertEvent(ctx, tx, m.Event); err != nil {
 		return err
 	}
 	if m.Step != nil {
@@ -209,12 +206,19 @@ func writeMutation(ctx context.Context, tx pgx.Tx, m *plugin.Mutation) error {
 			return err
 		}
 	}
-	return nil
+	// Last: the event takes the event-order lock, held until commit.
+	return insertEvent(ctx, tx, m.Event)
 }
 
 func insertEvent(ctx context.Context, tx pgx.Tx, e plugin.TaskEvent) error {
 	if err := cleanEvent(&e); err != nil {
 		return fmt.Errorf("event: %w", err)
+	}
+	// Event IDs must become visible in order, or a reader resuming after
+	// ID n could miss an n-1 that committed later: the lock, held to
+	// commit, makes transactions take IDs in the order they commit.
+	if _, err := tx.Exec(ctx, sqlEventOrderLock, int64(eventOrderLockKey)); err != nil {
+		return fmt.Errorf("event %d: lock: %w", e.Sequence, err)
 	}
 	if _, err := tx.Exec(ctx, sqlInsertEvent, e.TaskNumber, e.Sequence, e.Type, string(e.Payload),
 		e.Actor, e.Fence, timeArg(e.Time)); err != nil {

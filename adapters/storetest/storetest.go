@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"MemoryDedup", testMemoryDedup},
 		{"RecentMemories", testRecentMemories},
 		{"EventsSince", testEventsSince},
+		{"EventsSinceWhileWriting", testEventsSinceWhileWriting},
 
 		{"OutboxEnqueue", testOutboxEnqueue},
 		{"OutboxClaimExclusive", testOutboxClaimExclusive},
