@@ -1,0 +1,61 @@
+// Package teststore opens real stores for tests: a fresh SQLite file and a
+// fresh PostgreSQL database, so tests above the store run against both
+// implementations. It lives apart from testkit because it imports the
+// store adapters, whose own tests import testkit.
+package teststore
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/taskloom/taskloom/adapters/postgres"
+	"github.com/taskloom/taskloom/adapters/sqlite"
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Opener opens a fresh, migrated store closed at the end of the test.
+type Opener func(t testing.TB) plugin.Store
+
+// SQLite opens a store in a new SQLite file.
+func SQLite(t testing.TB) plugin.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "taskloom.db"))
+	if err != nil {
+		t.Fatalf("open SQLite store: %v", err)
+	}
+	return migrated(t, st)
+}
+
+// Postgres opens a store in a new PostgreSQL database.
+func Postgres(t testing.TB) plugin.Store {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), testkit.PostgresURL(t))
+	if err != nil {
+		t.Fatalf("open PostgreSQL store: %v", err)
+	}
+	return migrated(t, st)
+}
+
+func migrated(t testing.TB, st plugin.Store) plugin.Store {
+	t.Helper()
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return st
+}
+
+// Each runs fn once per store kind, as subtests named "sqlite" and
+// "postgres".
+func Each(t *testing.T, fn func(t *testing.T, open Opener)) {
+	t.Helper()
+	for _, k := range []struct {
+		name string
+		open Opener
+	}{{"sqlite", SQLite}, {"postgres", Postgres}} {
+		t.Run(k.name, func(t *testing.T) { fn(t, k.open) })
+	}
+}
