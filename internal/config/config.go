@@ -40,6 +40,12 @@ type Config struct {
 	Lease         time.Duration
 	Admins        []string
 
+	// RunCommand registers the run_command tool (TASKLOOM_RUN_COMMAND).
+	RunCommand bool
+	// HTTPAllowPrivate lets http_get reach loopback and private addresses
+	// (TASKLOOM_HTTP_GET_ALLOW_PRIVATE).
+	HTTPAllowPrivate bool
+
 	Character string // path of a character file; "" for the default
 	LogLevel  string // debug, info, warn, error
 }
@@ -93,6 +99,8 @@ func Load(getenv func(string) string) (Config, error) {
 		MaxStale:             r.integer("TASKLOOM_MAX_STALE", 3, 1, 1000),
 		Lease:                r.duration("TASKLOOM_LEASE", 2*time.Minute, time.Second, 24*time.Hour),
 		Admins:               r.list("TASKLOOM_ADMINS"),
+		RunCommand:           r.boolean("TASKLOOM_RUN_COMMAND"),
+		HTTPAllowPrivate:     r.boolean("TASKLOOM_HTTP_GET_ALLOW_PRIVATE"),
 		Character:            r.str("TASKLOOM_CHARACTER", ""),
 		LogLevel:             strings.ToLower(r.str("TASKLOOM_LOG_LEVEL", "info")),
 	}
@@ -231,6 +239,18 @@ func (r *reader) duration(name string, def, lo, hi time.Duration) time.Duration 
 		return def
 	}
 	return d
+}
+
+func (r *reader) boolean(name string) bool {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.fail(&Error{Var: name, Value: v, Reason: "want true or false"})
+	}
+	return b
 }
 
 func (r *reader) list(name string) []string {

@@ -74,6 +74,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"SLACK_APP_TOKEN", "xoxb-1"}, `SLACK_APP_TOKEN: an app-level token starts with xapp-`},
 		{[]string{"SLACK_BOT_TOKEN", "xoxb-1"}, `SLACK_SIGNING_SECRET`},
 		{[]string{"TASKLOOM_LOG_LEVEL", "loud"}, `TASKLOOM_LOG_LEVEL`},
+		{[]string{"TASKLOOM_RUN_COMMAND", "yes please"}, `TASKLOOM_RUN_COMMAND="yes please": want true or false`},
 	}
 	for _, tt := range tests {
 		_, err := config.Load(env(tt.env...))

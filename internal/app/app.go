@@ -1,0 +1,345 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/adapters/demo"
+	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/adapters/openai"
+	"github.com/taskloom/taskloom/adapters/postgres"
+	"github.com/taskloom/taskloom/adapters/sqlite"
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/config"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+// Version is set at build time with -ldflags "-X github.com/taskloom/taskloom/internal/app.Version=v1.2.3".
+var Version = ""
+
+// ShutdownTimeout bounds how long SIGINT/SIGTERM may take to drain.
+const ShutdownTimeout = 20 * time.Second
+
+// Options are what Main needs from its process; tests pass their own.
+type Options struct {
+	Args   []string // without the program name
+	Getenv func(string) string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// OnListen, when set, is told the HTTP address once it accepts
+	// connections (tests listen on port 0).
+	OnListen func(addr string)
+}
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitFailed = 1 // a command failed, or the check found problems
+	ExitUsage  = 2 // bad arguments or configuration
+)
+
+const usage = `Usage: taskloom [command] [flags]
+
+Commands:
+  serve     run Taskloom (the default)
+  migrate   apply database migrations and exit
+  check     replay every task's event log and verify it against the tasks table
+  version   print the version
+
+Flags (override the environment):
+  --character FILE   an elizaOS-style character file (TASKLOOM_CHARACTER)
+  --data-dir DIR     where the SQLite store and task workspaces live (TASKLOOM_DATA_DIR)
+  --http-addr ADDR   where to serve HTTP (TASKLOOM_HTTP_ADDR)
+
+Configuration is by environment; see README.md.
+`
+
+// Main runs one taskloom command until it ends or ctx is canceled, and
+// returns the process exit code.
+func Main(ctx context.Context, o Options) int {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	cmd, rest := "serve", o.Args
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		cmd, rest = rest[0], rest[1:]
+	}
+	switch cmd {
+	case "version":
+		fmt.Fprintln(o.Stdout, "taskloom", version())
+		return ExitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(o.Stdout, usage)
+		return ExitOK
+	case "serve", "migrate", "check":
+	default:
+		fmt.Fprintf(o.Stderr, "taskloom: unknown command %q\n\n%s", cmd, usage)
+		return ExitUsage
+	}
+
+	cfg, err := config.Load(o.Getenv)
+	if err == nil {
+		err = applyFlags(&cfg, rest, o.Stderr)
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
+		return ExitUsage
+	}
+	log := newLogger(o.Stderr, cfg.LogLevel)
+
+	switch cmd {
+	case "migrate":
+		return runMigrate(ctx, cfg, log, o)
+	case "check":
+		return runCheck(ctx, cfg, log, o)
+	}
+	if err := serve(ctx, cfg, log, o); err != nil {
+		log.Error("taskloom stopped", "err", err)
+		fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func applyFlags(cfg *config.Config, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("taskloom", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.StringVar(&cfg.Character, "character", cfg.Character, "character file")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "data directory")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP listen address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return cfg.Validate()
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// openStore opens (and migrates) PostgreSQL when DATABASE_URL is set, the
+// embedded SQLite store in the data directory otherwise.
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (plugin.Store, error) {
+	var (
+		st  plugin.Store
+		err error
+	)
+	if cfg.DatabaseURL != "" {
+		st, err = postgres.Open(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		log.Info("store: PostgreSQL")
+	} else {
+		path := filepath.Join(cfg.DataDir, "taskloom.db")
+		st, err = sqlite.Open(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("open SQLite store: %w", err)
+		}
+		log.Info("store: embedded SQLite", "path", path)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return st, nil
+}
+
+func runMigrate(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) int {
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "taskloom migrate: %v\n", err)
+		return ExitFailed
+	}
+	defer st.Close()
+	fmt.Fprintln(o.Stdout, "migrations applied; the schema is up to date")
+	return ExitOK
+}
+
+// runCheck replays every task's event log and verifies it (PRODUCT §2).
+func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) int {
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "taskloom check: %v\n", err)
+		return ExitFailed
+	}
+	defer st.Close()
+	var checked, bad int
+	for after := int64(0); ; {
+		tasks, err := st.ListTasks(ctx, plugin.TaskFilter{AfterNumber: after, Limit: 500})
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "taskloom check: list tasks: %v\n", err)
+			return ExitFailed
+		}
+		if len(tasks) == 0 {
+			break
+		}
+		for _, t := range tasks {
+			after = t.Number
+			evs, err := st.TaskEvents(ctx, t.Number, 0)
+			if err != nil {
+				fmt.Fprintf(o.Stderr, "taskloom check: events of task #%d: %v\n", t.Number, err)
+				return ExitFailed
+			}
+			steps, err := st.Steps(ctx, t.Number)
+			if err != nil {
+				fmt.Fprintf(o.Stderr, "taskloom check: steps of task #%d: %v\n", t.Number, err)
+				return ExitFailed
+			}
+			checked++
+			v := plugin.Check(t, evs, len(steps))
+			if len(v) > 0 {
+				bad++
+			}
+			for _, x := range v {
+				fmt.Fprintln(o.Stdout, x.String())
+			}
+		}
+	}
+	fmt.Fprintf(o.Stdout, "checked %d tasks: %d with problems\n", checked, bad)
+	if bad > 0 {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// newModel picks the OpenAI-compatible model when a key or base URL is
+// configured, the demo model otherwise.
+func newModel(cfg config.Config, log *slog.Logger, clk clock.Clock) (plugin.Model, error) {
+	if cfg.UseDemoModel {
+		log.Warn("no OPENAI_API_KEY or OPENAI_BASE_URL: using the built-in demo model, which is deterministic and only shows how Taskloom works")
+		return demo.New(demo.Options{Clock: clk, Logger: log}), nil
+	}
+	m, err := openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, Clock: clk, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("OpenAI-compatible model: %w", err)
+	}
+	log.Info("model: OpenAI-compatible", "base_url", cfg.OpenAIBaseURL, "model", cfg.OpenAIModel)
+	return m, nil
+}
+
+// serve runs the service until ctx is canceled, then drains.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) error {
+	clk := clock.Real{}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	model, err := newModel(cfg, log, clk)
+	if err != nil {
+		return err
+	}
+	character := plugin.DefaultCharacter()
+	if cfg.Character != "" {
+		if character, err = plugin.LoadCharacter(cfg.Character); err != nil {
+			return err
+		}
+	}
+	rt := plugin.New(plugin.Options{Store: st, Character: character, Logger: log, Clock: clk})
+	taskService := tasks.New(tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease})
+	if err := rt.Register(Plugins(cfg, model, taskService)...); err != nil {
+		return err
+	}
+
+	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (TASKLOOM_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	httpServer := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpServer.Serve(ln) }()
+
+	if err := rt.Start(ctx); err != nil {
+		_ = httpServer.Close()
+		return err
+	}
+	for _, r := range rt.Routes() {
+		srv.Handle(r.Pattern, r.Route.Handler)
+	}
+	srv.SetReady(true)
+	log.Info("taskloom is running", "version", version(), "http", "http://"+ln.Addr().String(), "character", character.Name)
+	if o.OnListen != nil {
+		o.OnListen(ln.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: draining in-flight work")
+	case err := <-serveErr:
+		_ = rt.Stop(context.Background())
+		return fmt.Errorf("HTTP server: %w", err)
+	}
+	srv.SetReady(false)
+	drain, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	if err := rt.Stop(drain); err != nil {
+		errs = append(errs, err)
+	}
+	if err := httpServer.Shutdown(drain); err != nil {
+		errs = append(errs, fmt.Errorf("HTTP shutdown: %w", err))
+	}
+	log.Info("taskloom stopped")
+	return errors.Join(errs...)
+}
+
+// Plugins are the plugins a configuration runs, in registration order.
+func Plugins(cfg config.Config, model plugin.Model, taskService *tasks.Service) []*plugin.Plugin {
+	return []*plugin.Plugin{
+		{
+			Name:        "model",
+			Description: "the text model: OpenAI-compatible, or the demo model when none is configured",
+			Models:      map[plugin.ModelType]plugin.Model{plugin.ModelText: model},
+		},
+		{
+			Name:         "orchestrator",
+			Description:  "background agent tasks: the fair queue, one-call iterations, and the tools tasks use",
+			Dependencies: []string{"model"},
+			Actions: actions.Tools(actions.ToolConfig{
+				Workspaces:       actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")},
+				HTTPAllowPrivate: cfg.HTTPAllowPrivate,
+				RunCommand:       cfg.RunCommand,
+			}),
+			Services: []plugin.Service{taskService},
+		},
+	}
+}

@@ -1,0 +1,241 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/adapters/postgres"
+	"github.com/taskloom/taskloom/adapters/sqlite"
+	"github.com/taskloom/taskloom/internal/app"
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/plugin"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while Main writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func envOf(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+
+func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	code := app.Main(context.Background(), app.Options{Args: args, Getenv: envOf(env), Stdout: &stdout, Stderr: &stderr})
+	return code, stdout.String(), stderr.String()
+}
+
+func TestServeWithNothingConfigured(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr := make(chan string, 1)
+	var stderr syncBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &syncBuffer{}, Stderr: &stderr,
+			OnListen: func(a string) { addr <- a }})
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case code := <-exited:
+		t.Fatalf("exited %d before listening:\n%s", code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not listening after 30s:\n%s", stderr.String())
+	}
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Status string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || body.Status != want {
+			t.Fatalf("%s = %d %q", path, resp.StatusCode, body.Status)
+		}
+	}
+	logs := stderr.String()
+	if !strings.Contains(logs, "demo model") || !strings.Contains(logs, "embedded SQLite") {
+		t.Fatalf("the logs do not say what runs:\n%s", logs)
+	}
+	cancel()
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Fatalf("exit %d after shutdown:\n%s", code, stderr.String())
+		}
+	case <-time.After(app.ShutdownTimeout + 5*time.Second):
+		t.Fatal("shutdown did not finish in time")
+	}
+}
+
+func TestBadConfigurationIsOneLine(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := run(t, map[string]string{"TASKLOOM_WORKERS": "lots"})
+	if code != app.ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "TASKLOOM_WORKERS") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = run(t, map[string]string{"TASKLOOM_HTTP_ADDR": "0.0.0.0:8080"})
+	if code != app.ExitUsage || !strings.Contains(stderr, "TASKLOOM_API_TOKEN") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	t.Parallel()
+	if code, out, _ := run(t, nil, "version"); code != 0 || !strings.HasPrefix(out, "taskloom ") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+	if code, _, errOut := run(t, nil, "frobnicate"); code != app.ExitUsage || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Fatalf("unknown command: %d %q", code, errOut)
+	}
+	if code, _, errOut := run(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir()}, "migrate", "extra"); code != app.ExitUsage || !strings.Contains(errOut, `unexpected argument "extra"`) {
+		t.Fatalf("stray argument: %d %q", code, errOut)
+	}
+}
+
+func TestMigratePostgresTwice(t *testing.T) {
+	t.Parallel()
+	url := testkit.PostgresURL(t)
+	env := map[string]string{"DATABASE_URL": url}
+	for i := range 2 {
+		if code, out, errOut := run(t, env, "migrate"); code != 0 || !strings.Contains(out, "up to date") {
+			t.Fatalf("migrate #%d: %d %q %q", i+1, code, out, errOut)
+		}
+	}
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for _, table := range []string{"tasks", "task_steps", "task_events", "memories", "notifications"} {
+		var exists bool
+		if err := pool.QueryRow(context.Background(), "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil || !exists {
+			t.Fatalf("table %s missing after migrate (%v)", table, err)
+		}
+	}
+}
+
+// lifeOfATask writes a short, valid history: created, claimed, iterated.
+func lifeOfATask(t *testing.T, st plugin.Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, goal := range []string{"first", "second"} {
+		if _, err := st.CreateTask(ctx, plugin.NewTask{Goal: goal, Now: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimed, err := st.ClaimTask(ctx, plugin.Claim{Owner: "w", Now: now, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.UpdateTask(ctx, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: cur.Fence, Now: now.Add(time.Second), Progress: 40,
+			Step: plugin.Step{Action: "list_files", Result: "empty", Success: true}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckCatchesACorruptedRow(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		env     func(t *testing.T) map[string]string
+		open    func(t *testing.T, env map[string]string) plugin.Store
+		corrupt func(t *testing.T, env map[string]string)
+	}{
+		{
+			name: "sqlite",
+			env:  func(t *testing.T) map[string]string { return map[string]string{"TASKLOOM_DATA_DIR": t.TempDir()} },
+			open: func(t *testing.T, env map[string]string) plugin.Store {
+				st, err := sqlite.Open(context.Background(), filepath.Join(env["TASKLOOM_DATA_DIR"], "taskloom.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			},
+			corrupt: func(t *testing.T, env map[string]string) {
+				db, err := sql.Open("sqlite", filepath.Join(env["TASKLOOM_DATA_DIR"], "taskloom.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				if _, err := db.Exec("UPDATE tasks SET progress = 77 WHERE number = 1"); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "postgres",
+			env:  func(t *testing.T) map[string]string { return map[string]string{"DATABASE_URL": testkit.PostgresURL(t)} },
+			open: func(t *testing.T, env map[string]string) plugin.Store {
+				st, err := postgres.Open(context.Background(), env["DATABASE_URL"])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			},
+			corrupt: func(t *testing.T, env map[string]string) {
+				pool, err := pgxpool.New(context.Background(), env["DATABASE_URL"])
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pool.Close()
+				if _, err := pool.Exec(context.Background(), "UPDATE tasks SET progress = 77 WHERE number = 1"); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			env := c.env(t)
+			st := c.open(t, env)
+			if err := st.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			lifeOfATask(t, st)
+			st.Close()
+			if code, out, errOut := run(t, env, "check"); code != 0 || !strings.Contains(out, "checked 2 tasks: 0 with problems") {
+				t.Fatalf("clean check: %d %q %q", code, out, errOut)
+			}
+			c.corrupt(t, env)
+			code, out, _ := run(t, env, "check")
+			if code != app.ExitFailed || !strings.Contains(out, "task #1: column progress is 77 in the row but 40 from the events") ||
+				!strings.Contains(out, "checked 2 tasks: 1 with problems") {
+				t.Fatalf("corrupted check: exit %d\n%s", code, out)
+			}
+		})
+	}
+}
