@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/adapters/demo"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -479,3 +480,31 @@ func TestWorkersDrainOnStop(t *testing.T) {
 	})
 }
 
+func TestDemoModelRunsATaskToCompletion(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open)
+		f.rt.AddModel(plugin.ModelText, demo.New(demo.Options{Think: -1, Clock: f.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+		n := f.create("Write a haiku about autumn").Number
+		steps := 0
+		for f.step("test") {
+			steps++
+			if steps > 10 {
+				t.Fatal("the demo model did not finish in 10 iterations")
+			}
+		}
+		got := f.task(n)
+		if got.Status != plugin.StatusCompleted || steps < 5 || steps > 8 || !strings.Contains(got.Summary, "demo model") {
+			t.Fatalf("after %d iterations: %+v", steps, got)
+		}
+		for _, s := range f.steps(n) {
+			if !s.Success {
+				t.Fatalf("a demo step failed: %+v", s)
+			}
+		}
+		plan, err := os.ReadFile(filepath.Join(f.ws.Dir(n), "notes", "plan.md"))
+		if err != nil || !strings.Contains(string(plan), "demo model") || !strings.Contains(string(plan), "haiku") {
+			t.Fatalf("plan.md = %q, %v", plan, err)
+		}
+		f.check()
+	})
+}
