@@ -1,0 +1,231 @@
+package actions_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+type kit struct {
+	t    *testing.T
+	rt   *plugin.Runtime
+	ws   actions.Workspaces
+	task plugin.Task
+}
+
+func newKit(t *testing.T, extra ...plugin.Action) *kit {
+	t.Helper()
+	st := teststore.SQLite(t)
+	clk := clock.NewFake(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC))
+	k := &kit{t: t, ws: actions.Workspaces{Root: t.TempDir()}}
+	k.rt = plugin.New(plugin.Options{Store: st, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tools := append(actions.Tools(actions.ToolConfig{Workspaces: k.ws, RunCommand: true, RunCommandTimeout: 5 * time.Second}), extra...)
+	if err := k.rt.Register(&plugin.Plugin{Name: "tools", Actions: tools}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	task, err := st.CreateTask(context.Background(), plugin.NewTask{Goal: "g", RoomID: "console", RequestorID: "u1", Now: clk.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.task = task
+	return k
+}
+
+// call runs a tool as the kit's task would, returning the result text
+// on success and the refusal sentence otherwise.
+func (k *kit) call(name string, params any) (ok bool, text string) {
+	k.t.Helper()
+	raw, _ := json.Marshal(params)
+	task := k.task
+	res, err := k.rt.RunAction(context.Background(), name, &plugin.Call{Task: &task, Params: raw})
+	if err != nil {
+		k.t.Fatalf("%s: unexpected error %v", name, err)
+	}
+	if !res.Success {
+		return false, res.Error
+	}
+	return true, res.Text
+}
+
+func TestFilesStayInTheWorkspace(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("top secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ok, text := k.call("write_file", map[string]string{"path": "src/a.txt", "content": "hello"}); !ok {
+		t.Fatal(text)
+	}
+	if ok, text := k.call("read_file", map[string]string{"path": "src/./a.txt"}); !ok || text != "hello" {
+		t.Fatalf("read back: %v %q", ok, text)
+	}
+	// A symlink planted inside the workspace, pointing out of it.
+	dir := k.ws.Dir(k.task.Number)
+	if err := os.Symlink(outside, filepath.Join(dir, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "secret-link")); err != nil {
+		t.Fatal(err)
+	}
+	attempts := []struct {
+		tool string
+		path string
+	}{
+		{"read_file", "../../secret.txt"},
+		{"read_file", secret},
+		{"read_file", "escape/secret.txt"},
+		{"read_file", "secret-link"},
+		{"read_file", "src/../../x"},
+		{"write_file", "../evil.txt"},
+		{"write_file", "escape/evil.txt"},
+		{"write_file", "/tmp/evil.txt"},
+		{"write_file", "~/evil.txt"},
+		{"list_files", "escape"},
+		{"list_files", ".."},
+	}
+	for _, a := range attempts {
+		params := map[string]string{"path": a.path}
+		if a.tool == "write_file" {
+			params["content"] = "pwned"
+		}
+		ok, text := k.call(a.tool, params)
+		if ok || strings.Contains(text, "top secret") {
+			t.Errorf("%s %q was allowed: %q", a.tool, a.path, text)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "evil.txt")); err == nil {
+		t.Fatal("a file was written outside the workspace")
+	}
+	if data, _ := os.ReadFile(secret); string(data) != "top secret" {
+		t.Fatal("the file outside the workspace changed")
+	}
+	ok, text := k.call("list_files", map[string]string{})
+	if !ok || !strings.Contains(text, "src/a.txt (5 bytes)") || !strings.Contains(text, "escape (link)") {
+		t.Fatalf("list: %q", text)
+	}
+}
+
+func TestFileToolRefusals(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	cases := []struct {
+		tool   string
+		params any
+		want   string
+	}{
+		{"write_file", map[string]string{"path": "a"}, "write_file needs content"},
+		{"write_file", map[string]string{"path": "", "content": "x"}, "the path is empty"},
+		{"write_file", map[string]string{"path": "big", "content": strings.Repeat("x", actions.MaxWriteBytes+1)}, "at most 1048576"},
+		{"read_file", map[string]string{"path": "nope.txt"}, "Cannot read nope.txt"},
+		{"read_file", []int{1}, "The parameters are not valid"},
+		{"post_message", map[string]string{"text": "  "}, "post_message needs text"},
+		{"ask_user", map[string]string{}, "ask_user needs a question"},
+	}
+	for _, c := range cases {
+		if ok, text := k.call(c.tool, c.params); ok || !strings.Contains(text, c.want) {
+			t.Errorf("%s %v: %v %q, want refusal %q", c.tool, c.params, ok, text, c.want)
+		}
+	}
+	// Tools are for tasks: from chat they refuse.
+	res, err := k.rt.RunAction(context.Background(), "write_file", &plugin.Call{Params: json.RawMessage(`{"path":"a","content":"b"}`)})
+	if err != nil || res.Success || !strings.Contains(res.Error, "cannot be used from chat") {
+		t.Fatalf("chat call: %+v %v", res, err)
+	}
+}
+
+func TestReadFileCapsItsAnswer(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	big := strings.Repeat("y", actions.MaxReadBytes+100)
+	if ok, text := k.call("write_file", map[string]string{"path": "big.txt", "content": big}); !ok {
+		t.Fatal(text)
+	}
+	_, text := k.call("read_file", map[string]string{"path": "big.txt"})
+	if len(text) > actions.MaxReadBytes+100 || !strings.Contains(text, "[truncated") {
+		t.Fatalf("read %d bytes without a truncation note", len(text))
+	}
+}
+
+func TestHTTPGetRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			_, _ = w.Write([]byte(strings.Repeat("z", 300<<10)))
+			return
+		}
+		_, _ = w.Write([]byte("internal admin panel"))
+	}))
+	defer srv.Close()
+
+	k := newKit(t)
+	for _, u := range []string{srv.URL, "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "http://[::1]:1/", "http://0.0.0.0:1/", "http://100.64.0.1/"} {
+		ok, text := k.call("http_get", map[string]string{"url": u})
+		if ok || !strings.Contains(text, "not public") {
+			t.Errorf("%s: %v %q", u, ok, text)
+		}
+	}
+	for _, u := range []string{"file:///etc/passwd", "ftp://example.com/", "not a url"} {
+		if ok, text := k.call("http_get", map[string]string{"url": u}); ok || !strings.Contains(text, "http:// or https://") {
+			t.Errorf("%s: %v %q", u, ok, text)
+		}
+	}
+
+	allowed := newKit(t)
+	allowedRT := plugin.New(plugin.Options{Store: allowed.rt.Store(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	_ = allowedRT.Register(&plugin.Plugin{Name: "t", Actions: []plugin.Action{&actions.HTTPGet{AllowPrivate: true, MaxBytes: 1000}}})
+	_ = allowedRT.Start(context.Background())
+	allowed.rt = allowedRT
+	if ok, text := allowed.call("http_get", map[string]string{"url": srv.URL}); !ok || !strings.Contains(text, "internal admin panel") || !strings.HasPrefix(text, "HTTP 200 OK") {
+		t.Fatalf("with AllowPrivate: %v %q", ok, text)
+	}
+	if ok, text := allowed.call("http_get", map[string]string{"url": srv.URL + "/big"}); !ok || !strings.Contains(text, "[truncated at 1000 bytes]") || len(text) > 1200 {
+		t.Fatalf("size cap: %v, %d bytes", ok, len(text))
+	}
+}
+
+func TestRunCommand(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	ok, text := k.call("run_command", map[string]string{"command": "echo hi > out.txt && cat out.txt && pwd"})
+	if !ok || !strings.Contains(text, "hi") || !strings.Contains(text, k.ws.Dir(k.task.Number)) {
+		t.Fatalf("%v %q", ok, text)
+	}
+	if ok, text := k.call("run_command", map[string]string{"command": "exit 3"}); ok || !strings.Contains(text, "status 3") {
+		t.Fatalf("%v %q", ok, text)
+	}
+	for _, a := range actions.Tools(actions.ToolConfig{}) {
+		if a.Info().Name == "run_command" {
+			t.Fatal("run_command is registered without the operator enabling it")
+		}
+	}
+}
+
+func TestPostMessageGoesToTheOutbox(t *testing.T) {
+	t.Parallel()
+	k := newKit(t)
+	if ok, text := k.call("post_message", map[string]string{"text": "halfway there"}); !ok {
+		t.Fatal(text)
+	}
+	room, rows, err := k.rt.Store().ClaimRoom(context.Background(), plugin.RoomClaim{Owner: "x", Now: k.rt.Clock().Now(), Lease: time.Minute})
+	if err != nil || room != "console" || len(rows) != 1 || rows[0].Category != plugin.NotifyMessage || !strings.Contains(string(rows[0].Payload), "halfway there") {
+		t.Fatalf("outbox: %q %+v %v", room, rows, err)
+	}
+}
