@@ -11,39 +11,40 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// querier is what a pool and a transaction have in common.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // Enqueue adds a notification to the outbox. One with no next attempt time
 // is due when it was created.
 func (s *Store) Enqueue(ctx context.Context, n plugin.Notification) (plugin.Notification, error) {
-	out, err := enqueue(ctx, s.pool, n)
+	n, err := prepareNotification(n)
 	if err != nil {
 		return plugin.Notification{}, err
+	}
+	out, err := scanNotification(s.pool.QueryRow(ctx, sqlEnqueue, notificationArgs(n)...))
+	if err != nil {
+		return plugin.Notification{}, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
 	}
 	return out, nil
 }
 
-func enqueue(ctx context.Context, q querier, n plugin.Notification) (plugin.Notification, error) {
+// prepareNotification checks n and fills in its defaults.
+func prepareNotification(n plugin.Notification) (plugin.Notification, error) {
 	if err := cleanNotification(&n); err != nil {
-		return plugin.Notification{}, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
+		return n, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
 	}
 	if n.Room == "" || n.Category == "" {
-		return plugin.Notification{}, fmt.Errorf("enqueue notification: %w: room and category are required", plugin.ErrInvalid)
+		return n, fmt.Errorf("enqueue notification: %w: room and category are required", plugin.ErrInvalid)
 	}
 	n.CreatedAt = plugin.UTC(n.CreatedAt)
 	n.NextAttemptAt = plugin.UTC(n.NextAttemptAt)
 	if n.NextAttemptAt.IsZero() {
 		n.NextAttemptAt = n.CreatedAt
 	}
-	out, err := scanNotification(q.QueryRow(ctx, sqlEnqueue, n.Room, n.TaskNumber, n.Category,
-		string(n.Payload), timeArg(n.CreatedAt), n.Attempts, timeArg(n.NextAttemptAt), n.LastError))
-	if err != nil {
-		return plugin.Notification{}, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
-	}
-	return out, nil
+	return n, nil
+}
+
+// notificationArgs lists the parameters of sqlEnqueue.
+func notificationArgs(n plugin.Notification) []any {
+	return []any{n.Room, n.TaskNumber, n.Category, string(n.Payload), timeArg(n.CreatedAt),
+		n.Attempts, timeArg(n.NextAttemptAt), n.LastError}
 }
 
 // ClaimRoom claims every due notification of one room for c.Owner until

@@ -40,7 +40,7 @@ func (s *Store) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task,
 		if m.Task.EventSeq != row.EventSeq {
 			return fmt.Errorf("create task #%d: the created event has sequence %d", row.Number, m.Task.EventSeq)
 		}
-		if err := insertEvent(ctx, tx, m.Event); err != nil {
+		if err := writeEvent(ctx, tx, m.Event); err != nil {
 			return fmt.Errorf("create task #%d: %w", row.Number, err)
 		}
 		return nil
@@ -137,7 +137,7 @@ func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, err
 				return fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v (%v)", after.Number, d, err)
 			}
 		}
-		if err := insertEvent(ctx, tx, m.Event); err != nil {
+		if err := writeEvent(ctx, tx, m.Event); err != nil {
 			return fmt.Errorf("claim task #%d: %w", after.Number, err)
 		}
 		return nil
@@ -179,21 +179,18 @@ func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFu
 }
 
 // writeMutation writes the row, the step, the notifications and the event
-// of m to a row the transaction has locked.
+// of m to a row the transaction has locked, in one round trip.
 func writeMutation(ctx context.Context, tx pgx.Tx, m *plugin.Mutation) error {
 	cleanTask(&m.Task)
-	if _, err := tx.Exec(ctx, sqlUpdateTask, taskArgs(m.Task)...); err != nil {
-		return err
-	}
+	b := &pgx.Batch{}
+	b.Queue(sqlUpdateTask, taskArgs(m.Task)...)
 	if m.Step != nil {
 		st := *m.Step
 		if err := cleanStep(&st); err != nil {
 			return fmt.Errorf("step: %w", err)
 		}
-		if _, err := tx.Exec(ctx, sqlInsertStep, st.TaskNumber, st.Iteration, st.Thought, st.Action,
-			string(st.Params), st.Result, st.Success, st.Error, st.Progress, timeArg(st.Time)); err != nil {
-			return fmt.Errorf("step: %w", err)
-		}
+		b.Queue(sqlInsertStep, st.TaskNumber, st.Iteration, st.Thought, st.Action,
+			string(st.Params), st.Result, st.Success, st.Error, st.Progress, timeArg(st.Time))
 	}
 	for _, n := range m.Notifications {
 		if n.TaskNumber == 0 {
@@ -202,28 +199,41 @@ func writeMutation(ctx context.Context, tx pgx.Tx, m *plugin.Mutation) error {
 		if n.CreatedAt.IsZero() {
 			n.CreatedAt = m.Event.Time
 		}
-		if _, err := enqueue(ctx, tx, n); err != nil {
+		n, err := prepareNotification(n)
+		if err != nil {
 			return err
 		}
+		b.Queue(sqlEnqueue, notificationArgs(n)...)
 	}
 	// Last: the event takes the event-order lock, held until commit.
-	return insertEvent(ctx, tx, m.Event)
+	if err := queueEvent(b, m.Event); err != nil {
+		return err
+	}
+	return tx.SendBatch(ctx, b).Close()
 }
 
-func insertEvent(ctx context.Context, tx pgx.Tx, e plugin.TaskEvent) error {
+// writeEvent inserts one event.
+func writeEvent(ctx context.Context, tx pgx.Tx, e plugin.TaskEvent) error {
+	b := &pgx.Batch{}
+	if err := queueEvent(b, e); err != nil {
+		return err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("event %d: %w", e.Sequence, err)
+	}
+	return nil
+}
+
+// queueEvent queues the insert of e, after the event-order lock: event IDs
+// must become visible in order, or a reader resuming after ID n could miss
+// an n-1 that committed later. The lock, held to commit, makes
+// transactions take IDs in the order they commit.
+func queueEvent(b *pgx.Batch, e plugin.TaskEvent) error {
 	if err := cleanEvent(&e); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
-	// Event IDs must become visible in order, or a reader resuming after
-	// ID n could miss an n-1 that committed later: the lock, held to
-	// commit, makes transactions take IDs in the order they commit.
-	if _, err := tx.Exec(ctx, sqlEventOrderLock, int64(eventOrderLockKey)); err != nil {
-		return fmt.Errorf("event %d: lock: %w", e.Sequence, err)
-	}
-	if _, err := tx.Exec(ctx, sqlInsertEvent, e.TaskNumber, e.Sequence, e.Type, string(e.Payload),
-		e.Actor, e.Fence, timeArg(e.Time)); err != nil {
-		return fmt.Errorf("event %d: %w", e.Sequence, err)
-	}
+	b.Queue(sqlEventOrderLock, int64(eventOrderLockKey))
+	b.Queue(sqlInsertEvent, e.TaskNumber, e.Sequence, e.Type, string(e.Payload), e.Actor, e.Fence, timeArg(e.Time))
 	return nil
 }
 
