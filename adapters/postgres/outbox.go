@@ -52,8 +52,8 @@ func notificationArgs(n plugin.Notification) []any {
 // live claim exists are skipped, and a transaction-scoped advisory lock per
 // room keeps two senders from claiming the same room at the same moment.
 func (s *Store) ClaimRoom(ctx context.Context, c plugin.RoomClaim) (string, []plugin.Notification, error) {
-	if c.Owner == "" {
-		return "", nil, fmt.Errorf("claim room: %w: no owner", plugin.ErrInvalid)
+	if c.Owner == "" || c.Now.IsZero() {
+		return "", nil, fmt.Errorf("claim room: %w: a claim needs an owner and a time", plugin.ErrInvalid)
 	}
 	now, until := timeArg(plugin.UTC(c.Now)), timeArg(plugin.UTC(c.Now.Add(c.Lease)))
 	categories := append([]string{}, c.Categories...)

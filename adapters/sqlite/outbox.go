@@ -46,8 +46,8 @@ func enqueue(ctx context.Context, q querier, n plugin.Notification) (plugin.Noti
 // live claim exists are skipped. The IMMEDIATE transaction makes the pick
 // and the claim one step for every other writer.
 func (s *Store) ClaimRoom(ctx context.Context, c plugin.RoomClaim) (string, []plugin.Notification, error) {
-	if c.Owner == "" {
-		return "", nil, fmt.Errorf("claim room: %w: no owner", plugin.ErrInvalid)
+	if c.Owner == "" || c.Now.IsZero() {
+		return "", nil, fmt.Errorf("claim room: %w: a claim needs an owner and a time", plugin.ErrInvalid)
 	}
 	now, until := timeArg(plugin.UTC(c.Now)), timeArg(plugin.UTC(c.Now.Add(c.Lease)))
 	var room string

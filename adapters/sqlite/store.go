@@ -116,7 +116,9 @@ func (s *Store) Close() error {
 
 // Migrate applies the embedded migrations not yet recorded in
 // schema_migrations, in one IMMEDIATE transaction: another process
-// migrating the same file waits for it, then finds nothing to do.
+// migrating the same file waits for it, then finds nothing to do. It then
+// prepares the statements of the write path; a store used without Migrate
+// works, parsing each statement as it runs.
 func (s *Store) Migrate(ctx context.Context) error {
 	files, err := migrationFiles()
 	if err != nil {

@@ -97,8 +97,8 @@ func (s *Store) CountTasks(ctx context.Context, f plugin.TaskFilter) (int, error
 // IMMEDIATE transaction, recording the claim with the event plugin.Claimed
 // builds from the row before and after.
 func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, error) {
-	if c.Owner == "" {
-		return plugin.Task{}, fmt.Errorf("claim task: %w: no owner", plugin.ErrInvalid)
+	if c.Owner == "" || c.Now.IsZero() {
+		return plugin.Task{}, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
 	}
 	c.Owner = cleanText(c.Owner)
 	now, until := timeArg(plugin.UTC(c.Now)), timeArg(plugin.UTC(c.Now.Add(c.Lease)))
@@ -128,8 +128,12 @@ func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, err
 		// The SQL and the domain must agree on what a claim is. (== is
 		// the quick check; times from both sides are normalized UTC.)
 		if m.Task != after {
-			if d, err := differingColumns(m.Task, after); err != nil || len(d) > 0 {
-				return fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v (%v)", after.Number, d, err)
+			d, err := differingColumns(m.Task, after)
+			if err != nil {
+				return fmt.Errorf("claim task #%d: %w", after.Number, err)
+			}
+			if len(d) > 0 {
+				return fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v", after.Number, d)
 			}
 		}
 		if err := insertEvent(ctx, tx, m.Event); err != nil {

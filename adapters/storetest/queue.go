@@ -18,8 +18,14 @@ import (
 
 func testClaimEmpty(t *testing.T, s plugin.Store) {
 	noClaim(t, s, t0)
-	if _, err := s.ClaimTask(t.Context(), plugin.Claim{Now: t0, Lease: time.Minute}); err == nil {
-		t.Error("ClaimTask without an owner succeeded")
+	create(t, s, newTask("Ready"))
+	for _, c := range []plugin.Claim{{Now: t0, Lease: time.Minute}, {Owner: "w1", Lease: time.Minute}} {
+		if task, err := s.ClaimTask(t.Context(), c); !errors.Is(err, plugin.ErrInvalid) {
+			t.Errorf("ClaimTask(%+v) = #%d, %v; want ErrInvalid", c, task.Number, err)
+		}
+	}
+	if task := claim(t, s, "w1", t0, time.Minute); task.Number != 1 || task.Fence != 1 {
+		t.Errorf("a valid claim after refused ones got #%d at fence %d", task.Number, task.Fence)
 	}
 }
 
