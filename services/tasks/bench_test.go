@@ -1,0 +1,72 @@
+package tasks_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+// noop is a tool that does nothing, so the benchmark measures the queue,
+// not a tool.
+type noop struct{}
+
+func (noop) Info() plugin.ActionInfo { return plugin.ActionInfo{Name: "noop", Tool: true} }
+func (noop) Handle(context.Context, *plugin.Call) (plugin.Result, error) {
+	return plugin.Result{Success: true, Text: "ok"}, nil
+}
+
+// BenchmarkIterations measures iterations per second on PostgreSQL with an
+// instant model, for 1, 4 and 16 workers sharing one store:
+//
+//	go test -run XXX -bench Iterations -benchtime 2000x ./services/tasks/
+func BenchmarkIterations(b *testing.B) {
+	for _, workers := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			ctx := context.Background()
+			st := teststore.Postgres(b)
+			model := testkit.NewScriptedModel().Default(func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+				return plugin.ModelResponse{Text: testkit.DecisionJSON("noop", nil, min(req.Task.Iteration, 99), "continue")}, nil
+			})
+			rt := plugin.New(plugin.Options{Store: st, Clock: clock.Real{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			_ = rt.Register(&plugin.Plugin{Name: "b", Actions: []plugin.Action{noop{}}, Models: map[plugin.ModelType]plugin.Model{plugin.ModelText: model}})
+			if err := rt.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			svc := tasks.New(tasks.Options{Runtime: rt, Lease: time.Minute})
+			for i := range 64 {
+				if _, err := svc.Create(ctx, plugin.NewTask{Goal: fmt.Sprintf("bench %d", i), MaxIterations: 10000, MaxStaleIterations: 10000}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var done atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for done.Add(1) <= int64(b.N) {
+						if _, err := svc.Step(ctx, fmt.Sprintf("w%d", w)); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "iterations/s")
+		})
+	}
+}
