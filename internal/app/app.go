@@ -274,7 +274,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 		}
 	}
 	rt := plugin.New(plugin.Options{Store: st, Character: character, Logger: log, Clock: clk})
-	taskService := tasks.New(tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease})
+	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease}
+	if l, ok := st.(interface {
+		ListenTasks(ctx context.Context) (<-chan struct{}, error)
+	}); ok {
+		taskOpts.Listen = l.ListenTasks // PostgreSQL: other replicas' new tasks wake us
+	}
+	taskService := tasks.New(taskOpts)
 	if err := rt.Register(Plugins(cfg, model, taskService)...); err != nil {
 		return err
 	}
