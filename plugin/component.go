@@ -3,7 +3,9 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -24,6 +26,50 @@ type Plugin struct {
 	// Routes are mounted under /plugins/<name>/.
 	Routes []Route
 	Events map[EventType][]EventHandler
+	// Platforms deliver outgoing messages to rooms ("discord:123").
+	Platforms []Platform
+}
+
+// Platform delivers messages to the rooms of one chat platform. Rooms are
+// named "<platform>:<channel>[:<thread>]", and Name is that prefix
+// ("discord", "slack", "console").
+type Platform interface {
+	Name() string
+	// Send delivers text to a room, splitting it to the platform's limits.
+	// A rate limit is a *RateLimitedError; nothing is retried inside.
+	Send(ctx context.Context, room string, m Outgoing) (SentMessage, error)
+}
+
+// Outgoing is a message the bot sends on its own (notifications, task
+// posts), not as a reply.
+type Outgoing struct {
+	Text string
+	// Tasks the message is about, for controls (Pause/Resume/Cancel).
+	Tasks []int64
+}
+
+// SentMessage is what the platform says it delivered.
+type SentMessage struct {
+	IDs []string // platform message IDs, one per part sent
+}
+
+// RateLimitedError is a platform's "too many requests": try again after
+// RetryAfter.
+type RateLimitedError struct {
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("rate limited; retry after %s: %v", e.RetryAfter, e.Err)
+}
+
+func (e *RateLimitedError) Unwrap() error { return e.Err }
+
+// RoomPlatform is the platform prefix of a room name.
+func RoomPlatform(room string) string {
+	name, _, _ := strings.Cut(room, ":")
+	return name
 }
 
 // Message is one incoming chat message, as a platform adapter normalises it.
@@ -91,9 +137,10 @@ type ActionValidator interface {
 
 // CommandMatcher is implemented by actions with a deterministic chat
 // grammar ("status #1"). The runtime asks matchers, in registration order,
-// before any model is consulted.
+// before any model is consulted. Most look only at msg.Text; some also at
+// how the message was sent (a reply to the bot, say).
 type CommandMatcher interface {
-	MatchCommand(text string) (params json.RawMessage, ok bool)
+	MatchCommand(msg *Message) (params json.RawMessage, ok bool)
 }
 
 // Call is one invocation of an action.

@@ -30,9 +30,9 @@ func (Roll) Info() plugin.ActionInfo {
 
 // MatchCommand is the deterministic grammar: no model call is needed for
 // "roll 20".
-func (Roll) MatchCommand(text string) (json.RawMessage, bool) {
+func (Roll) MatchCommand(msg *plugin.Message) (json.RawMessage, bool) {
 	var sides int
-	if _, err := fmt.Sscanf(strings.TrimSpace(text), "roll %d", &sides); err != nil {
+	if _, err := fmt.Sscanf(strings.TrimSpace(msg.Text), "roll %d", &sides); err != nil {
 		return nil, false
 	}
 	return json.RawMessage(fmt.Sprintf(`{"sides":%d}`, sides)), true

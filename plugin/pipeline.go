@@ -126,7 +126,7 @@ func (rt *Runtime) selectAction(ctx context.Context, msg *Message, state *State,
 		if !ok {
 			continue
 		}
-		if p, ok := m.MatchCommand(msg.Text); ok {
+		if p, ok := m.MatchCommand(msg); ok {
 			return a.Info().Name, p, ""
 		}
 	}

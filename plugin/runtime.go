@@ -55,6 +55,7 @@ type Runtime struct {
 	models     map[ModelType]Model
 	routes     []MountedRoute
 	handlers   map[EventType][]EventHandler
+	platforms  map[string]Platform
 	running    []Service // started services, to stop in reverse
 }
 
@@ -89,6 +90,7 @@ func New(opts Options) *Runtime {
 		actionByID: map[string]Action{},
 		models:     map[ModelType]Model{},
 		handlers:   map[EventType][]EventHandler{},
+		platforms:  map[string]Platform{},
 	}
 }
 
@@ -278,7 +280,22 @@ func (rt *Runtime) addComponents(p *Plugin) error {
 	for t, hs := range p.Events {
 		rt.handlers[t] = append(rt.handlers[t], hs...)
 	}
+	for _, pl := range p.Platforms {
+		if _, dup := rt.platforms[pl.Name()]; dup {
+			return fmt.Errorf("platform %q is already registered", pl.Name())
+		}
+		rt.platforms[pl.Name()] = pl
+	}
 	return nil
+}
+
+// Platform returns the platform that serves a room ("discord:123" →
+// the "discord" platform).
+func (rt *Runtime) Platform(room string) (Platform, bool) {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	p, ok := rt.platforms[RoomPlatform(room)]
+	return p, ok
 }
 
 // Stop stops every started service, last started first.

@@ -290,7 +290,9 @@ func (a *action) Handle(ctx context.Context, c *plugin.Call) (plugin.Result, err
 
 type matchingAction struct{ *action }
 
-func (a matchingAction) MatchCommand(text string) (json.RawMessage, bool) { return a.match(text) }
+func (a matchingAction) MatchCommand(msg *plugin.Message) (json.RawMessage, bool) {
+	return a.match(msg.Text)
+}
 
 type validatingAction struct{ matchingAction }
 
