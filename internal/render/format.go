@@ -1,0 +1,103 @@
+package render
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Bar draws progress as ten cells: "[████████░░]" for 80. Progress is
+// clamped to 0–100 and rounded to the nearest cell (half a cell rounds up),
+// except that a bar is full only at 100 and empty only at 0, so 97% never
+// looks done and 3% never looks untouched.
+func Bar(progress int) string {
+	p := clampPercent(progress)
+	full := (p*10 + 50) / 100
+	switch {
+	case p > 0 && full == 0:
+		full = 1
+	case p < 100 && full == 10:
+		full = 9
+	}
+	return "[" + strings.Repeat("█", full) + strings.Repeat("░", 10-full) + "]"
+}
+
+func clampPercent(p int) int { return min(max(p, 0), 100) }
+
+// Duration writes d with its two largest units and no zero padding: "8m 23s",
+// "45s", "1h 2m", "2d 3h". A second unit that is zero is left out ("1h", not
+// "1h 0m"); smaller units are truncated, not rounded. Anything under a
+// second, negative durations included, is "0s".
+func Duration(d time.Duration) string {
+	if d < time.Second {
+		return "0s"
+	}
+	s := int64(d / time.Second)
+	units := []struct {
+		n    int64
+		name string
+	}{
+		{s / 86400, "d"}, {s / 3600 % 24, "h"}, {s / 60 % 60, "m"}, {s % 60, "s"},
+	}
+	for i, u := range units {
+		if u.n == 0 {
+			continue
+		}
+		out := strconv.FormatInt(u.n, 10) + u.name
+		if i+1 < len(units) && units[i+1].n != 0 {
+			out += " " + strconv.FormatInt(units[i+1].n, 10) + units[i+1].name
+		}
+		return out
+	}
+	return "0s"
+}
+
+// StatusWord is how a status reads in a sentence: "Running", "Waiting for an
+// answer", "Stalled". An unknown status is shown as it is stored.
+func StatusWord(s plugin.Status) string {
+	switch s {
+	case plugin.StatusQueued:
+		return "Queued"
+	case plugin.StatusRunning:
+		return "Running"
+	case plugin.StatusPaused:
+		return "Paused"
+	case plugin.StatusWaiting:
+		return "Waiting for an answer"
+	case plugin.StatusCompleted:
+		return "Completed"
+	case plugin.StatusFailed:
+		return "Failed"
+	case plugin.StatusStalemate:
+		return "Stalled"
+	case plugin.StatusCanceled:
+		return "Canceled"
+	}
+	return string(s)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// timestamp shows t so each platform's readers see it in their own time zone
+// where the platform can: Discord's <t:unix:f> and Slack's <!date^…> tokens,
+// with UTC as the fallback text. relative asks for "5 minutes ago" instead.
+func timestamp(f Flavor, t time.Time, relative bool) string {
+	utc := t.UTC().Format("2006-01-02 15:04 UTC")
+	unix := strconv.FormatInt(t.Unix(), 10)
+	switch f {
+	case Discord:
+		if relative {
+			return "<t:" + unix + ":R>"
+		}
+		return "<t:" + unix + ":f>"
+	case Slack:
+		token := "{date_short_pretty} {time}"
+		if relative {
+			token = "{ago}"
+		}
+		return "<!date^" + unix + "^" + token + "|" + utc + ">"
+	}
+	return utc
+}
