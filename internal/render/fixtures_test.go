@@ -1,12 +1,11 @@
 package render
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/taskloom/taskloom/plugin"
 )
-
-const plugin_completed = plugin.StatusCompleted
 
 // t0 is when the fixtures' story starts.
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -21,4 +20,17 @@ func fixtureTask(n int64, name string, status plugin.Status) plugin.Task {
 		MaxStaleIterations: plugin.DefaultMaxStaleIterations,
 		CreatedAt:          t0,
 	}
+}
+
+func step(iter int, action string, params map[string]any, ok bool) plugin.Step {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		panic(err)
+	}
+	s := plugin.Step{Iteration: iter, Action: action, Params: raw, Success: ok,
+		Time: t0.Add(time.Duration(iter) * time.Minute)}
+	if !ok {
+		s.Error = "file does not exist"
+	}
+	return s
 }

@@ -194,7 +194,8 @@ func Terminal(f Flavor, t plugin.Task, steps int, last *plugin.Step) string {
 // tasks are in queue order (the caller sorts them) and total is how many
 // there are in all; when it is more than len(tasks) a line says how many are
 // not shown. Names longer than 24 runes are clipped with "…" and padded by
-// display width so the bars line up in a monospaced font. Next is the first
+// display width so the bars line up in a monospaced font; percentages are
+// right-aligned. Next is the first
 // task that is queued or running and not leased at now; without one there is
 // no Next line. An empty queue says how to start a task.
 func Queue(f Flavor, tasks []plugin.Task, total int, now time.Time) string {
@@ -217,10 +218,16 @@ func Queue(f Flavor, tasks []plugin.Task, total int, now time.Time) string {
 		col = max(col, width(ref(t.Number, names[i], Plain)))
 	}
 	col = max(col+2, 20)
+	digits := 2 // " 0%", "80%"; all three when one task is at 100%
+	for _, t := range tasks {
+		if clampPercent(t.Progress) == 100 {
+			digits = 3
+		}
+	}
 	for i, t := range tasks {
 		label := ref(t.Number, names[i], f)
 		gap := strings.Repeat(" ", max(col-width(ref(t.Number, names[i], Plain)), 1))
-		line := fmt.Sprintf("%s%s%s %3d%%  %s", label, gap, Bar(t.Progress), clampPercent(t.Progress), StatusWord(t.Status))
+		line := fmt.Sprintf("%s%s%s %*d%%  %s", label, gap, Bar(t.Progress), digits, clampPercent(t.Progress), StatusWord(t.Status))
 		if t.Iteration > 0 {
 			line += fmt.Sprintf(" (iter %d)", t.Iteration)
 		}
@@ -310,16 +317,16 @@ func Status(f Flavor, t plugin.Task, steps []plugin.Step) string {
 // on Discord and Slack the /task form each platform takes.
 func Help(f Flavor) string {
 	rows := []struct{ say, does, discord, slack string }{
-		{"`create task Build auth` or `work on building auth`", "creates a task and replies with its number",
+		{"`create task Build auth`, `work on building auth`", "creates a task and replies with its number",
 			"/task create goal:Build auth", "/task create Build auth"},
-		{"`list tasks` or `show queue`", "shows the queue", "/task list", "/task list"},
+		{"`list tasks`, `show queue`", "shows the queue", "/task list", "/task list"},
 		{"`status #1`", "shows one task in detail: progress, steps, summary",
 			"/task status number:1", "/task status 1"},
-		{"`pause #1` · `resume #1` · `cancel #1`", "pauses, resumes (a paused task only) or cancels a task you created",
+		{"`pause #1`, `resume #1`, `cancel #1`", "pauses, resumes (a paused task only) or cancels a task you created",
 			"/task pause number:1", "/task pause 1"},
 		{"`search tasks auth`", "finds tasks whose name or goal matches",
 			"/task search query:auth", "/task search auth"},
-		{"`answer #3 use JWT`", "answers the question task #3 asked (replying to the question works too)",
+		{"`answer #3 use JWT`", "answers the question task #3 asked; replying to the question works too",
 			"/task answer number:3 text:use JWT", "/task answer 3 use JWT"},
 		{"`help`", "shows this list", "", ""},
 	}
@@ -329,12 +336,11 @@ func Help(f Flavor) string {
 	}
 	lines := []string{head, ""}
 	for _, r := range rows {
-		line := "• " + r.say + " — " + r.does
-		slash := map[Flavor]string{Discord: r.discord, Slack: r.slack}[f]
-		if slash != "" {
-			line += " (`" + slash + "`)"
+		say := r.say
+		if slash := map[Flavor]string{Discord: r.discord, Slack: r.slack}[f]; slash != "" {
+			say += " or `" + slash + "`"
 		}
-		lines = append(lines, line)
+		lines = append(lines, "• "+say+" — "+r.does)
 	}
 	return lit(f, strings.Join(lines, "\n"))
 }

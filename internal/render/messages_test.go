@@ -1,0 +1,332 @@
+package render
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+func TestProgressLines(t *testing.T) {
+	t.Parallel()
+	task := fixtureTask(1, "Build auth", plugin.StatusRunning)
+	task.Progress, task.Iteration = 35, 4
+	act := step(4, "write_file", map[string]any{"path": "a.ts"}, true)
+	for _, tc := range []struct {
+		name      string
+		u         Update
+		want, not []string
+	}{
+		{"delta", Update{Task: task, From: 15, LastAction: &act},
+			[]string{"   Progress: 15% → 35%", "   Last action: `write_file a.ts` ✓", "   Iteration: 4"}, nil},
+		{"no delta with action", Update{Task: task, From: 35, LastAction: &act},
+			[]string{"Last action:"}, []string{"Progress"}},
+		{"no delta, no action", Update{Task: task, From: 35},
+			[]string{"   Progress: 35%"}, []string{"→", "Last action"}},
+		{"clamped", Update{Task: plugin.Task{Number: 2, Progress: 140}, From: -3},
+			[]string{"Progress: 0% → 100%"}, []string{"Iteration"}},
+		{"errors each on a line", Update{Task: task, From: 35, Errors: []string{"one\ntwo", " ", "three"}},
+			[]string{"   ⚠️ Error: one two\n   ⚠️ Error: three"}, nil},
+		{"failed action", Update{Task: task, From: 35, LastAction: &plugin.Step{Action: "read_file"}},
+			[]string{"`read_file` ✗"}, nil},
+		{"paused", Update{Task: plugin.Task{Number: 3, Status: plugin.StatusPaused}},
+			[]string{"   Status: Paused"}, nil},
+	} {
+		got := Progress(Plain, []Update{tc.u})
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: want %q in\n%s", tc.name, w, got)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: want no %q in\n%s", tc.name, n, got)
+			}
+		}
+	}
+	if got := Progress(Plain, []Update{{Task: task, From: 1}, {Task: task, From: 2}}); strings.Count(got, "\n\n") != 1 {
+		t.Errorf("two blocks should be separated by one blank line:\n%s", got)
+	}
+}
+
+func TestCompletedDuration(t *testing.T) {
+	t.Parallel()
+	base := fixtureTask(1, "x", plugin.StatusCompleted)
+	started := base
+	started.StartedAt = t0.Add(time.Minute)
+	started.CompletedAt = t0.Add(9*time.Minute + 23*time.Second)
+	never := base
+	never.CompletedAt = t0.Add(45 * time.Second)
+	unknown := base
+	for _, tc := range []struct {
+		name string
+		task plugin.Task
+		want string
+	}{
+		{"from start", started, "   Duration: 8m 23s"},
+		{"from creation", never, "   Duration: 45s"},
+		{"no end", unknown, ""},
+	} {
+		got := Completed(Plain, tc.task, 3)
+		if tc.want == "" {
+			if strings.Contains(got, "Duration") {
+				t.Errorf("%s: want no duration in\n%s", tc.name, got)
+			}
+		} else if !strings.Contains(got, tc.want+"\n") && !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%s: want %q in\n%s", tc.name, tc.want, got)
+		}
+	}
+	if got := Completed(Plain, unknown, 3); strings.Contains(got, "Summary") {
+		t.Errorf("an empty summary should leave no Summary line:\n%s", got)
+	}
+}
+
+func TestCompletedKeepsWholeSummary(t *testing.T) {
+	t.Parallel()
+	task := completedTask()
+	task.Summary = strings.Repeat("a long line of summary text\n", 500) + "THE END"
+	got := Completed(Plain, task, 1)
+	if !strings.HasSuffix(got, "\n   THE END") || strings.Count(got, "a long line") != 500 {
+		t.Errorf("summary was not kept whole (%d runes)", len(got))
+	}
+}
+
+func TestStalledReason(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		iter, stale   int
+		want, advice  string
+		notAttemptsOf bool
+	}{
+		{"stale", 9, 3, "   Attempts without progress: 3", "for the steps, or create a narrower task.", false},
+		{"iteration limit", 50, 1, "   Reached the limit of 50 iterations", "to see how far it got", true},
+		{"both: stale wins", 50, 3, "   Attempts without progress: 3", "create a narrower task", false},
+	} {
+		task := fixtureTask(2, "Fix db", plugin.StatusStalemate)
+		task.Iteration, task.StaleCounter, task.Progress = tc.iter, tc.stale, 40
+		got := Stalled(Plain, task, nil)
+		for _, w := range []string{"⚠️ Task #2 \"Fix db\" stalled\n   Progress stuck at: 40%\n", tc.want, "`status #2`", tc.advice} {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: want %q in\n%s", tc.name, w, got)
+			}
+		}
+		if tc.notAttemptsOf && strings.Contains(got, "Attempts") {
+			t.Errorf("%s: want no Attempts line in\n%s", tc.name, got)
+		}
+		if strings.Contains(got, "Last action") {
+			t.Errorf("%s: no last step, but a Last action line:\n%s", tc.name, got)
+		}
+	}
+}
+
+func TestFailedWithoutError(t *testing.T) {
+	t.Parallel()
+	got := Failed(Plain, fixtureTask(3, "Add tests", plugin.StatusFailed))
+	if want := "❌ Task #3 \"Add tests\" failed\n   Error: no reason was recorded."; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestTerminal(t *testing.T) {
+	t.Parallel()
+	last := step(3, "read_file", map[string]any{"path": "a"}, true)
+	for _, tc := range []struct {
+		status plugin.Status
+		prefix string
+	}{
+		{plugin.StatusCompleted, "✅ "},
+		{plugin.StatusFailed, "❌ "},
+		{plugin.StatusStalemate, "⚠️ "},
+		{plugin.StatusCanceled, "🛑 "},
+		{plugin.StatusRunning, "📋 "},
+		{plugin.StatusPaused, "📋 "},
+	} {
+		task := fixtureTask(7, "x", tc.status)
+		got := Terminal(Plain, task, 3, &last)
+		if !strings.HasPrefix(got, tc.prefix+"Task #7") {
+			t.Errorf("Terminal(%s) = %q, want prefix %q", tc.status, got, tc.prefix)
+		}
+	}
+}
+
+func TestQueue(t *testing.T) {
+	t.Parallel()
+	now := t0
+	leased := fixtureTask(1, "leased", plugin.StatusRunning)
+	leased.LeaseOwner, leased.LeaseExpiresAt = "w", now.Add(time.Second)
+	expired := fixtureTask(2, "expired lease", plugin.StatusRunning)
+	expired.LeaseOwner, expired.LeaseExpiresAt = "w", now.Add(-time.Second)
+	paused := fixtureTask(3, "paused", plugin.StatusPaused)
+	waiting := fixtureTask(4, "waiting", plugin.StatusWaiting)
+	queued := fixtureTask(5, "queued", plugin.StatusQueued)
+	for _, tc := range []struct {
+		name     string
+		tasks    []plugin.Task
+		total    int
+		want     []string
+		not      []string
+		complete string
+	}{
+		{name: "empty", complete: "📊 Task Queue is empty. Say `create task <goal>` to start one."},
+		{name: "leased is skipped", tasks: []plugin.Task{leased, paused, queued}, total: 3,
+			want: []string{"📊 Task Queue (3 tasks)\n\n#1", "\n\nNext: #5 \"queued\" (fair scheduling)"}},
+		{name: "expired lease is next", tasks: []plugin.Task{leased, expired, queued}, total: 3,
+			want: []string{"Next: #2 \"expired lease\""}},
+		{name: "nothing runnable", tasks: []plugin.Task{leased, paused, waiting}, total: 3,
+			not: []string{"Next"}},
+		{name: "one task", tasks: []plugin.Task{queued}, total: 1,
+			want: []string{"📊 Task Queue (1 task)"}, not: []string{"more"}},
+		{name: "more than shown", tasks: []plugin.Task{queued}, total: 4,
+			want: []string{"(4 tasks)", "\n…and 3 more\n\nNext:"}},
+		{name: "total below shown", tasks: []plugin.Task{queued, paused}, total: 0,
+			want: []string{"(2 tasks)"}, not: []string{"more"}},
+	} {
+		got := Queue(Plain, tc.tasks, tc.total, now)
+		if tc.complete != "" && got != tc.complete {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.complete)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: want %q in\n%s", tc.name, w, got)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: want no %q in\n%s", tc.name, n, got)
+			}
+		}
+	}
+}
+
+// TestQueueAligned checks that the bars and percentages start in the same
+// display column on every row, whatever the names are made of.
+func TestQueueAligned(t *testing.T) {
+	t.Parallel()
+	names := []string{"a", "Build auth", "日本語のドキュメントを翻訳する", "👨‍👩‍👧 family 🇫🇷", "e\u0301te\u0301",
+		"a name that is much too long to show whole", "*markdown* <@1>", ""}
+	var tasks []plugin.Task
+	for i, n := range names {
+		task := fixtureTask(int64(i+1)*int64(i+1)*7, n, plugin.StatusQueued)
+		task.Progress = []int{0, 5, 50, 100}[i%4]
+		tasks = append(tasks, task)
+	}
+	for _, f := range []Flavor{Plain, Discord, Slack} {
+		got := Queue(f, tasks, len(tasks), t0)
+		lines := strings.Split(got, "\n")[2 : 2+len(tasks)]
+		barCol, pctCol := -1, -1
+		for i, l := range lines {
+			// Measure as the reader sees it: escapes take no room.
+			seen := l
+			switch f {
+			case Discord:
+				seen = regexp.MustCompile(`\\(.)`).ReplaceAllString(seen, "$1")
+			case Slack:
+				seen = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(seen)
+			}
+			bc := width(seen[:strings.Index(seen, "[")])
+			pc := width(seen[:strings.Index(seen, "%")])
+			if i == 0 {
+				barCol, pctCol = bc, pc
+			}
+			if bc != barCol || pc != pctCol {
+				t.Errorf("%v: row %d %q: bar at column %d, %% at %d; row 0 has %d, %d", f, i, l, bc, pc, barCol, pctCol)
+			}
+		}
+		if !strings.Contains(got, "\"a name that is much too…\"") {
+			t.Errorf("%v: long name not clipped to 24 runes:\n%s", f, got)
+		}
+	}
+}
+
+func TestStatusSteps(t *testing.T) {
+	t.Parallel()
+	var steps []plugin.Step
+	for i := range 12 {
+		steps = append(steps, step(i+1, "read_file", map[string]any{"path": "f" + itoa(i+1)}, i%2 == 0))
+	}
+	got := Status(Plain, statusTask(), steps)
+	for _, w := range []string{"Steps (last 5 of 12):", "Step 8: `read_file f8` ✗ — file does not exist", "Step 12: `read_file f12` ✗", "Step 11: `read_file f11` ✓"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("want %q in\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "Step 7:") {
+		t.Errorf("only the last 5 steps should show:\n%s", got)
+	}
+	if got := Status(Plain, plugin.Task{Number: 9}, nil); strings.Contains(got, "Steps") || strings.Contains(got, "Created") {
+		t.Errorf("empty sections should be left out:\n%s", got)
+	}
+}
+
+func TestParamSummary(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		params string
+		want   string
+	}{
+		{`{"path":"src/a.ts","content":"x"}`, "src/a.ts"},
+		{`{"content":"x","path":"src/a.ts"}`, "src/a.ts"},
+		{`{"url":"https://e.com"}`, "https://e.com"},
+		{`{"command":"go test ./..."}`, "go test ./..."},
+		{`{"question":"Jest or\nVitest?"}`, "Jest or Vitest?"},
+		{`{"goal":"write docs","name":"Docs"}`, "write docs"},
+		{`{"text":"hello"}`, "hello"},
+		{`{"b":"second","a":"first"}`, "first"},
+		{`{"path":"","other":"x"}`, "x"},
+		{`{"number":3}`, "3"},
+		{`{"nested":{"a":1}}`, ""},
+		{`{}`, ""},
+		{`null`, ""},
+		{`not json`, ""},
+		{``, ""},
+	} {
+		if got := paramSummary(json.RawMessage(tc.params)); got != tc.want {
+			t.Errorf("paramSummary(%s) = %q, want %q", tc.params, got, tc.want)
+		}
+	}
+	long := step(1, "write_file", map[string]any{"path": strings.Repeat("dir/", 30) + "file.ts"}, true)
+	got := action(Plain, long)
+	if n := len([]rune(got)); n > len("`write_file `")+paramRunes+len(" ✓") {
+		t.Errorf("action not clipped: %d runes: %q", n, got)
+	}
+	if !strings.Contains(got, "…` ✓") {
+		t.Errorf("clipped action should end in …: %q", got)
+	}
+	if got := action(Plain, plugin.Step{Success: true}); got != "`(no action)` ✓" {
+		t.Errorf("empty action = %q", got)
+	}
+}
+
+// TestMessagesHostile renders every shape with hostile text in every field
+// and checks that nothing in Discord or Slack output can ping.
+func TestMessagesHostile(t *testing.T) {
+	t.Parallel()
+	task := hostileTask()
+	task.Goal, task.Summary = hostileText+"\n@here", hostileText+"\n<!here>"
+	last := step(1, hostileText, map[string]any{"path": hostileText}, false)
+	last.Error = hostileText
+	render := func(f Flavor) []string {
+		return []string{
+			Progress(f, []Update{{Task: task, LastAction: &last, Errors: []string{hostileText}}}),
+			Completed(f, task, 1), Stalled(f, task, &last), Failed(f, task), Canceled(f, task),
+			Queue(f, []plugin.Task{task}, 1, t0), Status(f, task, []plugin.Step{last}),
+		}
+	}
+	discord := regexp.MustCompile(`<[@#!&/]|(?i)@(everyone|here)`)
+	// <!date^…> is ours; every other <! is a special mention.
+	slack := regexp.MustCompile(`<[@#]|<!(?:[^d]|d[^a])|(?i)@(everyone|here|channel)`)
+	for _, msg := range render(Discord) {
+		if m := discord.FindString(msg); m != "" {
+			t.Errorf("Discord message has live %q:\n%s", m, msg)
+		}
+	}
+	for _, msg := range render(Slack) {
+		if m := slack.FindString(msg); m != "" {
+			t.Errorf("Slack message has live %q:\n%s", m, msg)
+		}
+	}
+}
