@@ -27,12 +27,22 @@ type Store struct {
 
 var _ plugin.Store = (*Store)(nil)
 
+// DefaultMaxConns sizes the connection pool unless the URL sets
+// pool_max_conns.
+const DefaultMaxConns = 16
+
 // Open connects to the database at url (a postgres:// URL or a keyword/value
 // string) and checks that it answers. It does not migrate; call Migrate.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	// pgxpool's default (4 on a small machine) is too few once workers,
+	// the notification sender, the API and the LISTEN connection share the
+	// pool. An explicit pool_max_conns in the URL still wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
