@@ -101,12 +101,6 @@ func isBidiControl(r rune) bool {
 	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
-// inline is Escape for text that must stay on one line (a task name in a
-// header, an error in the progress block): newlines become spaces.
-func inline(f Flavor, s string) string {
-	return Escape(f, strings.ReplaceAll(clean(s), "\n", " "))
-}
-
 func escapeDiscord(rs []rune) string {
 	var b strings.Builder
 	b.Grow(len(rs) + len(rs)/4)

@@ -367,8 +367,8 @@ func oneLine(s string) string {
 // the first line after indent+label, the others at indent, blank lines kept
 // blank. It is "" when s is blank.
 func block(f Flavor, label, s string) string {
-	s = strings.TrimRight(strings.TrimLeft(clean(s), "\n"), " \n")
-	if strings.TrimSpace(s) == "" {
+	s = strings.TrimSpace(clean(s))
+	if s == "" {
 		return ""
 	}
 	lines := strings.Split(Escape(f, s), "\n")

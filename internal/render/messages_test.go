@@ -330,3 +330,22 @@ func TestMessagesHostile(t *testing.T) {
 		}
 	}
 }
+
+func TestBlock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		f        Flavor
+		in, want string
+	}{
+		{Plain, "", ""},
+		{Plain, " \n\t\n", ""},
+		{Plain, "one", "   Summary: one"},
+		{Plain, "\n  one\r\ntwo  \n\n\nthree\n", "   Summary: one\n   two\n\n\n   three"},
+		{Discord, "one\n# two\n> three", "   Summary: one\n   \\# two\n   \\> three"},
+		{Slack, "one\n> two", "   Summary: one\n   " + z + "&gt; two"},
+	} {
+		if got := block(tc.f, "Summary: ", tc.in); got != tc.want {
+			t.Errorf("block(%v, %q) = %q, want %q", tc.f, tc.in, got, tc.want)
+		}
+	}
+}

@@ -13,9 +13,9 @@ const (
 )
 
 // Split cuts text into chunks of at most limit runes each, for platforms
-// that cap a message's length. Discord and Slack count characters; Split
-// counts runes (code points), which is what they count for everything
-// outside the astral planes and never less than they do.
+// that cap a message's length. Discord and Slack document their limits in
+// characters; Split counts runes (code points). A platform that counted
+// UTF-16 units would see an emoji as two, so pass a smaller limit for one.
 //
 // It cuts at the last line break that fits, and the newline it cuts at
 // belongs to neither chunk: joining the chunks with the newlines they were

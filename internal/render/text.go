@@ -179,11 +179,3 @@ func isWide(r rune) bool {
 	}
 	return false
 }
-
-// pad appends spaces to s until it is w columns wide.
-func pad(s string, w int) string {
-	if n := width(s); n < w {
-		return s + strings.Repeat(" ", w-n)
-	}
-	return s
-}
