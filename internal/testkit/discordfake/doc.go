@@ -1,0 +1,35 @@
+// Package discordfake is a fake Discord for tests: one httptest server
+// with the REST API (v9, under /api/v9/) and the gateway websocket, which
+// github.com/bwmarrin/discordgo talks to unchanged.
+//
+// A test starts one with New and points the code under test at it: the
+// service through DISCORD_API_URL = URL() (the site root, as
+// "https://discord.com/" is Discord's), a bare discordgo.Session through
+// Point (per session, parallel-safe) or SetEndpoints (discordgo's
+// package-level Endpoint variables; not parallel-safe).
+//
+// The gateway speaks Discord's protocol: HELLO, IDENTIFY → READY and one
+// GUILD_CREATE per guild, heartbeats and their ACKs, RESUME → the missed
+// dispatches and RESUMED, INVALID_SESSION, RECONNECT, and close codes.
+// Dispatches carry per-session sequence numbers and are kept for RESUME.
+// Payloads are zlib-compressed when IDENTIFY asks for compression, as
+// discordgo does by default. The builders (MessageCreate, SlashCommand,
+// ButtonClick) make the payloads Discord sends and apply its rules: intents
+// (GUILD_MESSAGES, DIRECT_MESSAGES, MESSAGE_CONTENT, privileged intents
+// refused with 4014), shards, permissions. Disconnect, DropWithoutClose,
+// Reconnect and InvalidateSession drive the reconnect paths.
+//
+// REST calls are recorded (Calls, CallsTo, WaitCalls) and answered as
+// Discord answers them, error codes included: messages (kept, see
+// Messages, with whom they ping under allowed_mentions and Discord's
+// limits on content, embeds and buttons), application commands (bulk
+// overwrite keeps IDs), interaction callbacks within the three-second
+// window (Responses), follow-ups and @original edits through the
+// interaction webhook, channels, guilds, members. The bot's own messages
+// come back over the gateway as on Discord. RateLimitNext answers 429 with
+// Discord's body and headers; FailNext answers other errors.
+//
+// Nothing in the fake sleeps; a test waits with WaitIdentified,
+// WaitResumed, WaitMessages, WaitCalls and WaitResponses, bounded by its
+// context.
+package discordfake
