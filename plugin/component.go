@@ -229,6 +229,8 @@ type Evaluation struct {
 	Responded bool
 	Responses []Response
 	Results   []ActionOutcome
+	// Reply answers the message, for an evaluator that acts on it.
+	Reply ReplyFunc
 }
 
 // ActionOutcome is one action the pipeline ran.

@@ -57,7 +57,7 @@ func (rt *Runtime) HandleMessage(ctx context.Context, msg Message, reply ReplyFu
 	defer rt.Emit(ctx, Event{Type: RunEnded, RunID: run, Message: &msg})
 	rt.Emit(ctx, Event{Type: MessageReceived, RunID: run, Message: &msg})
 
-	eval := &Evaluation{Runtime: rt, Message: &msg}
+	eval := &Evaluation{Runtime: rt, Message: &msg, Reply: reply}
 	if !msg.Addressed() {
 		rt.evaluate(ctx, eval, log)
 		return nil

@@ -16,14 +16,18 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/adapters/console"
 	"github.com/taskloom/taskloom/adapters/demo"
 	"github.com/taskloom/taskloom/adapters/httpapi"
 	"github.com/taskloom/taskloom/adapters/openai"
 	"github.com/taskloom/taskloom/adapters/postgres"
 	"github.com/taskloom/taskloom/adapters/sqlite"
+	"github.com/taskloom/taskloom/evaluators"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/config"
 	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/providers"
+	"github.com/taskloom/taskloom/services/notify"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -240,8 +244,7 @@ func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 // configured, the demo model otherwise.
 func newModel(cfg config.Config, log *slog.Logger, clk clock.Clock) (plugin.Model, error) {
 	if cfg.UseDemoModel {
-		log.Warn("no OPENAI_API_KEY or OPENAI_BASE_URL: using the built-in demo model, which is deterministic and only shows how Taskloom works")
-		return demo.New(demo.Options{Clock: clk, Logger: log}), nil
+		return demo.New(demo.Options{Clock: clk, Logger: log}), nil // it says so in the log
 	}
 	m, err := openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, Clock: clk, Logger: log})
 	if err != nil {
@@ -253,6 +256,8 @@ func newModel(cfg config.Config, log *slog.Logger, clk clock.Clock) (plugin.Mode
 
 // serve runs the service until ctx is canceled, then drains.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) error {
+	ctx, quit := context.WithCancel(ctx)
+	defer quit()
 	clk := clock.Real{}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
@@ -274,14 +279,28 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 		}
 	}
 	rt := plugin.New(plugin.Options{Store: st, Character: character, Logger: log, Clock: clk})
-	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease}
+	owner := replicaName()
+	notifier := notify.New(notify.Options{Runtime: rt, Interval: cfg.FlushInterval, Owner: owner, Demo: plugin.IsDemo(model)})
+	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: owner, Notify: notifier.Outbox}
 	if l, ok := st.(interface {
 		ListenTasks(ctx context.Context) (<-chan struct{}, error)
 	}); ok {
 		taskOpts.Listen = l.ListenTasks // PostgreSQL: other replicas' new tasks wake us
 	}
 	taskService := tasks.New(taskOpts)
-	if err := rt.Register(Plugins(cfg, model, taskService)...); err != nil {
+	plugins := Plugins(cfg, model, taskService, notifier)
+	if useConsole(cfg, o.Getenv, o.Stdin) {
+		con := &console.Console{Runtime: rt, In: o.Stdin, Out: o.Stdout, User: consoleUser(o.Getenv), OnEOF: func() {
+			log.Info("console input ended (Ctrl-D): shutting down")
+			quit()
+		}}
+		plugins = append(plugins, &plugin.Plugin{
+			Name: "console", Description: "chat in the terminal", Dependencies: []string{"orchestrator"},
+			Platforms: []plugin.Platform{con}, Services: []plugin.Service{con},
+		})
+		log.Info("console chat: type commands here, e.g. `create task write a haiku`")
+	}
+	if err := rt.Register(plugins...); err != nil {
 		return err
 	}
 
@@ -329,7 +348,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 }
 
 // Plugins are the plugins a configuration runs, in registration order.
-func Plugins(cfg config.Config, model plugin.Model, taskService *tasks.Service) []*plugin.Plugin {
+func Plugins(cfg config.Config, model plugin.Model, taskService *tasks.Service, notifier *notify.Service) []*plugin.Plugin {
+	chat := &actions.Chat{Tasks: taskService, Admins: cfg.Admins, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale}
+	tools := actions.Tools(actions.ToolConfig{
+		Workspaces:       actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")},
+		HTTPAllowPrivate: cfg.HTTPAllowPrivate,
+		RunCommand:       cfg.RunCommand,
+	})
 	return []*plugin.Plugin{
 		{
 			Name:        "model",
@@ -340,12 +365,49 @@ func Plugins(cfg config.Config, model plugin.Model, taskService *tasks.Service) 
 			Name:         "orchestrator",
 			Description:  "background agent tasks: the fair queue, one-call iterations, and the tools tasks use",
 			Dependencies: []string{"model"},
-			Actions: actions.Tools(actions.ToolConfig{
-				Workspaces:       actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")},
-				HTTPAllowPrivate: cfg.HTTPAllowPrivate,
-				RunCommand:       cfg.RunCommand,
-			}),
-			Services: []plugin.Service{taskService},
+			Actions:      append(actions.Commands(chat), tools...),
+			Providers:    []plugin.Provider{providers.RoomTasks{Store: taskService.Store()}},
+			Evaluators:   []plugin.Evaluator{evaluators.Answer{Chat: chat}},
+			// Stopped in reverse: the task service drains first, then the
+			// notifications its last commits caused are sent.
+			Services: []plugin.Service{notifier, taskService},
 		},
 	}
+}
+
+// replicaName names this process in leases and outbox claims.
+func replicaName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// useConsole says whether to chat in the terminal: TASKLOOM_CONSOLE=true or
+// false decides; otherwise yes when no platform is configured and stdin is
+// a terminal.
+func useConsole(cfg config.Config, getenv func(string) string, stdin io.Reader) bool {
+	if stdin == nil {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(getenv("TASKLOOM_CONSOLE"))) {
+	case "1", "true", "yes", "on":
+		return true
+	case "0", "false", "no", "off":
+		return false
+	}
+	if cfg.DiscordToken != "" || cfg.SlackBotToken != "" {
+		return false
+	}
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func consoleUser(getenv func(string) string) string {
+	if u := getenv("USER"); u != "" {
+		return u
+	}
+	return "console"
 }

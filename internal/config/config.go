@@ -93,7 +93,7 @@ func Load(getenv func(string) string) (Config, error) {
 		SlackAppToken:        r.str("SLACK_APP_TOKEN", ""),
 		SlackSigningSecret:   r.str("SLACK_SIGNING_SECRET", ""),
 		SlackAPIURL:          r.str("SLACK_API_URL", DefaultSlackAPIURL),
-		FlushInterval:        r.duration("TASKLOOM_FLUSH_INTERVAL", 5*time.Second, 100*time.Millisecond, time.Hour),
+		FlushInterval:        r.duration("TASKLOOM_FLUSH_INTERVAL", 5*time.Second, time.Second, time.Hour),
 		Workers:              r.integer("TASKLOOM_WORKERS", 1, 1, 256),
 		MaxIterations:        r.integer("TASKLOOM_MAX_ITERATIONS", 50, 1, 10000),
 		MaxStale:             r.integer("TASKLOOM_MAX_STALE", 3, 1, 1000),

@@ -331,3 +331,15 @@ func code(f Flavor, s string) string {
 	b.WriteByte('`')
 	return b.String()
 }
+
+// ForPlatform is the flavor a platform's messages are written in: room
+// names start with the platform ("discord:123").
+func ForPlatform(platform string) Flavor {
+	switch platform {
+	case "discord":
+		return Discord
+	case "slack":
+		return Slack
+	}
+	return Plain
+}

@@ -44,7 +44,18 @@ func open(t *testing.T, s *discordgo.Session) {
 	if err := s.Open(); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { closeSession(s) })
+}
+
+// closeSession closes a discordgo session for good. Close alone is not
+// enough: when it comes before the heartbeat goroutine's first beat, that
+// beat fails on the closed socket and discordgo reconnects, forever. The
+// flag is set under the session's lock, which Open holds while it runs.
+func closeSession(s *discordgo.Session) {
+	s.Lock()
+	s.ShouldReconnectOnError = false
+	s.Unlock()
+	s.Close()
 }
 
 func ctx(t *testing.T) context.Context {
@@ -115,6 +126,18 @@ func TestIdentifyReadyAndMessageCreate(t *testing.T) {
 	srv.MessageCreate(dmID, "", userID, "status 3")
 	if m := receive(t, msgs, "MESSAGE_CREATE"); m.Content != "status 3" || m.GuildID != "" {
 		t.Errorf("DM = %+v", m.Message)
+	}
+	// The bot's own messages come back, as on Discord; a DM channel for a
+	// user is the one the user wrote from.
+	dm, err := s.UserChannelCreate(userID)
+	if err != nil || dm.ID != dmID || dm.Type != discordgo.ChannelTypeDM {
+		t.Fatalf("UserChannelCreate = %+v, %v", dm, err)
+	}
+	if _, err := s.ChannelMessageSend(dm.ID, "Task #1 done"); err != nil {
+		t.Fatal(err)
+	}
+	if m := receive(t, msgs, "echo"); m.Author.ID != bot || m.Content != "Task #1 done" {
+		t.Errorf("echo = %+v", m.Message)
 	}
 	if srv.Heartbeats() < 1 {
 		t.Errorf("Heartbeats() = 0; discordgo sends one at once")
@@ -477,6 +500,20 @@ func TestResumeReplaysMissedDispatchesOnce(t *testing.T) {
 	}
 	if n := len(srv.Identifies()); n != 1 {
 		t.Errorf("Identifies() = %d, want 1: discordgo resumes", n)
+	}
+
+	// 4009 ends the session: the RESUME gets INVALID_SESSION and discordgo
+	// identifies on the same connection.
+	srv.Disconnect(4009)
+	if err := srv.WaitIdentified(ctx(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	if rs := srv.Resumes(); len(rs) != 2 || rs[1].Resumed {
+		t.Errorf("Resumes() = %+v, want a refused second RESUME", rs)
+	}
+	srv.MessageCreate(dmID, "", userID, "new session")
+	if got := receive(t, contents, "new session"); got != "new session" {
+		t.Errorf("got %q", got)
 	}
 }
 

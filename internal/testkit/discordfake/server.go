@@ -127,10 +127,10 @@ func WithoutEcho() Option { return func(c *config) { c.noEcho = true } }
 // Server is a fake Discord: the REST API (v9) and the gateway on one
 // httptest server. It is safe for concurrent use.
 type Server struct {
-	t   testing.TB
-	cfg config
-	hs  *httptest.Server
-	mux *http.ServeMux
+	t     testing.TB
+	cfg   config
+	hs    *httptest.Server
+	mux   *http.ServeMux
 	wsURL string
 
 	ids atomic.Uint64 // snowflake counter

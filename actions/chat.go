@@ -1,0 +1,165 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/taskloom/taskloom/internal/render"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// TaskControl is what chat commands need of the task service.
+type TaskControl interface {
+	Create(ctx context.Context, in plugin.NewTask) (plugin.Task, error)
+	Pause(ctx context.Context, number int64, actor string) (plugin.Task, error)
+	Resume(ctx context.Context, number int64, actor string) (plugin.Task, error)
+	Cancel(ctx context.Context, number int64, actor string) (plugin.Task, error)
+	Answer(ctx context.Context, number int64, actor, answer string) (plugin.Task, error)
+}
+
+// Chat is what the chat commands share: the task service, and who may
+// control any task (TASKLOOM_ADMINS) besides its requestor and the
+// platform's own administrators.
+type Chat struct {
+	Tasks  TaskControl
+	Admins []string
+	// Defaults for new tasks (TASKLOOM_MAX_ITERATIONS, TASKLOOM_MAX_STALE).
+	MaxIterations      int
+	MaxStaleIterations int
+}
+
+// Commands returns the chat commands of PRODUCT §3, in the order their
+// grammars are tried.
+func Commands(c *Chat) []plugin.Action {
+	return []plugin.Action{
+		HelpCommand{},
+		ListTasks{c},
+		TaskStatus{c},
+		ControlTask{c, CmdPause},
+		ControlTask{c, CmdResume},
+		ControlTask{c, CmdCancel},
+		SearchTasks{c},
+		AnswerTask{c},
+		CreateTask{c},
+	}
+}
+
+// WorkspaceOf is the workspace a message's tasks belong to: the guild or
+// team, "local" for the console and the API, and for a direct message a
+// workspace of the author's own, so DM tasks stay private to them.
+func WorkspaceOf(msg *plugin.Message) string {
+	if msg.DM {
+		return "dm:" + msg.Platform + ":" + msg.AuthorID
+	}
+	if msg.WorkspaceID == "" {
+		return "local"
+	}
+	return msg.WorkspaceID
+}
+
+// chatMessage returns the message a command answers, or a refusal when an
+// agent task tries to run a chat command as a tool.
+func chatMessage(call *plugin.Call) (*plugin.Message, *plugin.Result) {
+	if call.Message == nil {
+		return nil, &plugin.Result{Error: "That is a chat command; tasks cannot run it."}
+	}
+	return call.Message, nil
+}
+
+// visibleTask loads a task the author may see: same workspace. A task
+// elsewhere is answered exactly like one that does not exist, so numbers
+// do not leak across workspaces.
+func (c *Chat) visibleTask(ctx context.Context, call *plugin.Call, number int64) (plugin.Task, *plugin.Result, error) {
+	msg := call.Message
+	t, err := call.Runtime.Store().GetTask(ctx, number)
+	if errors.Is(err, plugin.ErrNotFound) || (err == nil && t.WorkspaceID != WorkspaceOf(msg)) {
+		return plugin.Task{}, &plugin.Result{Error: fmt.Sprintf("There is no task #%d here.", number)}, nil
+	}
+	if err != nil {
+		return plugin.Task{}, nil, fmt.Errorf("get task #%d: %w", number, err)
+	}
+	return t, nil, nil
+}
+
+// mayControl says whether the author may pause, resume or cancel t.
+func (c *Chat) mayControl(msg *plugin.Message, t plugin.Task) bool {
+	return msg.AuthorID != "" && (t.RequestorID == msg.AuthorID || msg.Admin || slices.Contains(c.Admins, msg.AuthorID))
+}
+
+// numberParams is the parameters of commands that name a task.
+type numberParams struct {
+	Number int64  `json:"number"`
+	Text   string `json:"text,omitempty"`
+}
+
+func numberSchema(extra string) json.RawMessage {
+	props := `"number":{"type":"integer","minimum":1,"description":"the task number, as in #3"}`
+	req := `["number"]`
+	if extra != "" {
+		props += `,"text":{"type":"string","description":"` + extra + `"}`
+		req = `["number","text"]`
+	}
+	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":` + req + `,"properties":{` + props + `}}`)
+}
+
+// match turns the grammar's reading of a message into an action's
+// parameters, when the command is of kind.
+func match(msg *plugin.Message, kind string) (json.RawMessage, bool) {
+	c, ok := ParseCommand(msg.Text)
+	if !ok || c.Kind != kind {
+		return nil, false
+	}
+	var v any
+	switch kind {
+	case CmdCreate:
+		v = map[string]string{"goal": c.Text}
+	case CmdSearch:
+		v = map[string]string{"query": c.Text}
+	case CmdList, CmdHelp:
+		v = map[string]string{}
+	default:
+		v = numberParams{Number: c.Number, Text: c.Text}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	return raw, true
+}
+
+// refusal explains a refused transition in one sentence.
+func refusal(op string, t plugin.Task, err error) string {
+	var te *plugin.TaskError
+	switch {
+	case errors.Is(err, plugin.ErrTerminal):
+		return fmt.Sprintf("Task #%d has already ended (%s); it cannot be %s.", t.Number, strings.ToLower(render.StatusWord(t.Status)), pastTense(op))
+	case errors.As(err, &te) && errors.Is(err, plugin.ErrInvalidState):
+		switch op {
+		case CmdResume:
+			return fmt.Sprintf("Task #%d is not paused (it is %s); only a paused task can be resumed.", t.Number, strings.ToLower(render.StatusWord(te.Status)))
+		case CmdPause:
+			return fmt.Sprintf("Task #%d is already paused.", t.Number)
+		case CmdAnswer:
+			return fmt.Sprintf("Task #%d is not waiting for an answer.", t.Number)
+		}
+	}
+	return ""
+}
+
+func pastTense(op string) string {
+	switch op {
+	case CmdPause:
+		return "paused"
+	case CmdResume:
+		return "resumed"
+	case CmdCancel:
+		return "canceled"
+	case CmdAnswer:
+		return "answered"
+	}
+	return op + "d"
+}

@@ -1,0 +1,94 @@
+package actions
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Command is one chat command recognised by the deterministic grammar of
+// PRODUCT §3, before any model is asked.
+type Command struct {
+	Kind   string // create, list, status, pause, resume, cancel, search, answer, help
+	Number int64  // the task number, when the command names one (0 when missing or malformed)
+	Text   string // the goal, search query or answer
+}
+
+// Command kinds.
+const (
+	CmdCreate = "create"
+	CmdList   = "list"
+	CmdStatus = "status"
+	CmdPause  = "pause"
+	CmdResume = "resume"
+	CmdCancel = "cancel"
+	CmdSearch = "search"
+	CmdAnswer = "answer"
+	CmdHelp   = "help"
+)
+
+var (
+	// "create task Build auth", "new task: x", "work on building auth", "/task create x", "create goal: x".
+	reCreate   = regexp.MustCompile(`(?is)^(?:(?:create|new|start|add)(?:\s+a)?(?:\s+(?:task|job))?\s*(?:goal)?\s*:?|work\s+on|please\s+work\s+on)(?:\s+(.*))?$`)
+	reList     = regexp.MustCompile(`(?i)^(?:list|show|ls)?\s*(?:all\s+)?(?:tasks|queue|task\s+list|task\s+queue|list)$|^(?:list|show\s+queue|queue)$`)
+	reNumbered = regexp.MustCompile(`(?is)^(status|pause|resume|cancel|abort|stop|unpause|continue)\b(?:\s+(?:of\s+)?(?:task\s*)?(?:number\s*:?\s*)?(\S+))?\s*$`)
+	reSearch   = regexp.MustCompile(`(?is)^(?:search|find)(?:\s+(?:tasks?|for))?(?:\s+query\s*:)?(?:\s+(.*))?$`)
+	reAnswer   = regexp.MustCompile(`(?is)^answer(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:text\s*:\s*)?(.*))?$`)
+	reHelp     = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
+)
+
+// ParseCommand recognises a chat command. It reports ok for anything that
+// is recognisably a command, even a malformed one ("status" with no
+// number): the command's action then answers with the one sentence that
+// says what is missing. Free text is not a command.
+func ParseCommand(text string) (Command, bool) {
+	s := strings.TrimSpace(text)
+	s = strings.TrimSpace(strings.TrimPrefix(s, "/task"))
+	if len(s) > 0 && s[0] == '!' {
+		s = s[1:]
+	}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		if strings.HasPrefix(strings.TrimSpace(text), "/task") {
+			return Command{Kind: CmdHelp}, true
+		}
+		return Command{}, false
+	}
+	switch {
+	case reHelp.MatchString(s):
+		return Command{Kind: CmdHelp}, true
+	case reList.MatchString(s):
+		return Command{Kind: CmdList}, true
+	}
+	if m := reNumbered.FindStringSubmatch(s); m != nil {
+		kind := strings.ToLower(m[1])
+		switch kind {
+		case "abort", "stop":
+			kind = CmdCancel
+		case "unpause", "continue":
+			kind = CmdResume
+		}
+		return Command{Kind: kind, Number: taskNumber(m[2])}, true
+	}
+	if m := reAnswer.FindStringSubmatch(s); m != nil {
+		return Command{Kind: CmdAnswer, Number: taskNumber(m[1]), Text: strings.TrimSpace(m[2])}, true
+	}
+	if m := reSearch.FindStringSubmatch(s); m != nil {
+		return Command{Kind: CmdSearch, Text: strings.TrimSpace(m[1])}, true
+	}
+	if m := reCreate.FindStringSubmatch(s); m != nil {
+		return Command{Kind: CmdCreate, Text: strings.TrimSpace(m[1])}, true
+	}
+	return Command{}, false
+}
+
+// taskNumber reads "#12", "12" or "task12"; 0 when it is not a positive
+// number.
+func taskNumber(s string) int64 {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "#")
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,82 @@
+package actions_test
+
+import (
+	"testing"
+	"unicode/utf8"
+
+	"github.com/taskloom/taskloom/actions"
+)
+
+func TestParseCommand(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want actions.Command
+		ok   bool
+	}{
+		{"create task Build auth", actions.Command{Kind: "create", Text: "Build auth"}, true},
+		{"Create Task: Build auth", actions.Command{Kind: "create", Text: "Build auth"}, true},
+		{"new task write a haiku", actions.Command{Kind: "create", Text: "write a haiku"}, true},
+		{"work on building auth", actions.Command{Kind: "create", Text: "building auth"}, true},
+		{"/task create Build auth", actions.Command{Kind: "create", Text: "Build auth"}, true},
+		{"/task create goal: Build auth", actions.Command{Kind: "create", Text: "Build auth"}, true},
+		{"create task", actions.Command{Kind: "create"}, true},
+		{"create task plan a trip\nwith two stops", actions.Command{Kind: "create", Text: "plan a trip\nwith two stops"}, true},
+		{"list tasks", actions.Command{Kind: "list"}, true},
+		{"show queue", actions.Command{Kind: "list"}, true},
+		{"/task list", actions.Command{Kind: "list"}, true},
+		{"tasks", actions.Command{Kind: "list"}, true},
+		{"status #1", actions.Command{Kind: "status", Number: 1}, true},
+		{"status 12", actions.Command{Kind: "status", Number: 12}, true},
+		{"Status of task #3", actions.Command{Kind: "status", Number: 3}, true},
+		{"/task status 3", actions.Command{Kind: "status", Number: 3}, true},
+		{"/task status number: 3", actions.Command{Kind: "status", Number: 3}, true},
+		{"status", actions.Command{Kind: "status"}, true},
+		{"status #abc", actions.Command{Kind: "status"}, true},
+		{"status #-1", actions.Command{Kind: "status"}, true},
+		{"pause #2", actions.Command{Kind: "pause", Number: 2}, true},
+		{"resume #2", actions.Command{Kind: "resume", Number: 2}, true},
+		{"cancel #2", actions.Command{Kind: "cancel", Number: 2}, true},
+		{"stop 2", actions.Command{Kind: "cancel", Number: 2}, true},
+		{"search tasks auth", actions.Command{Kind: "search", Text: "auth"}, true},
+		{"/task search auth flow", actions.Command{Kind: "search", Text: "auth flow"}, true},
+		{"search", actions.Command{Kind: "search"}, true},
+		{"answer #3 use JWT", actions.Command{Kind: "answer", Number: 3, Text: "use JWT"}, true},
+		{"/task answer 3 use JWT", actions.Command{Kind: "answer", Number: 3, Text: "use JWT"}, true},
+		{"/task answer number: 3 text: use JWT", actions.Command{Kind: "answer", Number: 3, Text: "use JWT"}, true},
+		{"answer", actions.Command{Kind: "answer"}, true},
+		{"help", actions.Command{Kind: "help"}, true},
+		{"/task", actions.Command{Kind: "help"}, true},
+		{"what's the weather like?", actions.Command{}, false},
+		{"I think the status is fine", actions.Command{}, false},
+		{"", actions.Command{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := actions.ParseCommand(tt.in)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("ParseCommand(%q) = %+v, %v; want %+v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{"create task x", "status #1", "/task answer 3 yes", "pause #99999999999999999999", "search ", "\x00", "answer #"} {
+		f.Add(s)
+	}
+	kinds := map[string]bool{"create": true, "list": true, "status": true, "pause": true, "resume": true, "cancel": true, "search": true, "answer": true, "help": true}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, ok := actions.ParseCommand(s)
+		if !ok {
+			return
+		}
+		if !kinds[c.Kind] {
+			t.Fatalf("unknown kind %q", c.Kind)
+		}
+		if c.Number < 0 {
+			t.Fatalf("negative number %d", c.Number)
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(c.Text) {
+			t.Fatalf("text %q is not valid UTF-8", c.Text)
+		}
+	})
+}

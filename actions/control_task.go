@@ -1,0 +1,84 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/taskloom/taskloom/internal/render"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// ControlTask pauses, resumes or cancels a task: `pause #2`, `resume #2`,
+// `cancel #2`. Only the task's requestor and admins may.
+type ControlTask struct {
+	*Chat
+	Op string // CmdPause, CmdResume or CmdCancel
+}
+
+var (
+	_ plugin.Action         = ControlTask{}
+	_ plugin.CommandMatcher = ControlTask{}
+)
+
+func (a ControlTask) Info() plugin.ActionInfo {
+	desc := map[string]string{
+		CmdPause:  "Pause a task: it is not served until resumed. Its requestor and admins may.",
+		CmdResume: "Resume a paused task. Its requestor and admins may.",
+		CmdCancel: "Cancel a task for good, with its subtasks. Its requestor and admins may.",
+	}[a.Op]
+	return plugin.ActionInfo{
+		Name:        a.Op + "_task",
+		Similes:     []string{a.Op},
+		Description: desc,
+		Examples:    []string{a.Op + " #2", "/task " + a.Op + " 2"},
+		Parameters:  numberSchema(""),
+	}
+}
+
+func (a ControlTask) MatchCommand(msg *plugin.Message) (json.RawMessage, bool) {
+	return match(msg, a.Op)
+}
+
+func (a ControlTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
+	msg, refused := chatMessage(call)
+	if refused != nil {
+		return *refused, nil
+	}
+	var p numberParams
+	if r := decode(call.Params, &p); r != nil {
+		return *r, nil
+	}
+	if p.Number <= 0 {
+		return fail("Which task? Say `%s #3`.", a.Op)
+	}
+	t, missing, err := a.visibleTask(ctx, call, p.Number)
+	if missing != nil || err != nil {
+		return derefResult(missing), err
+	}
+	if !a.mayControl(msg, t) {
+		return fail("Only the person who created task #%d, or an admin, can %s it.", t.Number, a.Op)
+	}
+	var after plugin.Task
+	switch a.Op {
+	case CmdPause:
+		after, err = a.Tasks.Pause(ctx, t.Number, msg.AuthorID)
+	case CmdResume:
+		after, err = a.Tasks.Resume(ctx, t.Number, msg.AuthorID)
+	default:
+		after, err = a.Tasks.Cancel(ctx, t.Number, msg.AuthorID)
+	}
+	if err != nil {
+		if s := refusal(a.Op, t, err); s != "" {
+			return plugin.Result{Error: s, TaskNumber: t.Number}, nil
+		}
+		return plugin.Result{}, err
+	}
+	f := render.ForPlatform(msg.Platform)
+	icon := map[string]string{CmdPause: "⏸️", CmdResume: "▶️", CmdCancel: "🛑"}[a.Op]
+	text := fmt.Sprintf("%s Task #%d %s %s.", icon, after.Number, quoted(f, after.Name), pastTense(a.Op))
+	if a.Op == CmdPause {
+		text += fmt.Sprintf(" Say %s to continue.", inlineCode(f, fmt.Sprintf("resume #%d", after.Number)))
+	}
+	return plugin.Result{Success: true, TaskNumber: after.Number, Text: text}, nil
+}

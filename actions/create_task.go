@@ -1,0 +1,91 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/taskloom/taskloom/internal/render"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+// CreateTask creates a task from chat: `create task Build auth`.
+type CreateTask struct{ *Chat }
+
+var (
+	_ plugin.Action         = CreateTask{}
+	_ plugin.CommandMatcher = CreateTask{}
+)
+
+func (CreateTask) Info() plugin.ActionInfo {
+	return plugin.ActionInfo{
+		Name:        "create_task",
+		Similes:     []string{"new task", "work on", "start task"},
+		Description: "Create a background task that an agent works on step by step, reporting progress in this room.",
+		Examples:    []string{"create task Build auth", "work on building auth", "/task create Build auth"},
+		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string","minLength":1,"maxLength":4000},"name":{"type":"string","maxLength":80}}}`),
+	}
+}
+
+func (CreateTask) MatchCommand(msg *plugin.Message) (json.RawMessage, bool) {
+	return match(msg, CmdCreate)
+}
+
+func (a CreateTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
+	msg, refused := chatMessage(call)
+	if refused != nil {
+		return *refused, nil
+	}
+	var p struct {
+		Goal string `json:"goal"`
+		Name string `json:"name"`
+	}
+	if r := decode(call.Params, &p); r != nil {
+		return *r, nil
+	}
+	if strings.TrimSpace(p.Goal) == "" {
+		return fail("What should the task do? Say `create task <goal>`, for example `create task Build auth`.")
+	}
+	t, err := a.Tasks.Create(ctx, plugin.NewTask{
+		Name: p.Name, Goal: p.Goal, RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room,
+		WorkspaceID: WorkspaceOf(msg), MaxIterations: a.MaxIterations, MaxStaleIterations: a.MaxStaleIterations,
+		Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(),
+	})
+	switch {
+	case errors.Is(err, plugin.ErrInvalid), errors.Is(err, tasks.ErrTooManyActive):
+		return fail("Cannot create the task: %s.", reason(err))
+	case err != nil:
+		return plugin.Result{}, err
+	}
+	f := render.ForPlatform(msg.Platform)
+	return plugin.Result{
+		Success: true, TaskNumber: t.Number,
+		Text: fmt.Sprintf("🧵 Created task #%d %s. I'll post progress here; say %s to check on it.",
+			t.Number, quoted(f, t.Name), inlineCode(f, fmt.Sprintf("status #%d", t.Number))),
+	}, nil
+}
+
+// reason is what an error says after the sentinel it wraps ("create
+// task: invalid input: the goal is empty" → "the goal is empty"), to end a
+// sentence for the user.
+func reason(err error) string {
+	s := err.Error()
+	for _, sentinel := range []error{plugin.ErrInvalid, tasks.ErrTooManyActive} {
+		if _, after, ok := strings.Cut(s, sentinel.Error()+": "); ok {
+			return after
+		}
+	}
+	return s
+}
+
+func quoted(f render.Flavor, name string) string { return `"` + render.Escape(f, name) + `"` }
+
+func inlineCode(f render.Flavor, s string) string {
+	if f == render.Plain {
+		return "'" + s + "'"
+	}
+	return "`" + s + "`"
+}

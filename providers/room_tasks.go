@@ -1,0 +1,56 @@
+package providers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/taskloom/taskloom/internal/render"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// RoomTasks tells the model which tasks of the message's room are under
+// way, so "how is the auth task going?" can be answered with the right
+// number.
+type RoomTasks struct {
+	Store plugin.Store
+	Limit int // default 10
+}
+
+var _ plugin.Provider = RoomTasks{}
+
+func (RoomTasks) Info() plugin.ProviderInfo {
+	return plugin.ProviderInfo{Name: "room_tasks", Description: "the tasks of this room that have not ended", Position: 10}
+}
+
+func (p RoomTasks) Get(ctx context.Context, msg *plugin.Message, _ *plugin.State) (plugin.ProviderResult, error) {
+	if msg == nil || msg.Room == "" {
+		return plugin.ProviderResult{}, nil
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 10
+	}
+	list, err := p.Store.ListTasks(ctx, plugin.TaskFilter{
+		RoomID:   msg.Room,
+		Statuses: []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting},
+		Order:    plugin.OrderRecent, Limit: limit,
+	})
+	if err != nil {
+		return plugin.ProviderResult{}, fmt.Errorf("room tasks of %s: %w", msg.Room, err)
+	}
+	if len(list) == 0 {
+		return plugin.ProviderResult{Text: "No tasks are under way in this room.", Values: map[string]any{"room_tasks": 0}}, nil
+	}
+	lines := []string{"Tasks under way in this room:"}
+	numbers := make([]int64, 0, len(list))
+	for _, t := range list {
+		lines = append(lines, fmt.Sprintf("- #%d %q: %s, %d%%, iteration %d", t.Number, t.Name, strings.ToLower(render.StatusWord(t.Status)), t.Progress, t.Iteration))
+		numbers = append(numbers, t.Number)
+	}
+	return plugin.ProviderResult{
+		Text:   strings.Join(lines, "\n"),
+		Values: map[string]any{"room_tasks": len(list)},
+		Data:   map[string]any{"room_task_numbers": numbers},
+	}, nil
+}

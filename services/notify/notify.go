@@ -1,0 +1,387 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/render"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Defaults.
+const (
+	DefaultInterval   = 5 * time.Second
+	DefaultLease      = 30 * time.Second
+	DefaultMaxBackoff = 5 * time.Minute
+	roomsPerFlush     = 1000
+)
+
+// Options configure the notification service.
+type Options struct {
+	Runtime  *plugin.Runtime // its store, clock, logger and platforms are used
+	Interval time.Duration   // TASKLOOM_FLUSH_INTERVAL; whole seconds (cron's constant delay)
+	Owner    string          // names this replica in room claims
+	Lease    time.Duration   // how long a room's rows are held while sending
+	// MaxBackoff caps the wait before retrying a failed delivery.
+	MaxBackoff time.Duration
+	// Demo labels every message as caused by the demo model.
+	Demo bool
+}
+
+// Service is the notification service.
+type Service struct {
+	opts  Options
+	rt    *plugin.Runtime
+	store plugin.Store
+	clk   clock.Clock
+	log   *slog.Logger
+	sched cron.Schedule
+
+	poke chan struct{}
+	mu   sync.Mutex
+	stop chan struct{}
+	done chan struct{}
+}
+
+var _ plugin.Service = (*Service)(nil)
+
+// New returns the service; Start runs its schedule.
+func New(opts Options) *Service {
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.Owner == "" {
+		opts.Owner = "notify"
+	}
+	rt := opts.Runtime
+	s := &Service{
+		opts: opts, rt: rt, store: rt.Store(), clk: rt.Clock(),
+		log:   rt.Logger().With("service", "notifications"),
+		sched: cron.Every(opts.Interval),
+		poke:  make(chan struct{}, 1),
+	}
+	// Terminal changes and task posts go out at once.
+	rt.Subscribe(plugin.TaskEnded, func(context.Context, plugin.Event) { s.Poke() })
+	rt.Subscribe(plugin.TaskChanged, func(context.Context, plugin.Event) { s.Poke() })
+	return s
+}
+
+// Name implements plugin.Service.
+func (s *Service) Name() string { return "notifications" }
+
+// Poke asks for an immediate send of urgent rows (terminal, posts).
+func (s *Service) Poke() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the flush schedule until Stop.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		return errors.New("notification service already started")
+	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go s.loop(context.WithoutCancel(ctx))
+	s.log.Info("notification service started", "interval", s.opts.Interval)
+	return nil
+}
+
+// Stop ends the schedule, then sends what is pending, within ctx.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	stop, done := s.stop, s.done
+	s.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	close(stop)
+	<-done
+	_, err := s.Flush(ctx)
+	return err
+}
+
+func (s *Service) loop(ctx context.Context) {
+	defer close(s.done)
+	next := s.sched.Next(s.clk.Now())
+	for {
+		t := s.clk.NewTimer(next.Sub(s.clk.Now()))
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-s.poke:
+			t.Stop()
+			if _, err := s.FlushUrgent(ctx); err != nil {
+				s.log.Error("sending urgent notifications failed", "err", err)
+			}
+		case <-t.C():
+			if _, err := s.Flush(ctx); err != nil {
+				s.log.Error("flushing notifications failed", "err", err)
+			}
+			next = s.sched.Next(s.clk.Now())
+		}
+	}
+}
+
+// Flush sends every room with due notifications one message each, and
+// reports how many rooms got one.
+func (s *Service) Flush(ctx context.Context) (int, error) { return s.flush(ctx, nil) }
+
+// FlushUrgent does the same for rooms with a due terminal notification or
+// task post, folding in whatever else those rooms have pending.
+func (s *Service) FlushUrgent(ctx context.Context) (int, error) {
+	return s.flush(ctx, []string{plugin.NotifyTerminal, plugin.NotifyMessage})
+}
+
+func (s *Service) flush(ctx context.Context, categories []string) (int, error) {
+	sent := 0
+	for range roomsPerFlush {
+		room, rows, err := s.store.ClaimRoom(ctx, plugin.RoomClaim{
+			Owner: s.opts.Owner, Now: s.clk.Now(), Lease: s.opts.Lease, Categories: categories,
+		})
+		if err != nil {
+			return sent, fmt.Errorf("claim room: %w", err)
+		}
+		if room == "" {
+			return sent, nil
+		}
+		ok, err := s.deliver(ctx, room, rows)
+		if err != nil {
+			return sent, err
+		}
+		if ok {
+			sent++
+		}
+	}
+	return sent, nil
+}
+
+// deliver sends one room's claimed rows as one message; on failure they
+// are released for a later attempt. It reports whether a message went out.
+func (s *Service) deliver(ctx context.Context, room string, rows []plugin.Notification) (bool, error) {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	msg, shown, err := s.compose(ctx, room, rows)
+	if err != nil {
+		return false, s.release(ctx, room, rows, ids, err)
+	}
+	if msg.Text == "" {
+		return false, s.store.MarkSent(ctx, s.opts.Owner, ids, shown)
+	}
+	platform, ok := s.rt.Platform(room)
+	if !ok {
+		return false, s.release(ctx, room, rows, ids, fmt.Errorf("no platform is connected for room %s", room))
+	}
+	if _, err := platform.Send(ctx, room, msg); err != nil {
+		return false, s.release(ctx, room, rows, ids, err)
+	}
+	if err := s.store.MarkSent(ctx, s.opts.Owner, ids, shown); err != nil {
+		// Delivered, but another sender took the rows after our claim
+		// expired: it may send them again. Say so; nothing is lost.
+		s.log.Warn("message delivered but its rows were no longer ours", "room", room, "err", err)
+		return true, nil
+	}
+	return true, nil
+}
+
+// release gives rows back, to be retried after a backoff that grows with
+// their attempts, or after the platform's Retry-After.
+func (s *Service) release(ctx context.Context, room string, rows []plugin.Notification, ids []int64, cause error) error {
+	attempts := 0
+	for _, r := range rows {
+		attempts = max(attempts, r.Attempts)
+	}
+	wait := min(time.Second<<min(attempts, 20), s.opts.MaxBackoff)
+	var rl *plugin.RateLimitedError
+	if errors.As(cause, &rl) {
+		wait = max(rl.RetryAfter, time.Second)
+	}
+	s.log.Warn("notification not delivered; will retry", "room", room, "rows", len(rows), "attempts", attempts+1, "retry_in", wait, "err", cause)
+	if err := s.store.Release(ctx, s.opts.Owner, ids, s.clk.Now().Add(wait), cause.Error()); err != nil {
+		return fmt.Errorf("release notifications of %s: %w", room, err)
+	}
+	return nil
+}
+
+// payload shapes.
+type (
+	progressPayload struct {
+		Progress  int `json:"progress"`
+		Iteration int `json:"iteration"`
+	}
+	actionPayload struct {
+		Step plugin.Step `json:"step"`
+	}
+	errorPayload struct {
+		Error string `json:"error"`
+	}
+	terminalPayload struct {
+		Status plugin.Status `json:"status"`
+	}
+	messagePayload struct {
+		Kind     string `json:"kind"` // post, question
+		Text     string `json:"text"`
+		TaskName string `json:"task_name"`
+	}
+)
+
+// compose renders one message for a room from its rows: task posts and
+// questions first, then ended tasks, then one progress block per task. It
+// returns the progress each task is shown at, to remember as last sent.
+func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notification) (plugin.Outgoing, []plugin.RoomProgress, error) {
+	f := render.ForPlatform(plugin.RoomPlatform(room))
+	var order []int64
+	byTask := map[int64][]plugin.Notification{}
+	for _, r := range rows {
+		if _, seen := byTask[r.TaskNumber]; !seen {
+			order = append(order, r.TaskNumber)
+		}
+		byTask[r.TaskNumber] = append(byTask[r.TaskNumber], r)
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
+	last, err := s.store.LastSent(ctx, room, order)
+	if err != nil {
+		return plugin.Outgoing{}, nil, fmt.Errorf("last sent to %s: %w", room, err)
+	}
+	var (
+		posts, ended []string
+		updates      []render.Update
+		shown        []plugin.RoomProgress
+		tasks        []int64
+	)
+	for _, n := range order {
+		t, err := s.store.GetTask(ctx, n)
+		if errors.Is(err, plugin.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return plugin.Outgoing{}, nil, fmt.Errorf("task #%d: %w", n, err)
+		}
+		u := render.Update{Task: t, From: last[n]}
+		terminal, changed := false, false
+		for _, r := range byTask[n] {
+			switch r.Category {
+			case plugin.NotifyMessage:
+				var p messagePayload
+				if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
+					posts = append(posts, postText(f, t, p))
+				}
+			case plugin.NotifyTerminal:
+				terminal = true
+			case plugin.NotifyProgress:
+				changed = true
+			case plugin.NotifyAction:
+				var p actionPayload
+				if json.Unmarshal(r.Payload, &p) == nil {
+					step := p.Step
+					u.LastAction, changed = &step, true
+				}
+			case plugin.NotifyError:
+				var p errorPayload
+				if json.Unmarshal(r.Payload, &p) == nil && p.Error != "" {
+					u.Errors, changed = append(u.Errors, p.Error), true
+				}
+			}
+		}
+		switch {
+		case terminal && t.Status.Terminal():
+			steps, err := s.store.Steps(ctx, n)
+			if err != nil {
+				return plugin.Outgoing{}, nil, fmt.Errorf("steps of task #%d: %w", n, err)
+			}
+			var lastStep *plugin.Step
+			if len(steps) > 0 {
+				lastStep = &steps[len(steps)-1]
+			}
+			ended = append(ended, render.Terminal(f, t, len(steps), lastStep))
+		case changed && !t.Status.Terminal():
+			if u.LastAction == nil && len(u.Errors) == 0 && u.From == t.Progress {
+				continue // nothing new to show
+			}
+			updates = append(updates, u)
+			tasks = append(tasks, n)
+		default:
+			continue
+		}
+		shown = append(shown, plugin.RoomProgress{Room: room, TaskNumber: n, Progress: t.Progress})
+	}
+	parts := append(posts, ended...)
+	if len(updates) > 0 {
+		parts = append(parts, render.Progress(f, updates))
+	}
+	if len(parts) == 0 {
+		return plugin.Outgoing{}, shown, nil
+	}
+	text := strings.Join(parts, "\n\n")
+	if s.opts.Demo {
+		text += "\n\n(demo model — set OPENAI_API_KEY or OPENAI_BASE_URL for real work)"
+	}
+	return plugin.Outgoing{Text: text, Tasks: tasks}, shown, nil
+}
+
+func postText(f render.Flavor, t plugin.Task, p messagePayload) string {
+	title := fmt.Sprintf("Task #%d \"%s\"", t.Number, render.Escape(f, t.Name))
+	if p.Kind == "question" {
+		return fmt.Sprintf("❓ %s asks:\n   %s\n   Reply to this message, or say `answer #%d <your answer>`.",
+			title, indent(render.Escape(f, p.Text)), t.Number)
+	}
+	return fmt.Sprintf("💬 %s:\n   %s", title, indent(render.Escape(f, p.Text)))
+}
+
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n   ") }
+
+// Outbox derives the outbox rows a task change causes; the task service
+// writes them in the change's transaction (tasks.Options.Notify). A task
+// without a room causes none.
+func (s *Service) Outbox(before, after plugin.Task, m *plugin.Mutation) []plugin.Notification {
+	if after.RoomID == "" {
+		return nil
+	}
+	now := m.Event.Time
+	mk := func(category string, payload any) plugin.Notification {
+		raw, err := json.Marshal(payload)
+		if err != nil {
+			raw = []byte(`{}`)
+		}
+		return plugin.Notification{Room: after.RoomID, TaskNumber: after.Number, Category: category,
+			Payload: raw, CreatedAt: now, NextAttemptAt: now}
+	}
+	if after.Status.Terminal() && !before.Status.Terminal() {
+		return []plugin.Notification{mk(plugin.NotifyTerminal, terminalPayload{Status: after.Status})}
+	}
+	if m.Event.Type != plugin.EventIterated {
+		return nil
+	}
+	out := []plugin.Notification{mk(plugin.NotifyProgress, progressPayload{Progress: after.Progress, Iteration: after.Iteration})}
+	if m.Step != nil {
+		step := *m.Step
+		step.Result = "" // the message shows the action, not its output
+		out = append(out, mk(plugin.NotifyAction, actionPayload{Step: step}))
+		if !m.Step.Success && m.Step.Error != "" {
+			out = append(out, mk(plugin.NotifyError, errorPayload{Error: m.Step.Error}))
+		}
+	}
+	return out
+}
