@@ -102,6 +102,9 @@ func defaultOwner() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
+// Store is the store the service works on.
+func (s *Service) Store() plugin.Store { return s.store }
+
 // Name implements plugin.Service.
 func (s *Service) Name() string { return "tasks" }
 
