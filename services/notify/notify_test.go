@@ -1,0 +1,330 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/notify"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+
+// room is an in-process platform that records what it is asked to send
+// and can be told to fail.
+type room struct {
+	name string
+	mu   sync.Mutex
+	sent []string
+	fail []error // errors to return, in order, before succeeding
+}
+
+func (r *room) Name() string { return r.name }
+func (r *room) Send(_ context.Context, roomID string, m plugin.Outgoing) (plugin.SentMessage, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.fail) > 0 {
+		err := r.fail[0]
+		r.fail = r.fail[1:]
+		return plugin.SentMessage{}, err
+	}
+	r.sent = append(r.sent, roomID+"|"+m.Text)
+	return plugin.SentMessage{IDs: []string{fmt.Sprint(len(r.sent))}}, nil
+}
+func (r *room) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.sent...)
+}
+
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	clk   *clock.Fake
+	store plugin.Store
+	rt    *plugin.Runtime
+	out   *room
+	svc   *notify.Service
+	tasks *tasks.Service
+}
+
+func newFixture(t *testing.T, st plugin.Store, owner string) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewFake(t0), store: st, out: &room{name: "chat"}}
+	f.rt = plugin.New(plugin.Options{Store: st, Clock: f.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := f.rt.Register(&plugin.Plugin{Name: "chat", Platforms: []plugin.Platform{f.out}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rt.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.svc = notify.New(notify.Options{Runtime: f.rt, Owner: owner})
+	f.tasks = tasks.New(tasks.Options{Runtime: f.rt, Owner: owner, Notify: f.svc.Outbox})
+	return f
+}
+
+func (f *fixture) create(roomID, goal string) plugin.Task {
+	f.t.Helper()
+	t, err := f.tasks.Create(f.ctx, plugin.NewTask{Goal: goal, RoomID: roomID, RequestorID: "u1", Now: f.clk.Now()})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return t
+}
+
+// iterate commits one iteration of task n at progress p, as the task
+// service does (claim, then commit through its Notify hook).
+func (f *fixture) iterate(n int64, p int, verdict plugin.Verdict, ok bool) {
+	f.t.Helper()
+	claimed, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if claimed.Number != n {
+		f.t.Fatalf("the queue handed out #%d; the test means #%d", claimed.Number, n)
+	}
+	step := plugin.Step{Action: "write_file", Params: []byte(fmt.Sprintf(`{"path":"part%d.go"}`, p)), Success: ok}
+	if !ok {
+		step.Error = fmt.Sprintf("disk full at %d%%", p)
+	}
+	_, err = f.store.UpdateTask(f.ctx, n, func(cur plugin.Task) (plugin.Mutation, error) {
+		m, err := plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: cur.Fence, Now: f.clk.Now(), Progress: p, Verdict: verdict, Summary: "all done", Step: step})
+		if err == nil {
+			m.Notifications = f.svc.Outbox(cur, m.Task, &m)
+		}
+		return m, err
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) flush() int {
+	f.t.Helper()
+	n, err := f.svc.Flush(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func TestBatching(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open(t), "a")
+		n := f.create("chat:C1", "Build auth").Number
+		for i := 1; i <= 10; i++ {
+			f.iterate(n, i*3, plugin.VerdictContinue, true)
+			f.clk.Advance(400 * time.Millisecond)
+		}
+		if got := f.flush(); got != 1 {
+			t.Fatalf("ten updates in one window made %d messages", got)
+		}
+		msgs := f.out.messages()
+		if len(msgs) != 1 || !strings.Contains(msgs[0], "Progress: 0% → 30%") || !strings.Contains(msgs[0], "Iteration: 10") ||
+			!strings.Contains(msgs[0], "`write_file part30.go` ✓") || strings.Contains(msgs[0], "part27") {
+			t.Fatalf("message = %q", msgs)
+		}
+		if got := f.flush(); got != 0 {
+			t.Fatal("a room with nothing new got a message")
+		}
+		f.iterate(n, 45, plugin.VerdictContinue, false)
+		f.flush()
+		msgs = f.out.messages()
+		if len(msgs) != 2 || !strings.Contains(msgs[1], "Progress: 30% → 45%") || !strings.Contains(msgs[1], "disk full at 45%") || !strings.Contains(msgs[1], "✗") {
+			t.Fatalf("second message = %q", msgs[len(msgs)-1])
+		}
+	})
+}
+
+func TestOneMessagePerRoomCoveringAllItsTasks(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open(t), "a")
+		a := f.create("chat:C1", "Task A").Number
+		b := f.create("chat:C1", "Task B").Number
+		c := f.create("chat:C2", "Task C").Number
+		f.create("", "A task with no room") // API task without a room: no chat
+		f.iterate(a, 10, plugin.VerdictContinue, true)
+		f.iterate(b, 20, plugin.VerdictContinue, true)
+		f.iterate(c, 30, plugin.VerdictContinue, true)
+		if got := f.flush(); got != 2 {
+			t.Fatalf("%d messages for two rooms", got)
+		}
+		var c1 string
+		for _, m := range f.out.messages() {
+			if strings.HasPrefix(m, "chat:C1|") {
+				c1 = m
+			}
+		}
+		if !strings.Contains(c1, `Task #1 "Task A"`) || !strings.Contains(c1, `Task #2 "Task B"`) || strings.Contains(c1, "Task C") {
+			t.Fatalf("C1 message = %q", c1)
+		}
+	})
+}
+
+func TestTerminalGoesOutAtOnceFoldingPending(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open(t), "a")
+		n := f.create("chat:C1", "Build auth").Number
+		f.iterate(n, 40, plugin.VerdictContinue, true)
+		f.iterate(n, 90, plugin.VerdictDone, true)
+		got, err := f.svc.FlushUrgent(f.ctx)
+		if err != nil || got != 1 {
+			t.Fatalf("urgent flush sent %d (%v)", got, err)
+		}
+		msgs := f.out.messages()
+		if len(msgs) != 1 || !strings.Contains(msgs[0], `✅ Task #1 "Build auth" completed!`) || !strings.Contains(msgs[0], "Total steps: 2") ||
+			!strings.Contains(msgs[0], "Summary: all done") || strings.Contains(msgs[0], "📋") {
+			t.Fatalf("message = %q", msgs)
+		}
+		if f.flush() != 0 {
+			t.Fatal("the folded progress was sent again at the next flush")
+		}
+		// An urgent flush leaves rooms with only progress for the schedule.
+		m := f.create("chat:C1", "Other").Number
+		f.iterate(m, 10, plugin.VerdictContinue, true)
+		if got, _ := f.svc.FlushUrgent(f.ctx); got != 0 {
+			t.Fatal("an urgent flush sent progress")
+		}
+	})
+}
+
+func TestCancellationGoesOutAtOnce(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open(t), "a")
+		n := f.create("chat:C1", "Old idea").Number
+		if _, err := f.tasks.Cancel(f.ctx, n, "u1"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := f.svc.FlushUrgent(f.ctx); got != 1 || !strings.Contains(f.out.messages()[0], `🛑 Task #1 "Old idea" canceled`) {
+			t.Fatalf("messages = %q", f.out.messages())
+		}
+	})
+}
+
+func TestFailedDeliveryStaysPendingAndBacksOff(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open(t), "a")
+		n := f.create("chat:C1", "Build auth").Number
+		f.iterate(n, 10, plugin.VerdictContinue, true)
+		f.out.fail = []error{
+			&plugin.RateLimitedError{RetryAfter: 7 * time.Second, Err: errors.New("429 Too Many Requests")},
+			errors.New("connection reset"),
+		}
+		if f.flush() != 0 {
+			t.Fatal("a rate-limited send counted as sent")
+		}
+		f.clk.Advance(6 * time.Second)
+		if f.flush() != 0 || len(f.out.messages()) != 0 {
+			t.Fatal("retried before Retry-After")
+		}
+		f.clk.Advance(time.Second)
+		if f.flush() != 0 { // the connection reset
+			t.Fatal("a failed send counted as sent")
+		}
+		if pending, _ := f.store.Pending(f.ctx); pending == 0 {
+			t.Fatal("the rows were dropped after a failed send")
+		}
+		f.clk.Advance(time.Minute)
+		if f.flush() != 1 {
+			t.Fatal("not delivered after the backoff")
+		}
+		if msgs := f.out.messages(); len(msgs) != 1 || !strings.Contains(msgs[0], "0% → 10%") {
+			t.Fatalf("messages = %q", msgs)
+		}
+		if pending, _ := f.store.Pending(f.ctx); pending != 0 {
+			t.Fatalf("%d rows still pending after delivery", pending)
+		}
+	})
+}
+
+func TestScheduleOnTheInjectedClock(t *testing.T) {
+	f := newFixture(t, teststore.SQLite(t), "a")
+	n := f.create("chat:C1", "Build auth").Number
+	f.iterate(n, 10, plugin.VerdictContinue, true)
+	if err := f.svc.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer f.svc.Stop(f.ctx)
+	if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(4 * time.Second)
+	if len(f.out.messages()) != 0 {
+		t.Fatal("sent before the flush interval")
+	}
+	f.clk.Advance(time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(f.out.messages()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing sent at the flush interval")
+		}
+		time.Sleep(time.Millisecond) // wait for the service's goroutine, not for time to pass
+	}
+}
+
+func TestNoDuplicatesAcrossTwoServicesOnPostgres(t *testing.T) {
+	shared := teststore.Postgres(t)
+	a := newFixture(t, shared, "replica-a")
+	b := newFixture(t, shared, "replica-b")
+	b.clk = a.clk
+	// Many rooms, so both replicas find work at once.
+	for i := range 20 {
+		n := a.create(fmt.Sprintf("chat:C%d", i), fmt.Sprintf("task %d", i)).Number
+		a.iterate(n, 10, plugin.VerdictContinue, true)
+	}
+	var wg sync.WaitGroup
+	for _, f := range []*fixture{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := f.svc.Flush(f.ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for _, m := range append(a.out.messages(), b.out.messages()...) {
+		seen[strings.SplitN(m, "|", 2)[0]]++
+	}
+	if len(seen) != 20 {
+		t.Fatalf("%d rooms got a message, want 20", len(seen))
+	}
+	for r, n := range seen {
+		if n != 1 {
+			t.Fatalf("room %s got %d messages", r, n)
+		}
+	}
+}
+
+func TestNothingLostAcrossARestart(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		before := newFixture(t, st, "old")
+		n := before.create("chat:C1", "Build auth").Number
+		before.iterate(n, 25, plugin.VerdictContinue, true)
+		// The old process claims the room and dies before sending.
+		if room, _, err := st.ClaimRoom(before.ctx, plugin.RoomClaim{Owner: "old", Now: before.clk.Now(), Lease: notify.DefaultLease}); err != nil || room != "chat:C1" {
+			t.Fatalf("claim: %q %v", room, err)
+		}
+		after := newFixture(t, st, "new")
+		after.clk.Set(before.clk.Now())
+		if after.flush() != 0 {
+			t.Fatal("sent rows another sender still held")
+		}
+		after.clk.Advance(notify.DefaultLease)
+		if after.flush() != 1 || !strings.Contains(after.out.messages()[0], "0% → 25%") {
+			t.Fatalf("after restart: %q", after.out.messages())
+		}
+	})
+}
