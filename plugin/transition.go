@@ -134,7 +134,7 @@ func Created(t Task, actor string) (Mutation, error) {
 // leading capital.
 func NameFromGoal(goal string) string {
 	s := strings.TrimSpace(goal)
-	if i := strings.IndexAny(s, ".!?\n"); i > 0 {
+	if i := sentenceEnd(s); i > 0 {
 		s = s[:i]
 	}
 	words := strings.Fields(s)
@@ -150,6 +150,22 @@ func NameFromGoal(goal string) string {
 	}
 	r, size := utf8.DecodeRuneInString(s)
 	return strings.ToUpper(string(r)) + s[size:]
+}
+
+// sentenceEnd is where the first sentence of s ends: a newline, or . ! ?
+// followed by a space or the end ("v1.2" and "<!channel>" do not end one).
+func sentenceEnd(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\n':
+			return i
+		case '.', '!', '?':
+			if i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n' {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 func truncateRunes(s string, n int) string {

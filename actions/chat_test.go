@@ -1,0 +1,233 @@
+package actions_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+type chatKit struct {
+	t     *testing.T
+	ctx   context.Context
+	store plugin.Store
+	rt    *plugin.Runtime
+	svc   *tasks.Service
+	clk   *clock.Fake
+	seq   int
+}
+
+func newChat(t *testing.T, open teststore.Opener) *chatKit {
+	t.Helper()
+	k := &chatKit{t: t, ctx: context.Background(), store: open(t), clk: clock.NewFake(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))}
+	k.rt = plugin.New(plugin.Options{Store: k.store, Clock: k.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	k.svc = tasks.New(tasks.Options{Runtime: k.rt, Owner: "w"})
+	chat := &actions.Chat{Tasks: k.svc, Admins: []string{"boss"}}
+	if err := k.rt.Register(&plugin.Plugin{Name: "chat", Actions: actions.Commands(chat)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.rt.Start(k.ctx); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// say sends text as author in a Discord guild channel and returns the
+// one reply.
+func (k *chatKit) say(author, text string, mod ...func(*plugin.Message)) string {
+	k.t.Helper()
+	k.seq++
+	msg := plugin.Message{ID: fmt.Sprint(k.seq), Platform: "discord", Room: "discord:C1", WorkspaceID: "G1",
+		AuthorID: author, Text: text, Mentioned: true}
+	for _, m := range mod {
+		m(&msg)
+	}
+	var replies []string
+	if err := k.rt.HandleMessage(k.ctx, msg, func(_ context.Context, r plugin.Response) error {
+		replies = append(replies, r.Text)
+		return nil
+	}); err != nil {
+		k.t.Fatal(err)
+	}
+	if len(replies) != 1 {
+		k.t.Fatalf("%q: %d replies %q", text, len(replies), replies)
+	}
+	return replies[0]
+}
+
+func (k *chatKit) expect(author, text, want string, mod ...func(*plugin.Message)) {
+	k.t.Helper()
+	if got := k.say(author, text, mod...); !strings.Contains(got, want) {
+		k.t.Fatalf("%s says %q:\n%s\nwant it to contain %q", author, text, got, want)
+	}
+}
+
+func (k *chatKit) count() int {
+	k.t.Helper()
+	n, err := k.store.CountTasks(k.ctx, plugin.TaskFilter{})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return n
+}
+
+func inGuild(g string) func(*plugin.Message) { return func(m *plugin.Message) { m.WorkspaceID = g } }
+func dm(m *plugin.Message)                   { m.DM, m.WorkspaceID, m.Room = true, "", "discord:DM-"+m.AuthorID }
+func admin(m *plugin.Message)                { m.Admin = true }
+
+func TestChatCommands(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.expect("ann", "create task Build auth", `Created task #1 "Build auth"`)
+		k.expect("ann", "work on fixing the flaky login test", `Created task #2 "Fixing the flaky login test"`)
+		k.expect("ann", "list tasks", "📊 Task Queue (2 tasks)")
+		k.expect("ann", "show queue", `Next: #1 "Build auth" (fair scheduling)`)
+		k.expect("bob", "status #1", "Goal: Build auth")
+		k.expect("bob", "search tasks LOGIN", `#2 "Fixing the flaky login test"`)
+		k.expect("bob", "search tasks nothing-like-it", "No tasks match")
+		k.expect("bob", "help", "create task")
+		k.expect("bob", "what's for lunch?", "create task") // no real model: the help text
+	})
+}
+
+func TestBadCommandsChangeNothing(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.expect("ann", "create task Build auth", "#1")
+		cases := []struct{ text, want string }{
+			{"status #99", "There is no task #99 here."},
+			{"status", "Which task? Say `status #3`."},
+			{"status #abc", "Which task?"},
+			{"pause", "Which task? Say `pause #3`."},
+			{"create task", "What should the task do?"},
+			{"create task    ", "What should the task do?"},
+			{"create task " + strings.Repeat("x", 4001), "Cannot create the task: the goal is 4001 characters; the limit is 4000."},
+			{"search", "Search for what?"},
+			{"answer #1", "Say `answer #3 <your answer>`."},
+			{"answer #1 use JWT", "Task #1 is not waiting for an answer."},
+			{"resume #1", "Task #1 is not paused (it is queued); only a paused task can be resumed."},
+			{"cancel #42", "There is no task #42 here."},
+		}
+		for _, c := range cases {
+			k.expect("ann", c.text, c.want)
+		}
+		if n := k.count(); n != 1 {
+			t.Fatalf("%d tasks after bad commands, want 1", n)
+		}
+		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusQueued {
+			t.Fatalf("task #1 is %s", got.Status)
+		}
+	})
+}
+
+func TestControlIsForTheRequestorAndAdmins(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.expect("ann", "create task Build auth", "#1")
+		k.expect("bob", "pause #1", "Only the person who created task #1, or an admin, can pause it.")
+		k.expect("bob", "cancel #1", "can cancel it")
+		k.expect("ann", "pause #1", `⏸️ Task #1 "Build auth" paused`)
+		k.expect("ann", "pause #1", "Task #1 is already paused.")
+		k.expect("boss", "resume #1", `▶️ Task #1 "Build auth" resumed`) // TASKLOOM_ADMINS
+		k.expect("carol", "pause #1", "paused", admin)                  // a Manage Server / workspace admin
+		k.expect("ann", "cancel #1", `🛑 Task #1 "Build auth" canceled`)
+		k.expect("ann", "resume #1", "Task #1 has already ended (canceled); it cannot be resumed.")
+		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusCanceled {
+			t.Fatalf("status %s", got.Status)
+		}
+	})
+}
+
+func TestTasksAreSeenOnlyFromTheirWorkspace(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.expect("ann", "create task Guild work", "#1")
+		k.expect("ann", "create task My secret plan", "#2", dm)
+		k.expect("ann", "status #1", "Guild work")
+		k.expect("ann", "status #1", "There is no task #1 here.", inGuild("G2"))
+		k.expect("ann", "list tasks", "Task Queue is empty", inGuild("G2"))
+		k.expect("bob", "status #2", "There is no task #2 here.")     // from the guild
+		k.expect("bob", "status #2", "There is no task #2 here.", dm) // from bob's own DM
+		k.expect("ann", "status #2", "My secret plan", dm)
+		k.expect("ann", "search tasks secret", "No tasks match") // the guild does not see DM tasks
+		k.expect("bob", "pause #2", "There is no task #2 here.", admin)
+	})
+}
+
+func TestUserTextCannotPing(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		reply := k.say("ann", "create task @everyone hello <@123> **now**")
+		if strings.Contains(reply, "@everyone") || strings.Contains(reply, "<@123>") || strings.Contains(reply, "**now**") {
+			t.Fatalf("reply can ping or format: %q", reply)
+		}
+		slack := k.say("ann", "create task <!channel> & co", func(m *plugin.Message) { m.Platform, m.Room = "slack", "slack:C9" })
+		if strings.Contains(slack, "<!channel>") || !strings.Contains(slack, "&lt;!channel&gt; &amp; co") {
+			t.Fatalf("slack reply = %q", slack)
+		}
+	})
+}
+
+func TestAnswerResumesAWaitingTask(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.expect("ann", "create task Build auth", "#1")
+		wait := func(n int64) {
+			claimed, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+			if err != nil || claimed.Number != n {
+				t.Fatalf("claim: %+v %v", claimed, err)
+			}
+			_, err = k.store.UpdateTask(k.ctx, n, func(cur plugin.Task) (plugin.Mutation, error) {
+				return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: cur.Fence, Now: k.clk.Now(), Progress: 10,
+					Wait: "question: JWT or sessions?", Step: plugin.Step{Action: "ask_user", Success: true}})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		wait(1)
+		k.expect("bob", "answer #1 use JWT", `Thanks — task #1 "Build auth" goes on with your answer.`)
+		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusQueued {
+			t.Fatalf("status %s", got.Status)
+		}
+		k.clk.Advance(time.Second)
+		wait(1)
+		// A reply to the bot's question answers it too.
+		k.expect("bob", "sessions, please", "goes on with your answer", func(m *plugin.Message) { m.Mentioned, m.ReplyToBot = false, true })
+		evs, _ := k.store.TaskEvents(k.ctx, 1, 0)
+		var answers []string
+		for _, ev := range evs {
+			if ev.Type == plugin.EventAnswered {
+				answers = append(answers, string(ev.Payload))
+			}
+		}
+		if len(answers) != 2 || !strings.Contains(answers[0], "use JWT") || !strings.Contains(answers[1], "sessions, please") {
+			t.Fatalf("answers = %q", answers)
+		}
+		// With nothing waiting, a reply to the bot gets a clear sentence.
+		k.expect("bob", "thanks!", "If you are answering a task's question", func(m *plugin.Message) { m.Mentioned, m.ReplyToBot = false, true })
+	})
+}
+
+func TestChatCommandsAreNotTools(t *testing.T) {
+	t.Parallel()
+	for _, a := range actions.Commands(&actions.Chat{}) {
+		if a.Info().Tool {
+			t.Errorf("%s is offered to agent tasks", a.Info().Name)
+		}
+	}
+	for _, a := range actions.Tools(actions.ToolConfig{}) {
+		if !a.Info().Tool {
+			t.Errorf("%s is not offered to agent tasks", a.Info().Name)
+		}
+	}
+}
