@@ -278,17 +278,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 			return err
 		}
 	}
-	rt := plugin.New(plugin.Options{Store: st, Character: character, Logger: log, Clock: clk})
-	owner := replicaName()
-	notifier := notify.New(notify.Options{Runtime: rt, Interval: cfg.FlushInterval, Owner: owner, Demo: plugin.IsDemo(model)})
-	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: owner, Notify: notifier.Outbox}
-	if l, ok := st.(interface {
-		ListenTasks(ctx context.Context) (<-chan struct{}, error)
-	}); ok {
-		taskOpts.Listen = l.ListenTasks // PostgreSQL: other replicas' new tasks wake us
-	}
-	taskService := tasks.New(taskOpts)
-	plugins := Plugins(cfg, model, taskService, notifier)
+	core := NewCore(CoreOptions{Config: cfg, Store: st, Model: model, Character: character, Clock: clk, Logger: log, Owner: replicaName()})
+	rt := core.Runtime
+	var plugins []*plugin.Plugin
 	if useConsole(cfg, o.Getenv, o.Stdin) {
 		con := &console.Console{Runtime: rt, In: o.Stdin, Out: o.Stdout, User: consoleUser(o.Getenv), OnEOF: func() {
 			log.Info("console input ended (Ctrl-D): shutting down")
@@ -347,32 +339,72 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 	return errors.Join(errs...)
 }
 
-// Plugins are the plugins a configuration runs, in registration order.
-func Plugins(cfg config.Config, model plugin.Model, taskService *tasks.Service, notifier *notify.Service) []*plugin.Plugin {
+// CoreOptions are what the core of Taskloom is built from.
+type CoreOptions struct {
+	Config    config.Config
+	Store     plugin.Store
+	Model     plugin.Model
+	Character plugin.Character // zero: the default
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	Owner     string // names this replica in leases and outbox claims
+}
+
+// Core is the runtime with the "model" and "orchestrator" plugins
+// registered but not started: what every platform plugs into. Platform
+// adapters register their plugin (depending on "orchestrator") on
+// Core.Runtime before it starts; their end-to-end tests build a Core the
+// same way serve does.
+type Core struct {
+	Runtime *plugin.Runtime
+	Tasks   *tasks.Service
+	Notify  *notify.Service
+	Chat    *actions.Chat
+}
+
+// NewCore assembles the core.
+func NewCore(o CoreOptions) *Core {
+	cfg := o.Config
+	if o.Owner == "" {
+		o.Owner = replicaName()
+	}
+	rt := plugin.New(plugin.Options{Store: o.Store, Character: o.Character, Logger: o.Logger, Clock: o.Clock})
+	notifier := notify.New(notify.Options{Runtime: rt, Interval: cfg.FlushInterval, Owner: o.Owner, Demo: plugin.IsDemo(o.Model)})
+	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox}
+	if l, ok := o.Store.(interface {
+		ListenTasks(ctx context.Context) (<-chan struct{}, error)
+	}); ok {
+		taskOpts.Listen = l.ListenTasks // PostgreSQL: other replicas' new tasks wake us
+	}
+	taskService := tasks.New(taskOpts)
 	chat := &actions.Chat{Tasks: taskService, Admins: cfg.Admins, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale}
 	tools := actions.Tools(actions.ToolConfig{
 		Workspaces:       actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")},
 		HTTPAllowPrivate: cfg.HTTPAllowPrivate,
 		RunCommand:       cfg.RunCommand,
 	})
-	return []*plugin.Plugin{
-		{
+	err := rt.Register(
+		&plugin.Plugin{
 			Name:        "model",
 			Description: "the text model: OpenAI-compatible, or the demo model when none is configured",
-			Models:      map[plugin.ModelType]plugin.Model{plugin.ModelText: model},
+			Models:      map[plugin.ModelType]plugin.Model{plugin.ModelText: o.Model},
 		},
-		{
+		&plugin.Plugin{
 			Name:         "orchestrator",
-			Description:  "background agent tasks: the fair queue, one-call iterations, and the tools tasks use",
+			Description:  "background agent tasks: chat commands, the fair queue, one-call iterations, the tools tasks use, notifications",
 			Dependencies: []string{"model"},
 			Actions:      append(actions.Commands(chat), tools...),
-			Providers:    []plugin.Provider{providers.RoomTasks{Store: taskService.Store()}},
+			Providers:    []plugin.Provider{providers.RoomTasks{Store: o.Store}},
 			Evaluators:   []plugin.Evaluator{evaluators.Answer{Chat: chat}},
 			// Stopped in reverse: the task service drains first, then the
 			// notifications its last commits caused are sent.
 			Services: []plugin.Service{notifier, taskService},
 		},
+	)
+	if err != nil {
+		panic(err) // two fixed, distinct names: cannot fail
 	}
+	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Chat: chat}
 }
 
 // replicaName names this process in leases and outbox claims.

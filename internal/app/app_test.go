@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -237,5 +238,71 @@ func TestCheckCatchesACorruptedRow(t *testing.T) {
 				t.Fatalf("corrupted check: exit %d\n%s", code, out)
 			}
 		})
+	}
+}
+
+// TestConsoleThroughAPipe is the console scenario of the notifications
+// issue, with the demo model on the real clock: two tasks, the queue, a
+// batched progress message, the completion the moment it happens, and
+// the control commands.
+func TestConsoleThroughAPipe(t *testing.T) {
+	t.Parallel()
+	in, typer := io.Pipe()
+	var out syncBuffer
+	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_CONSOLE": "true",
+		"TASKLOOM_FLUSH_INTERVAL": "2s", "TASKLOOM_WORKERS": "2"}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- app.Main(context.Background(), app.Options{Getenv: envOf(env), Stdin: in, Stdout: &out, Stderr: io.Discard})
+	}()
+	typeLine := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(typer, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the console never showed %q:\n%s", want, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("Type `help` for the commands")
+	typeLine("create task write a haiku")
+	waitFor(`Created task #1 "Write a haiku"`)
+	typeLine("create task plan a trip")
+	waitFor(`Created task #2 "Plan a trip"`)
+	typeLine("list tasks")
+	waitFor("📊 Task Queue (2 tasks)")
+	waitFor("   Progress: 0% → ")
+	typeLine("pause #2")
+	waitFor(`⏸️ Task #2 "Plan a trip" paused`)
+	typeLine("resume #2")
+	waitFor(`▶️ Task #2 "Plan a trip" resumed`)
+	typeLine("status #99")
+	waitFor("There is no task #99 here.")
+	typeLine("status #1")
+	waitFor("Goal: write a haiku")
+	typeLine("create task an idea to drop")
+	waitFor("Created task #3")
+	typeLine("cancel #3")
+	waitFor(`🛑 Task #3 "An idea to drop" canceled.`)
+	waitFor(`✅ Task #1 "Write a haiku" completed!`)
+	waitFor(`✅ Task #2 "Plan a trip" completed!`)
+	if strings.Count(out.String(), `✅ Task #1 "Write a haiku" completed!`) != 1 {
+		t.Fatalf("the completion was sent more than once:\n%s", out.String())
+	}
+	typer.Close() // Ctrl-D
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	case <-time.After(app.ShutdownTimeout + 10*time.Second):
+		t.Fatal("no exit after the input ended")
 	}
 }
