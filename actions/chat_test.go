@@ -138,7 +138,7 @@ func TestControlIsForTheRequestorAndAdmins(t *testing.T) {
 		k.expect("ann", "pause #1", `⏸️ Task #1 "Build auth" paused`)
 		k.expect("ann", "pause #1", "Task #1 is already paused.")
 		k.expect("boss", "resume #1", `▶️ Task #1 "Build auth" resumed`) // TASKLOOM_ADMINS
-		k.expect("carol", "pause #1", "paused", admin)                  // a Manage Server / workspace admin
+		k.expect("carol", "pause #1", "paused", admin)                   // a Manage Server / workspace admin
 		k.expect("ann", "cancel #1", `🛑 Task #1 "Build auth" canceled`)
 		k.expect("ann", "resume #1", "Task #1 has already ended (canceled); it cannot be resumed.")
 		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusCanceled {
