@@ -27,6 +27,12 @@ type Config struct {
 	DiscordToken         string
 	DiscordApplicationID string
 	DiscordAPIURL        string
+	// DiscordShardID and DiscordShardCount split the bot's gateway across
+	// replicas (DISCORD_SHARD_ID, DISCORD_SHARD_COUNT): this replica runs
+	// shard DiscordShardID of DiscordShardCount. A count of 0 means no
+	// sharding (one gateway connection for every guild).
+	DiscordShardID    int
+	DiscordShardCount int
 
 	SlackBotToken      string
 	SlackAppToken      string
@@ -104,6 +110,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Character:            r.str("TASKLOOM_CHARACTER", ""),
 		LogLevel:             strings.ToLower(r.str("TASKLOOM_LOG_LEVEL", "info")),
 	}
+	c.DiscordShardID, c.DiscordShardCount = r.shard("DISCORD_SHARD_ID", "DISCORD_SHARD_COUNT")
 	if r.err != nil {
 		return Config{}, r.err
 	}
@@ -144,6 +151,11 @@ func (c Config) Validate() error {
 		if err := checkHTTPURL(u.value); err != nil {
 			return &Error{Var: u.name, Value: u.value, Reason: err.Error()}
 		}
+	}
+	if c.DiscordShardCount < 0 || c.DiscordShardID < 0 || (c.DiscordShardCount == 0 && c.DiscordShardID != 0) ||
+		(c.DiscordShardCount > 0 && c.DiscordShardID >= c.DiscordShardCount) {
+		return &Error{Var: "DISCORD_SHARD_ID", Value: strconv.Itoa(c.DiscordShardID),
+			Reason: fmt.Sprintf("want a shard from 0 to DISCORD_SHARD_COUNT-1 (DISCORD_SHARD_COUNT is %d)", c.DiscordShardCount)}
 	}
 	if strings.TrimSpace(c.OpenAIModel) == "" {
 		return &Error{Var: "OPENAI_MODEL", Reason: "is empty"}
@@ -251,6 +263,29 @@ func (r *reader) boolean(name string) bool {
 		r.fail(&Error{Var: name, Value: v, Reason: "want true or false"})
 	}
 	return b
+}
+
+// shard reads a shard ID and a shard count that are set together or not
+// at all; neither set gives 0, 0 (no sharding).
+func (r *reader) shard(idVar, countVar string) (id, count int) {
+	idSet := strings.TrimSpace(r.getenv(idVar)) != ""
+	countSet := strings.TrimSpace(r.getenv(countVar)) != ""
+	switch {
+	case !idSet && !countSet:
+		return 0, 0
+	case !countSet:
+		r.fail(&Error{Var: countVar, Reason: "must be set with " + idVar + " (both or neither)"})
+		return 0, 0
+	case !idSet:
+		r.fail(&Error{Var: idVar, Reason: "must be set with " + countVar + " (both or neither)"})
+		return 0, 0
+	}
+	count = r.integer(countVar, 0, 1, 1<<16)
+	id = r.integer(idVar, 0, 0, 1<<16)
+	if r.err == nil && id >= count {
+		r.fail(&Error{Var: idVar, Value: strconv.Itoa(id), Reason: fmt.Sprintf("want a shard from 0 to %d (%s is %d)", count-1, countVar, count)})
+	}
+	return id, count
 }
 
 func (r *reader) list(name string) []string {

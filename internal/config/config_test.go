@@ -75,6 +75,12 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"SLACK_BOT_TOKEN", "xoxb-1"}, `SLACK_SIGNING_SECRET`},
 		{[]string{"TASKLOOM_LOG_LEVEL", "loud"}, `TASKLOOM_LOG_LEVEL`},
 		{[]string{"TASKLOOM_RUN_COMMAND", "yes please"}, `TASKLOOM_RUN_COMMAND="yes please": want true or false`},
+		{[]string{"DISCORD_SHARD_ID", "1"}, `DISCORD_SHARD_COUNT: must be set with DISCORD_SHARD_ID (both or neither)`},
+		{[]string{"DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID: must be set with DISCORD_SHARD_COUNT (both or neither)`},
+		{[]string{"DISCORD_SHARD_ID", "2", "DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID="2": want a shard from 0 to 1 (DISCORD_SHARD_COUNT is 2)`},
+		{[]string{"DISCORD_SHARD_ID", "-1", "DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID="-1": want a whole number`},
+		{[]string{"DISCORD_SHARD_ID", "0", "DISCORD_SHARD_COUNT", "0"}, `DISCORD_SHARD_COUNT="0": want a whole number from 1`},
+		{[]string{"DISCORD_SHARD_ID", "x", "DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID="x"`},
 	}
 	for _, tt := range tests {
 		_, err := config.Load(env(tt.env...))
@@ -84,6 +90,33 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%v: error leaks a password: %v", tt.env, err)
+		}
+	}
+}
+
+func TestDiscordShards(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env       []string
+		id, count int
+	}{
+		{nil, 0, 0},
+		{[]string{"DISCORD_SHARD_ID", "0", "DISCORD_SHARD_COUNT", "1"}, 0, 1},
+		{[]string{"DISCORD_SHARD_ID", "3", "DISCORD_SHARD_COUNT", "4"}, 3, 4},
+		{[]string{"DISCORD_SHARD_ID", " 1 ", "DISCORD_SHARD_COUNT", "2"}, 1, 2},
+	}
+	for _, tt := range tests {
+		c, err := config.Load(env(tt.env...))
+		if err != nil || c.DiscordShardID != tt.id || c.DiscordShardCount != tt.count {
+			t.Errorf("%v: shard %d of %d, err %v; want %d of %d", tt.env, c.DiscordShardID, c.DiscordShardCount, err, tt.id, tt.count)
+		}
+	}
+	for _, c := range []config.Config{{DiscordShardID: 1}, {DiscordShardID: 2, DiscordShardCount: 2}, {DiscordShardCount: -1}} {
+		ok, _ := config.Load(env())
+		ok.DiscordShardID, ok.DiscordShardCount = c.DiscordShardID, c.DiscordShardCount
+		var ce *config.Error
+		if err := ok.Validate(); !errors.As(err, &ce) || ce.Var != "DISCORD_SHARD_ID" {
+			t.Errorf("Validate with shard %d of %d = %v, want an error naming DISCORD_SHARD_ID", c.DiscordShardID, c.DiscordShardCount, err)
 		}
 	}
 }
