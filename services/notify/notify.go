@@ -36,7 +36,25 @@ type Options struct {
 	MaxBackoff time.Duration
 	// Demo labels every message as caused by the demo model.
 	Demo bool
+	// Metrics, when set, counts deliveries by platform (internal/metrics
+	// implements it).
+	Metrics Metrics
 }
+
+// Metrics receives the notification service's measurements. Its methods
+// must be cheap and safe for concurrent use.
+type Metrics interface {
+	// NotificationSent counts a message a platform accepted.
+	NotificationSent(platform string)
+	// NotificationFailed counts a message that could not be delivered
+	// (its rows stay pending and are retried).
+	NotificationFailed(platform string)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) NotificationSent(string)   {}
+func (noMetrics) NotificationFailed(string) {}
 
 // Service is the notification service.
 type Service struct {
@@ -68,6 +86,9 @@ func New(opts Options) *Service {
 	}
 	if opts.Owner == "" {
 		opts.Owner = "notify"
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = noMetrics{}
 	}
 	rt := opts.Runtime
 	s := &Service{
@@ -192,11 +213,14 @@ func (s *Service) deliver(ctx context.Context, room string, rows []plugin.Notifi
 	}
 	platform, ok := s.rt.Platform(room)
 	if !ok {
+		s.opts.Metrics.NotificationFailed(plugin.RoomPlatform(room))
 		return false, s.release(ctx, room, rows, ids, fmt.Errorf("no platform is connected for room %s", room))
 	}
 	if _, err := platform.Send(ctx, room, msg); err != nil {
+		s.opts.Metrics.NotificationFailed(plugin.RoomPlatform(room))
 		return false, s.release(ctx, room, rows, ids, err)
 	}
+	s.opts.Metrics.NotificationSent(plugin.RoomPlatform(room))
 	if err := s.store.MarkSent(ctx, s.opts.Owner, ids, shown); err != nil {
 		// Delivered, but another sender took the rows after our claim
 		// expired: it may send them again. Say so; nothing is lost.

@@ -14,6 +14,8 @@ import (
 type Iterator struct {
 	Runtime *plugin.Runtime
 	History History
+	// Metrics, when set, observes the model call.
+	Metrics Metrics
 }
 
 // Run gives a claimed task one iteration: build the prompt, make the one
@@ -39,11 +41,15 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) plugin.Outcome {
 	if err != nil {
 		return failStep("", "could not build the prompt: "+err.Error())
 	}
+	start := rt.Clock().Now()
 	resp, err := rt.UseModel(ctx, plugin.ModelText, plugin.ModelRequest{
 		Messages: msgs,
 		Schema:   DecisionSchema,
 		Task:     &plugin.TaskRef{Number: task.Number, Goal: task.Goal, Iteration: task.Iteration + 1, Progress: task.Progress},
 	})
+	if it.Metrics != nil {
+		it.Metrics.ModelRequest(rt.Clock().Now().Sub(start), resp.Usage)
+	}
 	o.PromptTokens, o.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 	if err != nil {
 		reason := "the model call failed: " + err.Error()

@@ -44,7 +44,33 @@ type Options struct {
 	// Listen, when set, delivers signals from other replicas that a task
 	// became ready (PostgreSQL LISTEN/NOTIFY).
 	Listen func(ctx context.Context) (<-chan struct{}, error)
+	// Metrics, when set, is told about claims, model calls and iteration
+	// outcomes (internal/metrics implements it).
+	Metrics Metrics
 }
+
+// Metrics receives the measurements of the task service. Its methods must
+// be cheap and safe for concurrent use.
+type Metrics interface {
+	// Iteration counts an iteration by outcome: the status it left the
+	// task in ("continued" for running, "completed", "failed",
+	// "stalemate", "waiting", "paused"), or "rejected" (the lease was
+	// lost or the task ended meanwhile), "released" (shutdown) or "error".
+	Iteration(outcome string)
+	// Claim observes how long a claim statement took.
+	Claim(d time.Duration)
+	// ModelRequest observes one model call of an iteration and its usage.
+	ModelRequest(d time.Duration, u plugin.Usage)
+	// LeaseLost counts a result rejected because its lease was lost.
+	LeaseLost()
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Iteration(string)                         {}
+func (noMetrics) Claim(time.Duration)                      {}
+func (noMetrics) ModelRequest(time.Duration, plugin.Usage) {}
+func (noMetrics) LeaseLost()                               {}
 
 // Service is the task service.
 type Service struct {
@@ -83,6 +109,9 @@ func New(opts Options) *Service {
 	if opts.MaxActivePerUser <= 0 {
 		opts.MaxActivePerUser = DefaultMaxActivePerUser
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = noMetrics{}
+	}
 	rt := opts.Runtime
 	return &Service{
 		opts:  opts,
@@ -90,7 +119,7 @@ func New(opts Options) *Service {
 		store: rt.Store(),
 		clk:   rt.Clock(),
 		log:   rt.Logger().With("service", "tasks"),
-		it:    &Iterator{Runtime: rt, History: opts.History},
+		it:    &Iterator{Runtime: rt, History: opts.History, Metrics: opts.Metrics},
 		wake:  make(chan struct{}, 1),
 	}
 }
@@ -233,7 +262,11 @@ func (s *Service) idle(d time.Duration) bool {
 // task was served. Workers call it in a loop; tests and benchmarks call it
 // directly.
 func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
-	task, err := s.store.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: s.clk.Now(), Lease: s.opts.Lease})
+	start := s.clk.Now()
+	task, err := s.store.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: start, Lease: s.opts.Lease})
+	if err == nil || errors.Is(err, plugin.ErrNoTask) {
+		s.opts.Metrics.Claim(s.clk.Now().Sub(start))
+	}
 	if errors.Is(err, plugin.ErrNoTask) {
 		return false, nil
 	}
@@ -255,8 +288,10 @@ func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 			return plugin.Released(t, owner, task.Fence, s.clk.Now())
 		})
 		if err != nil && !errors.Is(err, plugin.ErrStaleFence) {
+			s.opts.Metrics.Iteration("error")
 			return true, fmt.Errorf("release task #%d: %w", task.Number, err)
 		}
+		s.opts.Metrics.Iteration("released")
 		return true, ctx.Err()
 	}
 	return true, s.commit(wctx, task, o)
@@ -270,6 +305,10 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 	})
 	if errors.Is(err, plugin.ErrStaleFence) || errors.Is(err, plugin.ErrTerminal) {
 		s.log.Warn("late iteration result rejected", "task", claimed.Number, "fence", o.Fence, "owner", o.Owner, "err", err)
+		s.opts.Metrics.Iteration("rejected")
+		if errors.Is(err, plugin.ErrStaleFence) {
+			s.opts.Metrics.LeaseLost()
+		}
 		_, rerr := s.mutate(ctx, claimed.Number, func(t plugin.Task) (plugin.Mutation, error) {
 			return plugin.Rejected(t, o, err)
 		})
@@ -279,13 +318,23 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 		return nil
 	}
 	if err != nil {
+		s.opts.Metrics.Iteration("error")
 		return fmt.Errorf("commit iteration of task #%d: %w", claimed.Number, err)
 	}
+	s.opts.Metrics.Iteration(outcome(after.Status))
 	s.afterChange(ctx, after)
 	if after.Status == plugin.StatusWaiting && strings.HasPrefix(o.Wait, "subtask") {
 		s.resumeParent(ctx, after.Number) // its subtasks may have ended already
 	}
 	return nil
+}
+
+// outcome names an iteration's result by the status it left the task in.
+func outcome(st plugin.Status) string {
+	if st == plugin.StatusRunning {
+		return "continued"
+	}
+	return string(st)
 }
 
 // mutate runs a transition through the store, adding the notifications
