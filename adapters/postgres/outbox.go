@@ -27,7 +27,7 @@ func (s *Store) Enqueue(ctx context.Context, n plugin.Notification) (plugin.Noti
 
 // prepareNotification checks n and fills in its defaults.
 func prepareNotification(n plugin.Notification) (plugin.Notification, error) {
-	if err := cleanNotification(&n); err != nil {
+	if err := plugin.CleanNotification(&n); err != nil {
 		return n, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
 	}
 	if n.Room == "" || n.Category == "" {
@@ -126,7 +126,7 @@ func (s *Store) MarkSent(ctx context.Context, owner string, ids []int64, sent []
 			}
 		}
 		for _, p := range sent {
-			if _, err := tx.Exec(ctx, sqlUpsertRoomProgress, cleanText(p.Room), p.TaskNumber, p.Progress); err != nil {
+			if _, err := tx.Exec(ctx, sqlUpsertRoomProgress, plugin.CleanText(p.Room), p.TaskNumber, p.Progress); err != nil {
 				return err
 			}
 		}
@@ -149,7 +149,7 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, retryAt 
 	if len(ids) == 0 {
 		return nil
 	}
-	tag, err := s.pool.Exec(ctx, sqlRelease, ids, owner, timeArg(plugin.UTC(retryAt)), cleanText(reason))
+	tag, err := s.pool.Exec(ctx, sqlRelease, ids, owner, timeArg(plugin.UTC(retryAt)), plugin.CleanText(reason))
 	if err != nil {
 		return fmt.Errorf("release notifications: %w", err)
 	}

@@ -17,8 +17,8 @@ func (s *Store) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task,
 	if err != nil {
 		return plugin.Task{}, err
 	}
-	cleanTask(&row)
-	actor := cleanText(in.Actor)
+	plugin.CleanTask(&row)
+	actor := plugin.CleanText(in.Actor)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if row.ParentNumber != 0 {
 			var ok bool
@@ -102,7 +102,7 @@ func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, err
 	if c.Owner == "" || c.Now.IsZero() {
 		return plugin.Task{}, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
 	}
-	c.Owner = cleanText(c.Owner)
+	c.Owner = plugin.CleanText(c.Owner)
 	now, until := plugin.UTC(c.Now), plugin.UTC(c.Now.Add(c.Lease))
 	var after plugin.Task
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -133,7 +133,7 @@ func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, err
 		// The SQL and the domain must agree on what a claim is. (== is
 		// the quick check; times from both sides are normalized UTC.)
 		if m.Task != after {
-			d, err := differingColumns(m.Task, after)
+			d, err := plugin.DifferingColumns(m.Task, after)
 			if err != nil {
 				return fmt.Errorf("claim task #%d: %w", after.Number, err)
 			}
@@ -167,7 +167,7 @@ func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFu
 		if err != nil {
 			return err
 		}
-		if err := checkMutation(cur, m); err != nil {
+		if err := plugin.CheckMutation(cur, m); err != nil {
 			return err
 		}
 		if err := writeMutation(ctx, tx, &m); err != nil {
@@ -185,12 +185,12 @@ func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFu
 // writeMutation writes the row, the step, the notifications and the event
 // of m to a row the transaction has locked, in one round trip.
 func writeMutation(ctx context.Context, tx pgx.Tx, m *plugin.Mutation) error {
-	cleanTask(&m.Task)
+	plugin.CleanTask(&m.Task)
 	b := &pgx.Batch{}
 	b.Queue(sqlUpdateTask, taskArgs(m.Task)...)
 	if m.Step != nil {
 		st := *m.Step
-		if err := cleanStep(&st); err != nil {
+		if err := plugin.CleanStep(&st); err != nil {
 			return fmt.Errorf("step: %w", err)
 		}
 		b.Queue(sqlInsertStep, st.TaskNumber, st.Iteration, st.Thought, st.Action,
@@ -233,7 +233,7 @@ func writeEvent(ctx context.Context, tx pgx.Tx, e plugin.TaskEvent) error {
 // an n-1 that committed later. The lock, held to commit, makes
 // transactions take IDs in the order they commit.
 func queueEvent(b *pgx.Batch, e plugin.TaskEvent) error {
-	if err := cleanEvent(&e); err != nil {
+	if err := plugin.CleanEvent(&e); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
 	b.Queue(sqlEventOrderLock, int64(eventOrderLockKey))

@@ -12,7 +12,7 @@ import (
 // SaveMemory stores a chat message once: a redelivery (same platform and
 // message ID) returns the stored message and false.
 func (s *Store) SaveMemory(ctx context.Context, m plugin.Memory) (plugin.Memory, bool, error) {
-	cleanMemory(&m)
+	plugin.CleanMemory(&m)
 	m.CreatedAt = plugin.UTC(m.CreatedAt)
 	stored, err := scanMemory(s.write.QueryRowContext(ctx, sqlInsertMemory, m.Platform, m.MessageID, m.Room,
 		m.WorkspaceID, m.AuthorID, m.AuthorName, m.Text, m.FromBot, timeArg(m.CreatedAt)))

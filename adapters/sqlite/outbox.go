@@ -22,7 +22,7 @@ func (s *Store) Enqueue(ctx context.Context, n plugin.Notification) (plugin.Noti
 }
 
 func enqueue(ctx context.Context, q querier, n plugin.Notification) (plugin.Notification, error) {
-	if err := cleanNotification(&n); err != nil {
+	if err := plugin.CleanNotification(&n); err != nil {
 		return plugin.Notification{}, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
 	}
 	if n.Room == "" || n.Category == "" {
@@ -106,7 +106,7 @@ func (s *Store) MarkSent(ctx context.Context, owner string, ids []int64, sent []
 			}
 		}
 		for _, p := range sent {
-			if _, err := tx.ExecContext(ctx, sqlUpsertRoomProgress, cleanText(p.Room), p.TaskNumber, p.Progress); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlUpsertRoomProgress, plugin.CleanText(p.Room), p.TaskNumber, p.Progress); err != nil {
 				return err
 			}
 		}
@@ -129,7 +129,7 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, retryAt 
 	if len(ids) == 0 {
 		return nil
 	}
-	res, err := s.write.ExecContext(ctx, sqlRelease, jsonList(ids), owner, timeArg(plugin.UTC(retryAt)), cleanText(reason))
+	res, err := s.write.ExecContext(ctx, sqlRelease, jsonList(ids), owner, timeArg(plugin.UTC(retryAt)), plugin.CleanText(reason))
 	if err != nil {
 		return fmt.Errorf("release notifications: %w", err)
 	}

@@ -15,8 +15,8 @@ func (s *Store) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task,
 	if err != nil {
 		return plugin.Task{}, err
 	}
-	cleanTask(&row)
-	actor := cleanText(in.Actor)
+	plugin.CleanTask(&row)
+	actor := plugin.CleanText(in.Actor)
 	err = s.inTx(ctx, func(tx txn) error {
 		if row.ParentNumber != 0 {
 			var ok bool
@@ -100,7 +100,7 @@ func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, err
 	if c.Owner == "" || c.Now.IsZero() {
 		return plugin.Task{}, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
 	}
-	c.Owner = cleanText(c.Owner)
+	c.Owner = plugin.CleanText(c.Owner)
 	now, until := timeArg(plugin.UTC(c.Now)), timeArg(plugin.UTC(c.Now.Add(c.Lease)))
 	var after plugin.Task
 	err := s.inTx(ctx, func(tx txn) error {
@@ -128,7 +128,7 @@ func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, err
 		// The SQL and the domain must agree on what a claim is. (== is
 		// the quick check; times from both sides are normalized UTC.)
 		if m.Task != after {
-			d, err := differingColumns(m.Task, after)
+			d, err := plugin.DifferingColumns(m.Task, after)
 			if err != nil {
 				return fmt.Errorf("claim task #%d: %w", after.Number, err)
 			}
@@ -164,7 +164,7 @@ func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFu
 		if err != nil {
 			return err
 		}
-		if err := checkMutation(cur, m); err != nil {
+		if err := plugin.CheckMutation(cur, m); err != nil {
 			return err
 		}
 		if err := writeMutation(ctx, tx, &m); err != nil {
@@ -182,7 +182,7 @@ func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFu
 // writeMutation writes the row, the event, the step and the notifications
 // of m.
 func writeMutation(ctx context.Context, tx txn, m *plugin.Mutation) error {
-	cleanTask(&m.Task)
+	plugin.CleanTask(&m.Task)
 	args := taskArgs(m.Task)
 	// The number is the last parameter of sqlUpdateTask.
 	args = append(args[1:len(args):len(args)], args[0])
@@ -194,7 +194,7 @@ func writeMutation(ctx context.Context, tx txn, m *plugin.Mutation) error {
 	}
 	if m.Step != nil {
 		st := *m.Step
-		if err := cleanStep(&st); err != nil {
+		if err := plugin.CleanStep(&st); err != nil {
 			return fmt.Errorf("step: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, sqlInsertStep, st.TaskNumber, st.Iteration, st.Thought, st.Action,
@@ -217,7 +217,7 @@ func writeMutation(ctx context.Context, tx txn, m *plugin.Mutation) error {
 }
 
 func insertEvent(ctx context.Context, tx txn, e plugin.TaskEvent) error {
-	if err := cleanEvent(&e); err != nil {
+	if err := plugin.CleanEvent(&e); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, sqlInsertEvent, e.TaskNumber, e.Sequence, e.Type, string(e.Payload),

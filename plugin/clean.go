@@ -1,24 +1,24 @@
-package sqlite
+package plugin
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/taskloom/taskloom/plugin"
 )
 
-// Text reaching the store is not always clean: a tool may read a binary
-// file, a model may emit a NUL. adapters/postgres must replace NUL and
-// invalid UTF-8 (PostgreSQL refuses them in text and jsonb), so this store
-// does the same and both return the same text: each such byte becomes
-// U+FFFD, one per byte, as encoding/json writes them, so a row and the
-// event that recorded it still agree. This file mirrors
-// adapters/postgres/text.go.
+// Text reaching a store is not always clean: a tool may read a binary
+// file, a model may emit a NUL. PostgreSQL refuses NUL and invalid UTF-8 in
+// text and jsonb, and an iteration must not fail for it, so both stores
+// write every string with those bytes replaced by U+FFFD — one per byte, as
+// encoding/json writes them, so a row and the event that recorded it still
+// agree — and return the same text.
 
-func cleanText(s string) string {
+// CleanText replaces NUL and invalid UTF-8 bytes with U+FFFD.
+func CleanText(s string) string {
 	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
 		return s
 	}
@@ -36,9 +36,9 @@ func cleanText(s string) string {
 	return b.String()
 }
 
-// cleanJSON returns raw with NUL and invalid UTF-8 in its strings replaced,
+// CleanJSON returns raw with NUL and invalid UTF-8 in its strings replaced,
 // re-encoding it only when it has any.
-func cleanJSON(raw json.RawMessage) (json.RawMessage, error) {
+func CleanJSON(raw json.RawMessage) (json.RawMessage, error) {
 	if utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u0000`)) {
 		return raw, nil
 	}
@@ -46,7 +46,7 @@ func cleanJSON(raw json.RawMessage) (json.RawMessage, error) {
 	d.UseNumber()
 	var v any
 	if err := d.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%w: not JSON: %v", plugin.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: not JSON: %v", ErrInvalid, err)
 	}
 	out, err := json.Marshal(cleanValue(v))
 	if err != nil {
@@ -58,7 +58,7 @@ func cleanJSON(raw json.RawMessage) (json.RawMessage, error) {
 func cleanValue(v any) any {
 	switch v := v.(type) {
 	case string:
-		return cleanText(v)
+		return CleanText(v)
 	case []any:
 		for i := range v {
 			v[i] = cleanValue(v[i])
@@ -67,77 +67,82 @@ func cleanValue(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[cleanText(k)] = cleanValue(e)
+			out[CleanText(k)] = cleanValue(e)
 		}
 		return out
 	}
 	return v
 }
 
-func cleanTask(t *plugin.Task) {
+// CleanTask cleans a task's text columns.
+func CleanTask(t *Task) {
 	for _, p := range []*string{&t.Name, &t.Goal, &t.RequestorID, &t.Platform, &t.RoomID,
 		&t.WorkspaceID, &t.Summary, &t.Error, &t.LeaseOwner} {
-		*p = cleanText(*p)
+		*p = CleanText(*p)
 	}
-	t.Status = plugin.Status(cleanText(string(t.Status)))
+	t.Status = Status(CleanText(string(t.Status)))
 }
 
-func cleanStep(s *plugin.Step) error {
+// CleanStep cleans a step's text and parameters.
+func CleanStep(s *Step) error {
 	for _, p := range []*string{&s.Thought, &s.Action, &s.Result, &s.Error} {
-		*p = cleanText(*p)
+		*p = CleanText(*p)
 	}
 	if len(s.Params) == 0 {
 		s.Params = json.RawMessage(`{}`)
 	}
 	var err error
-	s.Params, err = cleanJSON(s.Params)
+	s.Params, err = CleanJSON(s.Params)
 	return err
 }
 
-func cleanEvent(e *plugin.TaskEvent) error {
-	e.Type = cleanText(e.Type)
-	e.Actor = cleanText(e.Actor)
+// CleanEvent cleans an event's text and payload.
+func CleanEvent(e *TaskEvent) error {
+	e.Type = CleanText(e.Type)
+	e.Actor = CleanText(e.Actor)
 	var err error
-	e.Payload, err = cleanJSON(e.Payload)
+	e.Payload, err = CleanJSON(e.Payload)
 	return err
 }
 
-func cleanNotification(n *plugin.Notification) error {
+// CleanNotification cleans an outbox row; its payload must be JSON.
+func CleanNotification(n *Notification) error {
 	for _, p := range []*string{&n.Room, &n.Category, &n.LastError} {
-		*p = cleanText(*p)
+		*p = CleanText(*p)
 	}
 	if len(n.Payload) == 0 {
 		n.Payload = json.RawMessage(`{}`)
 	}
 	if !json.Valid(n.Payload) {
-		return fmt.Errorf("%w: the payload is not JSON", plugin.ErrInvalid)
+		return fmt.Errorf("%w: the payload is not JSON", ErrInvalid)
 	}
 	var err error
-	n.Payload, err = cleanJSON(n.Payload)
+	n.Payload, err = CleanJSON(n.Payload)
 	return err
 }
 
-func cleanMemory(m *plugin.Memory) {
+// CleanMemory cleans a memory's text.
+func CleanMemory(m *Memory) {
 	for _, p := range []*string{&m.Platform, &m.MessageID, &m.Room, &m.WorkspaceID,
 		&m.AuthorID, &m.AuthorName, &m.Text} {
-		*p = cleanText(*p)
+		*p = CleanText(*p)
 	}
 }
 
-// checkMutation refuses what a MutateFunc must not do, whatever the
+// CheckMutation refuses what a MutateFunc must not do, whatever the
 // transition: renumber the task, skip or repeat an event sequence, or change
 // a task that has ended.
-func checkMutation(cur plugin.Task, m plugin.Mutation) error {
+func CheckMutation(cur Task, m Mutation) error {
 	switch {
 	case m.Task.Number != cur.Number || m.Event.TaskNumber != cur.Number:
-		return fmt.Errorf("update task #%d: %w: the mutation is for task #%d", cur.Number, plugin.ErrInvalid, m.Event.TaskNumber)
+		return fmt.Errorf("update task #%d: %w: the mutation is for task #%d", cur.Number, ErrInvalid, m.Event.TaskNumber)
 	case m.Event.Type == "":
-		return fmt.Errorf("update task #%d: %w: the mutation has no event", cur.Number, plugin.ErrInvalid)
+		return fmt.Errorf("update task #%d: %w: the mutation has no event", cur.Number, ErrInvalid)
 	case m.Event.Sequence != cur.EventSeq+1 || m.Task.EventSeq != m.Event.Sequence:
 		return fmt.Errorf("update task #%d: %w: event sequence %d (row says %d) does not follow %d",
-			cur.Number, plugin.ErrInvalid, m.Event.Sequence, m.Task.EventSeq, cur.EventSeq)
+			cur.Number, ErrInvalid, m.Event.Sequence, m.Task.EventSeq, cur.EventSeq)
 	case m.Step != nil && m.Step.TaskNumber != cur.Number:
-		return fmt.Errorf("update task #%d: %w: the step is for task #%d", cur.Number, plugin.ErrInvalid, m.Step.TaskNumber)
+		return fmt.Errorf("update task #%d: %w: the step is for task #%d", cur.Number, ErrInvalid, m.Step.TaskNumber)
 	}
 	if cur.Status.Terminal() {
 		same, err := sameColumns(cur, m.Task)
@@ -145,7 +150,7 @@ func checkMutation(cur plugin.Task, m plugin.Mutation) error {
 			return fmt.Errorf("update task #%d: %w", cur.Number, err)
 		}
 		if !same || m.Step != nil {
-			return &plugin.TaskError{Op: "update", Number: cur.Number, Status: cur.Status, Err: plugin.ErrTerminal}
+			return &TaskError{Op: "update", Number: cur.Number, Status: cur.Status, Err: ErrTerminal}
 		}
 	}
 	return nil
@@ -153,18 +158,18 @@ func checkMutation(cur plugin.Task, m plugin.Mutation) error {
 
 // sameColumns reports whether a and b agree on every column but event_seq
 // (which Task's JSON leaves out).
-func sameColumns(a, b plugin.Task) (bool, error) {
+func sameColumns(a, b Task) (bool, error) {
 	a.EventSeq = b.EventSeq
-	d, err := differingColumns(a, b)
+	d, err := DifferingColumns(a, b)
 	return len(d) == 0, err
 }
 
-// differingColumns names the columns on which a and b disagree, event_seq
+// DifferingColumns names the columns on which a and b disagree, event_seq
 // included, in column order.
-func differingColumns(a, b plugin.Task) ([]string, error) {
+func DifferingColumns(a, b Task) ([]string, error) {
 	var ma, mb map[string]json.RawMessage
 	for _, x := range []struct {
-		t plugin.Task
+		t Task
 		m *map[string]json.RawMessage
 	}{{a, &ma}, {b, &mb}} {
 		raw, err := json.Marshal(x.t)
@@ -176,14 +181,13 @@ func differingColumns(a, b plugin.Task) ([]string, error) {
 		}
 	}
 	var out []string
-	for _, col := range taskColumns {
-		if col == "event_seq" {
-			if a.EventSeq != b.EventSeq {
-				out = append(out, col)
-			}
-		} else if !bytes.Equal(ma[col], mb[col]) {
+	for _, col := range slices.Sorted(maps.Keys(ma)) {
+		if !bytes.Equal(ma[col], mb[col]) {
 			out = append(out, col)
 		}
+	}
+	if a.EventSeq != b.EventSeq {
+		out = append(out, "event_seq")
 	}
 	return out, nil
 }
