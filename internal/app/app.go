@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/console"
 	"github.com/taskloom/taskloom/adapters/demo"
@@ -429,12 +431,10 @@ func useConsole(cfg config.Config, getenv func(string) string, stdin io.Reader) 
 	if cfg.DiscordToken != "" || cfg.SlackBotToken != "" {
 		return false
 	}
+	// A character device is not enough: /dev/null is one, and a service
+	// started with it must not read EOF and shut down.
 	f, ok := stdin.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func consoleUser(getenv func(string) string) string {
