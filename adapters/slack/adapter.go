@@ -1,0 +1,244 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Platform is the platform name: the prefix of Slack rooms and
+// plugin.Message.Platform.
+const Platform = "slack"
+
+// Timings.
+const (
+	// AckWindow is how long a slash command's answer is waited for before
+	// Slack is acknowledged without it; Slack gives up after three seconds.
+	AckWindow = 2500 * time.Millisecond
+	// AdminTTL is how long whether a user is a workspace admin is trusted.
+	AdminTTL = 10 * time.Minute
+	// maxReplyWait caps how long a reply waits out a rate limit.
+	maxReplyWait = time.Minute
+	// replyAttempts is how often a reply is tried when rate limited.
+	replyAttempts = 3
+)
+
+// Options configure the adapter.
+type Options struct {
+	BotToken      string // SLACK_BOT_TOKEN, xoxb-
+	AppToken      string // SLACK_APP_TOKEN, xapp- with connections:write: Socket Mode
+	SigningSecret string // SLACK_SIGNING_SECRET: the HTTP Events API
+	// APIURL is the Web API base (SLACK_API_URL), "https://slack.com/api/"
+	// when empty.
+	APIURL  string
+	Runtime *plugin.Runtime
+	Logger  *slog.Logger // the runtime's when nil
+	Clock   clock.Clock  // the runtime's when nil
+}
+
+// Adapter is the Slack platform and the service that listens to Slack.
+type Adapter struct {
+	opts Options
+	api  *slackapi.Client
+	rt   *plugin.Runtime
+	log  *slog.Logger
+	clk  clock.Clock
+
+	// base is the context incoming messages are handled in; Stop cancels
+	// it once they have drained (or its own context ends).
+	base   context.Context
+	cancel context.CancelFunc
+	work   tracker
+
+	mu      sync.Mutex
+	self    identity
+	started bool
+	socket  *socketLoop
+	users   map[string]userInfo
+}
+
+// identity is who the bot is, from auth.test.
+type identity struct {
+	UserID string // the bot user, whom mentions name
+	BotID  string // bot_id, which the bot's own messages carry
+	TeamID string
+}
+
+var (
+	_ plugin.Platform = (*Adapter)(nil)
+	_ plugin.Service  = (*Adapter)(nil)
+)
+
+// New returns an adapter; it talks to Slack once started.
+func New(opts Options) (*Adapter, error) {
+	switch {
+	case opts.Runtime == nil:
+		return nil, errors.New("slack: no runtime")
+	case opts.BotToken == "":
+		return nil, errors.New("slack: no bot token (SLACK_BOT_TOKEN)")
+	case opts.AppToken == "" && opts.SigningSecret == "":
+		return nil, errors.New("slack: neither an app-level token (SLACK_APP_TOKEN, for Socket Mode) nor a signing secret (SLACK_SIGNING_SECRET, for the HTTP Events API)")
+	case opts.AppToken != "" && !strings.HasPrefix(opts.AppToken, "xapp-"):
+		return nil, errors.New("slack: the app-level token (SLACK_APP_TOKEN) must start with xapp-")
+	}
+	if opts.APIURL == "" {
+		opts.APIURL = slackapi.APIURL
+	}
+	if !strings.HasSuffix(opts.APIURL, "/") {
+		opts.APIURL += "/"
+	}
+	if opts.Logger == nil {
+		opts.Logger = opts.Runtime.Logger()
+	}
+	if opts.Clock == nil {
+		opts.Clock = opts.Runtime.Clock()
+	}
+	log := opts.Logger.With("platform", Platform)
+	apiOpts := []slackapi.Option{
+		slackapi.OptionAPIURL(opts.APIURL),
+		slackapi.OptionLog(slog.NewLogLogger(log.Handler(), slog.LevelDebug)),
+		// No OptionRetry: a 429 must reach Send's caller, whose outbox
+		// retries after Retry-After.
+	}
+	if opts.AppToken != "" {
+		apiOpts = append(apiOpts, slackapi.OptionAppLevelToken(opts.AppToken))
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Adapter{
+		opts: opts, rt: opts.Runtime, log: log, clk: opts.Clock,
+		api:  slackapi.New(opts.BotToken, apiOpts...),
+		base: base, cancel: cancel,
+		users: map[string]userInfo{},
+	}, nil
+}
+
+// Plugin is the "slack" plugin: this adapter as the platform for "slack:"
+// rooms and as the service that listens to Slack.
+func (a *Adapter) Plugin() *plugin.Plugin {
+	return &plugin.Plugin{
+		Name:         Platform,
+		Description:  "Slack: app mentions, direct messages, /task and buttons, over Socket Mode or the HTTP Events API",
+		Dependencies: []string{"orchestrator"},
+		Platforms:    []plugin.Platform{a},
+		Services:     []plugin.Service{a},
+	}
+}
+
+// Name is the platform's and the service's name.
+func (a *Adapter) Name() string { return Platform }
+
+// SocketMode reports whether the adapter listens over Socket Mode (an
+// app-level token is set) rather than the HTTP Events API.
+func (a *Adapter) SocketMode() bool { return a.opts.AppToken != "" }
+
+// Start asks Slack who the bot is (auth.test), then, in Socket Mode,
+// connects. In HTTP mode HTTPHandler starts answering.
+func (a *Adapter) Start(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started {
+		return errors.New("slack: already started")
+	}
+	auth, err := a.api.AuthTestContext(ctx)
+	if err != nil {
+		return fmt.Errorf("slack: auth.test with the bot token: %w", err)
+	}
+	a.self = identity{UserID: auth.UserID, BotID: auth.BotID, TeamID: auth.TeamID}
+	if a.SocketMode() {
+		a.socket = a.startSocket()
+	}
+	a.started = true
+	mode := "HTTP Events API"
+	if a.SocketMode() {
+		mode = "Socket Mode"
+	}
+	a.log.Info("slack connected", "mode", mode, "team", auth.TeamID, "bot_user", auth.UserID, "api", a.opts.APIURL)
+	return nil
+}
+
+// Stop closes the Socket Mode connection, then waits (within ctx) for the
+// messages being handled to be answered.
+func (a *Adapter) Stop(ctx context.Context) error {
+	a.mu.Lock()
+	sock := a.socket
+	a.socket = nil
+	a.started = false
+	a.mu.Unlock()
+	if sock != nil {
+		sock.stop()
+	}
+	err := a.Drain(ctx)
+	a.cancel()
+	if err != nil {
+		return fmt.Errorf("slack: messages still being handled: %w", err)
+	}
+	return nil
+}
+
+// Drain waits until every incoming message taken so far has been handled
+// and answered, or ctx ends.
+func (a *Adapter) Drain(ctx context.Context) error { return a.work.wait(ctx) }
+
+func (a *Adapter) identity() (identity, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.self, a.started
+}
+
+// tracker counts work in flight; wait returns when there is none.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed while n == 0; nil means closed
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		t.idle = make(chan struct{})
+	}
+	t.n++
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 {
+		close(t.idle)
+	}
+}
+
+func (t *tracker) wait(ctx context.Context) error {
+	t.mu.Lock()
+	ch := t.idle
+	t.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// goTracked runs fn in a goroutine counted by the tracker.
+func (a *Adapter) goTracked(fn func()) {
+	a.work.add()
+	go func() {
+		defer a.work.done()
+		fn()
+	}()
+}
