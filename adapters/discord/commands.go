@@ -1,0 +1,214 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// CommandName is the one application command, /task.
+const CommandName = "task"
+
+// Commands are the application commands the bot registers: /task and its
+// subcommands (PRODUCT §3).
+func Commands() []*discordgo.ApplicationCommand {
+	one := 1.0
+	minLen := 1
+	number := func(what string) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{
+			Type: discordgo.ApplicationCommandOptionInteger, Name: "number",
+			Description: "The task's number, as in #3, of the task to " + what, Required: true, MinValue: &one,
+		}
+	}
+	text := func(name, desc string, maxLen int) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{
+			Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc,
+			Required: true, MinLength: &minLen, MaxLength: maxLen,
+		}
+	}
+	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{
+			Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts,
+		}
+	}
+	return []*discordgo.ApplicationCommand{{
+		Type:        discordgo.ChatApplicationCommand,
+		Name:        CommandName,
+		Description: "Hand long, multi-step work to an agent and follow it",
+		Options: []*discordgo.ApplicationCommandOption{
+			sub("create", "Create a task; progress is posted in this channel",
+				text("goal", "What the task should do", 4000)),
+			sub("list", "The task queue, in the order tasks are served"),
+			sub("status", "One task in detail", number("show")),
+			sub("pause", "Pause a task (its creator or a server manager)", number("pause")),
+			sub("resume", "Resume a paused task (its creator or a server manager)", number("resume")),
+			sub("cancel", "Cancel a task for good (its creator or a server manager)", number("cancel")),
+			sub("search", "Tasks whose name or goal matches", text("query", "Words to look for", 200)),
+			sub("answer", "Answer the question a waiting task asked",
+				number("answer"), text("text", "Your answer", 4000)),
+		},
+	}}
+}
+
+// registerCommands makes the application's global commands Commands(),
+// with one bulk overwrite — and none when they already are, so a restart
+// or another replica changes nothing. The overwrite keeps a command's ID
+// when one of the same name exists, so even two replicas racing through
+// it end with one /task.
+func (a *Adapter) registerCommands(ctx context.Context, appID string) error {
+	want := Commands()
+	have, err := a.sess.ApplicationCommands(appID, "", discordgo.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("list the application's commands (DISCORD_APPLICATION_ID=%s): %w", appID, rateLimited(err))
+	}
+	if sameCommands(have, want) {
+		a.log.Info("the /task command is registered already", "application", appID)
+		return nil
+	}
+	if _, err := a.sess.ApplicationCommandBulkOverwrite(appID, "", want, discordgo.WithContext(ctx)); err != nil {
+		return fmt.Errorf("register the /task command (DISCORD_APPLICATION_ID=%s): %w", appID, rateLimited(err))
+	}
+	a.log.Info("registered the /task command", "application", appID, "replaced", len(have))
+	return nil
+}
+
+// sameCommands reports whether the registered commands are the wanted
+// ones, comparing only what a definition says: Discord adds IDs,
+// versions and defaults of its own.
+func sameCommands(have, want []*discordgo.ApplicationCommand) bool {
+	canon := func(cs []*discordgo.ApplicationCommand) string {
+		out := make([]canonCommand, 0, len(cs))
+		for _, c := range cs {
+			out = append(out, canonicalCommand(c))
+		}
+		slices.SortFunc(out, func(x, y canonCommand) int {
+			return strings.Compare(fmt.Sprint(x.Type, x.Name), fmt.Sprint(y.Type, y.Name))
+		})
+		b, err := json.Marshal(out)
+		if err != nil {
+			return "" // unreachable: plain values
+		}
+		return string(b)
+	}
+	h, w := canon(have), canon(want)
+	return h != "" && h == w
+}
+
+type canonCommand struct {
+	Type        discordgo.ApplicationCommandType
+	Name        string
+	Description string
+	Permissions *int64
+	Options     []canonOption
+}
+
+type canonOption struct {
+	Type        discordgo.ApplicationCommandOptionType
+	Name        string
+	Description string
+	Required    bool
+	MinValue    *float64
+	MaxValue    float64
+	MinLength   int
+	MaxLength   int
+	Choices     []string
+	Options     []canonOption
+}
+
+func canonicalCommand(c *discordgo.ApplicationCommand) canonCommand {
+	t := c.Type
+	if t == 0 {
+		t = discordgo.ChatApplicationCommand
+	}
+	return canonCommand{Type: t, Name: c.Name, Description: c.Description,
+		Permissions: c.DefaultMemberPermissions, Options: canonicalOptions(c.Options)}
+}
+
+func canonicalOptions(opts []*discordgo.ApplicationCommandOption) []canonOption {
+	var out []canonOption
+	for _, o := range opts {
+		co := canonOption{Type: o.Type, Name: o.Name, Description: o.Description, Required: o.Required,
+			MinValue: o.MinValue, MaxValue: o.MaxValue, MaxLength: o.MaxLength, Options: canonicalOptions(o.Options)}
+		if o.MinLength != nil {
+			co.MinLength = *o.MinLength
+		}
+		for _, ch := range o.Choices {
+			co.Choices = append(co.Choices, fmt.Sprintf("%s=%v", ch.Name, ch.Value))
+		}
+		out = append(out, co)
+	}
+	return out
+}
+
+// commandText is the chat command a /task invocation stands for, in the
+// grammar of actions.ParseCommand, so a slash command and a typed one are
+// the same command. The keywords ("goal:", "query:", "text:") keep
+// whatever the user typed whole, even when it starts with a word the
+// grammar would otherwise take ("create task a website").
+func commandText(data discordgo.ApplicationCommandInteractionData) (string, error) {
+	if data.Name != CommandName {
+		return "", fmt.Errorf("unknown command /%s", data.Name)
+	}
+	if len(data.Options) == 0 || data.Options[0].Type != discordgo.ApplicationCommandOptionSubCommand {
+		return "help", nil
+	}
+	sub := data.Options[0]
+	str := func(name string) string {
+		for _, o := range sub.Options {
+			if o.Name == name && o.Type == discordgo.ApplicationCommandOptionString {
+				return strings.TrimSpace(o.StringValue())
+			}
+		}
+		return ""
+	}
+	num := func() string {
+		for _, o := range sub.Options {
+			if o.Name == "number" && (o.Type == discordgo.ApplicationCommandOptionInteger || o.Type == discordgo.ApplicationCommandOptionNumber) {
+				return "#" + strconv.FormatInt(o.IntValue(), 10)
+			}
+		}
+		return ""
+	}
+	switch sub.Name {
+	case "create":
+		return "create task goal: " + str("goal"), nil
+	case "list":
+		return "list tasks", nil
+	case "status", "pause", "resume", "cancel":
+		return strings.TrimSpace(sub.Name + " " + num()), nil
+	case "search":
+		return "search tasks query: " + str("query"), nil
+	case "answer":
+		return fmt.Sprintf("answer %s text: %s", num(), str("text")), nil
+	}
+	return "", fmt.Errorf("unknown subcommand /%s %s", data.Name, sub.Name)
+}
+
+// Button custom IDs are "taskloom:<op>:<task number>".
+const buttonPrefix = "taskloom:"
+
+// buttonOps are the controls, in the order they are shown.
+var buttonOps = []string{"pause", "resume", "cancel"}
+
+func buttonID(op string, number int64) string {
+	return buttonPrefix + op + ":" + strconv.FormatInt(number, 10)
+}
+
+// buttonText is the chat command a button press stands for ("pause #12").
+func buttonText(customID string) (string, bool) {
+	rest, ok := strings.CutPrefix(customID, buttonPrefix)
+	if !ok {
+		return "", false
+	}
+	op, num, ok := strings.Cut(rest, ":")
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil || n <= 0 || !slices.Contains(buttonOps, op) {
+		return "", false
+	}
+	return fmt.Sprintf("%s #%d", op, n), true
+}

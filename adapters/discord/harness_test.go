@@ -1,0 +1,248 @@
+package discord_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/adapters/discord"
+	"github.com/taskloom/taskloom/internal/app"
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/config"
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/discordfake"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// The guild, channel and people of the tests.
+const (
+	guildID   = "1300000000000000010"
+	channelID = "1300000000000000020"
+	alice     = "1300000000000000031" // creates tasks
+	bob       = "1300000000000000032" // another member
+	carol     = "1300000000000000033" // manages the server
+	aliceDM   = "1300000000000000041"
+	bobDM     = "1300000000000000042"
+)
+
+var t0 = time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)
+
+// newFake starts a fake Discord with the bot in the test guild.
+func newFake(t *testing.T, opts ...discordfake.Option) *discordfake.Server {
+	t.Helper()
+	opts = append([]discordfake.Option{discordfake.WithGuild(discordfake.Guild{ID: guildID, Name: "Test", ChannelIDs: []string{channelID}})}, opts...)
+	srv := discordfake.New(t, opts...)
+	srv.AddUser(discordfake.User{ID: alice, Username: "alice"})
+	srv.AddUser(discordfake.User{ID: bob, Username: "bob"})
+	srv.AddUser(discordfake.User{ID: carol, Username: "carol"})
+	return srv
+}
+
+// bot is Taskloom's core with the Discord adapter, connected to a fake
+// Discord: SQLite store, scripted model, fake clock. The task service's
+// workers are stopped; tests run iterations with core.Tasks.Step.
+type bot struct {
+	t     *testing.T
+	ctx   context.Context
+	srv   *discordfake.Server
+	clk   *clock.Fake
+	store plugin.Store
+	model *testkit.ScriptedModel
+	core  *app.Core
+	ad    *discord.Adapter
+
+	stopOnce sync.Once
+}
+
+// start builds the bot and starts its runtime.
+func start(t *testing.T, srv *discordfake.Server, tweak ...func(*discord.Options)) *bot {
+	t.Helper()
+	b := newUnstarted(t, srv, tweak...)
+	if err := b.core.Runtime.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.core.Tasks.Stop(b.ctx); err != nil { // the test steps tasks itself
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newUnstarted builds the bot with the adapter registered, not started.
+func newUnstarted(t *testing.T, srv *discordfake.Server, tweak ...func(*discord.Options)) *bot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	b := &bot{t: t, ctx: ctx, srv: srv, clk: clock.NewFake(t0), store: teststore.SQLite(t), model: testkit.NewScriptedModel()}
+	dir := t.TempDir()
+	cfg, err := config.Load(func(k string) string {
+		if k == "TASKLOOM_DATA_DIR" {
+			return dir
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.core = app.NewCore(app.CoreOptions{Config: cfg, Store: b.store, Model: b.model, Clock: b.clk, Logger: testLogger(), Owner: "test"})
+	opts := discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: b.core.Runtime}
+	for _, f := range tweak {
+		f(&opts)
+	}
+	b.ad, err = discord.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.core.Runtime.Register(b.ad.Plugin()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.stop)
+	return b
+}
+
+// stop stops the runtime once: the adapter waits for the messages and
+// interactions it is handling, so afterwards nothing more happens.
+func (b *bot) stop() {
+	b.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := b.core.Runtime.Stop(ctx); err != nil {
+			b.t.Errorf("stop: %v", err)
+		}
+	})
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("TASKLOOM_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// mention is text that mentions the bot first, as Discord's client
+// writes it.
+func (b *bot) mention(text string) string { return "<@" + b.srv.BotUser().ID + "> " + text }
+
+// messages waits for at least n bot messages in a channel.
+func (b *bot) messages(channel string, n int) []discordfake.Message {
+	b.t.Helper()
+	ms, err := b.srv.WaitMessages(b.ctx, channel, n)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return ms
+}
+
+// responses waits for at least n interaction responses.
+func (b *bot) responses(n int) []discordfake.InteractionResponse {
+	b.t.Helper()
+	rs, err := b.srv.WaitResponses(b.ctx, n)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return rs
+}
+
+// response waits for the nth (from 1) interaction response and returns
+// the message it created.
+func (b *bot) response(n int) (discordfake.InteractionResponse, discordfake.Message) {
+	b.t.Helper()
+	r := b.responses(n)[n-1]
+	m, ok := b.srv.Message(r.MessageID)
+	if !ok {
+		b.t.Fatalf("response %d (%+v) made no message", n, r)
+	}
+	return r, m
+}
+
+func (b *bot) slash(user, sub string, opts ...discordfake.CommandOption) discordfake.Interaction {
+	return b.slashIn(channelID, guildID, user, sub, opts...)
+}
+
+func (b *bot) slashIn(channel, guild, user, sub string, opts ...discordfake.CommandOption) discordfake.Interaction {
+	b.t.Helper()
+	return b.srv.SlashCommand(discordfake.SlashCommand{ChannelID: channel, GuildID: guild, User: discordfake.User{ID: user},
+		Subcommand: sub, Options: opts})
+}
+
+func number(n int) discordfake.CommandOption { return discordfake.CommandOption{Name: "number", Value: n} }
+
+func (b *bot) task(n int64) plugin.Task {
+	b.t.Helper()
+	t, err := b.store.GetTask(b.ctx, n)
+	if err != nil {
+		b.t.Fatalf("task #%d: %v", n, err)
+	}
+	return t
+}
+
+func (b *bot) countTasks() int {
+	b.t.Helper()
+	n, err := b.store.CountTasks(b.ctx, plugin.TaskFilter{})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return n
+}
+
+// step runs one iteration, which the scripted model decides.
+func (b *bot) step() {
+	b.t.Helper()
+	did, err := b.core.Tasks.Step(b.ctx, "worker")
+	if err != nil || !did {
+		b.t.Fatalf("Step = %v, %v; want an iteration", did, err)
+	}
+}
+
+// mustContain fails unless s contains every one of want.
+func mustContain(t *testing.T, what, s string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			t.Errorf("%s = %q; want it to contain %q", what, s, w)
+		}
+	}
+}
+
+// pingsNobody fails unless the message was sent with allowed_mentions
+// that parse nothing, and Discord found no one to ping.
+func pingsNobody(t *testing.T, m discordfake.Message) {
+	t.Helper()
+	if m.AllowedMentions == nil || len(m.AllowedMentions.Parse) != 0 || len(m.AllowedMentions.Users) != 0 ||
+		len(m.AllowedMentions.Roles) != 0 || m.AllowedMentions.RepliedUser {
+		t.Errorf("message %q: allowed_mentions = %+v, want {parse: []}", m.Content, m.AllowedMentions)
+	}
+	if len(m.Mentions) != 0 || len(m.MentionRoles) != 0 || m.MentionEveryone {
+		t.Errorf("message %q pinged users %v, roles %v, everyone %v", m.Content, m.Mentions, m.MentionRoles, m.MentionEveryone)
+	}
+}
+
+// wireMessage is a MESSAGE_CREATE payload, for dispatching a message
+// again as a gateway replay would.
+func wireMessage(id, channel, guild, author, content string, mentions ...string) json.RawMessage {
+	users := []any{}
+	for _, u := range mentions {
+		users = append(users, map[string]any{"id": u, "username": "user" + u})
+	}
+	m := map[string]any{
+		"id": id, "type": 0, "channel_id": channel, "content": content,
+		"author":    map[string]any{"id": author, "username": "user" + author},
+		"timestamp": time.Now().UTC().Format(time.RFC3339), "mentions": users, "mention_roles": []any{},
+		"attachments": []any{}, "embeds": []any{}, "components": []any{},
+	}
+	if guild != "" {
+		m["guild_id"] = guild
+		m["member"] = map[string]any{"roles": []any{}}
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}

@@ -1,0 +1,247 @@
+package discord
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/render"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Bounds on what is sent.
+const (
+	// maxControlRows is Discord's limit of action rows on a message; each
+	// task's controls take one.
+	maxControlRows = 5
+	// partialTTL is how long the parts already delivered of a message cut
+	// short by a rate limit are remembered, so that its retry sends only
+	// the rest.
+	partialTTL = 30 * time.Minute
+	// maxReplyWait bounds the wait for a rate limit before a reply is
+	// tried again, once; longer ones fail the reply.
+	maxReplyWait = 5 * time.Second
+)
+
+// partialSend is what was delivered of a message before a part failed.
+type partialSend struct {
+	ids []string
+	at  time.Time
+}
+
+// Send delivers a notification to a room: text split to Discord's 2,000
+// characters, no mentions, and Pause / Resume / Cancel buttons for the
+// tasks it is about on its last part. A rate limit is returned as a
+// *plugin.RateLimitedError and nothing is retried here; when a later part
+// fails, the retry of the same message sends only what is left.
+func (a *Adapter) Send(ctx context.Context, room string, m plugin.Outgoing) (plugin.SentMessage, error) {
+	channel, err := channelOf(room)
+	if err != nil {
+		return plugin.SentMessage{}, err
+	}
+	parts := splitText(m.Text)
+	if len(parts) == 0 {
+		return plugin.SentMessage{}, nil
+	}
+	key := room + "\x00" + digest(m.Text)
+	ids := a.delivered(key)
+	controls := a.controls(ctx, m.Tasks)
+	for i := len(ids); i < len(parts); i++ {
+		var comps []discordgo.MessageComponent
+		if i == len(parts)-1 {
+			comps = controls
+		}
+		id, err := a.post(ctx, channel, parts[i], nil, comps)
+		if err != nil {
+			a.remember(key, ids)
+			return plugin.SentMessage{IDs: ids}, fmt.Errorf("discord: send to %s (part %d of %d): %w", room, i+1, len(parts), err)
+		}
+		ids = append(ids, id)
+	}
+	a.remember(key, nil)
+	return plugin.SentMessage{IDs: ids}, nil
+}
+
+// delivered returns the parts of a message already delivered, forgetting
+// entries too old to be retries.
+func (a *Adapter) delivered(key string) []string {
+	now := a.clk.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, p := range a.partial {
+		if now.Sub(p.at) > partialTTL {
+			delete(a.partial, k)
+		}
+	}
+	return append([]string(nil), a.partial[key].ids...)
+}
+
+func (a *Adapter) remember(key string, ids []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(ids) == 0 {
+		delete(a.partial, key)
+		return
+	}
+	a.partial[key] = partialSend{ids: append([]string(nil), ids...), at: a.clk.Now()}
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// channelOf is the channel a room names: "discord:<channel>", or the
+// thread of "discord:<channel>:<thread>" (a thread is a channel).
+func channelOf(room string) (string, error) {
+	rest, ok := strings.CutPrefix(room, Name+":")
+	if ok {
+		parts := strings.Split(rest, ":")
+		if id := parts[len(parts)-1]; id != "" {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("discord: %q is not a Discord room", room)
+}
+
+// reply answers a message in its channel, as a reply to it on the first
+// part. Discord has no ephemeral messages outside interactions, so
+// Ephemeral is not applied. A short rate limit is waited out once.
+func (a *Adapter) reply(ctx context.Context, channelID, guildID, messageID string, r plugin.Response) error {
+	parts := splitText(r.Text)
+	controls := a.controls(ctx, taskNumbers(r.TaskNumber))
+	for i, p := range parts {
+		var ref *discordgo.MessageReference
+		if i == 0 {
+			no := false
+			ref = &discordgo.MessageReference{MessageID: messageID, ChannelID: channelID, GuildID: guildID, FailIfNotExists: &no}
+		}
+		var comps []discordgo.MessageComponent
+		if i == len(parts)-1 {
+			comps = controls
+		}
+		_, err := a.post(ctx, channelID, p, ref, comps)
+		var rl *plugin.RateLimitedError
+		if errors.As(err, &rl) && rl.RetryAfter <= maxReplyWait {
+			if err := clock.Sleep(ctx, a.clk, rl.RetryAfter); err != nil {
+				return fmt.Errorf("discord: reply in %s: %w", channelID, err)
+			}
+			_, err = a.post(ctx, channelID, p, ref, comps)
+		}
+		if err != nil {
+			return fmt.Errorf("discord: reply in %s: %w", channelID, err)
+		}
+	}
+	return nil
+}
+
+// post sends one message of at most 2,000 characters and returns its ID.
+// When discordgo knows the channel's bucket (or the global limit) to be
+// exhausted, it returns a *plugin.RateLimitedError at once instead of
+// letting discordgo sleep through it.
+func (a *Adapter) post(ctx context.Context, channelID, content string, ref *discordgo.MessageReference, comps []discordgo.MessageComponent) (string, error) {
+	if wait := a.bucketWait(discordgo.EndpointChannelMessages(channelID)); wait > 0 {
+		return "", &plugin.RateLimitedError{RetryAfter: wait, Err: errors.New("discord: the channel's rate limit is exhausted")}
+	}
+	m, err := a.sess.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{
+		Content: content, AllowedMentions: noMentions(), Reference: ref, Components: comps,
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", rateLimited(err)
+	}
+	return m.ID, nil
+}
+
+// bucketWait is how long discordgo would sleep before a request in the
+// bucket key names.
+func (a *Adapter) bucketWait(key string) time.Duration {
+	rl := a.sess.Ratelimiter
+	b := rl.GetBucket(key)
+	b.Lock()
+	defer b.Unlock()
+	return rl.GetWaitTime(b, 1)
+}
+
+// rateLimited turns discordgo's 429 into a *plugin.RateLimitedError.
+func rateLimited(err error) error {
+	var rle *discordgo.RateLimitError
+	if !errors.As(err, &rle) {
+		return err
+	}
+	wait := time.Second
+	if rle.RateLimit != nil && rle.TooManyRequests != nil && rle.RetryAfter > 0 {
+		wait = rle.RetryAfter
+	}
+	return &plugin.RateLimitedError{RetryAfter: wait, Err: err}
+}
+
+func interactionError(what string, in *discordgo.Interaction, err error) error {
+	return fmt.Errorf("discord: %s interaction %s: %w", what, in.ID, rateLimited(err))
+}
+
+// noMentions lets a message ping no one — no user, role, @everyone or
+// replied-to author — whatever its text contains.
+func noMentions() *discordgo.MessageAllowedMentions {
+	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+}
+
+// splitText cuts text to Discord's limit, dropping blank parts.
+func splitText(text string) []string {
+	var parts []string
+	for _, p := range render.Split(strings.TrimRight(text, "\n"), render.DiscordLimit) {
+		if strings.TrimSpace(p) != "" {
+			parts = append(parts, p)
+		}
+	}
+	return parts
+}
+
+func taskNumbers(n int64) []int64 {
+	if n <= 0 {
+		return nil
+	}
+	return []int64{n}
+}
+
+// controls are the buttons for tasks that have not ended, one row per
+// task: Pause or Resume (as the task's status allows) and Cancel.
+func (a *Adapter) controls(ctx context.Context, numbers []int64) []discordgo.MessageComponent {
+	st := a.rt.Store()
+	if st == nil {
+		return nil
+	}
+	var rows []discordgo.MessageComponent
+	seen := map[int64]bool{}
+	for _, n := range numbers {
+		if seen[n] || len(rows) == maxControlRows {
+			continue
+		}
+		seen[n] = true
+		t, err := st.GetTask(ctx, n)
+		if err != nil {
+			if !errors.Is(err, plugin.ErrNotFound) {
+				a.log.Warn("cannot read a task for its buttons", "task", n, "err", err)
+			}
+			continue
+		}
+		if t.Status.Terminal() {
+			continue
+		}
+		first := discordgo.Button{Label: fmt.Sprintf("Pause #%d", n), Style: discordgo.SecondaryButton, CustomID: buttonID("pause", n)}
+		if t.Status == plugin.StatusPaused {
+			first = discordgo.Button{Label: fmt.Sprintf("Resume #%d", n), Style: discordgo.PrimaryButton, CustomID: buttonID("resume", n)}
+		}
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			first,
+			discordgo.Button{Label: fmt.Sprintf("Cancel #%d", n), Style: discordgo.DangerButton, CustomID: buttonID("cancel", n)},
+		}})
+	}
+	return rows
+}
