@@ -28,6 +28,10 @@
 // Rooms: an app mention in a channel is answered in its thread, and a task
 // it creates is reported there: its room is "slack:<channel>:<thread ts>",
 // the thread's ts being the mention's own when it was not in a thread yet.
+// In a task's thread a mention of the bot is a reply to it, and a reply
+// without a mention (message.channels, message.groups) reaches the
+// pipeline unaddressed, so answering a task's question there just works;
+// channel messages anywhere else are dropped unread.
 // A direct message's room is "slack:<D channel>" (with the thread when it
 // was in one); a slash command's is "slack:<channel>", since a command
 // cannot start a thread. The workspace is the team ID; direct messages are

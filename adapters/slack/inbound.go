@@ -45,17 +45,20 @@ func (a *Adapter) onEvent(ev slackevents.EventsAPIEvent, retry string) {
 
 // inbound is a chat message for the bot, before the pipeline sees it.
 type inbound struct {
-	id, team, user   string
-	channel, ts      string
-	thread           string // the thread it was posted in, "" at the top level
-	text             string // as Slack wrote it
-	dm, mentioned    bool
-	replyToBotThread bool // in a thread: is it one the bot reports in?
+	id, team, user string
+	channel, ts    string
+	thread         string // the thread it was posted in, "" at the top level
+	text           string // as Slack wrote it
+	dm, mentioned  bool
+	// chatter is a channel message not addressed to the bot: a reply in a
+	// thread, taken only when a task reports in that thread.
+	chatter bool
 }
 
-// inboundFromEvent reads an app_mention or a direct message; anything
-// else — the bot's own or other bots' messages, edits, deletions, joins
-// and other subtypes, channel chatter — is not for the bot.
+// inboundFromEvent reads an app_mention, a direct message, or a reply in
+// a channel thread; anything else — the bot's own or other bots' messages,
+// edits, deletions, joins and other subtypes, other channel chatter — is
+// not for the bot.
 func inboundFromEvent(data any, self identity) (inbound, bool) {
 	switch ev := data.(type) {
 	case *slackevents.AppMentionEvent:
@@ -68,14 +71,26 @@ func inboundFromEvent(data any, self identity) (inbound, bool) {
 			dm: isDMChannel(ev.Channel),
 		}, true
 	case *slackevents.MessageEvent:
-		if ev.ChannelType != "im" || ev.SubType != "" || ev.User == "" || ev.User == self.UserID || ev.BotID != "" {
+		if ev.User == "" || ev.User == self.UserID || ev.BotID != "" {
 			return inbound{}, false
 		}
-		return inbound{
+		in := inbound{
 			id: messageID(ev.Channel, ev.TimeStamp), user: ev.User, channel: ev.Channel, ts: ev.TimeStamp,
-			thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp), text: ev.Text, dm: true,
+			thread: threadOf(ev.ThreadTimeStamp, ev.TimeStamp), text: ev.Text,
 			mentioned: strings.Contains(ev.Text, "<@"+self.UserID),
-		}, true
+		}
+		switch ev.ChannelType {
+		case "im":
+			in.dm = true
+			return in, ev.SubType == ""
+		case "channel", "group":
+			// A reply in a thread, which may answer a task's question there
+			// (the answer_questions evaluator); a mention of the bot comes
+			// as an app_mention too, and is taken from that.
+			ok := (ev.SubType == "" || ev.SubType == "thread_broadcast") && in.thread != "" && !in.mentioned
+			in.chatter = true
+			return in, ok
+		}
 	}
 	return inbound{}, false
 }
@@ -121,12 +136,18 @@ func (in inbound) room() room {
 func (a *Adapter) handleChat(in inbound) {
 	ctx := a.base
 	r := in.room()
+	taskThread := in.thread != "" && a.botReportsIn(ctx, r)
+	if in.chatter && !taskThread {
+		return // not a thread the bot reports in: none of its business
+	}
 	self, _ := a.identity()
 	msg := a.message(ctx, in.id, in.team, in.user, r, plainText(in.text, self.UserID))
 	msg.DM, msg.Mentioned = in.dm, in.mentioned
 	if in.thread != "" {
 		msg.ReplyToID = in.thread
-		msg.ReplyToBot = a.botReportsIn(ctx, r)
+		// Addressing the bot in a task's thread is replying to it; plain
+		// chatter there stays unaddressed, for the evaluators.
+		msg.ReplyToBot = taskThread && !in.chatter
 	}
 	reply := func(ctx context.Context, resp plugin.Response) error {
 		return a.retryRateLimited(ctx, func() error {

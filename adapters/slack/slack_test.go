@@ -545,3 +545,38 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 		t.Errorf("Start with a wrong token: %v; want invalid_auth", err)
 	}
 }
+
+func TestAnswersInATasksThread(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, e *env) {
+		ev, _ := e.mention("create task Build auth")
+		thread := inThread("C1", ev.TS)
+		e.model.Decide("ask_user", map[string]any{"question": "JWT or sessions?"}, 10, "continue")
+		e.step()
+		if _, err := e.core.Notify.FlushUrgent(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.waitMessages(1, both(thread, saying("JWT or sessions?")))
+		if got := e.task(1).Status; got != plugin.StatusWaiting {
+			t.Fatalf("task is %s, want waiting", got)
+		}
+
+		// Chatter elsewhere is not read: top level, and another thread.
+		e.deliver(e.fake.ChannelMessage("C1", bob, "use JWT"))
+		e.deliver(e.fake.ChannelMessage("C1", bob, "use JWT").InThread("1700000000.999999"))
+		e.settle()
+		if got := e.task(1).Status; got != plugin.StatusWaiting {
+			t.Fatalf("after chatter elsewhere the task is %s, want waiting", got)
+		}
+		if mem, _ := e.core.Runtime.Store().RecentMemories(e.ctx, "slack:C1", 10); len(mem) != 0 {
+			t.Errorf("chatter outside task threads was stored: %+v", mem)
+		}
+
+		// A plain reply in the task's thread answers it.
+		e.deliver(e.fake.ChannelMessage("C1", bob, "use JWT").InThread(ev.TS))
+		e.waitMessages(1, both(thread, saying("goes on with your answer")))
+		if got := e.task(1).Status; got != plugin.StatusQueued {
+			t.Errorf("after the answer the task is %s, want queued", got)
+		}
+	})
+}

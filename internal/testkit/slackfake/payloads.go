@@ -248,6 +248,20 @@ func (s *Server) DirectMessage(user, text string) Event {
 	}
 }
 
+// ChannelMessage is a message user posts in channel (a message.channels
+// event); InThread makes it a reply in a thread.
+func (s *Server) ChannelMessage(channel, user, text string) Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.userLocked(user)
+	ts := s.tsLocked()
+	return Event{
+		TeamID: s.cfg.teamID, APIAppID: s.cfg.appID, EventID: fmt.Sprintf("Ev%08d", s.nextLocked()), EventTime: s.cfg.now(),
+		Type: "message", ChannelType: "channel", User: user, Text: text, Channel: channel, TS: ts,
+		botUserID: s.cfg.bot.ID,
+	}
+}
+
 // SlashCommand is user typing "/task <text>" in channel. Its response URL
 // is on this server.
 func (s *Server) SlashCommand(channel, user, text string) Command {
