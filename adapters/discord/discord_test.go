@@ -435,12 +435,27 @@ func TestGatewayResumeActsOnEachMessageOnce(t *testing.T) {
 	srv.Dispatch("MESSAGE_CREATE", wireMessage(id, channelID, guildID, alice, second, srv.BotUser().ID))
 	srv.MessageCreate(channelID, guildID, alice, b.mention("list tasks"))
 	mustContain(t, "list", b.messages(channelID, 3)[2].Content, "Task Queue (2 tasks)")
+
+	// So is an interaction.
+	in := b.slash(alice, "create", discordfake.CommandOption{Name: "goal", Value: "Third"})
+	_, m := b.response(1)
+	mustContain(t, "/task create", m.Content, "Created task #3")
+	srv.Dispatch("INTERACTION_CREATE", wireInteraction(in, srv.ApplicationID(), channelID, guildID, alice, "create", "goal", "Third"))
+	// Events are handled in goroutines of their own: what was dispatched
+	// before the next answer is being handled by the time it comes, and
+	// stop waits for it.
+	b.slash(alice, "list")
+	_, m = b.response(2)
+	mustContain(t, "/task list", m.Content, "Task Queue (3 tasks)")
 	b.stop()
-	if n := b.countTasks(); n != 2 {
-		t.Errorf("%d tasks, want 2", n)
+	if n := b.countTasks(); n != 3 {
+		t.Errorf("%d tasks, want 3", n)
 	}
-	if ms := srv.Messages(channelID); len(ms) != 3 {
-		t.Errorf("%d bot messages, want 3: the replay was answered", len(ms))
+	if ms := srv.Messages(channelID); len(ms) != 5 {
+		t.Errorf("%d bot messages, want 5: a replay was answered", len(ms))
+	}
+	if cs := srv.CallsTo("POST", "/interactions/"+in.ID+"/"); len(cs) != 1 {
+		t.Errorf("%d responses to the replayed interaction, want 1", len(cs))
 	}
 }
 

@@ -171,7 +171,9 @@ func (b *bot) slashIn(channel, guild, user, sub string, opts ...discordfake.Comm
 		Subcommand: sub, Options: opts})
 }
 
-func number(n int) discordfake.CommandOption { return discordfake.CommandOption{Name: "number", Value: n} }
+func number(n int) discordfake.CommandOption {
+	return discordfake.CommandOption{Name: "number", Value: n}
+}
 
 func (b *bot) task(n int64) plugin.Task {
 	b.t.Helper()
@@ -241,6 +243,23 @@ func wireMessage(id, channel, guild, author, content string, mentions ...string)
 		m["member"] = map[string]any{"roles": []any{}}
 	}
 	raw, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
+// wireInteraction is the INTERACTION_CREATE payload of a /task
+// invocation with one string option, for dispatching it again.
+func wireInteraction(in discordfake.Interaction, app, channel, guild, user, sub, option, value string) json.RawMessage {
+	raw, err := json.Marshal(map[string]any{
+		"id": in.ID, "token": in.Token, "application_id": app, "type": 2, "version": 1,
+		"channel_id": channel, "guild_id": guild,
+		"member": map[string]any{"user": map[string]any{"id": user, "username": "user" + user}, "roles": []any{}, "permissions": "0"},
+		"data": map[string]any{"id": "1", "name": "task", "type": 1, "options": []any{
+			map[string]any{"name": sub, "type": 1, "options": []any{map[string]any{"name": option, "type": 3, "value": value}}},
+		}},
+	})
 	if err != nil {
 		panic(err)
 	}
