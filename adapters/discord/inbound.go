@@ -208,8 +208,10 @@ func (a *Adapter) handleInteraction(ctx context.Context, in *discordgo.Interacti
 func (a *Adapter) interactionMessage(in *discordgo.Interaction) (plugin.Message, string) {
 	user := in.User
 	admin := false
-	if in.Member != nil {
-		user = in.Member.User
+	if in.Member != nil { // in a guild: the member, with its permissions there
+		if in.Member.User != nil {
+			user = in.Member.User
+		}
 		admin = in.Member.Permissions&adminPermissions != 0
 	}
 	if user == nil {
