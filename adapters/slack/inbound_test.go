@@ -1,6 +1,15 @@
 package slack
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/taskloom/taskloom/plugin"
+)
 
 func TestPlainText(t *testing.T) {
 	t.Parallel()
@@ -83,4 +92,45 @@ func seq(n int) []int64 {
 		out[i] = int64(i + 1)
 	}
 	return out
+}
+
+func TestAckBodyFallsBackToTheResponseURL(t *testing.T) {
+	t.Parallel()
+	short := plugin.Response{Text: "done", TaskNumber: 3}
+	body, rest, fits := ackBody(short)
+	if !fits || len(rest) != 0 || !strings.Contains(string(body), `"response_type":"in_channel"`) || !strings.Contains(string(body), ActionPause) {
+		t.Errorf("short answer: fits %v, rest %d, body %s", fits, len(rest), body)
+	}
+	long := plugin.Response{Text: strings.Repeat("a line of text\n", 1500), Ephemeral: true}
+	if body, rest, fits := ackBody(long); fits || body != nil || len(rest) != 1 || rest[0].ResponseType != "ephemeral" {
+		t.Errorf("20 KB answer: fits %v, body %d bytes, rest %d; want it all for the response URL", fits, len(body), len(rest))
+	}
+	huge := plugin.Response{Text: strings.Repeat("x\n", 30000)}
+	if msgs := responseMessages(huge); len(msgs) != 2 {
+		t.Errorf("60,000 characters in %d messages, want 2", len(msgs))
+	}
+}
+
+func TestAPIErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err       error
+		limited   bool
+		retryWait time.Duration
+	}{
+		{&slackapi.RateLimitedError{RetryAfter: 9 * time.Second}, true, 9 * time.Second},
+		{slackapi.StatusCodeError{Code: 429, Status: "429 Too Many Requests"}, true, 0},
+		{slackapi.SlackErrorResponse{Err: "ratelimited"}, true, 0},
+		{slackapi.SlackErrorResponse{Err: "channel_not_found"}, false, 0},
+		{slackapi.StatusCodeError{Code: 500, Status: "500"}, false, 0},
+	} {
+		err := apiError("chat.postMessage", tc.err)
+		var rl *plugin.RateLimitedError
+		if errors.As(err, &rl) != tc.limited || (tc.limited && rl.RetryAfter != tc.retryWait) {
+			t.Errorf("apiError(%v) = %v; want rate limited %v after %s", tc.err, err, tc.limited, tc.retryWait)
+		}
+		if !strings.HasPrefix(err.Error(), "chat.postMessage: ") && !tc.limited {
+			t.Errorf("apiError(%v) = %q; want the method named", tc.err, err)
+		}
+	}
 }

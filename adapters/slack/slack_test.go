@@ -580,3 +580,29 @@ func TestAnswersInATasksThread(t *testing.T) {
 		}
 	})
 }
+
+func TestRateLimitedReplyWaitsAndIsDelivered(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, e *env) {
+		e.fake.RateLimitNext("chat.postMessage", 2*time.Second)
+		waiters := e.clk.Waiters()
+		ev := e.fake.AppMention("C1", alice, "create task Build auth")
+		e.deliver(ev)
+		ctx, cancel := context.WithTimeout(e.ctx, wait)
+		defer cancel()
+		if _, err := e.fake.WaitCalls(ctx, "chat.postMessage", 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.clk.BlockUntil(ctx, waiters+1); err != nil { // the reply waiting out Retry-After
+			t.Fatal(err)
+		}
+		if got := e.fake.Messages(); len(got) != 0 {
+			t.Fatalf("delivered despite the 429: %s", dump(got))
+		}
+		e.clk.Advance(2 * time.Second)
+		e.waitMessages(1, both(inThread("C1", ev.TS), saying("Created task #1")))
+		if calls := e.fake.CallsTo("chat.postMessage"); len(calls) != 2 || calls[0].Status != 429 {
+			t.Errorf("calls = %+v; want a 429, then the reply", calls)
+		}
+	})
+}

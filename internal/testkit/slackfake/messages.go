@@ -23,7 +23,7 @@ const (
 type Message struct {
 	Kind     string
 	Channel  string
-	TS       string // "" for response-URL and ephemeral messages Slack gives no ID
+	TS       string // "" for response-URL messages, which Slack gives no ID back for
 	ThreadTS string // the thread it was posted in, "" at the top level
 	// User is who sees an ephemeral message (or the command's user, for a
 	// response).

@@ -229,7 +229,7 @@ func (s *Server) SetUser(u User) {
 	s.users[u.ID] = u
 }
 
-// user returns a member, making an ordinary one up on first use.
+// userLocked returns a member, making an ordinary one up on first use.
 func (s *Server) userLocked(id string) User {
 	u, ok := s.users[id]
 	if !ok {
