@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -18,6 +20,9 @@ type Server struct {
 	log    *slog.Logger
 	checks map[string]Checker
 	ready  atomic.Bool
+
+	mu       sync.Mutex
+	patterns []string
 }
 
 // New returns a server answering /healthz and /readyz. Readiness fails
@@ -27,13 +32,26 @@ func New(log *slog.Logger, checks map[string]Checker) *Server {
 		log = slog.Default()
 	}
 	s := &Server{mux: http.NewServeMux(), log: log, checks: checks}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.Handle("GET /healthz", http.HandlerFunc(s.healthz))
+	s.Handle("GET /readyz", http.HandlerFunc(s.readyz))
 	return s
 }
 
 // Handle mounts h on pattern (http.ServeMux syntax).
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mux.Handle(pattern, h)
+	s.patterns = append(s.patterns, pattern)
+}
+
+// Patterns lists the patterns mounted so far, in order. The OpenAPI test
+// compares them with docs/openapi.yaml.
+func (s *Server) Patterns() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.patterns)
+}
 
 // SetReady marks start-up finished (true) or shutdown begun (false).
 func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }

@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// The wire shapes of PRODUCT §5. A task is its §2 columns in snake_case;
+// a time not set is null.
+
+type taskBody struct {
+	Number             int64      `json:"number"`
+	Name               string     `json:"name"`
+	Goal               string     `json:"goal"`
+	Status             string     `json:"status"`
+	Progress           int        `json:"progress"`
+	PreviousProgress   int        `json:"previous_progress"`
+	StaleCounter       int        `json:"stale_counter"`
+	Iteration          int        `json:"iteration"`
+	MaxIterations      int        `json:"max_iterations"`
+	MaxStaleIterations int        `json:"max_stale_iterations"`
+	RequestorID        string     `json:"requestor_id"`
+	Platform           string     `json:"platform"`
+	RoomID             string     `json:"room_id"`
+	WorkspaceID        string     `json:"workspace_id"`
+	ParentNumber       *int64     `json:"parent_number"`
+	LastProcessedAt    *time.Time `json:"last_processed_at"`
+	CreatedAt          *time.Time `json:"created_at"`
+	StartedAt          *time.Time `json:"started_at"`
+	CompletedAt        *time.Time `json:"completed_at"`
+	Summary            string     `json:"summary"`
+	Error              string     `json:"error"`
+	PromptTokens       int64      `json:"prompt_tokens"`
+	CompletionTokens   int64      `json:"completion_tokens"`
+	LeaseOwner         string     `json:"lease_owner"`
+	LeaseExpiresAt     *time.Time `json:"lease_expires_at"`
+	Fence              int64      `json:"fence"`
+}
+
+type taskWithSteps struct {
+	taskBody
+	Steps []stepBody `json:"steps"`
+}
+
+type stepBody struct {
+	Iteration int             `json:"iteration"`
+	Action    string          `json:"action"`
+	Params    json.RawMessage `json:"params"`
+	Result    string          `json:"result"`
+	Success   bool            `json:"success"`
+	Error     string          `json:"error,omitempty"`
+	Thought   string          `json:"thought,omitempty"`
+	Progress  int             `json:"progress"`
+	Time      time.Time       `json:"time"`
+}
+
+type eventBody struct {
+	ID         int64           `json:"id"`
+	TaskNumber int64           `json:"task_number"`
+	Sequence   int64           `json:"sequence"`
+	Type       string          `json:"type"`
+	Payload    json.RawMessage `json:"payload"`
+	Actor      string          `json:"actor"`
+	Fence      int64           `json:"fence"`
+	Time       time.Time       `json:"time"`
+}
+
+type listBody struct {
+	Tasks []taskBody `json:"tasks"`
+	// Total counts every task the filter matches, over all pages.
+	Total int `json:"total"`
+	// Next is the after= of the next page; null on the last one.
+	Next *int64 `json:"next"`
+}
+
+type eventsBody struct {
+	Events []eventBody `json:"events"`
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func taskOf(t plugin.Task) taskBody {
+	b := taskBody{
+		Number: t.Number, Name: t.Name, Goal: t.Goal, Status: string(t.Status),
+		Progress: t.Progress, PreviousProgress: t.PreviousProgress, StaleCounter: t.StaleCounter,
+		Iteration: t.Iteration, MaxIterations: t.MaxIterations, MaxStaleIterations: t.MaxStaleIterations,
+		RequestorID: t.RequestorID, Platform: t.Platform, RoomID: t.RoomID, WorkspaceID: t.WorkspaceID,
+		LastProcessedAt: optTime(t.LastProcessedAt), CreatedAt: optTime(t.CreatedAt),
+		StartedAt: optTime(t.StartedAt), CompletedAt: optTime(t.CompletedAt),
+		Summary: t.Summary, Error: t.Error,
+		PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens,
+		LeaseOwner: t.LeaseOwner, LeaseExpiresAt: optTime(t.LeaseExpiresAt), Fence: t.Fence,
+	}
+	if t.ParentNumber != 0 {
+		p := t.ParentNumber
+		b.ParentNumber = &p
+	}
+	return b
+}
+
+func stepOf(s plugin.Step) stepBody {
+	params := s.Params
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	return stepBody{Iteration: s.Iteration, Action: s.Action, Params: params, Result: s.Result,
+		Success: s.Success, Error: s.Error, Thought: s.Thought, Progress: s.Progress, Time: s.Time.UTC()}
+}
+
+func eventOf(e plugin.TaskEvent) eventBody {
+	payload := e.Payload
+	if len(payload) == 0 {
+		payload = json.RawMessage(`{}`)
+	}
+	return eventBody{ID: e.ID, TaskNumber: e.TaskNumber, Sequence: e.Sequence, Type: e.Type,
+		Payload: payload, Actor: e.Actor, Fence: e.Fence, Time: e.Time.UTC()}
+}

@@ -1,0 +1,638 @@
+// Taskloom dashboard: the queue in fair-scheduling order, each task's
+// timeline, and the pause/resume/cancel controls, kept live by the
+// /api/events stream. Plain JavaScript, no dependencies.
+//
+// The stream is read with fetch rather than EventSource, so that the API
+// token travels in the Authorization header (EventSource cannot set
+// headers, and a token in the URL ends up in logs and history). It
+// reconnects with Last-Event-ID, so no change is missed.
+"use strict";
+
+const TERMINAL = new Set(["completed", "failed", "stalemate", "canceled"]);
+const STATUS_WORD = {
+  queued: "Queued", running: "Running", paused: "Paused", waiting: "Waiting",
+  completed: "Completed", failed: "Failed", stalemate: "Stalled", canceled: "Canceled",
+};
+const ENDED_SHOWN = 20;
+const TOKEN_KEY = "taskloom.token";
+
+const state = {
+  tasks: new Map(),      // number → task (the API's task object)
+  selected: null,        // task number shown in the detail panel
+  timeline: [],          // events of the selected task, oldest first
+  buffer: null,          // events that arrive while the lists load
+  loaded: false,
+  lastEventId: null,
+  token: sessionStorage.getItem(TOKEN_KEY) || "",
+  stream: null,          // AbortController of the running stream
+  fetching: new Set(),   // task numbers being fetched
+};
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+// ---------- API ----------
+
+class APIError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function api(path, opts = {}) {
+  const headers = { Accept: "application/json" };
+  if (state.token) headers.Authorization = "Bearer " + state.token;
+  if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(path, {
+    method: opts.method || "GET",
+    headers,
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    cache: "no-store",
+  });
+  let body = null;
+  try { body = await res.json(); } catch (_) { /* not JSON */ }
+  if (!res.ok) {
+    if (res.status === 401) askToken(!!state.token);
+    throw new APIError(res.status, (body && body.error) || res.status + " " + res.statusText);
+  }
+  return body;
+}
+
+// ---------- token ----------
+
+function askToken(refused) {
+  stopStream();
+  const dlg = $("token-dialog");
+  $("token-error").hidden = !refused;
+  if (!dlg.open) dlg.showModal();
+  $("token").focus();
+}
+
+$("token-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  state.token = $("token").value.trim();
+  try {
+    await api("/api/tasks?limit=1");
+  } catch (err) {
+    if (err.status === 401) { $("token-error").hidden = false; return; }
+  }
+  sessionStorage.setItem(TOKEN_KEY, state.token);
+  $("token-dialog").close();
+  startStream();
+});
+
+// ---------- event stream ----------
+
+function setConn(s, text) {
+  $("conn").dataset.state = s;
+  $("conn-text").textContent = text;
+}
+
+function stopStream() {
+  if (state.stream) state.stream.abort();
+  state.stream = null;
+}
+
+async function startStream() {
+  stopStream();
+  const ctl = new AbortController();
+  state.stream = ctl;
+  let delay = 1000;
+  while (!ctl.signal.aborted) {
+    try {
+      const headers = { Accept: "text/event-stream" };
+      if (state.token) headers.Authorization = "Bearer " + state.token;
+      if (state.lastEventId !== null) headers["Last-Event-ID"] = state.lastEventId;
+      const res = await fetch("/api/events", { headers, signal: ctl.signal, cache: "no-store" });
+      if (res.status === 401) { askToken(!!state.token); return; }
+      if (!res.ok || !res.body) throw new Error("stream: " + res.status);
+      setConn("live", "Live");
+      delay = 1000;
+      await readStream(res.body, ctl.signal);
+    } catch (err) {
+      if (ctl.signal.aborted) return;
+    }
+    setConn("down", "Reconnecting…");
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 15000);
+  }
+}
+
+// readStream parses Server-Sent Events (text/event-stream) from a fetch body.
+async function readStream(body, signal) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  signal.addEventListener("abort", () => reader.cancel().catch(() => {}));
+  let buf = "";
+  let ev = { id: null, type: "message", data: [] };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let nl;
+    while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+      if (line === "") {
+        if (ev.id !== null) state.lastEventId = ev.id;
+        if (ev.data.length) dispatch(ev.type, ev.data.join("\n"));
+        ev = { id: null, type: "message", data: [] };
+        continue;
+      }
+      if (line.startsWith(":")) continue;
+      const i = line.indexOf(":");
+      const field = i < 0 ? line : line.slice(0, i);
+      let val = i < 0 ? "" : line.slice(i + 1);
+      if (val.startsWith(" ")) val = val.slice(1);
+      if (field === "id") ev.id = val;
+      else if (field === "event") ev.type = val;
+      else if (field === "data") ev.data.push(val);
+    }
+  }
+}
+
+function dispatch(type, data) {
+  let msg;
+  try { msg = JSON.parse(data); } catch (_) { return; }
+  if (type === "ready") {
+    if (!state.loaded) loadAll();
+    return;
+  }
+  if (state.buffer) { state.buffer.push(msg); return; }
+  applyEvent(msg);
+}
+
+// ---------- state ----------
+
+const ZERO_TIME = /^0001-01-01T/;
+
+function norm(v) {
+  return typeof v === "string" && ZERO_TIME.test(v) ? null : v;
+}
+
+async function loadAll() {
+  state.buffer = [];
+  try {
+    const [active, ended] = await Promise.all([
+      api("/api/tasks?order=queue&status=queued,running,paused,waiting&limit=500"),
+      api("/api/tasks?order=recent&status=completed,failed,stalemate,canceled&limit=" + ENDED_SHOWN),
+    ]);
+    state.tasks = new Map();
+    for (const t of active.tasks.concat(ended.tasks)) state.tasks.set(t.number, t);
+    const missed = state.buffer;
+    state.buffer = null;
+    // Events that arrived while the lists loaded may be newer than them.
+    for (const ev of missed) applyEvent(ev);
+    state.loaded = true;
+    if (state.selected === null) {
+      const first = orderedActive()[0];
+      if (first) state.selected = first.number;
+    }
+    if (state.selected !== null) loadTimeline(state.selected);
+    render();
+  } catch (err) {
+    state.buffer = null;
+    if (err.status !== 401) toast(err.message);
+  }
+}
+
+function applyEvent(ev) {
+  const n = ev.task_number;
+  const changes = (ev.payload && ev.payload.changes) || {};
+  let t = state.tasks.get(n);
+  if (!t && ev.type === "created") {
+    t = {
+      number: n, name: "", goal: "", status: "queued", progress: 0, previous_progress: 0,
+      stale_counter: 0, iteration: 0, max_iterations: 0, max_stale_iterations: 0,
+      room_id: "", requestor_id: "", last_processed_at: null, created_at: ev.time,
+      started_at: null, completed_at: null, lease_owner: "", lease_expires_at: null,
+      summary: "", error: "", prompt_tokens: 0, completion_tokens: 0,
+    };
+    state.tasks.set(n, t);
+  }
+  if (!t) { fetchTask(n); return; }
+  for (const [k, v] of Object.entries(changes)) t[k] = norm(v);
+  if (state.selected === n) {
+    const last = state.timeline[state.timeline.length - 1];
+    if (!last || ev.sequence > last.sequence) state.timeline.push(ev);
+  }
+  scheduleRender();
+}
+
+async function fetchTask(n) {
+  if (state.fetching.has(n)) return;
+  state.fetching.add(n);
+  try {
+    const t = await api("/api/tasks/" + n);
+    delete t.steps;
+    state.tasks.set(n, t);
+    scheduleRender();
+  } catch (_) { /* gone or refused: nothing to show */ }
+  finally { state.fetching.delete(n); }
+}
+
+async function loadTimeline(n) {
+  try {
+    const { events } = await api("/api/tasks/" + n + "/events");
+    if (state.selected !== n) return;
+    // Keep live events that arrived while this loaded.
+    const seen = new Set(events.map((e) => e.sequence));
+    state.timeline = events.concat(state.timeline.filter((e) => e.task_number === n && !seen.has(e.sequence)))
+      .sort((a, b) => a.sequence - b.sequence);
+    scheduleRender();
+  } catch (err) {
+    if (err.status !== 401) toast(err.message);
+  }
+}
+
+function select(n) {
+  if (state.selected === n) return;
+  state.selected = n;
+  state.timeline = [];
+  render();
+  loadTimeline(n);
+}
+
+// ---------- ordering ----------
+
+function claimable(t) { return t.status === "queued" || t.status === "running"; }
+
+function leased(t, now) {
+  return !!t.lease_owner && t.lease_expires_at && Date.parse(t.lease_expires_at) > now;
+}
+
+// The queue's own order: never-processed first, then the task served
+// longest ago, then the lowest number; then tasks that wait or are paused.
+function orderedActive() {
+  const rank = { queued: 0, running: 0, waiting: 1, paused: 2 };
+  return [...state.tasks.values()].filter((t) => !TERMINAL.has(t.status)).sort((a, b) => {
+    const ra = rank[a.status], rb = rank[b.status];
+    if (ra !== rb) return ra - rb;
+    if (ra === 0) {
+      const la = a.last_processed_at ? Date.parse(a.last_processed_at) : -Infinity;
+      const lb = b.last_processed_at ? Date.parse(b.last_processed_at) : -Infinity;
+      if (la !== lb) return la - lb;
+    }
+    return a.number - b.number;
+  });
+}
+
+function orderedEnded() {
+  return [...state.tasks.values()].filter((t) => TERMINAL.has(t.status))
+    .sort((a, b) => (Date.parse(b.completed_at || 0) - Date.parse(a.completed_at || 0)) || b.number - a.number)
+    .slice(0, ENDED_SHOWN);
+}
+
+// ---------- rendering ----------
+
+let renderQueued = false;
+function scheduleRender() {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => { renderQueued = false; render(); });
+}
+
+const rows = new Map(); // number → <li>
+
+function render() {
+  const now = Date.now();
+  const active = orderedActive();
+  const ended = orderedEnded();
+  const next = active.find((t) => claimable(t) && !leased(t, now));
+  renderList($("queue"), active, next, now);
+  renderList($("ended"), ended, null, now);
+  for (const [n, li] of rows) {
+    if (!state.tasks.has(n) || (TERMINAL.has(state.tasks.get(n).status) && !ended.includes(state.tasks.get(n)))) {
+      li.remove();
+      rows.delete(n);
+    }
+  }
+  $("queue-empty").hidden = active.length > 0 || !state.loaded;
+  $("ended-head").hidden = ended.length === 0;
+  renderCounts();
+  renderDetail(now);
+}
+
+function renderList(list, tasks, next, now) {
+  let prev = null;
+  for (const t of tasks) {
+    let li = rows.get(t.number);
+    if (!li) { li = newRow(t.number); rows.set(t.number, li); }
+    fillRow(li, t, t === next, now);
+    const want = prev ? prev.nextSibling : list.firstChild;
+    if (li.parentNode !== list || want !== li) list.insertBefore(li, want);
+    prev = li;
+  }
+}
+
+function newRow(n) {
+  const li = el("li", "task");
+  li.dataset.task = n;
+  li.append(el("div", "num", "#" + n));
+  const main = el("div", "main");
+  const title = el("div", "title");
+  title.append(el("span", "name"), el("span", "badge", "Next"));
+  main.append(title, el("div", "sub"));
+  const progress = el("div", "progress");
+  const bar = el("div", "bar");
+  bar.append(el("span"));
+  progress.append(bar, el("span", "pct"));
+  const status = el("div", "status");
+  status.append(el("span", "chip"));
+  li.append(main, progress, status, el("div", "actions"));
+  li.addEventListener("click", (e) => {
+    if (e.target.closest("button")) return;
+    select(n);
+  });
+  return li;
+}
+
+function fillRow(li, t, isNext, now) {
+  li.dataset.status = t.status;
+  li.classList.toggle("selected", state.selected === t.number);
+  li.classList.toggle("busy", t.status === "running" && leased(t, now));
+  li.querySelector(".name").textContent = t.name || "(unnamed)";
+  li.querySelector(".name").title = t.goal || "";
+  li.querySelector(".badge").hidden = !isNext;
+  li.querySelector(".sub").textContent = subline(t, now);
+  li.querySelector(".bar > span").style.width = clamp(t.progress) + "%";
+  li.querySelector(".pct").textContent = clamp(t.progress) + "%";
+  const chip = li.querySelector(".chip");
+  chip.className = "chip " + t.status;
+  chip.textContent = statusText(t);
+  const actions = li.querySelector(".actions");
+  const want = controlsFor(t.status).join(",");
+  if (actions.dataset.for !== want) {
+    actions.dataset.for = want;
+    actions.replaceChildren(...controlsFor(t.status).map((op) => controlButton(t.number, op)));
+  }
+}
+
+function statusText(t) {
+  if (t.status === "running") return "Running · iter " + t.iteration;
+  return STATUS_WORD[t.status] || t.status;
+}
+
+function subline(t, now) {
+  const parts = [];
+  if (t.max_iterations) parts.push("iteration " + t.iteration + " of " + t.max_iterations);
+  if (t.room_id) parts.push(t.room_id);
+  else if (t.requestor_id) parts.push("by " + t.requestor_id);
+  const when = TERMINAL.has(t.status) ? t.completed_at : (t.last_processed_at || t.created_at);
+  if (when) parts.push((TERMINAL.has(t.status) ? "ended " : t.last_processed_at ? "served " : "created ") + ago(when, now));
+  return parts.join(" · ");
+}
+
+function controlsFor(status) {
+  switch (status) {
+    case "queued": case "running": case "waiting": return ["pause", "cancel"];
+    case "paused": return ["resume", "cancel"];
+    default: return [];
+  }
+}
+
+function controlButton(n, op) {
+  const b = el("button", op === "cancel" ? "danger" : "", op[0].toUpperCase() + op.slice(1));
+  b.type = "button";
+  b.dataset.action = op;
+  b.addEventListener("click", async (e) => {
+    e.stopPropagation();
+    b.disabled = true;
+    try {
+      const t = await api("/api/tasks/" + n + "/" + op, { method: "POST" });
+      const cur = state.tasks.get(n);
+      if (cur) Object.assign(cur, t); else state.tasks.set(n, t);
+      scheduleRender();
+    } catch (err) {
+      toast(err.message);
+    } finally {
+      b.disabled = false;
+    }
+  });
+  return b;
+}
+
+function renderCounts() {
+  const c = {};
+  for (const t of state.tasks.values()) c[t.status] = (c[t.status] || 0) + 1;
+  const box = $("counts");
+  box.replaceChildren();
+  for (const [label, keys] of [["queued", ["queued"]], ["running", ["running"]], ["waiting", ["waiting"]], ["paused", ["paused"]]]) {
+    const n = keys.reduce((s, k) => s + (c[k] || 0), 0);
+    if (!n && label !== "queued" && label !== "running") continue;
+    const span = el("span");
+    span.append(el("b", "", n), label);
+    box.append(span);
+  }
+}
+
+function renderDetail(now) {
+  const t = state.selected !== null ? state.tasks.get(state.selected) : null;
+  $("placeholder").hidden = !!t;
+  $("detail-body").hidden = !t;
+  if (!t) return;
+  $("detail-body").dataset.status = t.status;
+  $("d-num").textContent = "#" + t.number;
+  $("d-name").textContent = t.name;
+  const chip = $("d-status");
+  chip.className = "chip " + t.status;
+  chip.textContent = statusText(t);
+  $("d-goal").textContent = t.goal;
+  $("d-bar").style.width = clamp(t.progress) + "%";
+  $("d-pct").textContent = clamp(t.progress) + "%";
+
+  const facts = [
+    ["Iteration", t.iteration + " / " + t.max_iterations],
+    ["Stale iterations", t.stale_counter + " / " + t.max_stale_iterations],
+    ["Tokens", compact(t.prompt_tokens) + " in · " + compact(t.completion_tokens) + " out"],
+    ["Room", t.room_id || "— (API only)"],
+    ["Requested by", t.requestor_id || "—"],
+    ["Created", t.created_at ? ago(t.created_at, now) : "—"],
+  ];
+  if (t.started_at) facts.push(["Started", ago(t.started_at, now)]);
+  if (t.completed_at) facts.push(["Ended", ago(t.completed_at, now) + " · took " + span(Date.parse(t.completed_at) - Date.parse(t.created_at))]);
+  else if (t.lease_owner) facts.push(["Worker", t.lease_owner]);
+  const dl = $("d-facts");
+  dl.replaceChildren(...facts.map(([k, v]) => {
+    const d = el("div");
+    d.append(el("dt", "", k), el("dd", "", v));
+    return d;
+  }));
+
+  const note = $("d-note");
+  if (t.error && t.status !== "completed") {
+    note.className = "note error"; note.textContent = t.error; note.hidden = false;
+  } else if (t.summary) {
+    note.className = "note summary"; note.textContent = t.summary; note.hidden = false;
+  } else {
+    note.hidden = true;
+  }
+
+  const ctl = $("d-controls");
+  const want = t.number + ":" + controlsFor(t.status).join(",");
+  if (ctl.dataset.for !== want) {
+    ctl.dataset.for = want;
+    ctl.replaceChildren(...controlsFor(t.status).map((op) => controlButton(t.number, op)));
+  }
+  renderTimeline();
+}
+
+function renderTimeline() {
+  const ol = $("d-timeline");
+  const items = [];
+  let progress = 0;
+  state.timeline.forEach((ev, i) => {
+    const ch = (ev.payload && ev.payload.changes) || {};
+    // A claim is worth a line only while its iteration runs.
+    const shown = ev.type !== "claimed" || i === state.timeline.length - 1;
+    if (shown) items.push(describe(ev, progress));
+    if (typeof ch.progress === "number") progress = ch.progress;
+  });
+  items.reverse(); // newest first
+  ol.replaceChildren(...items);
+}
+
+function describe(ev, before) {
+  const p = ev.payload || {};
+  const ch = p.changes || {};
+  const d = p.detail || {};
+  const li = el("li");
+  li.dataset.type = ev.type;
+  const time = el("time", "", clock(ev.time));
+  time.dateTime = ev.time;
+  let iter = 0;
+  const what = el("div", "what");
+  const head = el("div", "line");
+  what.append(head);
+  let kind = "";
+  switch (ev.type) {
+    case "created":
+      head.append("Created by " + (ev.actor || "someone"));
+      break;
+    case "claimed":
+      kind = "minor";
+      head.append("Iteration running on " + ev.actor + "…");
+      break;
+    case "iterated": {
+      const s = p.step || {};
+      kind = s.success ? "ok" : "bad";
+      iter = s.iteration || ch.iteration || 0;
+      head.append(el("code", "", s.action || "no action"));
+      const params = paramSummary(s.params);
+      if (params) head.append(el("span", "param", params));
+      head.append(el("span", s.success ? "okmark" : "badmark", s.success ? "✓" : "✗"));
+      const after = typeof ch.progress === "number" ? ch.progress : before;
+      head.append(el("span", "delta", after > before ? before + "% → " + after + "%" : after + "%"));
+      const text = s.success ? s.result : (s.error || s.result);
+      if (text) what.append(el("span", "detail-text", clip(text, 400)));
+      if (ch.status && TERMINAL.has(ch.status)) {
+        what.append(el("span", "detail-text", (STATUS_WORD[ch.status] || ch.status) + (ch.error ? ": " + ch.error : "")));
+      }
+      break;
+    }
+    case "paused": kind = "ctl"; head.append("Paused by " + ev.actor); break;
+    case "resumed": kind = "ctl"; head.append("Resumed by " + ev.actor); break;
+    case "canceled": kind = "bad"; head.append("Canceled by " + ev.actor); break;
+    case "waiting": kind = "ctl"; head.append("Waiting" + (d.question ? ": " + d.question : "")); break;
+    case "answered":
+      kind = "ok";
+      head.append("Answered by " + ev.actor);
+      if (d.answer) what.append(el("span", "detail-text", clip(String(d.answer), 400)));
+      break;
+    case "released": kind = "minor"; head.append("Released by " + ev.actor + " (shutting down)"); break;
+    case "result_rejected":
+      kind = "bad";
+      head.append("Late result of " + ev.actor + " rejected");
+      if (d.reason) what.append(el("span", "detail-text", d.reason));
+      break;
+    default:
+      kind = "minor";
+      head.append(ev.type + " by " + ev.actor);
+  }
+  li.className = kind;
+  const when = el("div", "when");
+  when.append(time);
+  if (iter) when.append(el("span", "iter", "iter " + iter));
+  li.append(when, el("span", "mark"), what);
+  return li;
+}
+
+function paramSummary(params) {
+  if (!params || typeof params !== "object") return "";
+  const keys = Object.keys(params);
+  if (!keys.length) return "";
+  const main = params.path || params.url || params.command || params.text || params.question || params.goal;
+  const s = typeof main === "string" ? main : JSON.stringify(params);
+  return clip(s.replace(/\s+/g, " "), 80);
+}
+
+// ---------- small helpers ----------
+
+function clamp(p) { return Math.max(0, Math.min(100, Math.round(p || 0))); }
+function clip(s, n) { s = String(s); return s.length > n ? s.slice(0, n - 1) + "…" : s; }
+function compact(n) {
+  n = n || 0;
+  if (n >= 1e6) return (n / 1e6).toFixed(1) + "M";
+  if (n >= 1e4) return Math.round(n / 1e3) + "k";
+  if (n >= 1e3) return (n / 1e3).toFixed(1) + "k";
+  return String(n);
+}
+function clock(iso) {
+  const d = new Date(iso);
+  return isNaN(d) ? "" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+}
+function span(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return s + "s";
+  const m = Math.floor(s / 60);
+  if (m < 60) return m + "m " + (s % 60) + "s";
+  return Math.floor(m / 60) + "h " + (m % 60) + "m";
+}
+function ago(iso, now) {
+  const t = Date.parse(iso);
+  if (isNaN(t)) return "";
+  const s = Math.round((now - t) / 1000);
+  if (s < 5) return "just now";
+  if (s < 60) return s + "s ago";
+  if (s < 3600) return Math.floor(s / 60) + "m ago";
+  if (s < 86400) return Math.floor(s / 3600) + "h ago";
+  return new Date(t).toLocaleDateString();
+}
+
+let toastTimer = null;
+function toast(msg) {
+  const t = $("toast");
+  t.textContent = msg;
+  t.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { t.hidden = true; }, 6000);
+}
+
+// ---------- create ----------
+
+$("create").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const input = $("goal");
+  const goal = input.value.trim();
+  if (!goal) return;
+  const button = e.target.querySelector("button");
+  button.disabled = true;
+  try {
+    const t = await api("/api/tasks", { method: "POST", body: { goal } });
+    if (!state.tasks.has(t.number)) state.tasks.set(t.number, t);
+    input.value = "";
+    select(t.number);
+  } catch (err) {
+    toast(err.message);
+  } finally {
+    button.disabled = false;
+  }
+});
+
+// Relative times age without events.
+setInterval(() => { if (state.loaded) render(); }, 15000);
+
+startStream();

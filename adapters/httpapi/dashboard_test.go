@@ -1,0 +1,285 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+var (
+	screenshotFile = flag.String("screenshot", "", "write the dashboard screenshot to this PNG file, e.g. ../../docs/dashboard.png")
+	colorScheme    = flag.String("color-scheme", "light", "the color scheme the browser prefers: light or dark")
+)
+
+// chromium finds Debian's Chromium. The browser test fails without it
+// rather than skipping: .ci/run installs it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("the dashboard test drives a real browser and found no Chromium on PATH: " +
+		"install Debian's package (apt-get install chromium), as .ci/run does")
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("mute-audio", true),
+		chromedp.WindowSize(1440, 900),
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	// A bound for the whole test, not a wait for time to pass.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// run runs browser steps, failing the test with what they were for.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// poll waits (up to the bound) for a JavaScript expression to be true.
+func poll(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(20*time.Second))
+}
+
+// media makes the page see these CSS media features.
+func media(features map[string]string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		p := emulation.SetEmulatedMediaParams{}
+		for k, v := range features {
+			p.Features = append(p.Features, &emulation.MediaFeature{Name: k, Value: v})
+		}
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, p)
+		return err
+	})
+}
+
+// TestDashboardInABrowser opens the dashboard in Chromium with a token
+// configured: the page asks for it once, a task created through the API
+// appears without a reload, its bar moves as iterations commit, and Pause
+// pauses it.
+func TestDashboardInABrowser(t *testing.T) {
+	const token = "dashboard-secret"
+	start := time.Now().UTC().Add(-20 * time.Minute).Truncate(time.Second)
+	f := newFixtureAt(t, teststore.SQLite, start, func(o *httpapi.APIOptions) { o.Token = token })
+	ts := httptest.NewServer(f.srv)
+	t.Cleanup(ts.Close)
+	auth := []string{"Authorization", "Bearer " + token}
+	ctx := browser(t)
+
+	run(t, ctx, "open the dashboard and give it the token",
+		chromedp.EmulateViewport(1440, 900),
+		// No transitions: what the page shows is what it has.
+		media(map[string]string{"prefers-reduced-motion": "reduce", "prefers-color-scheme": *colorScheme}),
+		chromedp.Navigate(ts.URL),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), token),
+		chromedp.Click(chromedp.CSS("#token-form button")),
+		chromedp.WaitVisible(chromedp.CSS(`#conn[data-state="live"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS("#token-dialog[open]")),
+		// Marks this page load: a reload would lose it.
+		chromedp.Evaluate[chromedp.Void](`window.sameLoad = true`),
+	)
+
+	r := f.do("POST", "/api/tasks", body(`{"goal": "Build the login page with email and password"}`), auth...)
+	if r.code != 201 {
+		t.Fatalf("create = %d %s", r.code, r.raw)
+	}
+	bar := `document.querySelector('#queue li[data-task="1"] .bar > span').style.width`
+	run(t, ctx, "the new task's row appears", chromedp.WaitVisible(chromedp.CSS(`#queue li[data-task="1"]`)))
+	if width := eval[string](t, ctx, bar); width != "0%" {
+		t.Fatalf("bar width of a new task = %q", width)
+	}
+
+	f.model.Decide("write_file", map[string]string{"path": "login.html", "content": "<form>…</form>"}, 40, "continue")
+	f.step()
+	run(t, ctx, "the bar moves to 40% without a reload", poll(bar+` === "40%"`))
+	if !eval[bool](t, ctx, `window.sameLoad === true`) {
+		t.Fatal("the page was reloaded")
+	}
+
+	run(t, ctx, "press Pause",
+		chromedp.Click(chromedp.CSS(`#queue li[data-task="1"] button[data-action="pause"]`)),
+		poll(`document.querySelector('#queue li[data-task="1"] .chip').textContent === "Paused"`),
+	)
+	if task, err := f.store.GetTask(f.ctx, 1); err != nil || task.Status != plugin.StatusPaused {
+		t.Fatalf("after Pause the task is %v (%v)", task.Status, err)
+	}
+	if !eval[bool](t, ctx, `!!document.querySelector('#queue li[data-task="1"] button[data-action="resume"]')`) {
+		t.Fatal("no Resume button on the paused task")
+	}
+
+	screenshot(t, ctx, f, auth)
+}
+
+// decision is one scripted answer of the model for the screenshot.
+type decision struct {
+	action   string
+	params   map[string]string
+	progress int
+	status   string
+	summary  string
+}
+
+// screenshot fills the queue with tasks in every state, selects the one
+// with the richest timeline and captures the page: into -screenshot when
+// given (docs/dashboard.png), else into the test's temporary directory.
+func screenshot(t *testing.T, ctx context.Context, f *fixture, auth []string) {
+	t.Helper()
+	plans := map[int64][]decision{
+		2: { // Summarise the open issues: completes
+			{"list_files", nil, 20, "continue", ""},
+			{"write_file", map[string]string{"path": "issues.md", "content": "# Open issues\n"}, 65, "continue", ""},
+			{"", nil, 100, "done", "Grouped the 14 open issues into four themes (auth, flaky CI, docs, performance) and wrote issues.md with a suggested order."},
+		},
+		3: { // Migrate CI: running, rich timeline
+			{"list_files", nil, 10, "continue", ""},
+			{"read_file", map[string]string{"path": ".ci/pipeline.yml"}, 10, "continue", ""},
+			{"write_file", map[string]string{"path": "ci/workflow.yml", "content": "on: [push]\njobs: {}\n"}, 30, "continue", ""},
+			{"write_file", map[string]string{"path": "ci/cache.yml", "content": "paths: [~/.cache/go-build]\n"}, 50, "continue", ""},
+			{"write_file", map[string]string{"path": "ci/matrix.yml", "content": "go: ['1.25', '1.26']\n"}, 65, "continue", ""},
+		},
+		4: { // Fix the flaky test: one iteration
+			{"list_files", nil, 20, "continue", ""},
+		},
+		6: { // Benchmark: stalls
+			{"list_files", nil, 10, "continue", ""},
+			{"read_file", map[string]string{"path": "bench.txt"}, 10, "continue", ""},
+			{"read_file", map[string]string{"path": "bench/results.txt"}, 10, "continue", ""},
+			{"read_file", map[string]string{"path": "bench/old.txt"}, 10, "continue", ""},
+		},
+	}
+	f.model.Default(func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+		plan := plans[req.Task.Number]
+		i := req.Task.Iteration - 1
+		if i >= len(plan) {
+			return plugin.ModelResponse{}, fmt.Errorf("no plan for #%d iteration %d", req.Task.Number, req.Task.Iteration)
+		}
+		d := plan[i]
+		params := map[string]any{}
+		for k, v := range d.params {
+			params[k] = v
+		}
+		raw, _ := json.Marshal(map[string]any{"thought": "next step", "action": d.action, "params": params,
+			"progress": d.progress, "status": d.status, "summary": d.summary})
+		return plugin.ModelResponse{Text: string(raw), Usage: plugin.Usage{PromptTokens: 1900 + int64(120*i), CompletionTokens: 140}}, nil
+	})
+	for _, nt := range []struct{ name, goal, room string }{
+		{"Summarise this week's open issues", "Summarise this week's open issues and group them by theme, with a suggested order.", "discord:1042"},
+		{"Migrate CI to the new runner", "Migrate the CI pipeline to the new runner, with build caching and a Go version matrix.", "discord:1042"},
+		{"Fix the flaky database test", "Find out why TestConnectionPool fails one run in twenty, and fix it.", ""},
+		{"Draft release notes for v1.4", "Draft the release notes for v1.4 from the merged pull requests.", "discord:1042"},
+		{"Benchmark the SQLite store", "Benchmark the SQLite store under load and report iterations per second.", ""},
+	} {
+		raw, _ := json.Marshal(map[string]string{"name": nt.name, "goal": nt.goal, "room": nt.room})
+		if r := f.do("POST", "/api/tasks", body(strings.Replace(string(raw), `,"room":""`, "", 1)), auth...); r.code != 201 {
+			t.Fatalf("create = %d %s", r.code, r.raw)
+		}
+	}
+	control := func(op string, n int) {
+		t.Helper()
+		if r := f.do("POST", fmt.Sprintf("/api/tasks/%d/%s", n, op), nil, auth...); r.code != 200 {
+			t.Fatalf("%s #%d = %d %s", op, n, r.code, r.raw)
+		}
+	}
+	step := func() {
+		t.Helper()
+		f.clk.Advance(37 * time.Second)
+		if _, err := f.tasks.Step(f.ctx, "worker-1"); err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(4 * time.Second)
+	}
+	control("pause", 4)
+	control("pause", 5)
+	for range 3 * 3 { // three rounds over #2, #3, #6: #2 completes
+		step()
+	}
+	step() // #3's fourth
+	step() // #6's fourth: no progress three times, stalled
+	control("resume", 4)
+	step() // #4, never served, goes first
+	step() // then #3
+	control("resume", 5)
+
+	want := map[int64]plugin.Status{1: plugin.StatusPaused, 2: plugin.StatusCompleted, 3: plugin.StatusRunning,
+		4: plugin.StatusRunning, 5: plugin.StatusQueued, 6: plugin.StatusStalemate}
+	for n, st := range want {
+		if task, err := f.store.GetTask(f.ctx, n); err != nil || task.Status != st {
+			t.Fatalf("screenshot scene: #%d is %s (%v), want %s", n, task.Status, err, st)
+		}
+	}
+
+	run(t, ctx, "select #3",
+		poll(`document.querySelectorAll('#queue li.task').length === 4 && document.querySelectorAll('#ended li.task').length === 2`),
+		chromedp.Click(chromedp.CSS(`#queue li[data-task="3"] .name`)),
+		poll(`document.querySelectorAll('#d-timeline li[data-type="iterated"]').length === 5`),
+		poll(`document.querySelector('#queue li[data-task="5"] .badge').hidden === false`),
+		chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`),
+	)
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	out := *screenshotFile
+	if out == "" {
+		out = filepath.Join(t.TempDir(), "dashboard.png")
+	}
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dashboard screenshot: %s", out)
+}

@@ -1,0 +1,140 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+var t0 = time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC)
+
+// discord is a platform that accepts everything, so rooms "discord:…"
+// are served.
+type discord struct{}
+
+func (discord) Name() string { return "discord" }
+func (discord) Send(context.Context, string, plugin.Outgoing) (plugin.SentMessage, error) {
+	return plugin.SentMessage{}, nil
+}
+
+// fixture is a runtime with the tools, a scripted model and the task
+// service (not started: tests drive iterations with Step), with the API
+// mounted on a Server.
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	clk   *clock.Fake
+	store plugin.Store
+	rt    *plugin.Runtime
+	model *testkit.ScriptedModel
+	tasks *tasks.Service
+	srv   *httpapi.Server
+	opts  httpapi.APIOptions
+}
+
+func newFixture(t *testing.T, open teststore.Opener, configure ...func(*httpapi.APIOptions)) *fixture {
+	t.Helper()
+	return newFixtureAt(t, open, t0, configure...)
+}
+
+// newFixtureAt is newFixture with the fake clock starting at start.
+func newFixtureAt(t *testing.T, open teststore.Opener, start time.Time, configure ...func(*httpapi.APIOptions)) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewFake(start), store: open(t), model: testkit.NewScriptedModel()}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.rt = plugin.New(plugin.Options{Store: f.store, Clock: f.clk, Logger: log})
+	err := f.rt.Register(
+		&plugin.Plugin{Name: "model", Models: map[plugin.ModelType]plugin.Model{plugin.ModelText: f.model}},
+		&plugin.Plugin{Name: "tools", Actions: actions.Tools(actions.ToolConfig{Workspaces: actions.Workspaces{Root: t.TempDir()}}),
+			Platforms: []plugin.Platform{discord{}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rt.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.tasks = tasks.New(tasks.Options{Runtime: f.rt, Lease: time.Minute, Owner: "worker-1"})
+	f.opts = httpapi.APIOptions{Store: f.store, Tasks: f.tasks, Clock: f.clk, Logger: log, Runtime: f.rt,
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# metrics\n") })}
+	for _, c := range configure {
+		c(&f.opts)
+	}
+	f.srv = httpapi.New(log, nil)
+	httpapi.NewAPI(f.opts).Mount(f.srv)
+	return f
+}
+
+// create makes a task through the service, as chat would.
+func (f *fixture) create(goal string) plugin.Task {
+	f.t.Helper()
+	task, err := f.tasks.Create(f.ctx, plugin.NewTask{Goal: goal, RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return task
+}
+
+// step runs one iteration and moves the clock on a second.
+func (f *fixture) step() {
+	f.t.Helper()
+	if _, err := f.tasks.Step(f.ctx, "worker-1"); err != nil {
+		f.t.Fatalf("step: %v", err)
+	}
+	f.clk.Advance(time.Second)
+}
+
+type response struct {
+	code   int
+	header http.Header
+	raw    string
+	body   map[string]any
+}
+
+// do sends one request to the server in process.
+func (f *fixture) do(method, path string, body io.Reader, header ...string) response {
+	f.t.Helper()
+	req := httptest.NewRequest(method, path, body)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	f.srv.ServeHTTP(rec, req)
+	r := response{code: rec.Code, header: rec.Header(), raw: rec.Body.String()}
+	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(rec.Body.Bytes(), &r.body); err != nil {
+			f.t.Fatalf("%s %s: body %q is not a JSON object: %v", method, path, r.raw, err)
+		}
+	}
+	return r
+}
+
+func (r response) tasks() []map[string]any {
+	var out []map[string]any
+	for _, t := range r.body["tasks"].([]any) {
+		out = append(out, t.(map[string]any))
+	}
+	return out
+}
+
+func numbers(ts []map[string]any) []int {
+	var out []int
+	for _, t := range ts {
+		out = append(out, int(t["number"].(float64)))
+	}
+	return out
+}
