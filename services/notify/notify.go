@@ -131,11 +131,17 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	stop, done := s.stop, s.done
+	if stop != nil {
+		select {
+		case <-stop: // already stopped
+		default:
+			close(stop)
+		}
+	}
 	s.mu.Unlock()
 	if stop == nil {
 		return nil
 	}
-	close(stop)
 	<-done
 	_, err := s.Flush(ctx)
 	return err

@@ -328,3 +328,15 @@ func TestNothingLostAcrossARestart(t *testing.T) {
 		}
 	})
 }
+
+func TestStopTwiceIsHarmless(t *testing.T) {
+	f := newFixture(t, teststore.SQLite(t), "a")
+	if err := f.svc.Start(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := f.svc.Stop(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
