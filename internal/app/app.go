@@ -23,6 +23,7 @@ import (
 	"github.com/taskloom/taskloom/adapters/httpapi"
 	"github.com/taskloom/taskloom/adapters/openai"
 	"github.com/taskloom/taskloom/adapters/postgres"
+	slackadapter "github.com/taskloom/taskloom/adapters/slack"
 	"github.com/taskloom/taskloom/adapters/sqlite"
 	"github.com/taskloom/taskloom/evaluators"
 	"github.com/taskloom/taskloom/internal/clock"
@@ -294,11 +295,34 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 		})
 		log.Info("console chat: type commands here, e.g. `create task write a haiku`")
 	}
+	var slackApp *slackadapter.Adapter
+	if cfg.SlackBotToken != "" {
+		slackApp, err = slackadapter.New(slackadapter.Options{
+			BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken, SigningSecret: cfg.SlackSigningSecret,
+			APIURL: cfg.SlackAPIURL, Runtime: rt, Logger: log, Clock: clk,
+		})
+		if err != nil {
+			return err
+		}
+		plugins = append(plugins, slackApp.Plugin())
+		mode := "HTTP Events API"
+		if slackApp.SocketMode() {
+			mode = "Socket Mode"
+		}
+		log.Info("slack enabled", "mode", mode)
+	}
 	if err := rt.Register(plugins...); err != nil {
 		return err
 	}
 
 	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
+	if slackApp != nil && cfg.SlackSigningSecret != "" {
+		// The adapter answers 503 until the runtime has started.
+		h := slackApp.HTTPHandler()
+		for _, p := range []string{slackadapter.PathEvents, slackadapter.PathCommands, slackadapter.PathInteractions} {
+			srv.Handle("POST "+p, h)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (TASKLOOM_HTTP_ADDR): %w", cfg.HTTPAddr, err)

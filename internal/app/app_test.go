@@ -17,6 +17,7 @@ import (
 	"github.com/taskloom/taskloom/adapters/sqlite"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/slackfake"
 	"github.com/taskloom/taskloom/plugin"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -304,5 +305,71 @@ func TestConsoleThroughAPipe(t *testing.T) {
 		}
 	case <-time.After(app.ShutdownTimeout + 10*time.Second):
 		t.Fatal("no exit after the input ended")
+	}
+}
+
+// startServe runs `taskloom serve` with env until the test ends, and
+// returns its base URL.
+func startServe(t *testing.T, env map[string]string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	var stderr syncBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &syncBuffer{}, Stderr: &stderr,
+			OnListen: func(a string) { addr <- a }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-exited:
+			if code != 0 {
+				t.Errorf("exit %d:\n%s", code, stderr.String())
+			}
+		case <-time.After(app.ShutdownTimeout + 5*time.Second):
+			t.Error("shutdown did not finish in time")
+		}
+	})
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case code := <-exited:
+		t.Fatalf("exited %d before listening:\n%s", code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not listening after 30s:\n%s", stderr.String())
+	}
+	return ""
+}
+
+// TestServeWiresSlackHTTPMode: with Slack's bot token and signing secret,
+// serve mounts the Events API on its listener and answers a signed
+// mention through the fake Slack; a badly signed request is refused.
+func TestServeWiresSlackHTTPMode(t *testing.T) {
+	t.Parallel()
+	fake := slackfake.New(t)
+	base := startServe(t, map[string]string{
+		"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_SIGNING_SECRET": fake.SigningSecret(), "SLACK_API_URL": fake.APIURL(),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bad, err := fake.Request(ctx, base, fake.AppMention("C1", "U1", fake.Mention()+" create task Sneaky"), slackfake.SignedWith("wrong"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.DefaultClient.Do(bad); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("badly signed request: %v %v", resp, err)
+	}
+	req, err := fake.Request(ctx, base, fake.AppMention("C1", "U1", fake.Mention()+" create task Build auth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed mention: %v %v", resp, err)
+	}
+	if _, err := fake.WaitMessages(ctx, 1, func(m slackfake.Message) bool { return strings.Contains(m.Text, "Created task #1") }); err != nil {
+		t.Fatalf("no reply in Slack: %v", err)
 	}
 }
