@@ -20,6 +20,7 @@ import (
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/console"
 	"github.com/taskloom/taskloom/adapters/demo"
+	"github.com/taskloom/taskloom/adapters/discord"
 	"github.com/taskloom/taskloom/adapters/httpapi"
 	"github.com/taskloom/taskloom/adapters/openai"
 	"github.com/taskloom/taskloom/adapters/postgres"
@@ -294,6 +295,23 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 			Platforms: []plugin.Platform{con}, Services: []plugin.Service{con},
 		})
 		log.Info("console chat: type commands here, e.g. `create task write a haiku`")
+	}
+	if cfg.DiscordToken != "" {
+		bot, err := discord.New(discord.Options{
+			Token:         cfg.DiscordToken,
+			ApplicationID: cfg.DiscordApplicationID,
+			APIURL:        cfg.DiscordAPIURL,
+			ShardID:       cfg.DiscordShardID,
+			ShardCount:    cfg.DiscordShardCount,
+			Runtime:       rt,
+			Logger:        log,
+			Clock:         clk,
+		})
+		if err != nil {
+			return err
+		}
+		plugins = append(plugins, bot.Plugin())
+		log.Info("discord enabled", "api", cfg.DiscordAPIURL)
 	}
 	var slackApp *slackadapter.Adapter
 	if cfg.SlackBotToken != "" {

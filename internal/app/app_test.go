@@ -17,6 +17,7 @@ import (
 	"github.com/taskloom/taskloom/adapters/sqlite"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/discordfake"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
 	"github.com/taskloom/taskloom/plugin"
 
@@ -372,4 +373,39 @@ func TestServeWiresSlackHTTPMode(t *testing.T) {
 	if _, err := fake.WaitMessages(ctx, 1, func(m slackfake.Message) bool { return strings.Contains(m.Text, "Created task #1") }); err != nil {
 		t.Fatalf("no reply in Slack: %v", err)
 	}
+}
+
+// TestServeWiresDiscord: with DISCORD_BOT_TOKEN, serve connects to the
+// (fake) Discord named by DISCORD_API_URL, and a mention creates a task
+// that the demo model runs to completion, reported in the channel.
+func TestServeWiresDiscord(t *testing.T) {
+	t.Parallel()
+	fake := discordfake.New(t, discordfake.WithGuild(discordfake.Guild{ID: "G1", ChannelIDs: []string{"C1"}}))
+	startServe(t, map[string]string{
+		"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_FLUSH_INTERVAL": "1s",
+		"DISCORD_BOT_TOKEN": strings.TrimPrefix(fake.Token(), "Bot "), "DISCORD_API_URL": fake.URL(), "DISCORD_APPLICATION_ID": fake.ApplicationID(),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := fake.WaitIdentified(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	fake.MessageCreate("C1", "G1", "U1", "<@"+fake.BotUser().ID+"> create task write a haiku", fake.BotUser().ID)
+	for _, want := range []string{"Created task #1", "completed!"} {
+		for !strings.Contains(joined(fake.Messages("C1")), want) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the channel never showed %q:\n%s", want, joined(fake.Messages("C1")))
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func joined(msgs []discordfake.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Content + "\n")
+	}
+	return b.String()
 }
