@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/taskloom/taskloom/internal/render"
+)
+
+// clean makes text from a task (a chat user's words) safe to print on a
+// terminal: control characters, escape sequences included, become spaces,
+// and it stays on one line.
+func clean(s string) string {
+	return strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, s)), " ")
+}
+
+// cut shortens s to n runes with an ellipsis.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	rs := []rune(s)
+	return string(rs[:n-1]) + "…"
+}
+
+func statusWord(s string) string {
+	switch s {
+	case "stalemate":
+		return "stalled"
+	case "waiting":
+		return "waiting for an answer"
+	}
+	return s
+}
+
+func bar(progress int) string {
+	return fmt.Sprintf("%s %3d%%", render.Bar(progress), min(max(progress, 0), 100))
+}
+
+func iterations(t task) string {
+	if t.MaxIterations == 0 {
+		return fmt.Sprint(t.Iteration)
+	}
+	return fmt.Sprintf("%d/%d", t.Iteration, t.MaxIterations)
+}
+
+func writeList(w io.Writer, l taskList, filtered bool) {
+	if len(l.Tasks) == 0 {
+		if filtered {
+			fmt.Fprintln(w, "No tasks match.")
+		} else {
+			fmt.Fprintln(w, `No tasks yet. Create one with: taskloom tasks create "..."`)
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tTASK\tPROGRESS\tSTATUS\tITER")
+	for _, t := range l.Tasks {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.Number, cut(clean(t.Name), 40), bar(t.Progress), statusWord(t.Status), iterations(t))
+	}
+	tw.Flush()
+	switch {
+	case l.Next != nil:
+		fmt.Fprintf(w, "\n%d of %d tasks shown; the next page: --after %d\n", len(l.Tasks), l.Total, *l.Next)
+	case l.Total == 1:
+		fmt.Fprintln(w, "\n1 task")
+	default:
+		fmt.Fprintf(w, "\n%d tasks\n", l.Total)
+	}
+}
+
+func when(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func writeTask(w io.Writer, t task) {
+	fmt.Fprintf(w, "Task #%d %q — %s\n", t.Number, clean(t.Name), statusWord(t.Status))
+	fmt.Fprintf(w, "  %s   iteration %d of %d, %d of %d without progress\n", bar(t.Progress), t.Iteration, t.MaxIterations, t.StaleCounter, t.MaxStaleIterations)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "  %s\t%s\n", k, v)
+		}
+	}
+	row("Goal:", cut(clean(t.Goal), 300))
+	row("Room:", t.RoomID)
+	row("Requested by:", t.RequestorID)
+	row("Created:", when(t.CreatedAt))
+	row("Started:", when(t.StartedAt))
+	row("Ended:", when(t.CompletedAt))
+	if t.CompletedAt != nil && t.CreatedAt != nil {
+		row("Took:", render.Duration(t.CompletedAt.Sub(*t.CreatedAt)))
+	}
+	row("Worker:", t.LeaseOwner)
+	row("Tokens:", fmt.Sprintf("%d prompt, %d completion", t.PromptTokens, t.CompletionTokens))
+	row("Summary:", cut(clean(t.Summary), 2000))
+	if t.Status != "completed" {
+		row("Error:", cut(clean(t.Error), 2000))
+	}
+	tw.Flush()
+	if len(t.Steps) == 0 {
+		fmt.Fprintln(w, "\nNo steps yet.")
+		return
+	}
+	fmt.Fprintf(w, "\nSteps (%d):\n", len(t.Steps))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, s := range t.Steps {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%3d%%\t%s\n", s.Iteration, s.Time.Local().Format("15:04:05"), actionText(s), mark(s.Success), s.Progress, cut(clean(firstNonEmpty(s.Error, s.Result)), 80))
+	}
+	tw.Flush()
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "✓"
+	}
+	return "✗"
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// actionText is a step's tool and its main parameter: "write_file notes.md".
+func actionText(s step) string {
+	if s.Action == "" {
+		return "(no action)"
+	}
+	var params map[string]any
+	_ = json.Unmarshal(s.Params, &params)
+	for _, k := range []string{"path", "url", "command", "question", "goal", "text"} {
+		if v, ok := params[k].(string); ok && v != "" {
+			return s.Action + " " + cut(clean(v), 40)
+		}
+	}
+	if len(params) > 0 {
+		keys := make([]string, 0, len(params))
+		for k := range params {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return s.Action + " " + strings.Join(keys, ",")
+	}
+	return s.Action
+}
+
+// eventLine is one line of a task's event log.
+func eventLine(e event, progressBefore int) string {
+	head := fmt.Sprintf("%3d  %s  %-9s", e.Sequence, e.Time.Local().Format("15:04:05"), e.Type)
+	var rest string
+	switch e.Type {
+	case "iterated":
+		if s := e.Payload.Step; s != nil {
+			rest = fmt.Sprintf("%s %s", actionText(*s), mark(s.Success))
+			if !s.Success && s.Error != "" {
+				rest += "  " + cut(clean(s.Error), 60)
+			}
+		}
+		var p int
+		if raw, ok := e.Payload.Changes["progress"]; ok && json.Unmarshal(raw, &p) == nil && p != progressBefore {
+			rest += fmt.Sprintf("  %d%% → %d%%", progressBefore, p)
+		}
+		var st string
+		if raw, ok := e.Payload.Changes["status"]; ok && json.Unmarshal(raw, &st) == nil && terminal(st) {
+			rest += "  → " + statusWord(st)
+		}
+	case "answered":
+		rest = "by " + clean(e.Actor)
+		if a, ok := e.Payload.Detail["answer"].(string); ok {
+			rest += ": " + cut(clean(a), 60)
+		}
+	case "result_rejected":
+		rest = "late result of " + clean(e.Actor)
+	case "claimed", "released":
+		rest = clean(e.Actor)
+	default:
+		rest = "by " + clean(e.Actor)
+	}
+	return strings.TrimRight(head+"  "+rest, " ")
+}
+
+// isTerminal reports whether w is a terminal, where the follow mode redraws
+// its progress line in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The API's wire shapes, as far as this client reads them.
+
+type task struct {
+	Number             int64      `json:"number"`
+	Name               string     `json:"name"`
+	Goal               string     `json:"goal"`
+	Status             string     `json:"status"`
+	Progress           int        `json:"progress"`
+	StaleCounter       int        `json:"stale_counter"`
+	Iteration          int        `json:"iteration"`
+	MaxIterations      int        `json:"max_iterations"`
+	MaxStaleIterations int        `json:"max_stale_iterations"`
+	RequestorID        string     `json:"requestor_id"`
+	RoomID             string     `json:"room_id"`
+	WorkspaceID        string     `json:"workspace_id"`
+	CreatedAt          *time.Time `json:"created_at"`
+	StartedAt          *time.Time `json:"started_at"`
+	CompletedAt        *time.Time `json:"completed_at"`
+	LastProcessedAt    *time.Time `json:"last_processed_at"`
+	Summary            string     `json:"summary"`
+	Error              string     `json:"error"`
+	PromptTokens       int64      `json:"prompt_tokens"`
+	CompletionTokens   int64      `json:"completion_tokens"`
+	LeaseOwner         string     `json:"lease_owner"`
+	Steps              []step     `json:"steps"`
+}
+
+type step struct {
+	Iteration int             `json:"iteration"`
+	Action    string          `json:"action"`
+	Params    json.RawMessage `json:"params"`
+	Result    string          `json:"result"`
+	Success   bool            `json:"success"`
+	Error     string          `json:"error"`
+	Progress  int             `json:"progress"`
+	Time      time.Time       `json:"time"`
+}
+
+type taskList struct {
+	Tasks []task `json:"tasks"`
+	Total int    `json:"total"`
+	Next  *int64 `json:"next"`
+}
+
+type event struct {
+	ID         int64     `json:"id"`
+	TaskNumber int64     `json:"task_number"`
+	Sequence   int64     `json:"sequence"`
+	Type       string    `json:"type"`
+	Payload    payload   `json:"payload"`
+	Actor      string    `json:"actor"`
+	Fence      int64     `json:"fence"`
+	Time       time.Time `json:"time"`
+}
+
+type payload struct {
+	Changes map[string]json.RawMessage `json:"changes"`
+	Step    *step                      `json:"step"`
+	Detail  map[string]any             `json:"detail"`
+}
+
+type eventList struct {
+	Events []json.RawMessage `json:"events"`
+}
+
+// terminal reports whether nothing moves a task out of status.
+func terminal(status string) bool {
+	switch status {
+	case "completed", "failed", "stalemate", "canceled":
+		return true
+	}
+	return false
+}
+
+// apply sets the columns an event changed on t. The change values are the
+// columns' JSON; a zero time ("0001-01-01T00:00:00Z") means not set.
+func (t *task) apply(changes map[string]json.RawMessage) {
+	for col, raw := range changes {
+		var err error
+		switch col {
+		case "status":
+			err = json.Unmarshal(raw, &t.Status)
+		case "progress":
+			err = json.Unmarshal(raw, &t.Progress)
+		case "iteration":
+			err = json.Unmarshal(raw, &t.Iteration)
+		case "stale_counter":
+			err = json.Unmarshal(raw, &t.StaleCounter)
+		case "summary":
+			err = json.Unmarshal(raw, &t.Summary)
+		case "error":
+			err = json.Unmarshal(raw, &t.Error)
+		case "lease_owner":
+			err = json.Unmarshal(raw, &t.LeaseOwner)
+		case "name":
+			err = json.Unmarshal(raw, &t.Name)
+		case "prompt_tokens":
+			err = json.Unmarshal(raw, &t.PromptTokens)
+		case "completion_tokens":
+			err = json.Unmarshal(raw, &t.CompletionTokens)
+		case "completed_at":
+			t.CompletedAt = timeOf(raw)
+		case "started_at":
+			t.StartedAt = timeOf(raw)
+		}
+		_ = err // a column this client cannot read is left as it was
+	}
+}
+
+func timeOf(raw json.RawMessage) *time.Time {
+	var v time.Time
+	if json.Unmarshal(raw, &v) != nil || v.IsZero() {
+		return nil
+	}
+	return &v
+}
