@@ -138,7 +138,7 @@ func TestEndpoints(t *testing.T) {
 			}
 		}},
 		{name: "create in a room, by a named requestor", method: "POST", path: "/api/tasks",
-			body: body(`{"goal": "Watch the deploy", "name": "Deploy watch", "room": "discord:123", "max_stale_iterations": 5}`),
+			body:   body(`{"goal": "Watch the deploy", "name": "Deploy watch", "room": "discord:123", "max_stale_iterations": 5}`),
 			header: []string{httpapi.RequestorHeader, "ops-bot"}, code: 201, check: func(t *testing.T, r response) {
 				b := r.body
 				if b["room_id"] != "discord:123" || b["platform"] != "discord" || b["requestor_id"] != "ops-bot" || b["name"] != "Deploy watch" || b["max_stale_iterations"] != 5.0 {
