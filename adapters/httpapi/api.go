@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -83,6 +84,9 @@ type API struct {
 	token [32]byte // sha256 of the token, compared in constant time
 	bell  *bell
 	hint  hint
+
+	closeOnce sync.Once
+	done      chan struct{} // closed by Close: event streams end
 }
 
 // NewAPI returns the API; Mount puts it on a Server.
@@ -99,7 +103,7 @@ func NewAPI(o APIOptions) *API {
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = 15 * time.Second
 	}
-	a := &API{o: o, store: o.Store, clk: o.Clock, log: o.Logger.With("component", "httpapi"), bell: newBell()}
+	a := &API{o: o, store: o.Store, clk: o.Clock, log: o.Logger.With("component", "httpapi"), bell: newBell(), done: make(chan struct{})}
 	if o.Token != "" {
 		a.token = sha256.Sum256([]byte(o.Token))
 	}
@@ -110,6 +114,15 @@ func NewAPI(o APIOptions) *API {
 		}
 	}
 	return a
+}
+
+// Close ends every open event stream (and any opened later), so that
+// http.Server.Shutdown, which waits for requests to finish, is not held up
+// by clients that would listen forever: register it with
+// http.Server.RegisterOnShutdown. The streams' clients reconnect to
+// another replica with Last-Event-ID and lose nothing.
+func (a *API) Close() {
+	a.closeOnce.Do(func() { close(a.done) })
 }
 
 // route is one endpoint; the OpenAPI description lists the same ones.

@@ -43,6 +43,7 @@ type fixture struct {
 	model *testkit.ScriptedModel
 	tasks *tasks.Service
 	srv   *httpapi.Server
+	api   *httpapi.API
 	opts  httpapi.APIOptions
 }
 
@@ -75,7 +76,8 @@ func newFixtureAt(t *testing.T, open teststore.Opener, start time.Time, configur
 		c(&f.opts)
 	}
 	f.srv = httpapi.New(log, nil)
-	httpapi.NewAPI(f.opts).Mount(f.srv)
+	f.api = httpapi.NewAPI(f.opts)
+	f.api.Mount(f.srv)
 	return f
 }
 

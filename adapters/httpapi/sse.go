@@ -80,6 +80,11 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	keepAlive := a.clk.NewTimer(a.o.KeepAlive)
 	defer func() { keepAlive.Stop() }()
 	for {
+		select {
+		case <-a.done:
+			return
+		default:
+		}
 		wake := a.bell.C() // before reading, so a change after the read still wakes us
 		evs, err := a.store.EventsSince(ctx, after, eventBatch)
 		if err != nil {
@@ -118,6 +123,9 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		poll := a.clk.NewTimer(a.o.Poll)
 		select {
 		case <-ctx.Done():
+			poll.Stop()
+			return
+		case <-a.done:
 			poll.Stop()
 			return
 		case <-wake:

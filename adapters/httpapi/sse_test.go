@@ -273,3 +273,21 @@ func TestEventStreamStartsAtTheLatestEvent(t *testing.T) {
 		fresh.Close()
 	}
 }
+
+// Close ends open streams, so a server's Shutdown is not held up by them.
+func TestCloseEndsStreams(t *testing.T) {
+	f := newFixture(t, teststore.SQLite)
+	ts := httptest.NewServer(f.srv)
+	t.Cleanup(ts.Close)
+	s := openStream(t, ts.URL, "")
+	s.ready()
+	f.api.Close()
+	select {
+	case fr, ok := <-s.frames:
+		if ok {
+			t.Fatalf("got %+v after Close", fr)
+		}
+	case <-time.After(wait):
+		t.Fatal("the stream is still open after Close")
+	}
+}
