@@ -27,8 +27,10 @@ import (
 	slackadapter "github.com/taskloom/taskloom/adapters/slack"
 	"github.com/taskloom/taskloom/adapters/sqlite"
 	"github.com/taskloom/taskloom/evaluators"
+	"github.com/taskloom/taskloom/internal/cli"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/config"
+	"github.com/taskloom/taskloom/internal/metrics"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/providers"
 	"github.com/taskloom/taskloom/services/notify"
@@ -66,6 +68,7 @@ Commands:
   serve     run Taskloom (the default)
   migrate   apply database migrations and exit
   check     replay every task's event log and verify it against the tasks table
+  tasks     drive a running Taskloom over its API (taskloom tasks help)
   version   print the version
 
 Flags (override the environment):
@@ -93,6 +96,9 @@ func Main(ctx context.Context, o Options) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(o.Stdout, usage)
 		return ExitOK
+	case "tasks":
+		// A client of a running Taskloom: it needs no server configuration.
+		return cli.Run(ctx, rest, o.Getenv, o.Stdout, o.Stderr)
 	case "serve", "migrate", "check":
 	default:
 		fmt.Fprintf(o.Stderr, "taskloom: unknown command %q\n\n%s", cmd, usage)
@@ -334,6 +340,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 	}
 
 	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
+	api := httpapi.NewAPI(httpapi.APIOptions{
+		Store: st, Tasks: core.Tasks, Token: cfg.APIToken, Clock: clk, Logger: log, Runtime: rt,
+		Metrics:       core.Metrics.Handler(),
+		MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale,
+	})
+	api.Mount(srv)
 	if slackApp != nil && cfg.SlackSigningSecret != "" {
 		// The adapter answers 503 until the runtime has started.
 		h := slackApp.HTTPHandler()
@@ -346,6 +358,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 		return fmt.Errorf("listen on %s (TASKLOOM_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
 	httpServer := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	httpServer.RegisterOnShutdown(api.Close) // event streams would hold Shutdown up
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(ln) }()
 
@@ -404,6 +417,7 @@ type Core struct {
 	Tasks   *tasks.Service
 	Notify  *notify.Service
 	Chat    *actions.Chat
+	Metrics *metrics.Recorder
 }
 
 // NewCore assembles the core.
@@ -413,8 +427,9 @@ func NewCore(o CoreOptions) *Core {
 		o.Owner = replicaName()
 	}
 	rt := plugin.New(plugin.Options{Store: o.Store, Character: o.Character, Logger: o.Logger, Clock: o.Clock})
-	notifier := notify.New(notify.Options{Runtime: rt, Interval: cfg.FlushInterval, Owner: o.Owner, Demo: plugin.IsDemo(o.Model)})
-	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox}
+	rec := metrics.New(metrics.Options{Store: o.Store, Logger: o.Logger})
+	notifier := notify.New(notify.Options{Runtime: rt, Interval: cfg.FlushInterval, Owner: o.Owner, Demo: plugin.IsDemo(o.Model), Metrics: rec})
+	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox, Metrics: rec}
 	if l, ok := o.Store.(interface {
 		ListenTasks(ctx context.Context) (<-chan struct{}, error)
 	}); ok {
@@ -448,7 +463,7 @@ func NewCore(o CoreOptions) *Core {
 	if err != nil {
 		panic(err) // two fixed, distinct names: cannot fail
 	}
-	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Chat: chat}
+	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Chat: chat, Metrics: rec}
 }
 
 // replicaName names this process in leases and outbox claims.

@@ -409,3 +409,32 @@ func joined(msgs []discordfake.Message) string {
 	}
 	return b.String()
 }
+
+// TestCLIFollowsADemoTask is the API issue's "done when": `taskloom tasks
+// create "…" && taskloom tasks events 1 --follow` against a running
+// serve shows a demo-model task run to completion.
+func TestCLIFollowsADemoTask(t *testing.T) {
+	t.Parallel()
+	base := startServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_API_TOKEN": "s3cret"})
+	env := map[string]string{"TASKLOOM_URL": base, "TASKLOOM_API_TOKEN": "s3cret"}
+	code, out, errOut := run(t, env, "tasks", "create", "write a haiku")
+	if code != 0 || !strings.Contains(out, "#1") {
+		t.Fatalf("create: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = run(t, env, "tasks", "events", "1", "--follow")
+	if code != 0 || !strings.Contains(out, "completed") {
+		t.Fatalf("events --follow: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := run(t, map[string]string{"TASKLOOM_URL": base}, "tasks", "list"); code != 1 || !strings.Contains(strings.ToLower(errOut), "token") {
+		t.Fatalf("without the token: exit %d %q", code, errOut)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `taskloom_iterations_total{outcome="completed"} 1`) {
+		t.Fatalf("metrics after one completed task:\n%s", body)
+	}
+}
