@@ -46,8 +46,9 @@ func (AskUser) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, er
 	if task.RoomID == "" {
 		return fail("Task #%d has no chat room to ask in; decide without asking.", task.Number)
 	}
-	if err := enqueueMessage(ctx, call, task, "question", q); err != nil {
+	n, err := roomMessage(task, "question", q)
+	if err != nil {
 		return plugin.Result{}, err
 	}
-	return plugin.Result{Success: true, Text: "asked: " + q, Wait: "question: " + q}, nil
+	return plugin.Result{Success: true, Text: "asked: " + q, Wait: "question: " + q, Notifications: []plugin.Notification{n}}, nil
 }

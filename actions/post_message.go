@@ -50,23 +50,19 @@ func (PostMessage) Handle(ctx context.Context, call *plugin.Call) (plugin.Result
 	if task.RoomID == "" {
 		return fail("Task #%d has no chat room to post in.", task.Number)
 	}
-	if err := enqueueMessage(ctx, call, task, "post", text); err != nil {
+	n, err := roomMessage(task, "post", text)
+	if err != nil {
 		return plugin.Result{}, err
 	}
-	return plugin.Result{Success: true, Text: "posted to " + task.RoomID}, nil
+	return plugin.Result{Success: true, Text: "posted to " + task.RoomID, Notifications: []plugin.Notification{n}}, nil
 }
 
-// enqueueMessage puts a message from a task in its room's outbox, to be
-// sent at once by the notification service.
-func enqueueMessage(ctx context.Context, call *plugin.Call, task *plugin.Task, kind, text string) error {
+// roomMessage is the outbox row of a message from a task to its room,
+// sent at once by the notification service once the iteration commits.
+func roomMessage(task *plugin.Task, kind, text string) (plugin.Notification, error) {
 	payload, err := json.Marshal(map[string]string{"kind": kind, "text": text, "task_name": task.Name})
 	if err != nil {
-		return err
+		return plugin.Notification{}, err
 	}
-	now := call.Runtime.Clock().Now()
-	_, err = call.Runtime.Store().Enqueue(ctx, plugin.Notification{
-		Room: task.RoomID, TaskNumber: task.Number, Category: plugin.NotifyMessage,
-		Payload: payload, CreatedAt: plugin.UTC(now), NextAttemptAt: plugin.UTC(now),
-	})
-	return err
+	return plugin.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: plugin.NotifyMessage, Payload: payload}, nil
 }

@@ -218,14 +218,21 @@ func TestRunCommand(t *testing.T) {
 	}
 }
 
-func TestPostMessageGoesToTheOutbox(t *testing.T) {
+func TestPostMessageIsWrittenWithTheIteration(t *testing.T) {
 	t.Parallel()
 	k := newKit(t)
-	if ok, text := k.call("post_message", map[string]string{"text": "halfway there"}); !ok {
-		t.Fatal(text)
+	raw, _ := json.Marshal(map[string]string{"text": "halfway there"})
+	task := k.task
+	res, err := k.rt.RunAction(context.Background(), "post_message", &plugin.Call{Task: &task, Params: raw})
+	if err != nil || !res.Success {
+		t.Fatalf("%+v %v", res, err)
 	}
-	room, rows, err := k.rt.Store().ClaimRoom(context.Background(), plugin.RoomClaim{Owner: "x", Now: k.rt.Clock().Now(), Lease: time.Minute})
-	if err != nil || room != "console" || len(rows) != 1 || rows[0].Category != plugin.NotifyMessage || !strings.Contains(string(rows[0].Payload), "halfway there") {
-		t.Fatalf("outbox: %q %+v %v", room, rows, err)
+	if len(res.Notifications) != 1 || res.Notifications[0].Room != "console" || res.Notifications[0].Category != plugin.NotifyMessage ||
+		!strings.Contains(string(res.Notifications[0].Payload), "halfway there") {
+		t.Fatalf("notifications = %+v", res.Notifications)
+	}
+	// Nothing is in the outbox until the iteration commits.
+	if n, err := k.rt.Store().Pending(context.Background()); err != nil || n != 0 {
+		t.Fatalf("pending = %d, %v", n, err)
 	}
 }

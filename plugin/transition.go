@@ -231,7 +231,9 @@ type Outcome struct {
 	Reason string
 	// Wait, when set, parks the task in waiting (a question to a user, or
 	// subtasks to finish) with this reason.
-	Wait             string
+	Wait string
+	// Notifications the step's tool asked for, written with the result.
+	Notifications    []Notification
 	PromptTokens     int64
 	CompletionTokens int64
 }
@@ -319,6 +321,19 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	m.Step = &step
 	if err := attachStep(&m); err != nil {
 		return Mutation{}, err
+	}
+	for _, n := range o.Notifications {
+		n.TaskNumber = t.Number
+		if n.Room == "" {
+			n.Room = t.RoomID
+		}
+		if n.CreatedAt.IsZero() {
+			n.CreatedAt = now
+		}
+		if n.NextAttemptAt.IsZero() {
+			n.NextAttemptAt = now
+		}
+		m.Notifications = append(m.Notifications, n)
 	}
 	return m, nil
 }

@@ -92,7 +92,7 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) plugin.Outcome {
 		o.Step.Result = res.Text
 		return failStep(d.Action, firstNonEmpty(res.Error, "the tool reported a failure"))
 	}
-	o.Step.Success, o.Step.Result, o.Wait = true, res.Text, res.Wait
+	o.Step.Success, o.Step.Result, o.Wait, o.Notifications = true, res.Text, res.Wait, res.Notifications
 	return finish()
 }
 

@@ -295,7 +295,7 @@ func TestLateResultAfterLeaseLossIsRejected(t *testing.T) {
 		f.model.Then(func(context.Context, plugin.ModelRequest) (plugin.ModelResponse, error) {
 			close(called)
 			<-gate
-			return plugin.ModelResponse{Text: testkit.DecisionJSON("list_files", nil, 90, "continue")}, nil
+			return plugin.ModelResponse{Text: testkit.DecisionJSON("post_message", map[string]string{"text": "from A"}, 90, "continue")}, nil
 		})
 		f.model.Decide("list_files", nil, 30, "continue") // worker B
 		n := f.create("x").Number
@@ -322,6 +322,10 @@ func TestLateResultAfterLeaseLossIsRejected(t *testing.T) {
 		}
 		if last.Type != plugin.EventResultRejected || last.Actor != "A" || p.Detail["stale_fence"] != float64(1) || p.Detail["estimate"] != float64(90) || len(p.Changes) != 0 {
 			t.Fatalf("last event = %s %s %s", last.Type, last.Actor, last.Payload)
+		}
+		// A's post belonged to the rejected result: it was not sent.
+		if n, err := f.store.Pending(f.ctx); err != nil || n != 0 {
+			t.Fatalf("%d notifications pending from a rejected result (%v)", n, err)
 		}
 		f.check()
 	})
