@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/taskloom/taskloom/internal/clock"
@@ -191,70 +192,80 @@ func (p provider) Get(ctx context.Context, _ *plugin.Message, _ *plugin.State) (
 	return p.get(ctx)
 }
 
-func textProvider(name string, pos int, text string, done *sync.WaitGroup) provider {
-	return provider{plugin.ProviderInfo{Name: name, Position: pos}, func(context.Context) (plugin.ProviderResult, error) {
-		defer done.Done()
-		return plugin.ProviderResult{Text: text, Values: map[string]any{name: true}}, nil
-	}}
-}
-
+// TestComposeStateOrdersByPositionAndCutsOffAtBudget runs in a synctest
+// bubble: time moves only when every goroutine is blocked, so the fast
+// providers have certainly answered before the budget runs out, and the
+// budget is measured exactly.
 func TestComposeStateOrdersByPositionAndCutsOffAtBudget(t *testing.T) {
 	t.Parallel()
-	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	var fast sync.WaitGroup
-	fast.Add(3)
-	hangRelease := make(chan struct{})
-	defer close(hangRelease)
-	hung := provider{plugin.ProviderInfo{Name: "slow", Position: 0}, func(ctx context.Context) (plugin.ProviderResult, error) {
-		<-hangRelease // ignores its context on purpose: the budget must not wait for it
-		return plugin.ProviderResult{Text: "too late"}, nil
-	}}
-	failing := provider{plugin.ProviderInfo{Name: "broken", Position: 1}, func(context.Context) (plugin.ProviderResult, error) {
-		defer fast.Done()
-		return plugin.ProviderResult{Text: "never shown"}, errors.New("backend down")
-	}}
-	rt := plugin.New(plugin.Options{Logger: quietLogger(), Clock: fake, ProviderBudget: 2 * time.Second})
-	_ = rt.Register(&plugin.Plugin{Name: "p", Providers: []plugin.Provider{
-		textProvider("tasks", 20, "TASKS", &fast),
-		hung,
-		failing,
-		textProvider("room", 10, "ROOM", &fast),
-		provider{plugin.ProviderInfo{Name: "secret", Private: true}, func(context.Context) (plugin.ProviderResult, error) {
-			return plugin.ProviderResult{Text: "PRIVATE"}, nil
-		}},
-	}})
-	if err := rt.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan *plugin.State, 1)
-	go func() { got <- rt.ComposeState(context.Background(), &plugin.Message{}) }()
-	fast.Wait()
-	if err := fake.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-got:
-		t.Fatal("ComposeState returned before the budget although a provider hangs")
-	default:
-	}
-	fake.Advance(2 * time.Second)
-	st := <-got
-	if st.Text != "ROOM\n\nTASKS" {
-		t.Fatalf("text = %q, want ROOM then TASKS", st.Text)
-	}
-	if st.Values["room"] != true || st.Values["tasks"] != true || len(st.Values) != 2 {
-		t.Fatalf("values = %v", st.Values)
-	}
-	var names []string
-	for _, o := range st.Providers {
-		names = append(names, o.Name)
-		if o.Name == "slow" && (!o.TimedOut || !errors.Is(o.Err, plugin.ErrProviderTimeout)) {
-			t.Errorf("slow provider not marked as timed out: %+v", o)
+	synctest.Test(t, func(t *testing.T) {
+		hangRelease := make(chan struct{})
+		hung := provider{plugin.ProviderInfo{Name: "slow", Position: 0}, func(ctx context.Context) (plugin.ProviderResult, error) {
+			<-hangRelease // ignores its context on purpose: the budget must not wait for it
+			return plugin.ProviderResult{Text: "too late"}, nil
+		}}
+		failing := provider{plugin.ProviderInfo{Name: "broken", Position: 1}, func(context.Context) (plugin.ProviderResult, error) {
+			return plugin.ProviderResult{Text: "never shown"}, errors.New("backend down")
+		}}
+		text := func(name string, pos int, text string) provider {
+			return provider{plugin.ProviderInfo{Name: name, Position: pos}, func(context.Context) (plugin.ProviderResult, error) {
+				return plugin.ProviderResult{Text: text, Values: map[string]any{name: true}}, nil
+			}}
 		}
-	}
-	if !slices.Equal(names, []string{"slow", "broken", "room", "tasks"}) {
-		t.Fatalf("providers = %v", names)
-	}
+		rt := plugin.New(plugin.Options{Logger: quietLogger(), Clock: clock.Real{}, ProviderBudget: 2 * time.Second})
+		_ = rt.Register(&plugin.Plugin{Name: "p", Providers: []plugin.Provider{
+			text("tasks", 20, "TASKS"),
+			hung,
+			failing,
+			text("room", 10, "ROOM"),
+			provider{plugin.ProviderInfo{Name: "secret", Private: true}, func(context.Context) (plugin.ProviderResult, error) {
+				return plugin.ProviderResult{Text: "PRIVATE"}, nil
+			}},
+		}})
+		if err := rt.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		st := rt.ComposeState(context.Background(), &plugin.Message{})
+		if waited := time.Since(start); waited != 2*time.Second {
+			t.Fatalf("ComposeState took %s, want exactly the 2s budget", waited)
+		}
+		close(hangRelease)
+		synctest.Wait() // the hung provider's goroutine ends too
+		if st.Text != "ROOM\n\nTASKS" {
+			t.Fatalf("text = %q, want ROOM then TASKS", st.Text)
+		}
+		if st.Values["room"] != true || st.Values["tasks"] != true || len(st.Values) != 2 {
+			t.Fatalf("values = %v", st.Values)
+		}
+		var names []string
+		for _, o := range st.Providers {
+			names = append(names, o.Name)
+			if o.Name == "slow" && (!o.TimedOut || !errors.Is(o.Err, plugin.ErrProviderTimeout)) {
+				t.Errorf("slow provider not marked as timed out: %+v", o)
+			}
+		}
+		if !slices.Equal(names, []string{"slow", "broken", "room", "tasks"}) {
+			t.Fatalf("providers = %v", names)
+		}
+	})
+}
+
+func TestComposeStateDoesNotWaitWhenAllAnswer(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		rt := plugin.New(plugin.Options{Logger: quietLogger(), ProviderBudget: time.Minute})
+		_ = rt.Register(&plugin.Plugin{Name: "p", Providers: []plugin.Provider{
+			provider{plugin.ProviderInfo{Name: "a"}, func(context.Context) (plugin.ProviderResult, error) {
+				return plugin.ProviderResult{Text: "A"}, nil
+			}},
+		}})
+		_ = rt.Start(context.Background())
+		start := time.Now()
+		if st := rt.ComposeState(context.Background(), nil); st.Text != "A" || time.Since(start) != 0 {
+			t.Fatalf("text %q after %s", st.Text, time.Since(start))
+		}
+	})
 }
 
 func TestComposeStateIncludesPrivateOnlyWhenAsked(t *testing.T) {
