@@ -548,7 +548,7 @@ func TestReconnectAndInvalidSession(t *testing.T) {
 	if ids[1].SessionID == ids[0].SessionID {
 		t.Errorf("new IDENTIFY kept session %s", ids[0].SessionID)
 	}
-	waitReady() // discordgo has taken the new session ID
+	waitReady()            // discordgo has taken the new session ID
 	srv.DropWithoutClose() // a network failure: discordgo resumes the new session
 	if err := srv.WaitResumed(ctx(t), 2); err != nil {
 		t.Fatal(err)
