@@ -23,18 +23,24 @@ func Replay(events []TaskEvent) (Task, error) {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			return t, fmt.Errorf("event %d (%s): payload: %w", ev.Sequence, ev.Type, err)
 		}
-		if len(p.Changes) > 0 {
-			raw, err := json.Marshal(p.Changes)
-			if err != nil {
-				return t, err
-			}
-			if err := json.Unmarshal(raw, &t); err != nil {
-				return t, fmt.Errorf("event %d (%s): changes: %w", ev.Sequence, ev.Type, err)
-			}
+		if err := applyChanges(&t, p.Changes); err != nil {
+			return t, fmt.Errorf("event %d (%s): changes: %w", ev.Sequence, ev.Type, err)
 		}
 		t.EventSeq = ev.Sequence
 	}
 	return t, nil
+}
+
+// applyChanges sets the columns an event changed, by their JSON names.
+func applyChanges(t *Task, changes map[string]json.RawMessage) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(changes)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, t)
 }
 
 // Check replays a task's events and verifies the invariants of PRODUCT §2
@@ -79,11 +85,8 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 		}
 		wasTerminal := t.Status.Terminal()
 		prevFence := t.Fence
-		if len(p.Changes) > 0 {
-			raw, _ := json.Marshal(p.Changes)
-			if err := json.Unmarshal(raw, &t); err != nil {
-				bad("event %d (%s): %v", ev.Sequence, ev.Type, err)
-			}
+		if err := applyChanges(&t, p.Changes); err != nil {
+			bad("event %d (%s): %v", ev.Sequence, ev.Type, err)
 		}
 		if wasTerminal && len(p.Changes) > 0 {
 			bad("event %d (%s) changes a task that had ended", ev.Sequence, ev.Type)

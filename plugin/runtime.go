@@ -46,7 +46,6 @@ type Runtime struct {
 
 	mu         sync.RWMutex
 	plugins    []*Plugin // as registered
-	started    []*Plugin // in start order
 	actions    []Action
 	actionByID map[string]Action
 	providers  []Provider
@@ -229,18 +228,9 @@ func (rt *Runtime) Start(ctx context.Context) error {
 			rt.running = append(rt.running, s)
 			rt.mu.Unlock()
 		}
-		rt.mu.Lock()
-		rt.started = append(rt.started, p)
-		rt.mu.Unlock()
 		rt.log.Debug("plugin started", "plugin", p.Name)
 	}
 	return nil
-}
-
-// AddAction registers an action outside a plugin's declaration (from an
-// Init hook, say).
-func (rt *Runtime) AddAction(a Action) error {
-	return rt.addComponents(&Plugin{Name: "(init)", Actions: []Action{a}})
 }
 
 // AddModel registers a model for a type, replacing any registered before.
@@ -315,13 +305,6 @@ func (rt *Runtime) stopServices(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Plugins lists the started plugins in start order.
-func (rt *Runtime) Plugins() []*Plugin {
-	rt.mu.RLock()
-	defer rt.mu.RUnlock()
-	return slices.Clone(rt.started)
 }
 
 // Actions lists the registered actions in registration order.

@@ -49,7 +49,7 @@ func (rt *Runtime) ComposeState(ctx context.Context, msg *Message, include ...st
 	}
 	rt.mu.RUnlock()
 
-	state := &State{Values: map[string]any{}, Data: map[string]any{}}
+	state := newState()
 	if len(ps) == 0 {
 		return state
 	}
@@ -75,7 +75,7 @@ func (rt *Runtime) ComposeState(ctx context.Context, msg *Message, include ...st
 				d.at = rt.clk.Now()
 				results <- d
 			}()
-			d.res, d.err = p.Get(ctx, msg, state.snapshot())
+			d.res, d.err = p.Get(ctx, msg, newState())
 		}()
 	}
 	out := make([]ProviderOutput, len(ps))
@@ -125,8 +125,8 @@ func (rt *Runtime) ComposeState(ctx context.Context, msg *Message, include ...st
 	return state
 }
 
-// snapshot gives providers an empty, private state: they run concurrently,
-// so none sees another's output.
-func (s *State) snapshot() *State {
+// newState is an empty state. Each provider gets one of its own: they run
+// concurrently, so none sees another's output.
+func newState() *State {
 	return &State{Values: map[string]any{}, Data: map[string]any{}}
 }

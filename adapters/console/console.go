@@ -34,7 +34,6 @@ type Console struct {
 	mu      sync.Mutex // serialises writes to Out
 	seq     atomic.Int64
 	started time.Time
-	done    chan struct{}
 }
 
 var (
@@ -66,7 +65,6 @@ func (c *Console) Start(ctx context.Context) error {
 		c.User = "console"
 	}
 	c.started = c.Runtime.Clock().Now()
-	c.done = make(chan struct{})
 	c.print(fmt.Sprintf("👋 %s is here. Type `help` for the commands, e.g. `create task write a haiku`.", c.Runtime.Character().Name))
 	go c.read(context.WithoutCancel(ctx))
 	return nil
@@ -77,7 +75,6 @@ func (c *Console) Start(ctx context.Context) error {
 func (c *Console) Stop(context.Context) error { return nil }
 
 func (c *Console) read(ctx context.Context) {
-	defer close(c.done)
 	in := bufio.NewReader(c.In)
 	for {
 		line, err := in.ReadString('\n')
@@ -123,6 +120,3 @@ func (c *Console) handle(ctx context.Context, text string) {
 		c.print("Sorry — that could not be handled; see the log.")
 	}
 }
-
-// Done is closed when the input has ended.
-func (c *Console) Done() <-chan struct{} { return c.done }
