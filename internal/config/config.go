@@ -16,6 +16,11 @@ type Config struct {
 	DataDir     string
 	HTTPAddr    string
 	APIToken    string
+	// PublicURL is where people reach the service when it is not at a
+	// loopback address or at TASKLOOM_HTTP_ADDR, e.g. behind a reverse
+	// proxy (TASKLOOM_PUBLIC_URL): the HTTP server answers to its host and
+	// takes its origin as its own. Empty when not set.
+	PublicURL string
 
 	OpenAIKey     string
 	OpenAIBaseURL string
@@ -89,6 +94,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DataDir:              r.str("TASKLOOM_DATA_DIR", DefaultDataDir),
 		HTTPAddr:             r.str("TASKLOOM_HTTP_ADDR", DefaultHTTPAddr),
 		APIToken:             r.str("TASKLOOM_API_TOKEN", ""),
+		PublicURL:            r.httpURL("TASKLOOM_PUBLIC_URL"),
 		OpenAIKey:            r.str("OPENAI_API_KEY", ""),
 		OpenAIBaseURL:        r.str("OPENAI_BASE_URL", ""),
 		OpenAIModel:          r.str("OPENAI_MODEL", DefaultOpenAIModel),
@@ -251,6 +257,22 @@ func (r *reader) duration(name string, def, lo, hi time.Duration) time.Duration 
 		return def
 	}
 	return d
+}
+
+// httpURL reads an optional http:// or https:// URL naming a host, such
+// as https://taskloom.example.com. It carries no user name or password:
+// it is compared with what browsers send, which never has them.
+func (r *reader) httpURL(name string) string {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
+		r.fail(&Error{Var: name, Value: redact(v), Reason: "want an http:// or https:// URL with a host and no user, e.g. https://taskloom.example.com"})
+		return ""
+	}
+	return v
 }
 
 func (r *reader) boolean(name string) bool {

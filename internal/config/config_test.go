@@ -81,6 +81,12 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"DISCORD_SHARD_ID", "-1", "DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID="-1": want a whole number`},
 		{[]string{"DISCORD_SHARD_ID", "0", "DISCORD_SHARD_COUNT", "0"}, `DISCORD_SHARD_COUNT="0": want a whole number from 1`},
 		{[]string{"DISCORD_SHARD_ID", "x", "DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID="x"`},
+		{[]string{"TASKLOOM_PUBLIC_URL", "taskloom.example.com"}, `TASKLOOM_PUBLIC_URL="taskloom.example.com": want an http:// or https:// URL with a host`},
+		{[]string{"TASKLOOM_PUBLIC_URL", "ftp://taskloom.example.com"}, `TASKLOOM_PUBLIC_URL="ftp://taskloom.example.com"`},
+		{[]string{"TASKLOOM_PUBLIC_URL", "https://"}, `TASKLOOM_PUBLIC_URL="https://"`},
+		{[]string{"TASKLOOM_PUBLIC_URL", "https://:8443"}, `TASKLOOM_PUBLIC_URL="https://:8443"`},
+		{[]string{"TASKLOOM_PUBLIC_URL", "https://taskloom.example.com:https"}, `TASKLOOM_PUBLIC_URL`},
+		{[]string{"TASKLOOM_PUBLIC_URL", "https://me:hunter2@taskloom.example.com"}, `TASKLOOM_PUBLIC_URL="https://me:xxxxx@taskloom.example.com"`},
 	}
 	for _, tt := range tests {
 		_, err := config.Load(env(tt.env...))
@@ -117,6 +123,16 @@ func TestDiscordShards(t *testing.T) {
 		var ce *config.Error
 		if err := ok.Validate(); !errors.As(err, &ce) || ce.Var != "DISCORD_SHARD_ID" {
 			t.Errorf("Validate with shard %d of %d = %v, want an error naming DISCORD_SHARD_ID", c.DiscordShardID, c.DiscordShardCount, err)
+		}
+	}
+}
+
+func TestPublicURL(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"", "https://taskloom.example.com", "http://10.0.0.5:8080/", " https://[2001:db8::1]:8443 "} {
+		c, err := config.Load(env("TASKLOOM_PUBLIC_URL", v))
+		if err != nil || c.PublicURL != strings.TrimSpace(v) {
+			t.Errorf("TASKLOOM_PUBLIC_URL=%q: PublicURL %q, err %v", v, c.PublicURL, err)
 		}
 	}
 }
