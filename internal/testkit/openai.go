@@ -19,9 +19,15 @@ import (
 // OpenAI is a scripted OpenAI-compatible server. It answers
 // POST /v1/chat/completions with the wire shapes of the real API, taking its
 // answers in order from a queue the test fills with Reply, ReplyWithUsage,
-// ReplyRaw, Fail and Hang. A request that finds the queue empty gets the
-// default set with SetDefault or, when there is none, a 500 and a test
-// error: a test says what the model answers, and an unexpected call fails it.
+// ReplyRaw, Fail, FailN, Hang and Drop. A request that finds the queue empty
+// gets the default set with SetDefault or, when there is none, a 500 and a
+// test error: a test says what the model answers, and an unexpected call
+// fails it.
+//
+// Some answers do not depend on the order of calls and take nothing from the
+// queue, as on a real server: an outage (StartOutage until EndOutage), a
+// wrong key (RequireKey) and a response_format the model does not support
+// (RejectResponseFormat), checked in that order.
 //
 // It records every request it receives. It is safe for concurrent use.
 type OpenAI struct {
@@ -29,12 +35,14 @@ type OpenAI struct {
 	srv  *httptest.Server
 	done chan struct{} // closed at cleanup, releases hung requests
 
-	mu     sync.Mutex
-	key    string
-	script []scripted
-	def    *scripted
-	reqs   []OpenAIRequest
-	served int
+	mu      sync.Mutex
+	key     string
+	outage  int             // status every request gets; 0: none
+	formats map[string]bool // response_format types answered with a 400
+	script  []scripted
+	def     *scripted
+	reqs    []OpenAIRequest
+	served  int
 }
 
 // OpenAIRequest is one request the fake received.
@@ -65,6 +73,27 @@ func (r OpenAIRequest) Schema() json.RawMessage {
 	return b
 }
 
+// ResponseFormat returns the type of response_format the request asked
+// for ("json_schema", "json_object", "text"), or "" when it asked for none.
+func (r OpenAIRequest) ResponseFormat() string {
+	if r.Body.ResponseFormat == nil {
+		return ""
+	}
+	return string(r.Body.ResponseFormat.Type)
+}
+
+// Temperature returns the temperature the request carried and whether it
+// carried one (go-openai leaves a zero temperature out).
+func (r OpenAIRequest) Temperature() (float64, bool) {
+	var body struct {
+		Temperature *float64 `json:"temperature"`
+	}
+	if json.Unmarshal(r.Raw, &body) != nil || body.Temperature == nil {
+		return 0, false
+	}
+	return *body.Temperature, true
+}
+
 type scriptKind int
 
 const (
@@ -72,6 +101,7 @@ const (
 	kindRaw
 	kindFail
 	kindHang
+	kindDrop
 )
 
 type scripted struct {
@@ -134,9 +164,56 @@ func (o *OpenAI) Fail(status int, retryAfter, body string) {
 	o.push(scripted{kind: kindFail, status: status, retryAfter: retryAfter, body: body})
 }
 
+// FailN queues n error answers with status, as Fail(status, "", "") does
+// n times: a server that is down for n calls and then recovers.
+func (o *OpenAI) FailN(n int, status int) {
+	for range n {
+		o.Fail(status, "", "")
+	}
+}
+
 // Hang queues an answer that never comes: the request blocks until the
 // client gives up (its context is done) or the test ends.
 func (o *OpenAI) Hang() { o.push(scripted{kind: kindHang}) }
+
+// Drop queues an answer that never comes because the server closes the
+// connection once it has read the request: the client sees a network
+// error (EOF), as when a proxy or the server process dies mid-call.
+func (o *OpenAI) Drop() { o.push(scripted{kind: kindDrop}) }
+
+// StartOutage makes every request get an error answer with status (503,
+// 401, ...) and the real API's body for it, until EndOutage: the scripted
+// queue waits meanwhile. Requests are still recorded.
+func (o *OpenAI) StartOutage(status int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outage = status
+}
+
+// EndOutage ends the outage StartOutage began; requests are served from
+// the script again.
+func (o *OpenAI) EndOutage() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outage = 0
+}
+
+// RejectResponseFormat makes the server refuse, with a 400 and an
+// invalid_request_error whose param is "response_format", every request
+// whose response_format is one of types ("json_schema", "json_object"), as
+// OpenAI does for a model without structured outputs and as local servers
+// do for the modes they lack. Refused requests take nothing from the
+// script.
+func (o *OpenAI) RejectResponseFormat(types ...string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.formats == nil {
+		o.formats = make(map[string]bool)
+	}
+	for _, t := range types {
+		o.formats[t] = true
+	}
+}
 
 // SetDefault makes every request that finds the queue empty get text.
 func (o *OpenAI) SetDefault(text string) {
@@ -196,7 +273,8 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 
 	o.mu.Lock()
 	o.reqs = append(o.reqs, rec)
-	key := o.key
+	key, outage := o.key, o.outage
+	rejected := o.formats[rec.ResponseFormat()]
 	o.mu.Unlock()
 
 	if r.URL.Path != "/v1/chat/completions" {
@@ -208,12 +286,23 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, http.StatusMethodNotAllowed, "Method not allowed; use POST", "invalid_request_error", nil)
 		return
 	}
+	if outage != 0 {
+		msg, typ, code := defaultOpenAIError(outage)
+		writeOpenAIError(w, outage, msg, typ, code)
+		return
+	}
 	if key != "" && rec.Authorization != "Bearer "+key {
 		writeOpenAIError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
 		return
 	}
 	if decodeErr != nil {
 		writeOpenAIError(w, http.StatusBadRequest, "We could not parse the JSON body of your request: "+decodeErr.Error(), "invalid_request_error", nil)
+		return
+	}
+	if rejected {
+		writeOpenAIErrorParam(w, http.StatusBadRequest,
+			fmt.Sprintf("Invalid parameter: 'response_format' of type '%s' is not supported with this model.", rec.ResponseFormat()),
+			"invalid_request_error", nil, "response_format")
 		return
 	}
 
@@ -242,6 +331,16 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-o.done:
 		}
+	case kindDrop:
+		// Closing the connection without a word is what a crashed server
+		// looks like; net/http does not retry a POST on it.
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
 	case kindRaw:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(s.status)
@@ -354,9 +453,15 @@ func defaultOpenAIError(status int) (msg, typ string, code any) {
 }
 
 func writeOpenAIError(w http.ResponseWriter, status int, msg, typ string, code any) {
+	writeOpenAIErrorParam(w, status, msg, typ, code, nil)
+}
+
+// writeOpenAIErrorParam writes the API's error object; param names the
+// request field at fault, or is nil.
+func writeOpenAIErrorParam(w http.ResponseWriter, status int, msg, typ string, code, param any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code},
+		"error": map[string]any{"message": msg, "type": typ, "param": param, "code": code},
 	})
 }
