@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -22,14 +22,27 @@ const (
 	DefaultHTTPMaxBytes = 256 << 10
 )
 
-// HTTPGet fetches a URL for a task. Loopback, private, link-local and other
-// non-public addresses are refused — checked on the address actually
-// dialled, so neither a redirect nor a DNS answer can smuggle one in —
-// unless AllowPrivate is set.
+// HTTPGet fetches a URL for a task. Every address in the IANA
+// special-purpose registries (loopback, private, link-local, NAT64, 6to4,
+// Teredo, documentation, multicast, …; see specialRanges) is refused —
+// checked on the address actually dialled, after every DNS answer and
+// every redirect — unless AllowPrivate is set.
 type HTTPGet struct {
 	AllowPrivate bool
 	Timeout      time.Duration // default 15s
 	MaxBytes     int64         // default 256 KiB
+
+	// Resolver finds a host name's addresses; nil is net.DefaultResolver.
+	Resolver Resolver
+	// Dial connects to one address that has passed the check: always an
+	// IP literal and a port, never a name. Nil is a net.Dialer. Tests set
+	// it to stand a loopback server in for a public address.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// Resolver looks up a host's IP addresses; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 var _ plugin.Action = (*HTTPGet)(nil)
@@ -47,41 +60,89 @@ func (*HTTPGet) Info() plugin.ActionInfo {
 // ErrForbiddenAddress is a dial to an address http_get may not reach.
 var ErrForbiddenAddress = errors.New("address not allowed")
 
-// forbidden reports whether ip is not a public unicast address.
-func forbidden(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
-		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() ||
-		ip.IsUnspecified() || cgnat.Contains(ip) || thisNet.Contains(ip)
+// ForbiddenAddressError names the address refused and the special-purpose
+// block it is in. It matches ErrForbiddenAddress.
+type ForbiddenAddressError struct {
+	Addr  netip.Addr
+	Range string
 }
 
-var (
-	cgnat   = netip.MustParsePrefix("100.64.0.0/10")
-	thisNet = netip.MustParsePrefix("0.0.0.0/8")
-)
+func (e *ForbiddenAddressError) Error() string {
+	return fmt.Sprintf("%s is not a public address: %s", e.Addr, e.Range)
+}
+
+func (e *ForbiddenAddressError) Is(target error) bool { return target == ErrForbiddenAddress }
+
+// dial resolves address, refuses every special-purpose address among the
+// answers (unless AllowPrivate) and connects to the first allowed one that
+// answers. The check and the connection use the same IP literal, so no
+// second lookup can swap in another address.
+func (a *HTTPGet) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", address, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: bad port: %w", address, err)
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		resolver := a.Resolver
+		if resolver == nil {
+			resolver = net.DefaultResolver
+		}
+		ipNetwork := "ip"
+		switch network {
+		case "tcp4":
+			ipNetwork = "ip4"
+		case "tcp6":
+			ipNetwork = "ip6"
+		}
+		if addrs, err = resolver.LookupNetIP(ctx, ipNetwork, host); err != nil {
+			return nil, fmt.Errorf("look up %s: %w", host, err)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("look up %s: no addresses", host)
+		}
+	}
+	connect := a.Dial
+	if connect == nil {
+		timeout := a.Timeout
+		if timeout <= 0 {
+			timeout = DefaultHTTPTimeout
+		}
+		connect = (&net.Dialer{Timeout: timeout}).DialContext
+	}
+	var errs []error
+	for _, ip := range addrs {
+		if !a.AllowPrivate {
+			if r, special := specialPurpose(ip); special {
+				errs = append(errs, &ForbiddenAddressError{Addr: ip.WithZone(""), Range: r.Name})
+				continue
+			}
+		}
+		conn, err := connect(ctx, network, netip.AddrPortFrom(ip, uint16(port)).String())
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
 
 func (a *HTTPGet) client() *http.Client {
 	timeout := a.Timeout
 	if timeout <= 0 {
 		timeout = DefaultHTTPTimeout
 	}
-	dialer := &net.Dialer{Timeout: timeout}
-	if !a.AllowPrivate {
-		dialer.Control = func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("%w: %s", ErrForbiddenAddress, address)
-			}
-			if forbidden(ap.Addr()) {
-				return fmt.Errorf("%w: %s is not a public address", ErrForbiddenAddress, ap.Addr())
-			}
-			return nil
-		}
-	}
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
-			DialContext:           dialer.DialContext,
+			// No Proxy: a proxy would dial for us, past the address check.
+			DialContext:           a.dial,
 			TLSHandshakeTimeout:   timeout,
 			ResponseHeaderTimeout: timeout,
 			MaxIdleConns:          4,
@@ -124,8 +185,9 @@ func (a *HTTPGet) Handle(ctx context.Context, call *plugin.Call) (plugin.Result,
 	req.Header.Set("User-Agent", "Taskloom/1 (+agent task tool)")
 	resp, err := a.client().Do(req)
 	if err != nil {
-		if errors.Is(err, ErrForbiddenAddress) {
-			return fail("Refused to fetch %s: it resolves to an address that is not public.", u.Redacted())
+		var forbidden *ForbiddenAddressError
+		if errors.As(err, &forbidden) {
+			return fail("Refused to fetch %s: it leads to %s, which is not public: %s.", u.Redacted(), forbidden.Addr, forbidden.Range)
 		}
 		return fail("Cannot fetch %s: %v.", u.Redacted(), err)
 	}

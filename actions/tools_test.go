@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,43 +159,6 @@ func TestReadFileCapsItsAnswer(t *testing.T) {
 	_, text := k.call("read_file", map[string]string{"path": "big.txt"})
 	if len(text) > actions.MaxReadBytes+100 || !strings.Contains(text, "[truncated") {
 		t.Fatalf("read %d bytes without a truncation note", len(text))
-	}
-}
-
-func TestHTTPGetRefusesPrivateAddresses(t *testing.T) {
-	t.Parallel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/big" {
-			_, _ = w.Write([]byte(strings.Repeat("z", 300<<10)))
-			return
-		}
-		_, _ = w.Write([]byte("internal admin panel"))
-	}))
-	defer srv.Close()
-
-	k := newKit(t)
-	for _, u := range []string{srv.URL, "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/", "http://[::1]:1/", "http://0.0.0.0:1/", "http://100.64.0.1/"} {
-		ok, text := k.call("http_get", map[string]string{"url": u})
-		if ok || !strings.Contains(text, "not public") {
-			t.Errorf("%s: %v %q", u, ok, text)
-		}
-	}
-	for _, u := range []string{"file:///etc/passwd", "ftp://example.com/", "not a url"} {
-		if ok, text := k.call("http_get", map[string]string{"url": u}); ok || !strings.Contains(text, "http:// or https://") {
-			t.Errorf("%s: %v %q", u, ok, text)
-		}
-	}
-
-	allowed := newKit(t)
-	allowedRT := plugin.New(plugin.Options{Store: allowed.rt.Store(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	_ = allowedRT.Register(&plugin.Plugin{Name: "t", Actions: []plugin.Action{&actions.HTTPGet{AllowPrivate: true, MaxBytes: 1000}}})
-	_ = allowedRT.Start(context.Background())
-	allowed.rt = allowedRT
-	if ok, text := allowed.call("http_get", map[string]string{"url": srv.URL}); !ok || !strings.Contains(text, "internal admin panel") || !strings.HasPrefix(text, "HTTP 200 OK") {
-		t.Fatalf("with AllowPrivate: %v %q", ok, text)
-	}
-	if ok, text := allowed.call("http_get", map[string]string{"url": srv.URL + "/big"}); !ok || !strings.Contains(text, "[truncated at 1000 bytes]") || len(text) > 1200 {
-		t.Fatalf("size cap: %v, %d bytes", ok, len(text))
 	}
 }
 
