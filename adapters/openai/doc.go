@@ -7,9 +7,15 @@
 // and a model name. Task iterations ask for structured output with a JSON
 // Schema (response_format json_schema); free text asks for nothing.
 //
-// Transient failures (429, 408, 5xx, a dropped connection) are retried with
-// exponential backoff and jitter, honouring Retry-After, and waiting on an
-// injected clock so tests drive the waits with clock.Fake. Client errors
-// (400, 401, 403, 404, ...) are returned at once. A done context ends a call
-// at once, whether a request is in flight or a retry is being waited for.
+// Transient failures (408, 409, 429, 5xx, a refused or dropped connection, a
+// timeout) are retried with exponential backoff and jitter, honouring
+// Retry-After, and waiting on an injected clock so tests drive the waits with
+// clock.Fake. Client errors (400, 401, 403, 404, ...) are returned at once. A
+// done context ends a call at once, whether a request is in flight or a retry
+// is being waited for.
+//
+// Every failure is a *plugin.ModelError around an *Error: plugin.NewModelError
+// sorts it (transient, permanent, or canceled by the caller), so the task
+// service reads the class with errors.As and knows nothing of HTTP or
+// go-openai.
 package openai

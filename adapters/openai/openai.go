@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -117,34 +115,59 @@ func New(cfg Config) (*Model, error) {
 func (m *Model) Name() string { return m.model }
 
 // Generate sends req as one chat completion, retrying transient failures.
+// A failure is a *plugin.ModelError around an *Error: the class says what
+// it means for the caller, the *Error what happened.
 func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
 	creq := m.request(req)
 	for attempt := 1; ; attempt++ {
-		var header http.Header
-		resp, err := m.client.CreateChatCompletion(context.WithValue(ctx, headerKey{}, &header), creq)
+		var ex exchange
+		resp, err := m.client.CreateChatCompletion(context.WithValue(ctx, exchangeKey{}, &ex), creq)
 		if err == nil {
 			return m.response(resp, attempt)
 		}
 		if ctx.Err() != nil {
-			return plugin.ModelResponse{}, &Error{Model: m.model, Attempts: attempt, Err: ctx.Err()}
+			return plugin.ModelResponse{}, m.failure(0, ctxErr(ctx), attempt)
 		}
-		status := statusOf(err)
-		if !retryable(err, status) || attempt > m.maxRetries {
-			return plugin.ModelResponse{}, &Error{Model: m.model, Status: status, Attempts: attempt, Err: err}
+		if !ex.sent {
+			// go-openai refused to send it (a model it knows cannot chat,
+			// a parameter it knows the model refuses): the same request
+			// fails the same way every time.
+			return plugin.ModelResponse{}, &plugin.ModelError{Class: plugin.ModelPermanent,
+				Err: &Error{Model: m.model, Attempts: attempt, Err: fmt.Errorf("request not sent: %w", err)}}
 		}
-		wait, fromServer := retryAfter(header, m.clock.Now())
+		fail := m.failure(statusOf(err), err, attempt)
+		if fail.Class != plugin.ModelTransient || attempt > m.maxRetries {
+			return plugin.ModelResponse{}, fail
+		}
+		wait, fromServer := retryAfter(ex.header, m.clock.Now())
 		if !fromServer {
 			wait = m.jitter(backoff(attempt))
 		}
 		wait = min(wait, maxWait)
 		m.log.LogAttrs(ctx, slog.LevelWarn, "openai: chat completion failed, retrying",
-			slog.String("model", m.model), slog.Int("status", status), slog.Int("attempt", attempt),
+			slog.String("model", m.model), slog.Int("status", fail.Status), slog.Int("attempt", attempt),
 			slog.Duration("wait", wait), slog.Bool("retry_after", fromServer), slog.String("error", detail(err)))
-		if err := clock.Sleep(ctx, m.clock, wait); err != nil {
-			return plugin.ModelResponse{}, &Error{Model: m.model, Status: status, Attempts: attempt,
-				Err: fmt.Errorf("waiting to retry: %w", err)}
+		if clock.Sleep(ctx, m.clock, wait) != nil {
+			return plugin.ModelResponse{}, m.failure(fail.Status, fmt.Errorf("waiting to retry: %w", ctxErr(ctx)), attempt)
 		}
 	}
+}
+
+// failure is the error Generate returns when err, after an answer with
+// status (0 when none came), ended its attempts: an *Error saying what
+// happened, in a *plugin.ModelError whose class plugin.NewModelError gives.
+func (m *Model) failure(status int, err error, attempts int) *plugin.ModelError {
+	return plugin.NewModelError(status, &Error{Model: m.model, Status: status, Attempts: attempts, Err: err})
+}
+
+// ctxErr is why ctx is done. A deadline measured on a fake clock
+// (clock.WithTimeout) ends ctx as canceled with DeadlineExceeded as its
+// cause: the call timed out, it was not called off.
+func ctxErr(ctx context.Context) error {
+	if clock.TimedOut(ctx) {
+		return context.DeadlineExceeded
+	}
+	return ctx.Err()
 }
 
 func (m *Model) request(req plugin.ModelRequest) goopenai.ChatCompletionRequest {
@@ -183,13 +206,11 @@ func (m *Model) request(req plugin.ModelRequest) goopenai.ChatCompletionRequest 
 
 func (m *Model) response(resp goopenai.ChatCompletionResponse, attempts int) (plugin.ModelResponse, error) {
 	if len(resp.Choices) == 0 {
-		return plugin.ModelResponse{}, &Error{Model: m.model, Status: http.StatusOK, Attempts: attempts,
-			Err: errors.New("the response has no choices")}
+		return plugin.ModelResponse{}, m.failure(http.StatusOK, errors.New("the response has no choices"), attempts)
 	}
 	msg := resp.Choices[0].Message
 	if msg.Content == "" && msg.Refusal != "" {
-		return plugin.ModelResponse{}, &Error{Model: m.model, Status: http.StatusOK, Attempts: attempts,
-			Err: fmt.Errorf("the model refused: %s", msg.Refusal)}
+		return plugin.ModelResponse{}, m.failure(http.StatusOK, fmt.Errorf("the model refused: %s", msg.Refusal), attempts)
 	}
 	out := plugin.ModelResponse{
 		Text:  msg.Content,
@@ -272,20 +293,6 @@ func statusOf(err error) int {
 	return 0
 }
 
-// retryable reports whether a failed call may succeed if tried again: the
-// server is busy or broken (429, 408, 5xx), or the connection failed. A
-// request the server refused (400, 401, 403, 404, 422) fails the same way
-// every time.
-func retryable(err error, status int) bool {
-	if status != 0 {
-		return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
-	}
-	var urlErr *url.Error
-	var netErr net.Error
-	return errors.As(err, &urlErr) || errors.As(err, &netErr) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
-}
-
 // backoff is the wait before retry n (from 1) when the server gives none:
 // 0.5s, 1s, 2s, 4s, ... up to maxWait.
 func backoff(n int) time.Duration {
@@ -324,20 +331,29 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// headerKey carries, in a request's context, where headerRecorder puts the
-// response headers: go-openai's errors drop them, and Retry-After is in
-// them.
-type headerKey struct{}
+// exchangeKey carries, in a request's context, the *exchange that
+// headerRecorder fills in.
+type exchangeKey struct{}
+
+// exchange is what go-openai does not tell about a call: whether the
+// request was sent at all, and the answer's headers, which its errors drop
+// although Retry-After is in them.
+type exchange struct {
+	sent   bool
+	header http.Header
+}
 
 // headerRecorder is the HTTP client go-openai calls.
 type headerRecorder struct{ c *http.Client }
 
 func (r headerRecorder) Do(req *http.Request) (*http.Response, error) {
+	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	if ex != nil {
+		ex.sent = true
+	}
 	resp, err := r.c.Do(req)
-	if resp != nil {
-		if h, ok := req.Context().Value(headerKey{}).(*http.Header); ok {
-			*h = resp.Header
-		}
+	if resp != nil && ex != nil {
+		ex.header = resp.Header
 	}
 	return resp, err
 }

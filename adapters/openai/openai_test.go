@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -313,6 +314,9 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 			if got := statusOf(err); got != status {
 				t.Fatalf("Generate error %v, want status %d", err, status)
 			}
+			if got := classOf(err); got != plugin.ModelPermanent {
+				t.Errorf("class %v, want permanent", got)
+			}
 			prefix := fmt.Sprintf("openai: chat completion (model gpt-4o-mini): status %d: ", status)
 			if !strings.HasPrefix(err.Error(), prefix) {
 				t.Errorf("error %q does not start with %q", err, prefix)
@@ -385,8 +389,8 @@ func TestCancelDuringRequest(t *testing.T) {
 	cancel()
 	r := wait(t, ch)
 	want := "openai: chat completion (model gpt-4o-mini): context canceled"
-	if !errors.Is(r.err, context.Canceled) || r.err.Error() != want {
-		t.Fatalf("Generate error %v, want %q (errors.Is context.Canceled)", r.err, want)
+	if !errors.Is(r.err, context.Canceled) || r.err.Error() != want || classOf(r.err) != plugin.ModelCanceled {
+		t.Fatalf("Generate error %v (class %v), want %q (errors.Is context.Canceled, class canceled)", r.err, classOf(r.err), want)
 	}
 	if n := len(srv.Requests()); n != 1 || clk.Waiters() != 0 {
 		t.Errorf("%d requests and %d waits after cancel, want 1 and 0", n, clk.Waiters())
@@ -404,6 +408,9 @@ func TestCancelDuringBackoff(t *testing.T) {
 	r := wait(t, ch)
 	if !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "status 429: waiting to retry") {
 		t.Fatalf("Generate error %v, want context.Canceled while waiting to retry", r.err)
+	}
+	if c := classOf(r.err); c != plugin.ModelCanceled {
+		t.Errorf("class %v, want canceled", c)
 	}
 	if n := len(srv.Requests()); n != 1 || clk.Waiters() != 0 {
 		t.Errorf("%d requests and %d waits after cancel, want 1 and 0", n, clk.Waiters())
@@ -435,6 +442,131 @@ func TestNew(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTransientAndPermanent follows each kind of failure through the real
+// client to the class the task service acts on, after the adapter's own
+// retries.
+func TestTransientAndPermanent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		script     func(*testkit.OpenAI)
+		retries    int // waits to skip: MaxRetries is 2
+		wantClass  plugin.ModelErrorClass
+		wantStatus int
+		wantReqs   int
+	}{
+		{"503 for longer than the retries", func(o *testkit.OpenAI) { o.FailN(3, http.StatusServiceUnavailable) }, 2, plugin.ModelTransient, 503, 3},
+		{"an outage", func(o *testkit.OpenAI) { o.StartOutage(http.StatusBadGateway) }, 2, plugin.ModelTransient, 502, 3},
+		{"429 for longer than the retries", func(o *testkit.OpenAI) { o.FailN(3, http.StatusTooManyRequests) }, 2, plugin.ModelTransient, 429, 3},
+		{"408", func(o *testkit.OpenAI) { o.FailN(3, http.StatusRequestTimeout) }, 2, plugin.ModelTransient, 408, 3},
+		{"409", func(o *testkit.OpenAI) { o.FailN(3, http.StatusConflict) }, 2, plugin.ModelTransient, 409, 3},
+		{"dropped connections", func(o *testkit.OpenAI) { o.Drop(); o.Drop(); o.Drop() }, 2, plugin.ModelTransient, 0, 3},
+		{"401 wrong key", func(o *testkit.OpenAI) { o.RequireKey("sk-other") }, 0, plugin.ModelPermanent, 401, 1},
+		{"401 key revoked", func(o *testkit.OpenAI) { o.StartOutage(http.StatusUnauthorized) }, 0, plugin.ModelPermanent, 401, 1},
+		{"403", func(o *testkit.OpenAI) { o.Fail(http.StatusForbidden, "", "") }, 0, plugin.ModelPermanent, 403, 1},
+		{"404 no such model", func(o *testkit.OpenAI) { o.Fail(http.StatusNotFound, "", "") }, 0, plugin.ModelPermanent, 404, 1},
+		{"400 not about response_format", func(o *testkit.OpenAI) {
+			o.Fail(http.StatusBadRequest, "", `{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`)
+		}, 0, plugin.ModelPermanent, 400, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m, srv, clk := setup(t, openai.Config{APIKey: "sk-test", MaxRetries: 2})
+			tt.script(srv)
+			ch := start(t.Context(), m, hello)
+			skipWaits(t, clk, tt.retries)
+			err := wait(t, ch).err
+			var me *plugin.ModelError
+			if !errors.As(err, &me) || me.Class != tt.wantClass || me.Status != tt.wantStatus {
+				t.Fatalf("Generate error %v (%+v), want class %v with status %d", err, me, tt.wantClass, tt.wantStatus)
+			}
+			if got := plugin.ClassifyModelError(fmt.Errorf("use model TEXT: %w", err)); got != tt.wantClass {
+				t.Errorf("ClassifyModelError = %v, want %v", got, tt.wantClass)
+			}
+			if n := len(srv.Requests()); n != tt.wantReqs || clk.Waiters() != 0 {
+				t.Errorf("%d requests and %d waits, want %d and 0", n, clk.Waiters(), tt.wantReqs)
+			}
+		})
+	}
+}
+
+func TestConnectionRefusedIsTransient(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(epoch)
+	m, err := openai.New(openai.Config{BaseURL: "http://" + addr + "/v1", MaxRetries: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := start(t.Context(), m, hello)
+	skipWaits(t, clk, 1)
+	err = wait(t, ch).err
+	if c := classOf(err); c != plugin.ModelTransient || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Generate error %v (class %v), want a transient refused connection", err, c)
+	}
+}
+
+func TestDroppedConnectionIsRetried(t *testing.T) {
+	t.Parallel()
+	m, srv, clk := setup(t, openai.Config{})
+	srv.Drop()
+	srv.Reply("back")
+	ch := start(t.Context(), m, hello)
+	skipWaits(t, clk, 1)
+	if r := wait(t, ch); r.err != nil || r.resp.Text != "back" {
+		t.Fatalf("Generate = %+v, %v; want the answer after one retry", r.resp, r.err)
+	}
+}
+
+// A deadline the caller measures on the fake clock (clock.WithTimeout)
+// ends the call as a timeout, which is transient, not as a cancellation.
+func TestCallerTimeoutIsTransient(t *testing.T) {
+	t.Parallel()
+	m, srv, clk := setup(t, openai.Config{})
+	srv.Fail(http.StatusTooManyRequests, "30", "")
+	ctx, cancel := clock.WithTimeout(t.Context(), clk, 10*time.Second)
+	defer cancel()
+	ch := start(ctx, m, hello)
+	if err := clk.BlockUntil(t.Context(), 2); err != nil { // the deadline and the backoff
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second)
+	err := wait(t, ch).err
+	if !errors.Is(err, context.DeadlineExceeded) || classOf(err) != plugin.ModelTransient {
+		t.Fatalf("Generate error %v (class %v), want a transient deadline", err, classOf(err))
+	}
+}
+
+func TestRequestNotSentIsPermanent(t *testing.T) {
+	t.Parallel()
+	// go-openai knows this model has no chat endpoint and sends nothing.
+	m, srv, clk := setup(t, openai.Config{Model: "text-davinci-003"})
+	err := generate(t, m, hello).err
+	if classOf(err) != plugin.ModelPermanent || !strings.Contains(err.Error(), "request not sent") {
+		t.Fatalf("Generate error %v (class %v), want a permanent error saying the request was not sent", err, classOf(err))
+	}
+	if n := len(srv.Requests()); n != 0 || clk.Waiters() != 0 {
+		t.Errorf("%d requests and %d waits, want none", n, clk.Waiters())
+	}
+}
+
+// classOf is the class the task service reads.
+func classOf(err error) plugin.ModelErrorClass {
+	var me *plugin.ModelError
+	if !errors.As(err, &me) {
+		return 0
+	}
+	return me.Class
 }
 
 func statusOf(err error) int {
