@@ -12,6 +12,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/slack-go/slack v0.35.0
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/term v0.47.0
 	modernc.org/sqlite v1.60.1
 )
