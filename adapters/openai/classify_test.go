@@ -100,3 +100,32 @@ func TestFailureClass(t *testing.T) {
 		})
 	}
 }
+
+func TestFormatRefused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"OpenAI, model without structured outputs", apiError(400, `{"error":{"message":"Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.","type":"invalid_request_error","param":null,"code":null}}`), true},
+		{"OpenAI, invalid schema", apiError(400, `{"error":{"message":"Invalid schema for response_format 'decision': 'additionalProperties' is required to be supplied and to be false.","type":"invalid_request_error","param":"response_format","code":null}}`), true},
+		{"param alone", apiError(400, `{"error":{"message":"Grammar could not be compiled.","type":"BadRequestError","param":"response_format","code":400}}`), true},
+		{"OpenAI, json_object without the word JSON", apiError(400, `{"error":{"message":"'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.","type":"invalid_request_error","param":"messages","code":null}}`), true},
+		{"vLLM before 0.9", requestError(400, `{"object":"error","message":"json_schema is not supported by the guided decoding backend","type":"BadRequestError","param":null,"code":400}`), true},
+		{"FastAPI validation", requestError(422, `{"detail":[{"loc":["body","response_format","type"],"msg":"unexpected value; permitted: 'text', 'json_object'"}]}`), true},
+		{"wrapped as Generate wraps it", (&Model{model: "m"}).failure(400, apiError(400, `{"error":{"message":"Unsupported response_format type: json_schema","type":"invalid_request_error"}}`), 1), true},
+		{"400 about the messages", apiError(400, `{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`), false},
+		{"401 mentioning response_format", apiError(401, `{"error":{"message":"No key for response_format json_schema.","type":"invalid_request_error","param":"response_format","code":null}}`), false},
+		{"500 mentioning json_schema", requestError(500, `json_schema backend crashed`), false},
+		{"network error", dialError(os.NewSyscallError("connect", syscall.ECONNREFUSED)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := formatRefused(tt.err); got != tt.want {
+				t.Errorf("formatRefused(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}

@@ -5,7 +5,11 @@
 // Azure's v1 endpoint, Ollama, vLLM, llama.cpp's server, OpenRouter — so
 // Config carries a base URL, a key (which may be empty for a local server)
 // and a model name. Task iterations ask for structured output with a JSON
-// Schema (response_format json_schema); free text asks for nothing.
+// Schema (response_format json_schema); free text asks for nothing. Not every
+// server or model supports json_schema: when one answers 400 about the
+// response_format, the call is made again with json_object and the schema in
+// the prompt, then with the prompt alone, and the Model keeps to the mode that
+// worked for the rest of the process (one log line each time it steps down).
 //
 // Transient failures (408, 409, 429, 5xx, a refused or dropped connection, a
 // timeout) are retried with exponential backoff and jitter, honouring

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -63,6 +64,34 @@ type Model struct {
 	log        *slog.Logger
 	// jitter picks the wait in [d/2, d]; tests may fix it.
 	jitter func(d time.Duration) time.Duration
+	// format is the structured mode that requests with a schema start
+	// with: it only ever moves down, when the server refuses one.
+	format atomic.Int32
+}
+
+// structured is how a request with a schema asks for an answer that
+// follows it, from the most the server must support to the least.
+type structured int32
+
+const (
+	// withJSONSchema sends the schema as response_format json_schema.
+	withJSONSchema structured = iota
+	// withJSONObject sends response_format json_object (any JSON object)
+	// and the schema in the prompt.
+	withJSONObject
+	// promptOnly sends no response_format, only the schema in the prompt;
+	// the caller's parser copes with fenced or embedded JSON.
+	promptOnly
+)
+
+func (s structured) String() string {
+	switch s {
+	case withJSONSchema:
+		return "response_format json_schema"
+	case withJSONObject:
+		return "response_format json_object"
+	}
+	return "no response_format"
 }
 
 var _ plugin.Model = (*Model)(nil)
@@ -117,8 +146,81 @@ func (m *Model) Name() string { return m.model }
 // Generate sends req as one chat completion, retrying transient failures.
 // A failure is a *plugin.ModelError around an *Error: the class says what
 // it means for the caller, the *Error what happened.
+//
+// A request with a schema asks for structured output the strongest way the
+// server has not refused: when it answers that it does not support the
+// response_format asked for, the same call is made again the next way down
+// (json_schema, then json_object, then the prompt alone), and every later
+// call starts there. The caller sees only the answer.
 func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
-	creq := m.request(req)
+	if req.Schema == nil {
+		return m.complete(ctx, m.request(req, withJSONSchema))
+	}
+	mode := structured(m.format.Load())
+	for {
+		resp, err := m.complete(ctx, m.request(req, mode))
+		if err == nil || mode == promptOnly || !formatRefused(err) {
+			return resp, err
+		}
+		mode = m.degrade(ctx, mode, err)
+	}
+}
+
+// degrade makes the Model, for the rest of the process, ask with the mode
+// below from, which the server refused with err, and returns the mode to
+// use now: that one, or a lower one that another call reached first.
+func (m *Model) degrade(ctx context.Context, from structured, err error) structured {
+	to := from + 1
+	for {
+		cur := structured(m.format.Load())
+		if cur >= to {
+			return cur
+		}
+		if m.format.CompareAndSwap(int32(cur), int32(to)) {
+			m.log.LogAttrs(ctx, slog.LevelWarn, "openai: the server refused "+from.String()+"; asking with "+to.String()+" from now on",
+				slog.String("model", m.model), slog.String("error", detail(err)))
+			return to
+		}
+	}
+}
+
+// formatRefused reports whether err is the server refusing the request's
+// response_format: a 400 (or 422, the validation status of FastAPI-based
+// servers) whose error names response_format, json_schema or json_object in
+// its param or message — or anywhere in a body that is not OpenAI's error
+// object (vLLM before 0.9 answers {"object":"error","message":...}).
+func formatRefused(err error) bool {
+	var text string
+	var apiErr *goopenai.APIError
+	var reqErr *goopenai.RequestError
+	switch {
+	case errors.As(err, &apiErr):
+		if apiErr.HTTPStatusCode != http.StatusBadRequest && apiErr.HTTPStatusCode != http.StatusUnprocessableEntity {
+			return false
+		}
+		if apiErr.Param != nil && *apiErr.Param == "response_format" {
+			return true
+		}
+		text = apiErr.Message
+	case errors.As(err, &reqErr):
+		if reqErr.HTTPStatusCode != http.StatusBadRequest && reqErr.HTTPStatusCode != http.StatusUnprocessableEntity {
+			return false
+		}
+		text = string(reqErr.Body)
+	default:
+		return false
+	}
+	text = strings.ToLower(text)
+	for _, w := range []string{"response_format", "response format", "json_schema", "json_object"} {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// complete sends creq, retrying transient failures.
+func (m *Model) complete(ctx context.Context, creq goopenai.ChatCompletionRequest) (plugin.ModelResponse, error) {
 	for attempt := 1; ; attempt++ {
 		var ex exchange
 		resp, err := m.client.CreateChatCompletion(context.WithValue(ctx, exchangeKey{}, &ex), creq)
@@ -170,7 +272,9 @@ func ctxErr(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func (m *Model) request(req plugin.ModelRequest) goopenai.ChatCompletionRequest {
+// request is req as go-openai sends it, asking for structured output the
+// way mode says when req has a schema.
+func (m *Model) request(req plugin.ModelRequest, mode structured) goopenai.ChatCompletionRequest {
 	creq := goopenai.ChatCompletionRequest{
 		Model:     m.model,
 		Messages:  make([]goopenai.ChatCompletionMessage, len(req.Messages)),
@@ -185,13 +289,23 @@ func (m *Model) request(req plugin.ModelRequest) goopenai.ChatCompletionRequest 
 		creq.Temperature = *req.Temperature
 	}
 	if s := req.Schema; s != nil {
-		creq.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
-			Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
-			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
-				Name:   s.Name,
-				Schema: s.Schema,
-				Strict: s.Strict,
-			},
+		switch mode {
+		case withJSONSchema:
+			creq.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
+				Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
+				JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
+					Name:   s.Name,
+					Schema: s.Schema,
+					Strict: s.Strict,
+				},
+			}
+		case withJSONObject:
+			creq.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
+				Type: goopenai.ChatCompletionResponseFormatTypeJSONObject,
+			}
+			creq.Messages = withSchemaInPrompt(creq.Messages, s)
+		case promptOnly:
+			creq.Messages = withSchemaInPrompt(creq.Messages, s)
 		}
 	}
 	// Reasoning models (o1, o3, gpt-5, ...) refuse max_tokens and sampling
@@ -202,6 +316,22 @@ func (m *Model) request(req plugin.ModelRequest) goopenai.ChatCompletionRequest 
 		creq.Temperature = 0
 	}
 	return creq
+}
+
+// withSchemaInPrompt asks in words for what response_format json_schema
+// asks of the server: the schema goes at the end of the first system
+// message, which stays the same from call to call so that prompt caching
+// still applies, or in a system message of its own when there is none.
+// (OpenAI also wants the word JSON in the messages for json_object.)
+func withSchemaInPrompt(msgs []goopenai.ChatCompletionMessage, s *plugin.JSONSchema) []goopenai.ChatCompletionMessage {
+	note := "Answer with one JSON object, and nothing else, that follows this JSON Schema:\n" + string(s.Schema)
+	for i, msg := range msgs {
+		if msg.Role == plugin.RoleSystem {
+			msgs[i].Content = strings.TrimRight(msg.Content, "\n") + "\n\n" + note
+			return msgs
+		}
+	}
+	return append([]goopenai.ChatCompletionMessage{{Role: plugin.RoleSystem, Content: note}}, msgs...)
 }
 
 func (m *Model) response(resp goopenai.ChatCompletionResponse, attempts int) (plugin.ModelResponse, error) {

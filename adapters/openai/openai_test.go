@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -603,4 +606,179 @@ func jsonString(t *testing.T, v any) string {
 	}
 	b, _ = json.Marshal(norm)
 	return string(b)
+}
+
+// logLines collects the messages logged at warning level or above.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Enabled(_ context.Context, lvl slog.Level) bool { return lvl >= slog.LevelWarn }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, r.Message)
+	return nil
+}
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logLines) WithGroup(string) slog.Handler      { return l }
+
+func (l *logLines) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+var decisionSchema = &plugin.JSONSchema{Name: "decision", Schema: json.RawMessage(`{"type":"object","required":["action"],"properties":{"action":{"type":"string"}}}`)}
+
+// structuredReq asks for a decision at temperature 0.4, as a task
+// iteration does.
+func structuredReq() plugin.ModelRequest {
+	temp := float32(0.4)
+	return plugin.ModelRequest{
+		Messages: []plugin.ChatMessage{
+			{Role: plugin.RoleSystem, Content: "You are Taskloom.\n"},
+			{Role: plugin.RoleUser, Content: "Goal: build auth"},
+		},
+		Schema:      decisionSchema,
+		Temperature: &temp,
+	}
+}
+
+// formats lists the response_format of each request the fake received.
+func formats(srv *testkit.OpenAI) []string {
+	var out []string
+	for _, r := range srv.Requests() {
+		out = append(out, r.ResponseFormat())
+	}
+	return out
+}
+
+func TestResponseFormatFallback(t *testing.T) {
+	t.Parallel()
+	// OpenAI's answer for a model without structured outputs, and vLLM's
+	// before 0.9 (a top-level object go-openai cannot read as an error).
+	openAIStyle := func(srv *testkit.OpenAI, typ string) { srv.RejectResponseFormat(typ) }
+	vllmStyle := func(srv *testkit.OpenAI, typ string) {
+		srv.Fail(http.StatusBadRequest, "", `{"object":"error","message":"`+typ+` is not supported by the guided decoding backend","type":"BadRequestError","param":null,"code":400}`)
+	}
+	llamaCppStyle := func(srv *testkit.OpenAI, typ string) {
+		srv.Fail(http.StatusBadRequest, "", `{"error":{"code":400,"message":"Unsupported response_format type: `+typ+`","type":"invalid_request_error"}}`)
+	}
+	tests := []struct {
+		name    string
+		reject  func(*testkit.OpenAI)
+		want    []string // response_format of each request: two calls
+		wantLog int
+	}{
+		{"json_schema refused", func(s *testkit.OpenAI) { openAIStyle(s, "json_schema") },
+			[]string{"json_schema", "json_object", "json_object"}, 1},
+		{"json_schema and json_object refused", func(s *testkit.OpenAI) { openAIStyle(s, "json_schema"); openAIStyle(s, "json_object") },
+			[]string{"json_schema", "json_object", "", ""}, 2},
+		{"vLLM's old error shape", func(s *testkit.OpenAI) { vllmStyle(s, "json_schema") },
+			[]string{"json_schema", "json_object", "json_object"}, 1},
+		{"llama.cpp's error message", func(s *testkit.OpenAI) { llamaCppStyle(s, "json_schema"); llamaCppStyle(s, "json_object") },
+			[]string{"json_schema", "json_object", "", ""}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			logs := &logLines{}
+			m, srv, clk := setup(t, openai.Config{Logger: slog.New(logs)})
+			tt.reject(srv)
+			srv.Reply(`{"action":"write_file"}`)
+			srv.Reply(`{"action":"read_file"}`)
+			for i, want := range []string{`{"action":"write_file"}`, `{"action":"read_file"}`} {
+				r := generate(t, m, structuredReq())
+				if r.err != nil || r.resp.Text != want {
+					t.Fatalf("call %d = %q, %v; want %q", i+1, r.resp.Text, r.err, want)
+				}
+			}
+			if got := formats(srv); !slices.Equal(got, tt.want) {
+				t.Errorf("response_format of each request = %q, want %q", got, tt.want)
+			}
+			for i, r := range srv.Requests() {
+				if temp, ok := r.Temperature(); !ok || float32(temp) != 0.4 {
+					t.Errorf("request %d: temperature %v (%v), want 0.4 kept", i+1, temp, ok)
+				}
+				sys := r.Body.Messages[0].Content
+				inPrompt := strings.HasSuffix(sys, "follows this JSON Schema:\n"+string(decisionSchema.Schema))
+				if want := r.ResponseFormat() != "json_schema"; inPrompt != want || !strings.HasPrefix(sys, "You are Taskloom.") || len(r.Body.Messages) != 2 {
+					t.Errorf("request %d (%q): system message %q; want the schema in it: %v", i+1, r.ResponseFormat(), sys, want)
+				}
+			}
+			if got := logs.get(); len(got) != tt.wantLog || !strings.Contains(got[0], "refused response_format json_schema") {
+				t.Errorf("logged %q, want %d lines, the first about json_schema", got, tt.wantLog)
+			}
+			if clk.Waiters() != 0 {
+				t.Errorf("%d waits, want none", clk.Waiters())
+			}
+		})
+	}
+}
+
+func TestResponseFormatFallbackLeavesOtherCallsAlone(t *testing.T) {
+	t.Parallel()
+	m, srv, _ := setup(t, openai.Config{MaxRetries: -1})
+	// A 400 about something else is permanent and changes no mode; a 5xx
+	// is transient even when it names response_format.
+	srv.Fail(http.StatusBadRequest, "", `{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`)
+	srv.Fail(http.StatusInternalServerError, "", `{"error":{"message":"response_format backend crashed","type":"server_error","param":"response_format","code":null}}`)
+	for _, want := range []plugin.ModelErrorClass{plugin.ModelPermanent, plugin.ModelTransient} {
+		if err := generate(t, m, structuredReq()).err; classOf(err) != want {
+			t.Fatalf("Generate error %v (class %v), want %v", err, classOf(err), want)
+		}
+	}
+	if got, want := formats(srv), []string{"json_schema", "json_schema"}; !slices.Equal(got, want) {
+		t.Fatalf("response_format of each request = %q, want %q", got, want)
+	}
+
+	// Once degraded, free text still asks for nothing and gets no schema.
+	srv.RejectResponseFormat("json_schema")
+	srv.Reply(`{"action":"none"}`)
+	srv.Reply("plain words")
+	if r := generate(t, m, structuredReq()); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r := generate(t, m, hello); r.err != nil || r.resp.Text != "plain words" {
+		t.Fatalf("free text = %q, %v", r.resp.Text, r.err)
+	}
+	reqs := srv.Requests()
+	if got, want := formats(srv), []string{"json_schema", "json_schema", "json_schema", "json_object", ""}; !slices.Equal(got, want) {
+		t.Fatalf("response_format of each request = %q, want %q", got, want)
+	}
+	if last := reqs[len(reqs)-1]; len(last.Body.Messages) != 1 || last.Body.Messages[0].Content != "hello" {
+		t.Errorf("free text request = %s, want it unchanged", last.Raw)
+	}
+}
+
+// Calls that find the same refusal at once degrade the mode once.
+func TestResponseFormatFallbackConcurrent(t *testing.T) {
+	t.Parallel()
+	logs := &logLines{}
+	m, srv, _ := setup(t, openai.Config{Logger: slog.New(logs)})
+	srv.RejectResponseFormat("json_schema", "json_object")
+	srv.SetDefault(`{"action":"none"}`)
+	const calls = 8
+	chs := make([]<-chan result, calls)
+	for i := range chs {
+		chs[i] = start(t.Context(), m, structuredReq())
+	}
+	for _, ch := range chs {
+		if r := wait(t, ch); r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if got := logs.get(); len(got) != 2 {
+		t.Errorf("logged %q, want one line per step down", got)
+	}
+	srv.Reply(`{"action":"later"}`)
+	n := len(srv.Requests())
+	if r := generate(t, m, structuredReq()); r.err != nil || r.resp.Text != `{"action":"later"}` {
+		t.Fatalf("a later call = %q, %v", r.resp.Text, r.err)
+	}
+	if got := formats(srv)[n:]; !slices.Equal(got, []string{""}) {
+		t.Errorf("a later call sent %q, want prompt only at once", got)
+	}
 }
