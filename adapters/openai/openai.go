@@ -339,11 +339,17 @@ func (m *Model) response(resp goopenai.ChatCompletionResponse, attempts int) (pl
 		return plugin.ModelResponse{}, m.failure(http.StatusOK, errors.New("the response has no choices"), attempts)
 	}
 	msg := resp.Choices[0].Message
-	if msg.Content == "" && msg.Refusal != "" {
-		return plugin.ModelResponse{}, m.failure(http.StatusOK, fmt.Errorf("the model refused: %s", msg.Refusal), attempts)
+	text := msg.Content
+	if text == "" && msg.Refusal != "" {
+		// A refusal is an answer, not a failure of the model: the caller
+		// sees it as one it cannot use (for a task, a failed step that
+		// says why) and its tokens are counted. As an error it would be
+		// transient and the same request would be sent again and again.
+		m.log.Warn("openai: the model refused", slog.String("model", m.model), slog.String("refusal", msg.Refusal))
+		text = msg.Refusal
 	}
 	out := plugin.ModelResponse{
-		Text:  msg.Content,
+		Text:  text,
 		Model: resp.Model,
 		Usage: plugin.Usage{
 			PromptTokens:     int64(resp.Usage.PromptTokens),

@@ -376,6 +376,25 @@ func TestEmptyChoicesIsAnError(t *testing.T) {
 	}
 }
 
+// A refusal is an answer the caller cannot use, not a model failure: it
+// reaches the caller as text, with its tokens.
+func TestRefusalIsAnAnswer(t *testing.T) {
+	t.Parallel()
+	m, srv, _ := setup(t, openai.Config{})
+	srv.ReplyRaw(http.StatusOK, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini",`+
+		`"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that request."},"finish_reason":"stop"}],`+
+		`"usage":{"prompt_tokens":40,"completion_tokens":9,"total_tokens":49}}`)
+	r := generate(t, m, structuredReq())
+	if r.err != nil {
+		t.Fatalf("Generate error %v, want the refusal as the answer", r.err)
+	}
+	want := plugin.ModelResponse{Text: "I can't help with that request.", Model: "gpt-4o-mini",
+		Usage: plugin.Usage{PromptTokens: 40, CompletionTokens: 9}}
+	if r.resp != want {
+		t.Errorf("Generate = %+v, want %+v", r.resp, want)
+	}
+}
+
 func TestCancelDuringRequest(t *testing.T) {
 	t.Parallel()
 	m, srv, clk := setup(t, openai.Config{})
