@@ -85,13 +85,23 @@ func answer(ctx context.Context, c *Chat, msg *plugin.Message, t plugin.Task, te
 
 // AnswerWaiting resumes the one task of a room that waits for an answer,
 // with text — for a reply to its question. It reports false, doing
-// nothing, unless exactly one task there is waiting on a question.
+// nothing, unless exactly one task there is waiting on a question (a task
+// waiting on its subtasks or an approval takes no answer).
 func AnswerWaiting(ctx context.Context, rt *plugin.Runtime, c *Chat, msg *plugin.Message, text string) (plugin.Result, bool, error) {
-	waiting, err := rt.Store().ListTasks(ctx, plugin.TaskFilter{
-		RoomID: msg.Room, WorkspaceID: WorkspaceOf(msg), Statuses: []plugin.Status{plugin.StatusWaiting}, Limit: 2,
+	all, err := rt.Store().ListTasks(ctx, plugin.TaskFilter{
+		RoomID: msg.Room, WorkspaceID: WorkspaceOf(msg), Statuses: []plugin.Status{plugin.StatusWaiting},
 	})
-	if err != nil || len(waiting) != 1 {
+	if err != nil {
 		return plugin.Result{}, false, err
+	}
+	var waiting []plugin.Task
+	for _, t := range all {
+		if t.WaitingOn == plugin.WaitAnswer {
+			waiting = append(waiting, t)
+		}
+	}
+	if len(waiting) != 1 {
+		return plugin.Result{}, false, nil
 	}
 	res, err := answer(ctx, c, msg, waiting[0], text)
 	return res, err == nil && res.Success, err

@@ -50,5 +50,5 @@ func (AskUser) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, er
 	if err != nil {
 		return plugin.Result{}, err
 	}
-	return plugin.Result{Success: true, Text: "asked: " + q, Wait: "question: " + q, Notifications: []plugin.Notification{n}}, nil
+	return plugin.Result{Success: true, Text: "asked: " + q, Wait: plugin.WaitAnswer, Notifications: []plugin.Notification{n}}, nil
 }

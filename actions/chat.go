@@ -144,6 +144,9 @@ func refusal(op string, t plugin.Task, err error) string {
 		case CmdPause:
 			return fmt.Sprintf("Task #%d is already paused.", t.Number)
 		case CmdAnswer:
+			if t.WaitingOn == plugin.WaitSubtasks {
+				return fmt.Sprintf("Task #%d is not waiting for an answer: it waits for its subtasks to end.", t.Number)
+			}
 			return fmt.Sprintf("Task #%d is not waiting for an answer.", t.Number)
 		}
 	}

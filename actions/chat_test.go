@@ -188,7 +188,7 @@ func TestAnswerResumesAWaitingTask(t *testing.T) {
 			}
 			_, err = k.store.UpdateTask(k.ctx, n, func(cur plugin.Task) (plugin.Mutation, error) {
 				return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: cur.Fence, Now: k.clk.Now(), Progress: 10,
-					Wait: "question: JWT or sessions?", Step: plugin.Step{Action: "ask_user", Success: true}})
+					Wait: plugin.WaitAnswer, Step: plugin.Step{Action: "ask_user", Success: true}})
 			})
 			if err != nil {
 				t.Fatal(err)

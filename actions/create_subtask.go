@@ -73,6 +73,6 @@ func (CreateSubtask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 	return plugin.Result{
 		Success: true, TaskNumber: child.Number,
 		Text: fmt.Sprintf("created subtask #%d %q", child.Number, child.Name),
-		Wait: fmt.Sprintf("subtask #%d", child.Number),
+		Wait: plugin.WaitSubtasks,
 	}, nil
 }

@@ -169,7 +169,7 @@ type Result struct {
 	TaskNumber int64
 	// Wait, for a tool a task called, parks the task in waiting with this
 	// reason (a question asked, subtasks started) until it is answered.
-	Wait string
+	Wait WaitOn
 	// Notifications, for a tool a task called, are outbox rows (a post, a
 	// question) written in the same transaction as the iteration's result:
 	// a result rejected for a lost lease posts nothing.

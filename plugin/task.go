@@ -48,12 +48,26 @@ func (s Status) Valid() bool {
 // Claimable reports whether the queue may hand a task in s to a worker.
 func (s Status) Claimable() bool { return s == StatusQueued || s == StatusRunning }
 
+// WaitOn says what a waiting task waits for (PRODUCT §7). A paused task
+// keeps it, so resume returns it to that wait.
+type WaitOn string
+
+// What a task may wait on.
+const (
+	WaitNone     WaitOn = ""
+	WaitAnswer   WaitOn = "answer"
+	WaitSubtasks WaitOn = "subtasks"
+	WaitApproval WaitOn = "approval"
+)
+
 // Defaults for a new task (PRODUCT §2).
 const (
 	DefaultMaxIterations      = 50
 	DefaultMaxStaleIterations = 3
 	MaxGoalLength             = 4000
 	MaxNameLength             = 80
+	// MaxResultBytes is how much of a tool's result a step keeps.
+	MaxResultBytes = 1 << 20
 )
 
 // Task is one row of the tasks table. Times are UTC and truncated to the
@@ -88,10 +102,23 @@ type Task struct {
 	LeaseOwner         string    `json:"lease_owner"`
 	LeaseExpiresAt     time.Time `json:"lease_expires_at"`
 	Fence              int64     `json:"fence"`
+	// WaitingOn is what a waiting (or paused while waiting) task waits on.
+	WaitingOn WaitOn `json:"waiting_on"`
+	// NextAttemptAt, when set, keeps the queue from handing the task out
+	// before it: the model was unavailable (PRODUCT §7).
+	NextAttemptAt time.Time `json:"next_attempt_at"`
+	// MaxTokens bounds prompt + completion tokens, the task's own and its
+	// subtasks'; 0 is no limit.
+	MaxTokens int64 `json:"max_tokens"`
+	// ContinuesNumber is the ended task this one retries, 0 for none.
+	ContinuesNumber int64 `json:"continues_number"`
 	// EventSeq is the sequence number of the task's latest event. It is
 	// bookkeeping, not state: replay derives it from the event count.
 	EventSeq int64 `json:"-"`
 }
+
+// Tokens is what the task has used, prompt and completion together.
+func (t Task) Tokens() int64 { return t.PromptTokens + t.CompletionTokens }
 
 // Label is how chat messages name a task: #3 "Build auth".
 func (t Task) Label() string { return fmt.Sprintf("#%d %q", t.Number, t.Name) }
@@ -141,6 +168,12 @@ const (
 	EventAnswered       = "answered"
 	EventReleased       = "released"
 	EventResultRejected = "result_rejected"
+	// EventModelUnavailable: the model could not be reached; the task was
+	// released unchanged but for when it may be tried again.
+	EventModelUnavailable = "model_unavailable"
+	// EventSubtaskEnded: a subtask ended; its tokens count toward the
+	// parent, and the last one resumes a parent waiting on them.
+	EventSubtaskEnded = "subtask_ended"
 )
 
 // EventPayload is the shape of TaskEvent.Payload: the columns the change set
@@ -162,8 +195,12 @@ type NewTask struct {
 	ParentNumber       int64
 	MaxIterations      int
 	MaxStaleIterations int
-	Actor              string
-	Now                time.Time
+	// MaxTokens is the token budget; 0 is no limit, negative is invalid.
+	MaxTokens int64
+	// ContinuesNumber names the ended task this one retries.
+	ContinuesNumber int64
+	Actor           string
+	Now             time.Time
 }
 
 // Errors the stores and the transitions return. Compare with errors.Is.

@@ -91,6 +91,9 @@ func NewTaskRow(in NewTask) (Task, error) {
 	if !utf8.ValidString(in.Goal) || !utf8.ValidString(in.Name) {
 		return Task{}, fmt.Errorf("create task: %w: text is not valid UTF-8", ErrInvalid)
 	}
+	if in.MaxTokens < 0 {
+		return Task{}, fmt.Errorf("create task: %w: max_tokens is %d; it must be 0 (no limit) or more", ErrInvalid, in.MaxTokens)
+	}
 	name := strings.TrimSpace(in.Name)
 	if name == "" {
 		name = NameFromGoal(goal)
@@ -109,6 +112,8 @@ func NewTaskRow(in NewTask) (Task, error) {
 		RoomID:             in.RoomID,
 		WorkspaceID:        in.WorkspaceID,
 		ParentNumber:       in.ParentNumber,
+		MaxTokens:          in.MaxTokens,
+		ContinuesNumber:    in.ContinuesNumber,
 		CreatedAt:          UTC(in.Now),
 	}
 	if t.MaxIterations <= 0 {
@@ -229,9 +234,13 @@ type Outcome struct {
 	Summary  string
 	// Reason explains a stuck verdict or a failed step.
 	Reason string
-	// Wait, when set, parks the task in waiting (a question to a user, or
-	// subtasks to finish) with this reason.
-	Wait string
+	// Wait, when set, parks the task in waiting on it (an answer to a
+	// question, subtasks to finish, an approval).
+	Wait WaitOn
+	// Repeated says the step's action and params equal the previous
+	// step's: whatever progress the model claims, it counts as none (the
+	// stall guard of PRODUCT §7).
+	Repeated bool
 	// Notifications the step's tool asked for, written with the result.
 	Notifications    []Notification
 	PromptTokens     int64
@@ -243,9 +252,10 @@ type Outcome struct {
 //   - the result is refused unless the caller still holds the lease (same
 //     fence and owner) and the task has not ended;
 //   - done → completed (progress 100), stuck → failed with the reason;
-//   - progress not above the previous value → stale counter +1, else 0;
-//     stale counter ≥ max_stale_iterations, or iteration ≥ max_iterations →
-//     stalemate;
+//   - progress not above the previous value, or a step that repeats the
+//     one before → stale counter +1, else 0; stale counter ≥
+//     max_stale_iterations, iteration ≥ max_iterations, or tokens used ≥
+//     max_tokens → stalemate;
 //   - otherwise running (or waiting, when the step asked to wait; a task
 //     paused while the iteration ran stays paused).
 //
@@ -264,7 +274,7 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	after.Iteration++
 	after.PreviousProgress = t.Progress
 	est := min(max(o.Progress, 0), 100)
-	if est > t.Progress {
+	if est > t.Progress && !o.Repeated {
 		after.Progress = est
 		after.StaleCounter = 0
 	} else {
@@ -275,6 +285,8 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	after.LastProcessedAt = now
 	after.LeaseOwner = ""
 	after.LeaseExpiresAt = time.Time{}
+	after.NextAttemptAt = time.Time{}
+	after.WaitingOn = WaitNone
 	if o.Summary != "" {
 		after.Summary = o.Summary
 	}
@@ -292,10 +304,16 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	case after.Iteration >= after.MaxIterations:
 		after.Status = StatusStalemate
 		after.Error = fmt.Sprintf("reached the limit of %d iterations", after.MaxIterations)
+	case after.MaxTokens > 0 && after.Tokens() >= after.MaxTokens:
+		after.Status = StatusStalemate
+		after.Error = fmt.Sprintf("token budget exhausted (%d of %d tokens)", after.Tokens(), after.MaxTokens)
 	case t.Status == StatusPaused:
-		// Paused while the iteration ran: keep the work, stay paused.
-	case o.Wait != "":
+		// Paused while the iteration ran: keep the work and what it now
+		// waits on, stay paused.
+		after.WaitingOn = o.Wait
+	case o.Wait != WaitNone:
 		after.Status = StatusWaiting
+		after.WaitingOn = o.Wait
 	default:
 		after.Status = StatusRunning
 	}
@@ -311,8 +329,11 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 		step.Params = json.RawMessage(`{}`)
 	}
 	detail := map[string]any{"verdict": string(o.Verdict), "estimate": o.Progress}
-	if o.Wait != "" {
-		detail["wait"] = o.Wait
+	if o.Wait != WaitNone {
+		detail["wait"] = string(o.Wait)
+	}
+	if o.Repeated {
+		detail["repeated"] = true
 	}
 	m, err := Change(t, after, EventIterated, o.Owner, now, detail)
 	if err != nil {
@@ -338,12 +359,16 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	return m, nil
 }
 
+// attachStep records the step in the event without its result, which is
+// stored once, in the step (up to MaxResultBytes).
 func attachStep(m *Mutation) error {
 	var p EventPayload
 	if err := json.Unmarshal(m.Event.Payload, &p); err != nil {
 		return err
 	}
-	p.Step = m.Step
+	st := *m.Step
+	st.Result = ""
+	p.Step = &st
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -378,6 +403,21 @@ func Released(t Task, owner string, fence int64, now time.Time) (Mutation, error
 	return Change(t, after, EventReleased, owner, now, nil)
 }
 
+// ModelUnavailable gives a claimed task back to the queue unchanged but
+// for next_attempt_at, before which the queue does not hand it out: the
+// model could not be reached (PRODUCT §7). No iteration, step, progress or
+// stale count is spent on it.
+func ModelUnavailable(t Task, owner string, fence int64, now, next time.Time, reason string) (Mutation, error) {
+	if t.Fence != fence || t.LeaseOwner != owner {
+		return Mutation{}, &TaskError{Op: "release", Number: t.Number, Err: ErrStaleFence}
+	}
+	after := t
+	after.LeaseOwner = ""
+	after.LeaseExpiresAt = time.Time{}
+	after.NextAttemptAt = UTC(next)
+	return Change(t, after, EventModelUnavailable, owner, now, map[string]any{"reason": reason})
+}
+
 // Paused stops a task from being served until it is resumed.
 func Paused(t Task, actor string, now time.Time) (Mutation, error) {
 	switch t.Status {
@@ -390,13 +430,17 @@ func Paused(t Task, actor string, now time.Time) (Mutation, error) {
 	return Change(t, after, EventPaused, actor, now, map[string]any{"from": string(t.Status)})
 }
 
-// Resumed puts a paused task back in the queue.
+// Resumed puts a paused task back in the queue, or back in the wait it was
+// paused in when that wait has not been satisfied meanwhile.
 func Resumed(t Task, actor string, now time.Time) (Mutation, error) {
 	if t.Status != StatusPaused {
 		return Mutation{}, refuse("resume", t)
 	}
 	after := t
 	after.Status = StatusQueued
+	if t.WaitingOn != WaitNone {
+		after.Status = StatusWaiting
+	}
 	after.StaleCounter = 0
 	return Change(t, after, EventResumed, actor, now, nil)
 }
@@ -408,6 +452,7 @@ func Canceled(t Task, actor, reason string, now time.Time) (Mutation, error) {
 	}
 	after := t
 	after.Status = StatusCanceled
+	after.WaitingOn = WaitNone
 	after.LeaseOwner = ""
 	after.LeaseExpiresAt = time.Time{}
 	after.CompletedAt = UTC(now)
@@ -417,15 +462,75 @@ func Canceled(t Task, actor, reason string, now time.Time) (Mutation, error) {
 	return Change(t, after, EventCanceled, actor, now, nil)
 }
 
-// Answered resumes a waiting task with what a person (or its subtasks)
-// said; the answer goes into the event, where the next prompt finds it.
+// ErrNotAwaitingAnswer refuses an answer to a task that asked nothing.
+// It is an ErrInvalidState.
+var ErrNotAwaitingAnswer = fmt.Errorf("%w: the task is not waiting for an answer", ErrInvalidState)
+
+// Answered resumes a task waiting on an answer with what a person said
+// (or, at the answer timeout, that nobody did); the answer goes into the
+// event, where the next prompt finds it. A task paused while it waited
+// takes the answer and stays paused, its wait satisfied. Only a task
+// waiting on an answer takes one.
 func Answered(t Task, actor, answer string, now time.Time) (Mutation, error) {
-	if t.Status != StatusWaiting {
+	if t.Status.Terminal() {
 		return Mutation{}, refuse("answer", t)
 	}
+	if t.WaitingOn != WaitAnswer || (t.Status != StatusWaiting && t.Status != StatusPaused) {
+		return Mutation{}, &TaskError{Op: "answer", Number: t.Number, Status: t.Status, Err: ErrNotAwaitingAnswer}
+	}
 	after := t
-	after.Status = StatusQueued
+	after.WaitingOn = WaitNone
+	if t.Status == StatusWaiting {
+		after.Status = StatusQueued
+	}
 	return Change(t, after, EventAnswered, actor, now, map[string]any{"answer": answer})
+}
+
+// SubtaskEnded records on a parent that its subtask child has ended: the
+// child's tokens count toward the parent's, and when it was the last
+// (remaining is how many children have not ended) a parent waiting on its
+// subtasks is resumed with outcomes, every child's, in the event. The store
+// applies it in the transaction that ends the child, so no crash can come
+// between the two.
+//
+// With a nil child it only resumes: a parent that came to wait on subtasks
+// which had all ended already.
+func SubtaskEnded(parent Task, child *Task, remaining int, outcomes string, now time.Time) (Mutation, error) {
+	if parent.Status.Terminal() {
+		return Mutation{}, refuse("resume", parent)
+	}
+	after := parent
+	detail := map[string]any{}
+	if child != nil {
+		after.PromptTokens += child.PromptTokens
+		after.CompletionTokens += child.CompletionTokens
+		detail["subtask"] = child.Number
+		detail["status"] = string(child.Status)
+	}
+	if remaining == 0 && parent.WaitingOn == WaitSubtasks {
+		after.WaitingOn = WaitNone
+		if parent.Status == StatusWaiting {
+			after.Status = StatusQueued
+		}
+		detail["outcomes"] = outcomes
+	}
+	return Change(parent, after, EventSubtaskEnded, "system", now, detail)
+}
+
+// SubtaskOutcomes says how each of a parent's subtasks ended, for the
+// parent's next prompt.
+func SubtaskOutcomes(children []Task) string {
+	lines := make([]string, 0, len(children))
+	for _, c := range children {
+		line := fmt.Sprintf("subtask #%d %q %s", c.Number, c.Name, c.Status)
+		if c.Summary != "" {
+			line += ": " + c.Summary
+		} else if c.Error != "" {
+			line += ": " + c.Error
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "; ")
 }
 
 func refuse(op string, t Task) error {

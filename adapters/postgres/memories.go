@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -16,15 +14,14 @@ import (
 func (s *Store) SaveMemory(ctx context.Context, m plugin.Memory) (plugin.Memory, bool, error) {
 	plugin.CleanMemory(&m)
 	m.CreatedAt = plugin.UTC(m.CreatedAt)
-	stored, err := scanMemory(s.pool.QueryRow(ctx, sqlInsertMemory, m.Platform, m.MessageID, m.Room,
-		m.WorkspaceID, m.AuthorID, m.AuthorName, m.Text, m.FromBot, timeArg(m.CreatedAt)))
+	stored, err := sqlstore.ScanMemory(s.pool.QueryRow(ctx, sqlInsertMemory, sqlstore.MemoryArgs(m, timeArg)...))
 	if err == nil {
 		return stored, true, nil
 	}
 	if !isNoRows(err) || m.MessageID == "" {
 		return plugin.Memory{}, false, fmt.Errorf("save memory: %w", err)
 	}
-	stored, err = scanMemory(s.pool.QueryRow(ctx, sqlMemoryByMessage, m.Platform, m.MessageID))
+	stored, err = sqlstore.ScanMemory(s.pool.QueryRow(ctx, sqlMemoryByMessage, m.Platform, m.MessageID))
 	if err != nil {
 		return plugin.Memory{}, false, fmt.Errorf("save memory: read the stored message %s/%s: %w", m.Platform, m.MessageID, err)
 	}
@@ -38,31 +35,10 @@ func (s *Store) RecentMemories(ctx context.Context, room string, limit int) ([]p
 	if limit > 0 {
 		lim = limit
 	}
-	rows, err := s.pool.Query(ctx, sqlRecentMemories, room, lim)
+	out, err := collect(ctx, s.pool, sqlRecentMemories, []any{room, lim}, sqlstore.ScanMemory)
 	if err != nil {
-		return nil, fmt.Errorf("recent memories of %s: %w", room, err)
-	}
-	defer rows.Close()
-	var out []plugin.Memory
-	for rows.Next() {
-		m, err := scanMemory(rows)
-		if err != nil {
-			return nil, fmt.Errorf("recent memories of %s: %w", room, err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("recent memories of %s: %w", room, err)
 	}
 	slices.Reverse(out)
 	return out, nil
-}
-
-func scanMemory(row pgx.Row) (plugin.Memory, error) {
-	var m plugin.Memory
-	var at *time.Time
-	err := row.Scan(&m.ID, &m.Platform, &m.MessageID, &m.Room, &m.WorkspaceID, &m.AuthorID,
-		&m.AuthorName, &m.Text, &m.FromBot, &at)
-	m.CreatedAt = timeOf(at)
-	return m, err
 }

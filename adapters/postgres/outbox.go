@@ -3,161 +3,23 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
 // Enqueue adds a notification to the outbox. One with no next attempt time
 // is due when it was created.
 func (s *Store) Enqueue(ctx context.Context, n plugin.Notification) (plugin.Notification, error) {
-	n, err := prepareNotification(n)
+	n, err := sqlstore.PrepareNotification(n)
 	if err != nil {
 		return plugin.Notification{}, err
 	}
-	out, err := scanNotification(s.pool.QueryRow(ctx, sqlEnqueue, notificationArgs(n)...))
+	out, err := sqlstore.ScanNotification(s.pool.QueryRow(ctx, sqlEnqueue, sqlstore.NotificationArgs(n, timeArg)...))
 	if err != nil {
 		return plugin.Notification{}, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
 	}
 	return out, nil
-}
-
-// prepareNotification checks n and fills in its defaults.
-func prepareNotification(n plugin.Notification) (plugin.Notification, error) {
-	if err := plugin.CleanNotification(&n); err != nil {
-		return n, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
-	}
-	if n.Room == "" || n.Category == "" {
-		return n, fmt.Errorf("enqueue notification: %w: room and category are required", plugin.ErrInvalid)
-	}
-	n.CreatedAt = plugin.UTC(n.CreatedAt)
-	n.NextAttemptAt = plugin.UTC(n.NextAttemptAt)
-	if n.NextAttemptAt.IsZero() {
-		n.NextAttemptAt = n.CreatedAt
-	}
-	return n, nil
-}
-
-// notificationArgs lists the parameters of sqlEnqueue.
-func notificationArgs(n plugin.Notification) []any {
-	return []any{n.Room, n.TaskNumber, n.Category, string(n.Payload), timeArg(n.CreatedAt),
-		n.Attempts, timeArg(n.NextAttemptAt), n.LastError}
-}
-
-// ClaimRoom claims every due notification of one room for c.Owner until
-// c.Now+c.Lease. A room is claimed by one sender at a time: rooms where a
-// live claim exists are skipped, and a transaction-scoped advisory lock per
-// room keeps two senders from claiming the same room at the same moment.
-func (s *Store) ClaimRoom(ctx context.Context, c plugin.RoomClaim) (string, []plugin.Notification, error) {
-	if c.Owner == "" || c.Now.IsZero() {
-		return "", nil, fmt.Errorf("claim room: %w: a claim needs an owner and a time", plugin.ErrInvalid)
-	}
-	now, until := timeArg(plugin.UTC(c.Now)), timeArg(plugin.UTC(c.Now.Add(c.Lease)))
-	categories := append([]string{}, c.Categories...)
-	var room string
-	var claimed []plugin.Notification
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sqlPickRooms, now, c.Room, categories)
-		if err != nil {
-			return err
-		}
-		rooms, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		for _, r := range rooms {
-			var locked, held bool
-			if err := tx.QueryRow(ctx, sqlLockRoom, r).Scan(&locked); err != nil {
-				return err
-			}
-			if !locked {
-				continue // another sender is claiming it now
-			}
-			// Read after the lock: a claim committed just before counts.
-			if err := tx.QueryRow(ctx, sqlRoomHeld, now, r).Scan(&held); err != nil {
-				return err
-			}
-			if held {
-				continue
-			}
-			rows, err := tx.Query(ctx, sqlClaimRoom, now, r, c.Owner, until)
-			if err != nil {
-				return err
-			}
-			ns, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (plugin.Notification, error) {
-				return scanNotification(row)
-			})
-			if err != nil {
-				return err
-			}
-			if len(ns) > 0 {
-				room, claimed = r, ns
-				return nil
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return "", nil, fmt.Errorf("claim room for %s: %w", c.Owner, err)
-	}
-	sortNotifications(claimed)
-	return room, claimed, nil
-}
-
-// MarkSent deletes the delivered rows still claimed by owner and records
-// the progress sent. Rows no longer owner's (its claim expired and another
-// sender took them) are left alone and reported with plugin.ErrStaleFence;
-// when none is owner's, nothing is written.
-func (s *Store) MarkSent(ctx context.Context, owner string, ids []int64, sent []plugin.RoomProgress) error {
-	ids = uniqueIDs(ids)
-	var deleted int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if len(ids) > 0 {
-			tag, err := tx.Exec(ctx, sqlMarkSent, ids, owner)
-			if err != nil {
-				return err
-			}
-			deleted = tag.RowsAffected()
-			if deleted == 0 {
-				return fmt.Errorf("none of %d notifications is claimed by %s: %w", len(ids), owner, plugin.ErrStaleFence)
-			}
-		}
-		for _, p := range sent {
-			if _, err := tx.Exec(ctx, sqlUpsertRoomProgress, plugin.CleanText(p.Room), p.TaskNumber, p.Progress); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("mark notifications sent: %w", err)
-	}
-	if int(deleted) < len(ids) {
-		return fmt.Errorf("mark notifications sent: %d of %d are no longer claimed by %s: %w",
-			len(ids)-int(deleted), len(ids), owner, plugin.ErrStaleFence)
-	}
-	return nil
-}
-
-// Release gives owner's claimed rows back, to be retried at retryAt. Rows
-// no longer owner's are left alone and reported with plugin.ErrStaleFence.
-func (s *Store) Release(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) error {
-	ids = uniqueIDs(ids)
-	if len(ids) == 0 {
-		return nil
-	}
-	tag, err := s.pool.Exec(ctx, sqlRelease, ids, owner, timeArg(plugin.UTC(retryAt)), plugin.CleanText(reason))
-	if err != nil {
-		return fmt.Errorf("release notifications: %w", err)
-	}
-	if n := int(tag.RowsAffected()); n < len(ids) {
-		return fmt.Errorf("release notifications: %d of %d are no longer claimed by %s: %w",
-			len(ids)-n, len(ids), owner, plugin.ErrStaleFence)
-	}
-	return nil
 }
 
 // LastSent returns the progress last sent to room for each of tasks that
@@ -193,31 +55,4 @@ func (s *Store) Pending(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("count pending notifications: %w", err)
 	}
 	return n, nil
-}
-
-func scanNotification(row pgx.Row) (plugin.Notification, error) {
-	var n plugin.Notification
-	var payload []byte
-	var created, next *time.Time
-	err := row.Scan(&n.ID, &n.Room, &n.TaskNumber, &n.Category, &payload, &created, &n.Attempts, &next, &n.LastError)
-	n.Payload = payload
-	n.CreatedAt = timeOf(created)
-	n.NextAttemptAt = timeOf(next)
-	return n, err
-}
-
-// sortNotifications puts a room's rows oldest first.
-func sortNotifications(ns []plugin.Notification) {
-	slices.SortFunc(ns, func(a, b plugin.Notification) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return int(a.ID - b.ID)
-	})
-}
-
-func uniqueIDs(ids []int64) []int64 {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -25,16 +26,8 @@ const (
 	sqlRecordMigration   = `INSERT INTO schema_migrations (version) VALUES ($1)`
 )
 
-// taskColumns are the columns of tasks in the order scanTask reads them and
-// taskArgs writes them.
-var taskColumns = []string{
-	"number", "name", "goal", "status", "progress", "previous_progress",
-	"stale_counter", "iteration", "max_iterations", "max_stale_iterations",
-	"requestor_id", "platform", "room_id", "workspace_id", "parent_number",
-	"last_processed_at", "created_at", "started_at", "completed_at",
-	"summary", "error", "prompt_tokens", "completion_tokens",
-	"lease_owner", "lease_expires_at", "fence", "event_seq",
-}
+// taskColumns are the columns of tasks, shared with adapters/sqlite.
+var taskColumns = sqlstore.TaskColumns
 
 var (
 	taskCols = strings.Join(taskColumns, ", ")
@@ -50,6 +43,8 @@ VALUES (` + placeholders(1, len(taskColumns)-1) + `) RETURNING number`
 	// sqlUpdateTask writes every column of a locked row ($1 is its number).
 	sqlUpdateTask = `UPDATE tasks SET ` + assignments(taskColumns[1:], 2) + ` WHERE number = $1`
 
+	sqlChildren = `SELECT ` + taskCols + ` FROM tasks WHERE parent_number = $1 ORDER BY number`
+
 	sqlParentExists = `SELECT EXISTS (SELECT 1 FROM tasks WHERE number = $1)`
 )
 
@@ -61,6 +56,7 @@ SELECT number, status, lease_owner, lease_expires_at, started_at
 FROM tasks
 WHERE status IN ('queued', 'running')
   AND (lease_expires_at IS NULL OR lease_expires_at <= $1)
+  AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
 ORDER BY last_processed_at NULLS FIRST, number
 LIMIT 1
 FOR UPDATE SKIP LOCKED`
@@ -94,7 +90,7 @@ const (
 INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
-	eventCols = `id, task_number, sequence, type, payload, actor, fence, time`
+	eventCols = sqlstore.EventColumns
 
 	sqlTaskEvents = `SELECT ` + eventCols + ` FROM task_events
 WHERE task_number = $1 AND sequence > $2 ORDER BY sequence`
@@ -103,16 +99,14 @@ WHERE task_number = $1 AND sequence > $2 ORDER BY sequence`
 WHERE id > $1 ORDER BY id LIMIT $2`
 
 	sqlInsertStep = `
-INSERT INTO task_steps (task_number, iteration, thought, action, params, result, success, error, progress, time)
+INSERT INTO task_steps (` + sqlstore.StepColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
-	sqlSteps = `
-SELECT task_number, iteration, thought, action, params, result, success, error, progress, time
-FROM task_steps WHERE task_number = $1 ORDER BY iteration`
+	sqlSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 ORDER BY iteration`
 )
 
 const (
-	memoryCols = `id, platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at`
+	memoryCols = sqlstore.MemoryColumns
 
 	sqlInsertMemory = `
 INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at)
@@ -129,7 +123,7 @@ WHERE room = $1 ORDER BY created_at DESC NULLS LAST, id DESC LIMIT $2`
 )
 
 const (
-	notificationCols = `id, room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error`
+	notificationCols = sqlstore.NotificationColumns
 
 	sqlEnqueue = `
 INSERT INTO notifications (room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error)

@@ -14,14 +14,17 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Store is a plugin.Store on PostgreSQL.
+// Store is a plugin.Store on PostgreSQL: the shared logic of
+// adapters/sqlstore over this package's dialect.
 type Store struct {
+	sqlstore.Core
 	pool *pgxpool.Pool
 }
 
@@ -49,6 +52,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
 	s := &Store{pool: pool}
+	s.Core = sqlstore.Core{D: s}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
@@ -172,13 +176,6 @@ func timeArg(t time.Time) any {
 		return nil
 	}
 	return t.UTC()
-}
-
-func timeOf(p *time.Time) time.Time {
-	if p == nil {
-		return time.Time{}
-	}
-	return p.UTC()
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -2,58 +2,194 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// CreateTask validates in, numbers the task and writes it with its
-// "created" event.
-func (s *Store) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, error) {
-	row, err := plugin.NewTaskRow(in)
-	if err != nil {
-		return plugin.Task{}, err
-	}
-	plugin.CleanTask(&row)
-	actor := plugin.CleanText(in.Actor)
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if row.ParentNumber != 0 {
-			var ok bool
-			if err := tx.QueryRow(ctx, sqlParentExists, row.ParentNumber).Scan(&ok); err != nil {
-				return fmt.Errorf("create task: parent: %w", err)
-			}
-			if !ok {
-				return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
-			}
-		}
-		row.EventSeq = 1
-		if err := tx.QueryRow(ctx, sqlInsertTask, taskArgs(row)[1:]...).Scan(&row.Number); err != nil {
-			return fmt.Errorf("create task: %w", err)
-		}
-		m, err := plugin.Created(row, actor)
-		if err != nil {
+// Write implements sqlstore.Dialect: fn's writes are queued in one batch,
+// sent before the next read of the transaction or before the commit, so a
+// mutation costs one round trip besides its lock.
+func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		t := &txn{tx: tx, batch: &pgx.Batch{}}
+		if err := fn(t); err != nil {
 			return err
 		}
-		if m.Task.EventSeq != row.EventSeq {
-			return fmt.Errorf("create task #%d: the created event has sequence %d", row.Number, m.Task.EventSeq)
-		}
-		if err := writeEvent(ctx, tx, m.Event); err != nil {
-			return fmt.Errorf("create task #%d: %w", row.Number, err)
-		}
-		return nil
+		return t.flush(ctx)
 	})
-	if err != nil {
-		return plugin.Task{}, err
+}
+
+// txn is a sqlstore.Tx on a pgx transaction.
+type txn struct {
+	tx    pgx.Tx
+	batch *pgx.Batch
+}
+
+var _ sqlstore.Tx = (*txn)(nil)
+
+// flush sends the queued writes.
+func (t *txn) flush(ctx context.Context) error {
+	if t.batch.Len() == 0 {
+		return nil
 	}
-	return row, nil
+	b := t.batch
+	t.batch = &pgx.Batch{}
+	return t.tx.SendBatch(ctx, b).Close()
+}
+
+// queryRow flushes the queued writes, then runs a query.
+func (t *txn) queryRow(ctx context.Context, q string, args ...any) pgx.Row {
+	if err := t.flush(ctx); err != nil {
+		return errRow{err}
+	}
+	return t.tx.QueryRow(ctx, q, args...)
+}
+
+func (t *txn) query(ctx context.Context, q string, args ...any) (pgx.Rows, error) {
+	if err := t.flush(ctx); err != nil {
+		return nil, err
+	}
+	return t.tx.Query(ctx, q, args...)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+func (t *txn) LockTask(ctx context.Context, number int64) (plugin.Task, error) {
+	return noRows(sqlstore.ScanTask(t.queryRow(ctx, sqlLockTask, number)))
+}
+
+func (t *txn) Children(ctx context.Context, parent int64) ([]plugin.Task, error) {
+	rows, err := t.query(ctx, sqlChildren, parent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return sqlstore.Collect(rows, scanTask)
+}
+
+func (t *txn) TaskExists(ctx context.Context, number int64) (bool, error) {
+	var ok bool
+	err := t.queryRow(ctx, sqlParentExists, number).Scan(&ok)
+	return ok, err
+}
+
+func (t *txn) InsertTask(ctx context.Context, row plugin.Task) (int64, error) {
+	var n int64
+	err := t.queryRow(ctx, sqlInsertTask, sqlstore.TaskArgs(row, timeArg)[1:]...).Scan(&n)
+	return n, err
+}
+
+// ClaimHead runs sqlClaimTask, which returns the row after the claim and
+// the pre-claim values of the columns it sets, from which the row before
+// is rebuilt.
+func (t *txn) ClaimHead(ctx context.Context, owner string, now, until time.Time) (before, after plugin.Task, err error) {
+	var oldStatus, oldOwner string
+	var oldExpiry, oldStarted sqlstore.Time
+	after, err = noRows(sqlstore.ScanTask(t.queryRow(ctx, sqlClaimTask, timeArg(now), owner, timeArg(until)),
+		&oldStatus, &oldOwner, &oldExpiry, &oldStarted))
+	if err != nil {
+		return before, after, err
+	}
+	before = after
+	before.Status = plugin.Status(oldStatus)
+	before.LeaseOwner = oldOwner
+	before.LeaseExpiresAt = oldExpiry.T
+	before.StartedAt = oldStarted.T
+	before.Fence--
+	before.EventSeq--
+	return before, after, nil
+}
+
+func (t *txn) UpdateTask(_ context.Context, row plugin.Task) error {
+	t.batch.Queue(sqlUpdateTask, sqlstore.TaskArgs(row, timeArg)...)
+	return nil
+}
+
+// InsertEvent queues the insert of e after the event-order lock: event IDs
+// must become visible in order, or a reader resuming after ID n could miss
+// an n-1 that committed later. The lock, held to commit, makes
+// transactions take IDs in the order they commit.
+func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
+	t.batch.Queue(sqlEventOrderLock, int64(eventOrderLockKey))
+	t.batch.Queue(sqlInsertEvent, sqlstore.EventArgs(e, timeArg)...)
+	return nil
+}
+
+func (t *txn) InsertStep(_ context.Context, st plugin.Step) error {
+	t.batch.Queue(sqlInsertStep, sqlstore.StepArgs(st, timeArg)...)
+	return nil
+}
+
+func (t *txn) Enqueue(_ context.Context, n plugin.Notification) error {
+	t.batch.Queue(sqlEnqueue, sqlstore.NotificationArgs(n, timeArg)...)
+	return nil
+}
+
+func (t *txn) ReadyRooms(ctx context.Context, now time.Time, room string, categories []string) ([]string, error) {
+	rows, err := t.query(ctx, sqlPickRooms, timeArg(now), room, append([]string{}, categories...))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// ClaimRoom takes the room's advisory lock for this transaction (another
+// sender claiming it at this moment holds it), then checks, after the
+// lock, that no claim committed just before holds the room.
+func (t *txn) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time) ([]plugin.Notification, error) {
+	var locked, held bool
+	if err := t.queryRow(ctx, sqlLockRoom, room).Scan(&locked); err != nil {
+		return nil, err
+	}
+	if !locked {
+		return nil, nil
+	}
+	if err := t.queryRow(ctx, sqlRoomHeld, timeArg(now), room).Scan(&held); err != nil {
+		return nil, err
+	}
+	if held {
+		return nil, nil
+	}
+	rows, err := t.query(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return sqlstore.Collect(rows, sqlstore.ScanNotification)
+}
+
+func (t *txn) DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error) {
+	if err := t.flush(ctx); err != nil {
+		return 0, err
+	}
+	tag, err := t.tx.Exec(ctx, sqlMarkSent, ids, owner)
+	return tag.RowsAffected(), err
+}
+
+func (t *txn) ReleaseClaimed(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) (int64, error) {
+	if err := t.flush(ctx); err != nil {
+		return 0, err
+	}
+	tag, err := t.tx.Exec(ctx, sqlRelease, ids, owner, timeArg(retryAt), reason)
+	return tag.RowsAffected(), err
+}
+
+func (t *txn) SaveRoomProgress(_ context.Context, p plugin.RoomProgress) error {
+	t.batch.Queue(sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress)
+	return nil
 }
 
 // GetTask reads one task.
 func (s *Store) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
-	t, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, number))
+	t, err := sqlstore.ScanTask(s.pool.QueryRow(ctx, sqlGetTask, number))
 	if isNoRows(err) {
 		return plugin.Task{}, &plugin.TaskError{Op: "get", Number: number, Err: plugin.ErrNotFound}
 	}
@@ -66,20 +202,8 @@ func (s *Store) GetTask(ctx context.Context, number int64) (plugin.Task, error) 
 // ListTasks lists the tasks that match f, in f.Order.
 func (s *Store) ListTasks(ctx context.Context, f plugin.TaskFilter) ([]plugin.Task, error) {
 	q, args := taskQuery(f, false)
-	rows, err := s.pool.Query(ctx, q, args...)
+	out, err := collect(ctx, s.pool, q, args, scanTask)
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []plugin.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	return out, nil
@@ -95,173 +219,10 @@ func (s *Store) CountTasks(ctx context.Context, f plugin.TaskFilter) (int, error
 	return n, nil
 }
 
-// ClaimTask takes the head of the queue in one statement (sqlClaimTask) and
-// records the claim with the event plugin.Claimed builds from the row before
-// and after, in the same transaction.
-func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, error) {
-	if c.Owner == "" || c.Now.IsZero() {
-		return plugin.Task{}, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
-	}
-	c.Owner = plugin.CleanText(c.Owner)
-	now, until := plugin.UTC(c.Now), plugin.UTC(c.Now.Add(c.Lease))
-	var after plugin.Task
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var (
-			oldStatus, oldOwner   string
-			oldExpiry, oldStarted *time.Time
-		)
-		var err error
-		after, err = scanTask(tx.QueryRow(ctx, sqlClaimTask, timeArg(now), c.Owner, timeArg(until)),
-			&oldStatus, &oldOwner, &oldExpiry, &oldStarted)
-		if isNoRows(err) {
-			return fmt.Errorf("claim task: %w", plugin.ErrNoTask)
-		}
-		if err != nil {
-			return fmt.Errorf("claim task: %w", err)
-		}
-		before := after
-		before.Status = plugin.Status(oldStatus)
-		before.LeaseOwner = oldOwner
-		before.LeaseExpiresAt = timeOf(oldExpiry)
-		before.StartedAt = timeOf(oldStarted)
-		before.Fence--
-		before.EventSeq--
-		m, err := plugin.Claimed(before, c)
-		if err != nil {
-			return err
-		}
-		// The SQL and the domain must agree on what a claim is. (== is
-		// the quick check; times from both sides are normalized UTC.)
-		if m.Task != after {
-			d, err := plugin.DifferingColumns(m.Task, after)
-			if err != nil {
-				return fmt.Errorf("claim task #%d: %w", after.Number, err)
-			}
-			if len(d) > 0 {
-				return fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v", after.Number, d)
-			}
-		}
-		if err := writeEvent(ctx, tx, m.Event); err != nil {
-			return fmt.Errorf("claim task #%d: %w", after.Number, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return plugin.Task{}, err
-	}
-	return after, nil
-}
-
-// UpdateTask locks the task, lets fn compute the change and writes it.
-func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
-	var out plugin.Task
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := scanTask(tx.QueryRow(ctx, sqlLockTask, number))
-		if isNoRows(err) {
-			return &plugin.TaskError{Op: "update", Number: number, Err: plugin.ErrNotFound}
-		}
-		if err != nil {
-			return fmt.Errorf("update task #%d: %w", number, err)
-		}
-		m, err := fn(cur)
-		if err != nil {
-			return err
-		}
-		if err := plugin.CheckMutation(cur, m); err != nil {
-			return err
-		}
-		if err := writeMutation(ctx, tx, &m); err != nil {
-			return fmt.Errorf("update task #%d: %w", number, err)
-		}
-		out = m.Task
-		return nil
-	})
-	if err != nil {
-		return plugin.Task{}, err
-	}
-	return out, nil
-}
-
-// writeMutation writes the row, the step, the notifications and the event
-// of m to a row the transaction has locked, in one round trip.
-func writeMutation(ctx context.Context, tx pgx.Tx, m *plugin.Mutation) error {
-	plugin.CleanTask(&m.Task)
-	b := &pgx.Batch{}
-	b.Queue(sqlUpdateTask, taskArgs(m.Task)...)
-	if m.Step != nil {
-		st := *m.Step
-		if err := plugin.CleanStep(&st); err != nil {
-			return fmt.Errorf("step: %w", err)
-		}
-		b.Queue(sqlInsertStep, st.TaskNumber, st.Iteration, st.Thought, st.Action,
-			string(st.Params), st.Result, st.Success, st.Error, st.Progress, timeArg(st.Time))
-	}
-	for _, n := range m.Notifications {
-		if n.TaskNumber == 0 {
-			n.TaskNumber = m.Task.Number
-		}
-		if n.CreatedAt.IsZero() {
-			n.CreatedAt = m.Event.Time
-		}
-		n, err := prepareNotification(n)
-		if err != nil {
-			return err
-		}
-		b.Queue(sqlEnqueue, notificationArgs(n)...)
-	}
-	// Last: the event takes the event-order lock, held until commit.
-	if err := queueEvent(b, m.Event); err != nil {
-		return err
-	}
-	return tx.SendBatch(ctx, b).Close()
-}
-
-// writeEvent inserts one event.
-func writeEvent(ctx context.Context, tx pgx.Tx, e plugin.TaskEvent) error {
-	b := &pgx.Batch{}
-	if err := queueEvent(b, e); err != nil {
-		return err
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("event %d: %w", e.Sequence, err)
-	}
-	return nil
-}
-
-// queueEvent queues the insert of e, after the event-order lock: event IDs
-// must become visible in order, or a reader resuming after ID n could miss
-// an n-1 that committed later. The lock, held to commit, makes
-// transactions take IDs in the order they commit.
-func queueEvent(b *pgx.Batch, e plugin.TaskEvent) error {
-	if err := plugin.CleanEvent(&e); err != nil {
-		return fmt.Errorf("event: %w", err)
-	}
-	b.Queue(sqlEventOrderLock, int64(eventOrderLockKey))
-	b.Queue(sqlInsertEvent, e.TaskNumber, e.Sequence, e.Type, string(e.Payload), e.Actor, e.Fence, timeArg(e.Time))
-	return nil
-}
-
 // Steps lists a task's steps in order.
 func (s *Store) Steps(ctx context.Context, number int64) ([]plugin.Step, error) {
-	rows, err := s.pool.Query(ctx, sqlSteps, number)
+	out, err := collect(ctx, s.pool, sqlSteps, []any{number}, sqlstore.ScanStep)
 	if err != nil {
-		return nil, fmt.Errorf("steps of task #%d: %w", number, err)
-	}
-	defer rows.Close()
-	var out []plugin.Step
-	for rows.Next() {
-		var st plugin.Step
-		var params []byte
-		var at *time.Time
-		if err := rows.Scan(&st.TaskNumber, &st.Iteration, &st.Thought, &st.Action, &params,
-			&st.Result, &st.Success, &st.Error, &st.Progress, &at); err != nil {
-			return nil, fmt.Errorf("steps of task #%d: %w", number, err)
-		}
-		st.Params = params
-		st.Time = timeOf(at)
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("steps of task #%d: %w", number, err)
 	}
 	return out, nil
@@ -269,7 +230,7 @@ func (s *Store) Steps(ctx context.Context, number int64) ([]plugin.Step, error) 
 
 // TaskEvents lists one task's events with sequence > after.
 func (s *Store) TaskEvents(ctx context.Context, number int64, after int64) ([]plugin.TaskEvent, error) {
-	out, err := s.events(ctx, sqlTaskEvents, number, after)
+	out, err := collect(ctx, s.pool, sqlTaskEvents, []any{number, after}, sqlstore.ScanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("events of task #%d: %w", number, err)
 	}
@@ -283,78 +244,34 @@ func (s *Store) EventsSince(ctx context.Context, after int64, limit int) ([]plug
 	if limit > 0 {
 		lim = limit
 	}
-	out, err := s.events(ctx, sqlEventsSince, after, lim)
+	out, err := collect(ctx, s.pool, sqlEventsSince, []any{after, lim}, sqlstore.ScanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("events since %d: %w", after, err)
 	}
 	return out, nil
 }
 
-func (s *Store) events(ctx context.Context, q string, args ...any) ([]plugin.TaskEvent, error) {
-	rows, err := s.pool.Query(ctx, q, args...)
+// querier is what the pool and a transaction have in common.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// collect runs q and reads every row with scan.
+func collect[T any](ctx context.Context, db querier, q string, args []any, scan func(sqlstore.Row) (T, error)) ([]T, error) {
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []plugin.TaskEvent
-	for rows.Next() {
-		var e plugin.TaskEvent
-		var payload []byte
-		var at *time.Time
-		if err := rows.Scan(&e.ID, &e.TaskNumber, &e.Sequence, &e.Type, &payload, &e.Actor, &e.Fence, &at); err != nil {
-			return nil, err
-		}
-		e.Payload = payload
-		e.Time = timeOf(at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, scan)
 }
 
-// taskArgs lists t's values in the order of taskColumns.
-func taskArgs(t plugin.Task) []any {
-	var parent any
-	if t.ParentNumber != 0 {
-		parent = t.ParentNumber
+// noRows translates pgx's "no rows" into sqlstore's.
+func noRows[T any](v T, err error) (T, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, sqlstore.ErrNoRows
 	}
-	return []any{
-		t.Number, t.Name, t.Goal, string(t.Status), t.Progress, t.PreviousProgress,
-		t.StaleCounter, t.Iteration, t.MaxIterations, t.MaxStaleIterations,
-		t.RequestorID, t.Platform, t.RoomID, t.WorkspaceID, parent,
-		timeArg(t.LastProcessedAt), timeArg(t.CreatedAt), timeArg(t.StartedAt), timeArg(t.CompletedAt),
-		t.Summary, t.Error, t.PromptTokens, t.CompletionTokens,
-		t.LeaseOwner, timeArg(t.LeaseExpiresAt), t.Fence, t.EventSeq,
-	}
+	return v, err
 }
 
-// scanTask reads the columns of taskColumns, then any extra ones into
-// extra.
-func scanTask(row pgx.Row, extra ...any) (plugin.Task, error) {
-	var (
-		t                                             plugin.Task
-		status                                        string
-		parent                                        *int64
-		processed, created, started, completed, lease *time.Time
-	)
-	dest := []any{
-		&t.Number, &t.Name, &t.Goal, &status, &t.Progress, &t.PreviousProgress,
-		&t.StaleCounter, &t.Iteration, &t.MaxIterations, &t.MaxStaleIterations,
-		&t.RequestorID, &t.Platform, &t.RoomID, &t.WorkspaceID, &parent,
-		&processed, &created, &started, &completed,
-		&t.Summary, &t.Error, &t.PromptTokens, &t.CompletionTokens,
-		&t.LeaseOwner, &lease, &t.Fence, &t.EventSeq,
-	}
-	if err := row.Scan(append(dest, extra...)...); err != nil {
-		return plugin.Task{}, err
-	}
-	t.Status = plugin.Status(status)
-	if parent != nil {
-		t.ParentNumber = *parent
-	}
-	t.LastProcessedAt = timeOf(processed)
-	t.CreatedAt = timeOf(created)
-	t.StartedAt = timeOf(started)
-	t.CompletedAt = timeOf(completed)
-	t.LeaseExpiresAt = timeOf(lease)
-	return t, nil
-}
+func scanTask(r sqlstore.Row) (plugin.Task, error) { return sqlstore.ScanTask(r) }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -21,16 +22,8 @@ const (
 	sqlRecordMigration   = `INSERT INTO schema_migrations (version) VALUES (?)`
 )
 
-// taskColumns are the columns of tasks in the order scanTask reads them and
-// taskArgs writes them.
-var taskColumns = []string{
-	"number", "name", "goal", "status", "progress", "previous_progress",
-	"stale_counter", "iteration", "max_iterations", "max_stale_iterations",
-	"requestor_id", "platform", "room_id", "workspace_id", "parent_number",
-	"last_processed_at", "created_at", "started_at", "completed_at",
-	"summary", "error", "prompt_tokens", "completion_tokens",
-	"lease_owner", "lease_expires_at", "fence", "event_seq",
-}
+// taskColumns are the columns of tasks, shared with adapters/postgres.
+var taskColumns = sqlstore.TaskColumns
 
 var (
 	taskCols = strings.Join(taskColumns, ", ")
@@ -44,6 +37,8 @@ VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(taskColumns)-1), ", ") 
 	// sqlUpdateTask writes every column of a row; the number comes last.
 	sqlUpdateTask = `UPDATE tasks SET ` + strings.Join(taskColumns[1:], " = ?, ") + ` = ? WHERE number = ?`
 
+	sqlChildren = `SELECT ` + taskCols + ` FROM tasks WHERE parent_number = ? ORDER BY number`
+
 	sqlParentExists = `SELECT EXISTS (SELECT 1 FROM tasks WHERE number = ?)`
 
 	// sqlClaimPick is the head of the queue: queued or running, no live
@@ -55,6 +50,7 @@ VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(taskColumns)-1), ", ") 
 	sqlClaimPick = `SELECT ` + taskCols + ` FROM tasks INDEXED BY tasks_queue
 WHERE status IN ('queued', 'running')
   AND (lease_expires_at IS NULL OR lease_expires_at <= ?1)
+  AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)
 ORDER BY last_processed_at, number
 LIMIT 1`
 
@@ -73,6 +69,7 @@ SET status = 'running',
     event_seq = event_seq + 1
 WHERE number = ?4 AND status IN ('queued', 'running')
   AND (lease_expires_at IS NULL OR lease_expires_at <= ?1)
+  AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)
 RETURNING status, lease_owner, lease_expires_at, fence, started_at, event_seq`
 )
 
@@ -81,7 +78,7 @@ const (
 INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
 VALUES (?, ?, ?, ?, ?, ?, ?)`
 
-	eventCols = `id, task_number, sequence, type, payload, actor, fence, time`
+	eventCols = sqlstore.EventColumns
 
 	sqlTaskEvents = `SELECT ` + eventCols + ` FROM task_events
 WHERE task_number = ? AND sequence > ? ORDER BY sequence`
@@ -91,16 +88,14 @@ WHERE task_number = ? AND sequence > ? ORDER BY sequence`
 WHERE id > ? ORDER BY id LIMIT ?`
 
 	sqlInsertStep = `
-INSERT INTO task_steps (task_number, iteration, thought, action, params, result, success, error, progress, time)
+INSERT INTO task_steps (` + sqlstore.StepColumns + `)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-	sqlSteps = `
-SELECT task_number, iteration, thought, action, params, result, success, error, progress, time
-FROM task_steps WHERE task_number = ? ORDER BY iteration`
+	sqlSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = ? ORDER BY iteration`
 )
 
 const (
-	memoryCols = `id, platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at`
+	memoryCols = sqlstore.MemoryColumns
 
 	sqlInsertMemory = `
 INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at)
@@ -116,7 +111,7 @@ WHERE room = ? ORDER BY created_at DESC NULLS LAST, id DESC LIMIT ?`
 )
 
 const (
-	notificationCols = `id, room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error`
+	notificationCols = sqlstore.NotificationColumns
 
 	sqlEnqueue = `
 INSERT INTO notifications (room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error)
@@ -173,7 +168,7 @@ WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
 var writeStatements = []string{
 	sqlGetTask, sqlInsertTask, sqlUpdateTask, sqlParentExists, sqlClaimPick, sqlClaimTask,
 	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlPickRoom, sqlClaimRoom, sqlMarkSent,
-	sqlUpsertRoomProgress,
+	sqlUpsertRoomProgress, sqlRelease,
 }
 
 // taskQuery builds the SELECT (or, with count, the SELECT count(*)) of

@@ -19,6 +19,7 @@ import (
 
 	"modernc.org/sqlite"
 
+	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -42,6 +43,7 @@ func init() {
 
 // Store is a plugin.Store on one SQLite file.
 type Store struct {
+	sqlstore.Core
 	// write has one connection, and its transactions BEGIN IMMEDIATE:
 	// writers queue here rather than fail with SQLITE_BUSY.
 	write *sql.DB
@@ -88,6 +90,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 	s := &Store{write: write, read: read}
+	s.Core = sqlstore.Core{D: s}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -273,11 +276,6 @@ func (s *Store) inTx(ctx context.Context, fn func(txn) error) error {
 	return nil
 }
 
-// scanner is what *sql.Row and *sql.Rows have in common.
-type scanner interface {
-	Scan(dest ...any) error
-}
-
 // Times are INTEGER unix microseconds, NULL when zero, read back in UTC.
 
 func timeArg(t time.Time) any {
@@ -285,13 +283,6 @@ func timeArg(t time.Time) any {
 		return nil
 	}
 	return t.UnixMicro()
-}
-
-func timeOf(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return time.UnixMicro(v.Int64).UTC()
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

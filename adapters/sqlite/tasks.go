@@ -2,56 +2,145 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"fmt"
+	"time"
 
+	"database/sql"
+
+	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// CreateTask validates in, numbers the task and writes it with its
-// "created" event.
-func (s *Store) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, error) {
-	row, err := plugin.NewTaskRow(in)
+// Write implements sqlstore.Dialect: fn runs in one IMMEDIATE transaction
+// on the single writer connection, so no other writer can interleave.
+func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return s.inTx(ctx, func(tx txn) error { return fn(dialectTx{tx}) })
+}
+
+// dialectTx is a sqlstore.Tx on a write transaction.
+type dialectTx struct{ tx txn }
+
+var _ sqlstore.Tx = dialectTx{}
+
+// LockTask reads the task: the IMMEDIATE transaction already keeps every
+// other writer out.
+func (t dialectTx) LockTask(ctx context.Context, number int64) (plugin.Task, error) {
+	return noRows(sqlstore.ScanTask(t.tx.QueryRowContext(ctx, sqlGetTask, number)))
+}
+
+func (t dialectTx) Children(ctx context.Context, parent int64) ([]plugin.Task, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlChildren, parent)
 	if err != nil {
-		return plugin.Task{}, err
+		return nil, err
 	}
-	plugin.CleanTask(&row)
-	actor := plugin.CleanText(in.Actor)
-	err = s.inTx(ctx, func(tx txn) error {
-		if row.ParentNumber != 0 {
-			var ok bool
-			if err := tx.QueryRowContext(ctx, sqlParentExists, row.ParentNumber).Scan(&ok); err != nil {
-				return fmt.Errorf("create task: parent: %w", err)
-			}
-			if !ok {
-				return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
-			}
-		}
-		row.EventSeq = 1
-		if err := tx.QueryRowContext(ctx, sqlInsertTask, taskArgs(row)[1:]...).Scan(&row.Number); err != nil {
-			return fmt.Errorf("create task: %w", err)
-		}
-		m, err := plugin.Created(row, actor)
-		if err != nil {
-			return err
-		}
-		if m.Task.EventSeq != row.EventSeq {
-			return fmt.Errorf("create task #%d: the created event has sequence %d", row.Number, m.Task.EventSeq)
-		}
-		if err := insertEvent(ctx, tx, m.Event); err != nil {
-			return fmt.Errorf("create task #%d: %w", row.Number, err)
-		}
-		return nil
+	defer rows.Close()
+	return sqlstore.Collect(rows, scanTask)
+}
+
+func (t dialectTx) TaskExists(ctx context.Context, number int64) (bool, error) {
+	var ok bool
+	err := t.tx.QueryRowContext(ctx, sqlParentExists, number).Scan(&ok)
+	return ok, err
+}
+
+func (t dialectTx) InsertTask(ctx context.Context, row plugin.Task) (int64, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, sqlInsertTask, sqlstore.TaskArgs(row, timeArg)[1:]...).Scan(&n)
+	return n, err
+}
+
+// ClaimHead reads the head of the queue (sqlClaimPick), then claims it
+// (sqlClaimTask), in the same IMMEDIATE transaction: SQLite's RETURNING
+// cannot give the values a row had before.
+func (t dialectTx) ClaimHead(ctx context.Context, owner string, now, until time.Time) (before, after plugin.Task, err error) {
+	before, err = noRows(sqlstore.ScanTask(t.tx.QueryRowContext(ctx, sqlClaimPick, timeArg(now))))
+	if err != nil {
+		return before, after, err
+	}
+	after = before
+	var status string
+	var expiry, started sqlstore.Time
+	if err := t.tx.QueryRowContext(ctx, sqlClaimTask, timeArg(now), owner, timeArg(until), before.Number).Scan(
+		&status, &after.LeaseOwner, &expiry, &after.Fence, &started, &after.EventSeq); err != nil {
+		return before, after, fmt.Errorf("task #%d: %w", before.Number, err)
+	}
+	after.Status = plugin.Status(status)
+	after.LeaseExpiresAt = expiry.T
+	after.StartedAt = started.T
+	return before, after, nil
+}
+
+func (t dialectTx) UpdateTask(ctx context.Context, row plugin.Task) error {
+	args := sqlstore.TaskArgs(row, timeArg)
+	// The number is the last parameter of sqlUpdateTask.
+	args = append(args[1:len(args):len(args)], args[0])
+	_, err := t.tx.ExecContext(ctx, sqlUpdateTask, args...)
+	return err
+}
+
+func (t dialectTx) InsertEvent(ctx context.Context, e plugin.TaskEvent) error {
+	_, err := t.tx.ExecContext(ctx, sqlInsertEvent, sqlstore.EventArgs(e, timeArg)...)
+	return err
+}
+
+func (t dialectTx) InsertStep(ctx context.Context, st plugin.Step) error {
+	_, err := t.tx.ExecContext(ctx, sqlInsertStep, sqlstore.StepArgs(st, timeArg)...)
+	return err
+}
+
+func (t dialectTx) Enqueue(ctx context.Context, n plugin.Notification) error {
+	_, err := t.tx.ExecContext(ctx, sqlEnqueue, sqlstore.NotificationArgs(n, timeArg)...)
+	return err
+}
+
+func (t dialectTx) ReadyRooms(ctx context.Context, now time.Time, room string, categories []string) ([]string, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlPickRoom, timeArg(now), room, jsonList(categories))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return sqlstore.Collect(rows, func(r sqlstore.Row) (string, error) {
+		var s string
+		return s, r.Scan(&s)
 	})
+}
+
+// ClaimRoom claims the room's due rows: the IMMEDIATE transaction that
+// picked the room keeps every other sender out until it commits.
+func (t dialectTx) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time) ([]plugin.Notification, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until))
 	if err != nil {
-		return plugin.Task{}, err
+		return nil, err
 	}
-	return row, nil
+	defer rows.Close()
+	return sqlstore.Collect(rows, sqlstore.ScanNotification)
+}
+
+func (t dialectTx) DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, sqlMarkSent, jsonList(ids), owner)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t dialectTx) ReleaseClaimed(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, sqlRelease, jsonList(ids), owner, timeArg(retryAt), reason)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t dialectTx) SaveRoomProgress(ctx context.Context, p plugin.RoomProgress) error {
+	_, err := t.tx.ExecContext(ctx, sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress)
+	return err
 }
 
 // GetTask reads one task.
 func (s *Store) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
-	t, err := scanTask(s.read.QueryRowContext(ctx, sqlGetTask, number))
+	t, err := sqlstore.ScanTask(s.read.QueryRowContext(ctx, sqlGetTask, number))
 	if isNoRows(err) {
 		return plugin.Task{}, &plugin.TaskError{Op: "get", Number: number, Err: plugin.ErrNotFound}
 	}
@@ -64,20 +153,8 @@ func (s *Store) GetTask(ctx context.Context, number int64) (plugin.Task, error) 
 // ListTasks lists the tasks that match f, in f.Order.
 func (s *Store) ListTasks(ctx context.Context, f plugin.TaskFilter) ([]plugin.Task, error) {
 	q, args := taskQuery(f, false)
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	out, err := collect(ctx, s.read, q, args, scanTask)
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []plugin.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	return out, nil
@@ -93,161 +170,10 @@ func (s *Store) CountTasks(ctx context.Context, f plugin.TaskFilter) (int, error
 	return n, nil
 }
 
-// ClaimTask reads the head of the queue and claims it (sqlClaimTask) in one
-// IMMEDIATE transaction, recording the claim with the event plugin.Claimed
-// builds from the row before and after.
-func (s *Store) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, error) {
-	if c.Owner == "" || c.Now.IsZero() {
-		return plugin.Task{}, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
-	}
-	c.Owner = plugin.CleanText(c.Owner)
-	now, until := timeArg(plugin.UTC(c.Now)), timeArg(plugin.UTC(c.Now.Add(c.Lease)))
-	var after plugin.Task
-	err := s.inTx(ctx, func(tx txn) error {
-		before, err := scanTask(tx.QueryRowContext(ctx, sqlClaimPick, now))
-		if isNoRows(err) {
-			return fmt.Errorf("claim task: %w", plugin.ErrNoTask)
-		}
-		if err != nil {
-			return fmt.Errorf("claim task: %w", err)
-		}
-		after = before
-		var status string
-		var expiry, started sql.NullInt64
-		if err := tx.QueryRowContext(ctx, sqlClaimTask, now, c.Owner, until, before.Number).Scan(
-			&status, &after.LeaseOwner, &expiry, &after.Fence, &started, &after.EventSeq); err != nil {
-			return fmt.Errorf("claim task #%d: %w", before.Number, err)
-		}
-		after.Status = plugin.Status(status)
-		after.LeaseExpiresAt = timeOf(expiry)
-		after.StartedAt = timeOf(started)
-		m, err := plugin.Claimed(before, c)
-		if err != nil {
-			return err
-		}
-		// The SQL and the domain must agree on what a claim is. (== is
-		// the quick check; times from both sides are normalized UTC.)
-		if m.Task != after {
-			d, err := plugin.DifferingColumns(m.Task, after)
-			if err != nil {
-				return fmt.Errorf("claim task #%d: %w", after.Number, err)
-			}
-			if len(d) > 0 {
-				return fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v", after.Number, d)
-			}
-		}
-		if err := insertEvent(ctx, tx, m.Event); err != nil {
-			return fmt.Errorf("claim task #%d: %w", after.Number, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return plugin.Task{}, err
-	}
-	return after, nil
-}
-
-// UpdateTask reads the task inside an IMMEDIATE transaction (no other
-// writer can change it meanwhile), lets fn compute the change and writes
-// it.
-func (s *Store) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
-	var out plugin.Task
-	err := s.inTx(ctx, func(tx txn) error {
-		cur, err := scanTask(tx.QueryRowContext(ctx, sqlGetTask, number))
-		if isNoRows(err) {
-			return &plugin.TaskError{Op: "update", Number: number, Err: plugin.ErrNotFound}
-		}
-		if err != nil {
-			return fmt.Errorf("update task #%d: %w", number, err)
-		}
-		m, err := fn(cur)
-		if err != nil {
-			return err
-		}
-		if err := plugin.CheckMutation(cur, m); err != nil {
-			return err
-		}
-		if err := writeMutation(ctx, tx, &m); err != nil {
-			return fmt.Errorf("update task #%d: %w", number, err)
-		}
-		out = m.Task
-		return nil
-	})
-	if err != nil {
-		return plugin.Task{}, err
-	}
-	return out, nil
-}
-
-// writeMutation writes the row, the event, the step and the notifications
-// of m.
-func writeMutation(ctx context.Context, tx txn, m *plugin.Mutation) error {
-	plugin.CleanTask(&m.Task)
-	args := taskArgs(m.Task)
-	// The number is the last parameter of sqlUpdateTask.
-	args = append(args[1:len(args):len(args)], args[0])
-	if _, err := tx.ExecContext(ctx, sqlUpdateTask, args...); err != nil {
-		return err
-	}
-	if err := insertEvent(ctx, tx, m.Event); err != nil {
-		return err
-	}
-	if m.Step != nil {
-		st := *m.Step
-		if err := plugin.CleanStep(&st); err != nil {
-			return fmt.Errorf("step: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, sqlInsertStep, st.TaskNumber, st.Iteration, st.Thought, st.Action,
-			string(st.Params), st.Result, st.Success, st.Error, st.Progress, timeArg(st.Time)); err != nil {
-			return fmt.Errorf("step: %w", err)
-		}
-	}
-	for _, n := range m.Notifications {
-		if n.TaskNumber == 0 {
-			n.TaskNumber = m.Task.Number
-		}
-		if n.CreatedAt.IsZero() {
-			n.CreatedAt = m.Event.Time
-		}
-		if _, err := enqueue(ctx, tx, n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func insertEvent(ctx context.Context, tx txn, e plugin.TaskEvent) error {
-	if err := plugin.CleanEvent(&e); err != nil {
-		return fmt.Errorf("event: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, sqlInsertEvent, e.TaskNumber, e.Sequence, e.Type, string(e.Payload),
-		e.Actor, e.Fence, timeArg(e.Time)); err != nil {
-		return fmt.Errorf("event %d: %w", e.Sequence, err)
-	}
-	return nil
-}
-
 // Steps lists a task's steps in order.
 func (s *Store) Steps(ctx context.Context, number int64) ([]plugin.Step, error) {
-	rows, err := s.read.QueryContext(ctx, sqlSteps, number)
+	out, err := collect(ctx, s.read, sqlSteps, []any{number}, sqlstore.ScanStep)
 	if err != nil {
-		return nil, fmt.Errorf("steps of task #%d: %w", number, err)
-	}
-	defer rows.Close()
-	var out []plugin.Step
-	for rows.Next() {
-		var st plugin.Step
-		var params string
-		var at sql.NullInt64
-		if err := rows.Scan(&st.TaskNumber, &st.Iteration, &st.Thought, &st.Action, &params,
-			&st.Result, &st.Success, &st.Error, &st.Progress, &at); err != nil {
-			return nil, fmt.Errorf("steps of task #%d: %w", number, err)
-		}
-		st.Params = []byte(params)
-		st.Time = timeOf(at)
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("steps of task #%d: %w", number, err)
 	}
 	return out, nil
@@ -255,7 +181,7 @@ func (s *Store) Steps(ctx context.Context, number int64) ([]plugin.Step, error) 
 
 // TaskEvents lists one task's events with sequence > after.
 func (s *Store) TaskEvents(ctx context.Context, number int64, after int64) ([]plugin.TaskEvent, error) {
-	out, err := s.events(ctx, sqlTaskEvents, number, after)
+	out, err := collect(ctx, s.read, sqlTaskEvents, []any{number, after}, sqlstore.ScanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("events of task #%d: %w", number, err)
 	}
@@ -268,74 +194,34 @@ func (s *Store) EventsSince(ctx context.Context, after int64, limit int) ([]plug
 	if limit <= 0 {
 		limit = -1
 	}
-	out, err := s.events(ctx, sqlEventsSince, after, limit)
+	out, err := collect(ctx, s.read, sqlEventsSince, []any{after, limit}, sqlstore.ScanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("events since %d: %w", after, err)
 	}
 	return out, nil
 }
 
-func (s *Store) events(ctx context.Context, q string, args ...any) ([]plugin.TaskEvent, error) {
-	rows, err := s.read.QueryContext(ctx, q, args...)
+// querier is what the database and a transaction have in common.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// collect runs q and reads every row with scan.
+func collect[T any](ctx context.Context, db querier, q string, args []any, scan func(sqlstore.Row) (T, error)) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []plugin.TaskEvent
-	for rows.Next() {
-		var e plugin.TaskEvent
-		var payload string
-		var at sql.NullInt64
-		if err := rows.Scan(&e.ID, &e.TaskNumber, &e.Sequence, &e.Type, &payload, &e.Actor, &e.Fence, &at); err != nil {
-			return nil, err
-		}
-		e.Payload = []byte(payload)
-		e.Time = timeOf(at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return sqlstore.Collect(rows, scan)
 }
 
-// taskArgs lists t's values in the order of taskColumns.
-func taskArgs(t plugin.Task) []any {
-	var parent any
-	if t.ParentNumber != 0 {
-		parent = t.ParentNumber
+// noRows translates database/sql's "no rows" into sqlstore's.
+func noRows[T any](v T, err error) (T, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, sqlstore.ErrNoRows
 	}
-	return []any{
-		t.Number, t.Name, t.Goal, string(t.Status), t.Progress, t.PreviousProgress,
-		t.StaleCounter, t.Iteration, t.MaxIterations, t.MaxStaleIterations,
-		t.RequestorID, t.Platform, t.RoomID, t.WorkspaceID, parent,
-		timeArg(t.LastProcessedAt), timeArg(t.CreatedAt), timeArg(t.StartedAt), timeArg(t.CompletedAt),
-		t.Summary, t.Error, t.PromptTokens, t.CompletionTokens,
-		t.LeaseOwner, timeArg(t.LeaseExpiresAt), t.Fence, t.EventSeq,
-	}
+	return v, err
 }
 
-// scanTask reads the columns of taskColumns.
-func scanTask(row scanner) (plugin.Task, error) {
-	var (
-		t                                             plugin.Task
-		status                                        string
-		parent                                        sql.NullInt64
-		processed, created, started, completed, lease sql.NullInt64
-	)
-	if err := row.Scan(
-		&t.Number, &t.Name, &t.Goal, &status, &t.Progress, &t.PreviousProgress,
-		&t.StaleCounter, &t.Iteration, &t.MaxIterations, &t.MaxStaleIterations,
-		&t.RequestorID, &t.Platform, &t.RoomID, &t.WorkspaceID, &parent,
-		&processed, &created, &started, &completed,
-		&t.Summary, &t.Error, &t.PromptTokens, &t.CompletionTokens,
-		&t.LeaseOwner, &lease, &t.Fence, &t.EventSeq,
-	); err != nil {
-		return plugin.Task{}, err
-	}
-	t.Status = plugin.Status(status)
-	t.ParentNumber = parent.Int64
-	t.LastProcessedAt = timeOf(processed)
-	t.CreatedAt = timeOf(created)
-	t.StartedAt = timeOf(started)
-	t.CompletedAt = timeOf(completed)
-	t.LeaseExpiresAt = timeOf(lease)
-	return t, nil
-}
+func scanTask(r sqlstore.Row) (plugin.Task, error) { return sqlstore.ScanTask(r) }

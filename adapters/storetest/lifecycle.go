@@ -26,7 +26,7 @@ func testLifecycle(t *testing.T, s plugin.Store) {
 	// Ask the user, get an answer.
 	c := claim(t, s, "w1", tick(), 5*time.Minute)
 	o := outcome(c, tick(), 50, plugin.VerdictContinue)
-	o.Wait = "asked: which version?"
+	o.Wait = plugin.WaitAnswer
 	o.Step.Action = "ask_user"
 	if w := update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); w.Status != plugin.StatusWaiting {
 		t.Fatalf("after ask_user the task is %s, want waiting", w.Status)

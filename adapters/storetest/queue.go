@@ -120,7 +120,7 @@ func testClaimSkipsUnclaimable(t *testing.T, s plugin.Store) {
 		status plugin.Status
 		apply  func(o *plugin.Outcome)
 	}{
-		{"Waiting", plugin.StatusWaiting, func(o *plugin.Outcome) { o.Wait = "asked the user" }},
+		{"Waiting", plugin.StatusWaiting, func(o *plugin.Outcome) { o.Wait = plugin.WaitAnswer }},
 		{"Completed", plugin.StatusCompleted, func(o *plugin.Outcome) { o.Verdict = plugin.VerdictDone }},
 		{"Failed", plugin.StatusFailed, func(o *plugin.Outcome) { o.Verdict = plugin.VerdictStuck; o.Reason = "no access" }},
 		{"Stalemate", plugin.StatusStalemate, func(o *plugin.Outcome) { o.Progress = 0 }},

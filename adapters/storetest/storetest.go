@@ -45,6 +45,12 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"StaleFence", testStaleFence},
 		{"ConcurrentClaims", testConcurrentClaims},
 
+		{"SubtasksResumeParent", testSubtasksResumeParent},
+		{"SubtasksEndedBeforeWait", testSubtasksEndedBeforeWait},
+		{"AnswerOnlyAnswerWaits", testAnswerOnlyAnswerWaits},
+		{"ModelUnavailable", testModelUnavailable},
+		{"ResultStoredOnce", testResultStoredOnce},
+
 		{"Lifecycle", testLifecycle},
 		{"Terminal", testTerminal},
 		{"Steps", testSteps},

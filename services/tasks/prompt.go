@@ -172,18 +172,25 @@ func clip(s string, n int) string {
 	return s
 }
 
-// answersFrom collects, in order, the answers a task was resumed with.
+// answersFrom collects, in order, the answers a task was resumed with and
+// the outcomes of the subtasks it waited on.
 func answersFrom(events []plugin.TaskEvent) []string {
 	var out []string
 	for _, ev := range events {
-		if ev.Type != plugin.EventAnswered {
+		key := ""
+		switch ev.Type {
+		case plugin.EventAnswered:
+			key = "answer"
+		case plugin.EventSubtaskEnded:
+			key = "outcomes"
+		default:
 			continue
 		}
 		var p plugin.EventPayload
 		if json.Unmarshal(ev.Payload, &p) != nil {
 			continue
 		}
-		if a, ok := p.Detail["answer"].(string); ok {
+		if a, ok := p.Detail[key].(string); ok {
 			out = append(out, a)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -323,9 +322,6 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 	}
 	s.opts.Metrics.Iteration(outcome(after.Status))
 	s.afterChange(ctx, after)
-	if after.Status == plugin.StatusWaiting && strings.HasPrefix(o.Wait, "subtask") {
-		s.resumeParent(ctx, after.Number) // its subtasks may have ended already
-	}
 	return nil
 }
 
@@ -352,14 +348,20 @@ func (s *Service) mutate(ctx context.Context, number int64, fn plugin.MutateFunc
 	})
 }
 
-// afterChange tells subscribers, wakes workers for a task back in the
-// queue, and resumes a parent whose subtasks have all ended.
+// afterChange tells subscribers and wakes workers for a task back in the
+// queue. A task that ended may have resumed its parent in the same
+// transaction (see adapters/sqlstore): subscribers hear of the parent too.
 func (s *Service) afterChange(ctx context.Context, t plugin.Task) {
 	switch {
 	case t.Status.Terminal():
 		s.emit(ctx, plugin.TaskEnded, t)
 		if t.ParentNumber != 0 {
-			s.resumeParent(ctx, t.ParentNumber)
+			if parent, err := s.store.GetTask(ctx, t.ParentNumber); err == nil {
+				s.emit(ctx, plugin.TaskChanged, parent)
+				if parent.Status == plugin.StatusQueued {
+					s.Wake()
+				}
+			}
 		}
 	default:
 		s.emit(ctx, plugin.TaskChanged, t)
@@ -371,40 +373,4 @@ func (s *Service) afterChange(ctx context.Context, t plugin.Task) {
 
 func (s *Service) emit(ctx context.Context, typ plugin.EventType, t plugin.Task) {
 	s.rt.Emit(ctx, plugin.Event{Type: typ, Task: &t})
-}
-
-// resumeParent answers a task waiting on subtasks once every one of them
-// has ended, with their outcomes.
-func (s *Service) resumeParent(ctx context.Context, number int64) {
-	parent, err := s.store.GetTask(ctx, number)
-	if err != nil || parent.Status != plugin.StatusWaiting {
-		return
-	}
-	children, err := s.store.ListTasks(ctx, plugin.TaskFilter{ParentNumber: number})
-	if err != nil || len(children) == 0 {
-		return
-	}
-	var lines []string
-	for _, c := range children {
-		if !c.Status.Terminal() {
-			return
-		}
-		line := fmt.Sprintf("subtask #%d %q %s", c.Number, c.Name, c.Status)
-		if c.Summary != "" {
-			line += ": " + c.Summary
-		} else if c.Error != "" {
-			line += ": " + c.Error
-		}
-		lines = append(lines, line)
-	}
-	after, err := s.mutate(ctx, number, func(t plugin.Task) (plugin.Mutation, error) {
-		return plugin.Answered(t, "system", strings.Join(lines, "; "), s.clk.Now())
-	})
-	if err != nil {
-		if !errors.Is(err, plugin.ErrInvalidState) {
-			s.log.Error("cannot resume parent task", "task", number, "err", err)
-		}
-		return
-	}
-	s.afterChange(ctx, after)
 }

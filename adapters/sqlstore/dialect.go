@@ -1,0 +1,65 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// ErrNoRows is what a Tx returns when the row it was asked for does not
+// exist (or the queue is empty). Dialects translate their driver's own.
+var ErrNoRows = errors.New("sqlstore: no rows")
+
+// Dialect is what one database supplies to the shared logic.
+type Dialect interface {
+	// Write runs fn in a write transaction and commits if fn returns nil.
+	// fn's error is returned unchanged, so errors.Is on a MutateFunc's
+	// error still works.
+	Write(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx is one write transaction, as small SQL-shaped operations. The write
+// operations (UpdateTask, InsertEvent, InsertStep, Enqueue,
+// SaveRoomProgress) may be deferred and sent together before the commit;
+// their errors then come from Write.
+type Tx interface {
+	// LockTask reads a task and keeps other writers off it until the
+	// transaction ends. ErrNoRows when it does not exist.
+	LockTask(ctx context.Context, number int64) (plugin.Task, error)
+	// Children lists the subtasks of parent, by number.
+	Children(ctx context.Context, parent int64) ([]plugin.Task, error)
+	// TaskExists reports whether task number exists.
+	TaskExists(ctx context.Context, number int64) (bool, error)
+	// InsertTask inserts t (its Number is ignored) and returns the number
+	// the database assigned.
+	InsertTask(ctx context.Context, t plugin.Task) (int64, error)
+	// ClaimHead claims the head of the fair queue for owner until until
+	// (now is the claim's time) in the dialect's claim statement. It
+	// returns the row before and after the claim; ErrNoRows when no task
+	// is ready.
+	ClaimHead(ctx context.Context, owner string, now, until time.Time) (before, after plugin.Task, err error)
+	// UpdateTask writes every column of t, a row this transaction locked.
+	UpdateTask(ctx context.Context, t plugin.Task) error
+	InsertEvent(ctx context.Context, e plugin.TaskEvent) error
+	InsertStep(ctx context.Context, s plugin.Step) error
+	Enqueue(ctx context.Context, n plugin.Notification) error
+
+	// ReadyRooms lists rooms with a due notification that no sender
+	// holds, the one waiting longest first: only room when it is set, only
+	// rooms with one of categories when they are set.
+	ReadyRooms(ctx context.Context, now time.Time, room string, categories []string) ([]string, error)
+	// ClaimRoom claims every due notification of room for owner until
+	// until, unless another sender holds the room or is claiming it at
+	// this moment (then it claims nothing and returns none).
+	ClaimRoom(ctx context.Context, room, owner string, now, until time.Time) ([]plugin.Notification, error)
+	// DeleteSent deletes the rows of ids that owner still holds and says
+	// how many it deleted.
+	DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error)
+	SaveRoomProgress(ctx context.Context, p plugin.RoomProgress) error
+	// ReleaseClaimed gives the rows of ids that owner still holds back,
+	// due again at retryAt, counting a failed attempt with reason; it says
+	// how many it released.
+	ReleaseClaimed(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) (int64, error)
+}

@@ -1,0 +1,81 @@
+package sqlstore
+
+import "github.com/taskloom/taskloom/plugin"
+
+// StepColumns, EventColumns and MemoryColumns are the columns the scanners
+// below read, in order.
+const (
+	StepColumns   = `task_number, iteration, thought, action, params, result, success, error, progress, time`
+	EventColumns  = `id, task_number, sequence, type, payload, actor, fence, time`
+	MemoryColumns = `id, platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at`
+)
+
+// StepArgs lists the values of StepColumns for s.
+func StepArgs(s plugin.Step, timeArg TimeArg) []any {
+	return []any{s.TaskNumber, s.Iteration, s.Thought, s.Action, string(s.Params), s.Result,
+		s.Success, s.Error, s.Progress, timeArg(s.Time)}
+}
+
+// ScanStep reads the columns of StepColumns.
+func ScanStep(row Row) (plugin.Step, error) {
+	var st plugin.Step
+	var params []byte
+	var at Time
+	err := row.Scan(&st.TaskNumber, &st.Iteration, &st.Thought, &st.Action, &params,
+		&st.Result, &st.Success, &st.Error, &st.Progress, &at)
+	st.Params = params
+	st.Time = at.T
+	return st, err
+}
+
+// EventArgs lists the values of EventColumns for e, but its id.
+func EventArgs(e plugin.TaskEvent, timeArg TimeArg) []any {
+	return []any{e.TaskNumber, e.Sequence, e.Type, string(e.Payload), e.Actor, e.Fence, timeArg(e.Time)}
+}
+
+// ScanEvent reads the columns of EventColumns.
+func ScanEvent(row Row) (plugin.TaskEvent, error) {
+	var e plugin.TaskEvent
+	var payload []byte
+	var at Time
+	err := row.Scan(&e.ID, &e.TaskNumber, &e.Sequence, &e.Type, &payload, &e.Actor, &e.Fence, &at)
+	e.Payload = payload
+	e.Time = at.T
+	return e, err
+}
+
+// MemoryArgs lists the values of MemoryColumns for m, but its id.
+func MemoryArgs(m plugin.Memory, timeArg TimeArg) []any {
+	return []any{m.Platform, m.MessageID, m.Room, m.WorkspaceID, m.AuthorID, m.AuthorName,
+		m.Text, m.FromBot, timeArg(m.CreatedAt)}
+}
+
+// ScanMemory reads the columns of MemoryColumns.
+func ScanMemory(row Row) (plugin.Memory, error) {
+	var m plugin.Memory
+	var at Time
+	err := row.Scan(&m.ID, &m.Platform, &m.MessageID, &m.Room, &m.WorkspaceID, &m.AuthorID,
+		&m.AuthorName, &m.Text, &m.FromBot, &at)
+	m.CreatedAt = at.T
+	return m, err
+}
+
+// Rows is a driver's row cursor.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Collect reads every row of rows with scan.
+func Collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

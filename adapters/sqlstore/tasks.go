@@ -1,0 +1,234 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Core is the write logic of a SQL store over its Dialect. A store embeds
+// it and gets CreateTask, ClaimTask, UpdateTask, ClaimRoom and MarkSent.
+type Core struct {
+	D Dialect
+}
+
+// CreateTask validates in, numbers the task and writes it with its
+// "created" event.
+func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, error) {
+	row, err := plugin.NewTaskRow(in)
+	if err != nil {
+		return plugin.Task{}, err
+	}
+	plugin.CleanTask(&row)
+	actor := plugin.CleanText(in.Actor)
+	err = c.D.Write(ctx, func(tx Tx) error {
+		if row.ParentNumber != 0 {
+			ok, err := tx.TaskExists(ctx, row.ParentNumber)
+			if err != nil {
+				return fmt.Errorf("create task: parent: %w", err)
+			}
+			if !ok {
+				return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
+			}
+		}
+		row.EventSeq = 1
+		if row.Number, err = tx.InsertTask(ctx, row); err != nil {
+			return fmt.Errorf("create task: %w", err)
+		}
+		m, err := plugin.Created(row, actor)
+		if err != nil {
+			return err
+		}
+		if m.Task.EventSeq != row.EventSeq {
+			return fmt.Errorf("create task #%d: the created event has sequence %d", row.Number, m.Task.EventSeq)
+		}
+		if err := insertEvent(ctx, tx, m.Event); err != nil {
+			return fmt.Errorf("create task #%d: %w", row.Number, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return plugin.Task{}, err
+	}
+	return row, nil
+}
+
+// ClaimTask takes the head of the queue with the dialect's claim statement
+// and records the claim with the event plugin.Claimed builds from the row
+// before, in the same transaction, after checking that the statement and
+// the domain agree on what a claim is.
+func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, error) {
+	if cl.Owner == "" || cl.Now.IsZero() {
+		return plugin.Task{}, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
+	}
+	cl.Owner = plugin.CleanText(cl.Owner)
+	now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
+	var after plugin.Task
+	err := c.D.Write(ctx, func(tx Tx) error {
+		var before plugin.Task
+		var err error
+		before, after, err = tx.ClaimHead(ctx, cl.Owner, now, until)
+		if errors.Is(err, ErrNoRows) {
+			return fmt.Errorf("claim task: %w", plugin.ErrNoTask)
+		}
+		if err != nil {
+			return fmt.Errorf("claim task: %w", err)
+		}
+		m, err := plugin.Claimed(before, cl)
+		if err != nil {
+			return err
+		}
+		// (== is the quick check; times from both sides are normalized
+		// UTC.)
+		if m.Task != after {
+			d, err := plugin.DifferingColumns(m.Task, after)
+			if err != nil {
+				return fmt.Errorf("claim task #%d: %w", after.Number, err)
+			}
+			if len(d) > 0 {
+				return fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v", after.Number, d)
+			}
+		}
+		if err := insertEvent(ctx, tx, m.Event); err != nil {
+			return fmt.Errorf("claim task #%d: %w", after.Number, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return plugin.Task{}, err
+	}
+	return after, nil
+}
+
+// UpdateTask locks the task, lets fn compute the change, checks it and
+// writes it.
+func (c Core) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
+	var out plugin.Task
+	err := c.D.Write(ctx, func(tx Tx) error {
+		cur, err := tx.LockTask(ctx, number)
+		if errors.Is(err, ErrNoRows) {
+			return &plugin.TaskError{Op: "update", Number: number, Err: plugin.ErrNotFound}
+		}
+		if err != nil {
+			return fmt.Errorf("update task #%d: %w", number, err)
+		}
+		m, err := fn(cur)
+		if err != nil {
+			return err
+		}
+		if err := plugin.CheckMutation(cur, m); err != nil {
+			return err
+		}
+		if err := writeMutation(ctx, tx, &m); err != nil {
+			return fmt.Errorf("update task #%d: %w", number, err)
+		}
+		if err := settleSubtasks(ctx, tx, cur, m); err != nil {
+			return fmt.Errorf("update task #%d: %w", number, err)
+		}
+		out = m.Task
+		return nil
+	})
+	if err != nil {
+		return plugin.Task{}, err
+	}
+	return out, nil
+}
+
+// settleSubtasks applies, in the transaction of mutation m of task cur,
+// what it means for subtasks (PRODUCT §7): a subtask that ends adds its
+// tokens to its parent and, if it was the last, resumes a parent waiting on
+// its subtasks; a task that comes to wait on subtasks that have all ended
+// already is resumed at once. Either way the resumption commits with the
+// change that caused it, so no crash can come between them.
+func settleSubtasks(ctx context.Context, tx Tx, cur plugin.Task, m plugin.Mutation) error {
+	now := m.Event.Time
+	t := m.Task
+	if t.Status.Terminal() && !cur.Status.Terminal() && t.ParentNumber != 0 {
+		parent, err := tx.LockTask(ctx, t.ParentNumber)
+		if err != nil {
+			return fmt.Errorf("parent #%d: %w", t.ParentNumber, err)
+		}
+		if parent.Status.Terminal() {
+			return nil
+		}
+		return resumeParent(ctx, tx, parent, &t, now)
+	}
+	if t.WaitingOn == plugin.WaitSubtasks && cur.WaitingOn != plugin.WaitSubtasks {
+		return resumeParent(ctx, tx, t, nil, now)
+	}
+	return nil
+}
+
+// resumeParent applies plugin.SubtaskEnded to parent, a row locked by
+// this transaction. With a nil child it writes nothing unless every
+// subtask has ended.
+func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.Task, now time.Time) error {
+	children, err := tx.Children(ctx, parent.Number)
+	if err != nil {
+		return fmt.Errorf("subtasks of #%d: %w", parent.Number, err)
+	}
+	remaining := 0
+	for _, c := range children {
+		if !c.Status.Terminal() {
+			remaining++
+		}
+	}
+	if child == nil && (remaining > 0 || len(children) == 0) {
+		return nil
+	}
+	m, err := plugin.SubtaskEnded(parent, child, remaining, plugin.SubtaskOutcomes(children), now)
+	if err != nil {
+		return err
+	}
+	if err := plugin.CheckMutation(parent, m); err != nil {
+		return err
+	}
+	return writeMutation(ctx, tx, &m)
+}
+
+// writeMutation writes the row, the step, the notifications and, last,
+// the event of m to a row the transaction has locked.
+func writeMutation(ctx context.Context, tx Tx, m *plugin.Mutation) error {
+	plugin.CleanTask(&m.Task)
+	if err := tx.UpdateTask(ctx, m.Task); err != nil {
+		return err
+	}
+	if m.Step != nil {
+		st := *m.Step
+		if err := plugin.CleanStep(&st); err != nil {
+			return fmt.Errorf("step: %w", err)
+		}
+		if err := tx.InsertStep(ctx, st); err != nil {
+			return fmt.Errorf("step: %w", err)
+		}
+	}
+	for _, n := range m.Notifications {
+		if n.TaskNumber == 0 {
+			n.TaskNumber = m.Task.Number
+		}
+		if n.CreatedAt.IsZero() {
+			n.CreatedAt = m.Event.Time
+		}
+		n, err := PrepareNotification(n)
+		if err != nil {
+			return err
+		}
+		if err := tx.Enqueue(ctx, n); err != nil {
+			return fmt.Errorf("notification for %s: %w", n.Room, err)
+		}
+	}
+	return insertEvent(ctx, tx, m.Event)
+}
+
+func insertEvent(ctx context.Context, tx Tx, e plugin.TaskEvent) error {
+	if err := plugin.CleanEvent(&e); err != nil {
+		return fmt.Errorf("event: %w", err)
+	}
+	if err := tx.InsertEvent(ctx, e); err != nil {
+		return fmt.Errorf("event %d: %w", e.Sequence, err)
+	}
+	return nil
+}
