@@ -195,10 +195,14 @@ type NewTask struct {
 	ParentNumber       int64
 	MaxIterations      int
 	MaxStaleIterations int
-	// MaxTokens is the token budget; 0 is no limit, negative is invalid.
-	MaxTokens int64
+	// MaxTokens is the token budget: nil for the default, 0 for no limit;
+	// negative is invalid.
+	MaxTokens *int64
 	// ContinuesNumber names the ended task this one retries.
 	ContinuesNumber int64
+	// Context is what the person who retried a task added: it goes into
+	// the created event, where the first prompt finds it.
+	Context string
 	Actor           string
 	Now             time.Time
 }

@@ -91,8 +91,12 @@ func NewTaskRow(in NewTask) (Task, error) {
 	if !utf8.ValidString(in.Goal) || !utf8.ValidString(in.Name) {
 		return Task{}, fmt.Errorf("create task: %w: text is not valid UTF-8", ErrInvalid)
 	}
-	if in.MaxTokens < 0 {
-		return Task{}, fmt.Errorf("create task: %w: max_tokens is %d; it must be 0 (no limit) or more", ErrInvalid, in.MaxTokens)
+	var maxTokens int64
+	if in.MaxTokens != nil {
+		maxTokens = *in.MaxTokens
+	}
+	if maxTokens < 0 {
+		return Task{}, fmt.Errorf("create task: %w: max_tokens is %d; it must be 0 (no limit) or more", ErrInvalid, maxTokens)
 	}
 	name := strings.TrimSpace(in.Name)
 	if name == "" {
@@ -112,7 +116,7 @@ func NewTaskRow(in NewTask) (Task, error) {
 		RoomID:             in.RoomID,
 		WorkspaceID:        in.WorkspaceID,
 		ParentNumber:       in.ParentNumber,
-		MaxTokens:          in.MaxTokens,
+		MaxTokens:          maxTokens,
 		ContinuesNumber:    in.ContinuesNumber,
 		CreatedAt:          UTC(in.Now),
 	}
@@ -129,9 +133,13 @@ func NewTaskRow(in NewTask) (Task, error) {
 }
 
 // Created builds the first event of a task whose row the store has just
-// numbered.
-func Created(t Task, actor string) (Mutation, error) {
-	return Change(Task{}, t, EventCreated, actor, t.CreatedAt, nil)
+// numbered; a retry's context goes into its detail.
+func Created(t Task, actor, context string) (Mutation, error) {
+	var detail map[string]any
+	if context != "" {
+		detail = map[string]any{"context": context}
+	}
+	return Change(Task{}, t, EventCreated, actor, t.CreatedAt, detail)
 }
 
 // NameFromGoal derives a short task name from its goal without asking a

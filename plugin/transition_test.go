@@ -28,7 +28,7 @@ func newLife(t *testing.T, in plugin.NewTask) *life {
 		t.Fatal(err)
 	}
 	row.Number = 1
-	m, err := plugin.Created(row, "tester")
+	m, err := plugin.Created(row, "tester", "")
 	if err != nil {
 		t.Fatal(err)
 	}

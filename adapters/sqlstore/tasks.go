@@ -38,7 +38,7 @@ func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 		if row.Number, err = tx.InsertTask(ctx, row); err != nil {
 			return fmt.Errorf("create task: %w", err)
 		}
-		m, err := plugin.Created(row, actor)
+		m, err := plugin.Created(row, actor, plugin.CleanText(in.Context))
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,7 @@ type Recorder struct {
 	sent        *prometheus.CounterVec
 	failed      *prometheus.CounterVec
 	leaseLosses prometheus.Counter
+	modelUp     prometheus.Gauge
 }
 
 // Options configure a Recorder.
@@ -77,8 +78,13 @@ func New(o Options) *Recorder {
 			Name: "taskloom_lease_losses_total",
 			Help: "Iteration results rejected because the worker had lost its lease.",
 		}),
+		modelUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "taskloom_model_up",
+			Help: "1 while the model answers, 0 after a call it failed (unreachable, or refusing: tasks are on hold), until one succeeds.",
+		}),
 	}
-	r.reg.MustRegister(r.iterations, r.claim, r.model, r.tokens, r.sent, r.failed, r.leaseLosses)
+	r.modelUp.Set(1)
+	r.reg.MustRegister(r.iterations, r.claim, r.model, r.tokens, r.sent, r.failed, r.leaseLosses, r.modelUp)
 	// The token kinds exist from the start, so a rate() has a zero to begin from.
 	for _, k := range []string{"prompt", "completion", "cached"} {
 		r.tokens.WithLabelValues(k)
@@ -134,6 +140,18 @@ func (r *Recorder) LeaseLost() {
 		return
 	}
 	r.leaseLosses.Inc()
+}
+
+// ModelUp says whether the model answers (tasks.Metrics).
+func (r *Recorder) ModelUp(up bool) {
+	if r == nil {
+		return
+	}
+	if up {
+		r.modelUp.Set(1)
+	} else {
+		r.modelUp.Set(0)
+	}
 }
 
 // NotificationSent counts a delivered message (notify.Metrics).

@@ -302,6 +302,17 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 		tasks        []int64
 	)
 	for _, n := range order {
+		if n == 0 {
+			// A message of the service itself (tasks on hold), about no
+			// one task.
+			for _, r := range byTask[n] {
+				var p messagePayload
+				if r.Category == plugin.NotifyMessage && json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
+					posts = append(posts, render.Escape(f, p.Text))
+				}
+			}
+			continue
+		}
 		t, err := s.store.GetTask(ctx, n)
 		if errors.Is(err, plugin.ErrNotFound) {
 			continue

@@ -16,9 +16,32 @@ var active = []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.S
 
 // Create validates and creates a task and wakes a worker for it. A
 // requestor may have at most MaxActivePerUser tasks that have not ended.
+//
+// A task created without a token budget gets the service's default. A
+// subtask's budget is at most what its parent has left.
 func (s *Service) Create(ctx context.Context, in plugin.NewTask) (plugin.Task, error) {
 	if in.Now.IsZero() {
 		in.Now = s.clk.Now()
+	}
+	if in.MaxTokens == nil {
+		d := s.opts.MaxTokens
+		in.MaxTokens = &d
+	}
+	if in.ParentNumber != 0 {
+		parent, err := s.store.GetTask(ctx, in.ParentNumber)
+		if err != nil {
+			return plugin.Task{}, fmt.Errorf("create subtask: %w", err)
+		}
+		if parent.MaxTokens > 0 {
+			left := parent.MaxTokens - parent.Tokens()
+			if left <= 0 {
+				return plugin.Task{}, fmt.Errorf("create subtask: %w: task #%d has spent its token budget (%d of %d tokens)",
+					plugin.ErrInvalid, parent.Number, parent.Tokens(), parent.MaxTokens)
+			}
+			if *in.MaxTokens == 0 || *in.MaxTokens > left {
+				in.MaxTokens = &left
+			}
+		}
 	}
 	if in.RequestorID != "" {
 		n, err := s.store.CountTasks(ctx, plugin.TaskFilter{RequestorID: in.RequestorID, Statuses: active})
@@ -78,6 +101,43 @@ func (s *Service) Answer(ctx context.Context, number int64, actor, answer string
 	return s.transition(ctx, number, func(t plugin.Task) (plugin.Mutation, error) {
 		return plugin.Answered(t, actor, answer, s.clk.Now())
 	})
+}
+
+// ErrNotEnded refuses to retry a task that has not ended.
+var ErrNotEnded = errors.New("task has not ended")
+
+// Retry continues an ended task: a new task with the same goal,
+// continues_number set, a copy of the old task's files, and in its first
+// prompt a summary of the old run and context. in says who asks and where
+// (its Goal is ignored); the requestor's limits apply.
+func (s *Service) Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error) {
+	old, err := s.store.GetTask(ctx, number)
+	if err != nil {
+		return plugin.Task{}, err
+	}
+	if !old.Status.Terminal() {
+		return plugin.Task{}, &plugin.TaskError{Op: "retry", Number: number, Status: old.Status, Err: ErrNotEnded}
+	}
+	in.Goal, in.ContinuesNumber = old.Goal, old.Number
+	if in.Name == "" {
+		in.Name = old.Name
+	}
+	if in.MaxIterations == 0 {
+		in.MaxIterations = old.MaxIterations
+	}
+	if in.MaxStaleIterations == 0 {
+		in.MaxStaleIterations = old.MaxStaleIterations
+	}
+	t, err := s.Create(ctx, in)
+	if err != nil {
+		return plugin.Task{}, err
+	}
+	if s.opts.CopyFiles != nil {
+		if err := s.opts.CopyFiles(ctx, old.Number, t.Number); err != nil {
+			s.log.Error("retry: cannot copy the files of the old task", "from", old.Number, "to", t.Number, "err", err)
+		}
+	}
+	return t, nil
 }
 
 func (s *Service) transition(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,18 @@ type Options struct {
 	// Metrics, when set, is told about claims, model calls and iteration
 	// outcomes (internal/metrics implements it).
 	Metrics Metrics
+	// Temperature is the base temperature of iterations; 0 means
+	// DefaultTemperature.
+	Temperature float64
+	// MaxTokens is the token budget of a task created without one; 0 is
+	// no limit.
+	MaxTokens int64
+	// AnswerTimeout is how long a question waits for an answer before the
+	// task goes on without one; 0 means DefaultAnswerTimeout.
+	AnswerTimeout time.Duration
+	// CopyFiles, when set, copies the files of task from into task to (a
+	// retry starts with the files of the task it continues).
+	CopyFiles func(ctx context.Context, from, to int64) error
 }
 
 // Metrics receives the measurements of the task service. Its methods must
@@ -62,6 +75,8 @@ type Metrics interface {
 	ModelRequest(d time.Duration, u plugin.Usage)
 	// LeaseLost counts a result rejected because its lease was lost.
 	LeaseLost()
+	// ModelUp says whether the model answers (taskloom_model_up).
+	ModelUp(up bool)
 }
 
 type noMetrics struct{}
@@ -70,6 +85,7 @@ func (noMetrics) Iteration(string)                         {}
 func (noMetrics) Claim(time.Duration)                      {}
 func (noMetrics) ModelRequest(time.Duration, plugin.Usage) {}
 func (noMetrics) LeaseLost()                               {}
+func (noMetrics) ModelUp(bool)                             {}
 
 // Service is the task service.
 type Service struct {
@@ -79,6 +95,7 @@ type Service struct {
 	clk   clock.Clock
 	log   *slog.Logger
 	it    *Iterator
+	model *breaker
 
 	wake chan struct{}
 
@@ -111,6 +128,12 @@ func New(opts Options) *Service {
 	if opts.Metrics == nil {
 		opts.Metrics = noMetrics{}
 	}
+	if opts.Temperature <= 0 {
+		opts.Temperature = DefaultTemperature
+	}
+	if opts.AnswerTimeout <= 0 {
+		opts.AnswerTimeout = DefaultAnswerTimeout
+	}
 	rt := opts.Runtime
 	return &Service{
 		opts:  opts,
@@ -118,7 +141,8 @@ func New(opts Options) *Service {
 		store: rt.Store(),
 		clk:   rt.Clock(),
 		log:   rt.Logger().With("service", "tasks"),
-		it:    &Iterator{Runtime: rt, History: opts.History, Metrics: opts.Metrics},
+		it:    &Iterator{Runtime: rt, History: opts.History, Metrics: opts.Metrics, Temperature: opts.Temperature},
+		model: newBreaker(),
 		wake:  make(chan struct{}, 1),
 	}
 }
@@ -158,6 +182,8 @@ func (s *Service) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go s.work(fmt.Sprintf("%s/%d", s.opts.Owner, i))
 	}
+	s.wg.Add(1)
+	go s.sweepAnswers()
 	s.log.Info("task service started", "workers", s.opts.Workers, "lease", s.opts.Lease, "owner", s.opts.Owner)
 	return nil
 }
@@ -222,6 +248,12 @@ func (s *Service) work(owner string) {
 			return
 		default:
 		}
+		if blocked, wait := s.model.blocked(s.clk.Now()); blocked {
+			if !s.idle(wait) {
+				return
+			}
+			continue
+		}
 		did, err := s.Step(s.hardCtx, owner)
 		if err != nil {
 			if s.hardCtx.Err() != nil {
@@ -260,22 +292,30 @@ func (s *Service) idle(d time.Duration) bool {
 // committing the result if the lease still holds. It reports whether a
 // task was served. Workers call it in a loop; tests and benchmarks call it
 // directly.
+//
+// While the model is unavailable (PRODUCT §7) the replica's breaker keeps
+// Step from claiming, but for one probe when the backoff or the hold's
+// probe interval ends.
 func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 	start := s.clk.Now()
+	if ok, _ := s.model.allow(start); !ok {
+		return false, nil
+	}
 	task, err := s.store.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: start, Lease: s.opts.Lease})
 	if err == nil || errors.Is(err, plugin.ErrNoTask) {
 		s.opts.Metrics.Claim(s.clk.Now().Sub(start))
 	}
-	if errors.Is(err, plugin.ErrNoTask) {
-		return false, nil
-	}
 	if err != nil {
+		s.model.abandon()
+		if errors.Is(err, plugin.ErrNoTask) {
+			return false, nil
+		}
 		return false, fmt.Errorf("claim: %w", err)
 	}
 	s.emit(ctx, plugin.TaskChanged, task)
 	budget := max(s.opts.Lease-leaseMargin, s.opts.Lease/2)
 	iterCtx, cancel := clock.WithTimeout(ctx, s.clk, budget)
-	o := s.it.Run(iterCtx, task)
+	o, runErr := s.it.Run(iterCtx, task)
 	cancel()
 	// The write must happen even if ctx is being canceled: use a
 	// context of its own.
@@ -293,7 +333,82 @@ func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 		s.opts.Metrics.Iteration("released")
 		return true, ctx.Err()
 	}
+	var mf *ModelFailure
+	if errors.As(runErr, &mf) {
+		return true, s.modelFailed(wctx, task, mf)
+	}
+	if lifted := s.model.success(); lifted != "" {
+		s.log.Info("the model answers again: tasks are no longer on hold", "was", lifted)
+	}
+	s.opts.Metrics.ModelUp(true)
 	return true, s.commit(wctx, task, o)
+}
+
+// ModelState is what /readyz says of the model: "ok", "degraded" while
+// calls fail transiently, or "on hold: <reason>" after a refusal.
+func (s *Service) ModelState() string { return s.model.state() }
+
+// modelFailed gives the task back unchanged but for when it may be tried
+// again: after a backoff for a transient failure, at the next probe for a
+// permanent one, which also puts the replica on hold — one log line and
+// one message to each room with active tasks.
+func (s *Service) modelFailed(ctx context.Context, task plugin.Task, mf *ModelFailure) error {
+	now := s.clk.Now()
+	var next time.Time
+	reason := mf.Err.Error()
+	if mf.Class == plugin.ModelPermanent {
+		next = now.Add(holdProbe)
+		if s.model.permanent(now, reason) {
+			s.log.Error("the model refused the request: every task is on hold until it answers", "err", mf.Err)
+			s.announceHold(ctx, reason, mf.Err)
+		}
+	} else {
+		next = now.Add(s.model.transient(now))
+		s.log.Warn("the model is unavailable; the task will be tried again", "task", task.Number, "retry_at", next, "err", mf.Err)
+	}
+	s.opts.Metrics.ModelUp(false)
+	s.opts.Metrics.Iteration("model_unavailable")
+	after, err := s.mutate(ctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
+		return plugin.ModelUnavailable(t, task.LeaseOwner, task.Fence, now, next, reason)
+	})
+	if errors.Is(err, plugin.ErrStaleFence) || errors.Is(err, plugin.ErrTerminal) {
+		return nil // the lease was lost meanwhile: nothing of ours to give back
+	}
+	if err != nil {
+		return fmt.Errorf("release task #%d after a model failure: %w", task.Number, err)
+	}
+	s.emit(ctx, plugin.TaskChanged, after)
+	return nil
+}
+
+// announceHold tells each room with active tasks, once, that they are on
+// hold.
+func (s *Service) announceHold(ctx context.Context, reason string, err error) {
+	tasks, lerr := s.store.ListTasks(ctx, plugin.TaskFilter{Statuses: active})
+	if lerr != nil {
+		s.log.Error("cannot list the rooms to tell of the hold", "err", lerr)
+		return
+	}
+	text := "⏸️ Tasks are on hold: the model refused the request"
+	var me *plugin.ModelError
+	if errors.As(err, &me) && me.Status != 0 {
+		text += fmt.Sprintf(" (%d: %s)", me.Status, clip(reason, 200))
+	} else {
+		text += " (" + clip(reason, 200) + ")"
+	}
+	text += ". They resume by themselves once it answers again."
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		if t.RoomID == "" || seen[t.RoomID] {
+			continue
+		}
+		seen[t.RoomID] = true
+		payload, _ := json.Marshal(map[string]string{"text": text})
+		if _, err := s.store.Enqueue(ctx, plugin.Notification{Room: t.RoomID, Category: plugin.NotifyMessage,
+			Payload: payload, CreatedAt: s.clk.Now()}); err != nil {
+			s.log.Error("cannot tell a room of the hold", "room", t.RoomID, "err", err)
+		}
+	}
 }
 
 // commit applies an outcome, or records its rejection when the lease was
