@@ -203,8 +203,8 @@ type NewTask struct {
 	// Context is what the person who retried a task added: it goes into
 	// the created event, where the first prompt finds it.
 	Context string
-	Actor           string
-	Now             time.Time
+	Actor   string
+	Now     time.Time
 }
 
 // Errors the stores and the transitions return. Compare with errors.Is.
