@@ -1,19 +1,16 @@
 package actions
 
-import (
-	"time"
-
-	"github.com/taskloom/taskloom/plugin"
-)
+import "github.com/taskloom/taskloom/plugin"
 
 // ToolConfig says how the task tools may reach the world.
 type ToolConfig struct {
 	Workspaces Workspaces
 	// HTTPAllowPrivate lets http_get reach loopback and private addresses.
 	HTTPAllowPrivate bool
-	// RunCommand registers run_command; off unless the operator enables it.
-	RunCommand        bool
-	RunCommandTimeout time.Duration
+	// RunCommand registers run_command, which runs commands in Sandbox;
+	// off unless the operator enables it.
+	RunCommand bool
+	Sandbox    *Sandbox
 }
 
 // Tools returns the tools an agent task can call (PRODUCT §2).
@@ -28,7 +25,11 @@ func Tools(c ToolConfig) []plugin.Action {
 		CreateSubtask{},
 	}
 	if c.RunCommand {
-		tools = append(tools, RunCommand{Workspaces: c.Workspaces, Timeout: c.RunCommandTimeout})
+		sandbox := c.Sandbox
+		if sandbox == nil {
+			sandbox = &Sandbox{}
+		}
+		tools = append(tools, RunCommand{Workspaces: c.Workspaces, Sandbox: sandbox})
 	}
 	return tools
 }

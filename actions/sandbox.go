@@ -1,0 +1,287 @@
+package actions
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Sandbox limits.
+const (
+	DefaultCommandTimeout = 60 * time.Second
+	DefaultCommandOutput  = 64 << 10
+)
+
+// SandboxWorkDir is where the command's working directory appears inside
+// the sandbox; it is also the command's HOME.
+const SandboxWorkDir = "/work"
+
+// sandboxPath is the command's PATH inside the sandbox.
+const sandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Sandbox runs shell commands under bubblewrap (bwrap) so that a command a
+// model chose sees nothing of Taskloom (PRODUCT §9): new user, PID, mount,
+// network, IPC, UTS and cgroup namespaces and no capabilities; the system
+// (/usr, /bin, /lib*, a few files of /etc) read-only; a fresh /proc, /dev
+// and /tmp; one writable directory, mounted at SandboxWorkDir; and an
+// environment of PATH, HOME, LANG and TASKLOOM_TASK only. bwrap itself is
+// started with an empty environment too, because the PID namespace's init
+// is bwrap and the command can read its /proc/1/environ.
+//
+// The directory is the caller's: today a task's workspace, later the
+// task's files materialised from the database into a temporary one.
+type Sandbox struct {
+	// Bwrap is the bwrap binary; "" looks "bwrap" up in PATH.
+	Bwrap string
+	// Network shares the host's network namespace
+	// (TASKLOOM_RUN_COMMAND_NETWORK). Without it the command has a
+	// network namespace of its own with nothing but a loopback.
+	Network bool
+	// Timeout bounds a run; the command and every process it started are
+	// killed when it passes. Zero means DefaultCommandTimeout.
+	Timeout time.Duration
+	// MaxOutput caps the output kept; the rest is counted. Zero means
+	// DefaultCommandOutput.
+	MaxOutput int
+}
+
+// Output is what a sandboxed command did.
+type Output struct {
+	Text     string // stdout and stderr as written, at most MaxOutput bytes
+	Dropped  int    // bytes written beyond MaxOutput
+	ExitCode int    // -1 when it was killed at the timeout
+	TimedOut bool
+}
+
+// Run runs command with sh -c in the sandbox, with dir as its working
+// directory, and waits for it. A command that fails or times out is an
+// Output, not an error; the error is for a sandbox that could not be made.
+func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64) (Output, error) {
+	bwrap, err := s.bwrap()
+	if err != nil {
+		return Output{}, err
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return Output{}, fmt.Errorf("sandbox directory %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return Output{}, fmt.Errorf("sandbox directory: %w", err)
+	} else if !fi.IsDir() {
+		return Output{}, fmt.Errorf("sandbox directory %s is not a directory", dir)
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCommandTimeout
+	}
+	limit := s.MaxOutput
+	if limit <= 0 {
+		limit = DefaultCommandOutput
+	}
+
+	// The shell inside first writes a byte to fd 3, so a run that never
+	// got that far is told apart from a command that failed; then it
+	// closes fd 3 and hands over to the command.
+	started, startedW, err := os.Pipe()
+	if err != nil {
+		return Output{}, fmt.Errorf("sandbox: %w", err)
+	}
+	defer started.Close()
+	args := append(s.args(dir, taskNumber), "--", "/bin/sh", "-c",
+		`printf . >&3 && exec 3>&- && exec /bin/sh -c "$0"`, command)
+
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bwrap, args...)
+	cmd.Env = []string{} // not nil: nil would hand bwrap our environment
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{startedW}
+	out := &capped{n: limit}
+	cmd.Stdout, cmd.Stderr = out, out
+	// At the timeout bwrap's process group is killed. The sandbox's init
+	// has a session of its own (--new-session) but dies with bwrap
+	// (--die-with-parent), and when a PID namespace's init dies the kernel
+	// kills every process left in it, however it detached itself.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	err = cmd.Start()
+	startedW.Close()
+	if err != nil {
+		return Output{}, fmt.Errorf("start %s: %w", bwrap, err)
+	}
+	err = cmd.Wait()
+	var mark [1]byte
+	n, _ := io.ReadFull(started, mark[:])
+
+	res := Output{Text: out.buf.String(), Dropped: out.dropped}
+	var exit *exec.ExitError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		res.TimedOut, res.ExitCode = true, -1
+		return res, nil
+	case ctx.Err() != nil:
+		return Output{}, fmt.Errorf("run in the sandbox: %w", ctx.Err())
+	case n == 0:
+		return Output{}, fmt.Errorf("bwrap could not make the sandbox: %s", firstLine(res.Text, err))
+	case errors.As(err, &exit):
+		res.ExitCode = exit.ExitCode()
+	case err != nil:
+		return Output{}, fmt.Errorf("run in the sandbox: %w", err)
+	}
+	return res, nil
+}
+
+// Check makes a sandbox and runs true in it, so that start-up can refuse
+// to offer run_command when the sandbox cannot be made (no bwrap, user
+// namespaces refused). The error is one line saying why.
+func (s *Sandbox) Check(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "taskloom-sandbox-check-")
+	if err != nil {
+		return fmt.Errorf("sandbox check: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	probe := *s
+	probe.Timeout = 30 * time.Second
+	out, err := probe.Run(ctx, dir, "true", 0)
+	switch {
+	case err != nil:
+		return err
+	case out.TimedOut:
+		return errors.New("bwrap did not run true within 30s")
+	case out.ExitCode != 0:
+		return fmt.Errorf("true exited with status %d in the sandbox: %s", out.ExitCode, firstLine(out.Text, nil))
+	}
+	return nil
+}
+
+func (s *Sandbox) bwrap() (string, error) {
+	if s.Bwrap == "" {
+		return LookBwrap(os.Getenv("PATH"))
+	}
+	return s.Bwrap, nil
+}
+
+// LookBwrap finds bwrap in the directories of a PATH list.
+func LookBwrap(path string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // never run a bwrap from the working directory
+		}
+		p := filepath.Join(dir, "bwrap")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("bwrap is not installed (no bwrap on PATH; the Debian package is bubblewrap)")
+}
+
+// args are bwrap's options, up to the command.
+func (s *Sandbox) args(dir string, taskNumber int64) []string {
+	args := []string{
+		"--unshare-all",  // user (if it can), PID, mount, network, IPC, UTS, cgroup
+		"--unshare-user", // …and the user namespace is not optional
+		"--cap-drop", "ALL",
+		"--die-with-parent",
+		"--new-session", // no controlling terminal to push input into
+		"--hostname", "sandbox",
+	}
+	if s.Network {
+		args = append(args, "--share-net")
+	}
+	args = append(args, systemMounts(s.Network)...)
+	args = append(args,
+		"--proc", "/proc",
+		"--dev", "/dev",
+		"--tmpfs", "/tmp",
+		"--bind", dir, SandboxWorkDir,
+		"--chdir", SandboxWorkDir,
+		"--remount-ro", "/", // the root bwrap built; /work, /tmp, /dev stay writable
+		"--clearenv",
+		"--setenv", "PATH", sandboxPath,
+		"--setenv", "HOME", SandboxWorkDir,
+		"--setenv", "LANG", "C.UTF-8",
+		"--setenv", "TASKLOOM_TASK", strconv.FormatInt(taskNumber, 10),
+	)
+	return args
+}
+
+// etcFiles are the parts of /etc that programs need to run, find users,
+// names and certificates; nothing in them is a secret. The rest of /etc
+// (credentials, service configuration) stays out.
+var etcFiles = []string{
+	"/etc/alternatives",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts",
+	"/etc/localtime",
+	"/etc/ssl/certs", "/etc/pki/tls/certs", "/etc/pki/ca-trust/extracted",
+}
+
+// netEtcFiles are needed only to resolve names on the host's network.
+var netEtcFiles = []string{"/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf"}
+
+// systemMounts binds the system read-only. /bin, /sbin and /lib* are
+// symlinks into /usr on merged-/usr systems and directories elsewhere.
+func systemMounts(network bool) []string {
+	args := []string{"--ro-bind", "/usr", "/usr"}
+	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				args = append(args, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			args = append(args, "--ro-bind", d, d)
+		}
+	}
+	files := etcFiles
+	if network {
+		files = append(files[:len(files):len(files)], netEtcFiles...)
+	}
+	for _, f := range files {
+		args = append(args, "--ro-bind-try", f, f)
+	}
+	return args
+}
+
+// capped keeps the first n bytes written to it and counts the rest.
+type capped struct {
+	buf     bytes.Buffer
+	n       int
+	dropped int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.n - c.buf.Len()
+	if room > 0 {
+		c.buf.Write(p[:min(room, len(p))])
+	}
+	if len(p) > room {
+		c.dropped += len(p) - max(room, 0)
+	}
+	return len(p), nil
+}
+
+// firstLine is the first non-empty line of text, or err's text.
+func firstLine(text string, err error) string {
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "no output"
+}
