@@ -117,6 +117,14 @@ func Main(ctx context.Context, o Options) int {
 		return ExitUsage
 	}
 	log := newLogger(o.Stderr, cfg.LogLevel)
+	var sandbox *actions.Sandbox
+	if cmd == "serve" && cfg.RunCommand {
+		if sandbox, err = runCommandSandbox(ctx, cfg, o.Getenv); err != nil {
+			fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
+			return ExitUsage
+		}
+		log.Info("run_command: enabled, in a bwrap sandbox", "bwrap", sandbox.Bwrap, "network", cfg.RunCommandNetwork)
+	}
 
 	switch cmd {
 	case "migrate":
@@ -124,7 +132,7 @@ func Main(ctx context.Context, o Options) int {
 	case "check":
 		return runCheck(ctx, cfg, log, o)
 	}
-	if err := serve(ctx, cfg, log, o); err != nil {
+	if err := serve(ctx, cfg, log, o, sandbox); err != nil {
 		log.Error("taskloom stopped", "err", err)
 		fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
 		return ExitFailed
@@ -265,7 +273,7 @@ func newModel(cfg config.Config, log *slog.Logger, clk clock.Clock) (plugin.Mode
 }
 
 // serve runs the service until ctx is canceled, then drains.
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) error {
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, sandbox *actions.Sandbox) error {
 	ctx, quit := context.WithCancel(ctx)
 	defer quit()
 	clk := clock.Real{}
@@ -288,7 +296,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) 
 			return err
 		}
 	}
-	core := NewCore(CoreOptions{Config: cfg, Store: st, Model: model, Character: character, Clock: clk, Logger: log, Owner: replicaName()})
+	core := NewCore(CoreOptions{Config: cfg, Store: st, Model: model, Character: character, Clock: clk, Logger: log, Owner: replicaName(), Sandbox: sandbox})
 	rt := core.Runtime
 	var plugins []*plugin.Plugin
 	if useConsole(cfg, o.Getenv, o.Stdin) {
@@ -405,6 +413,9 @@ type CoreOptions struct {
 	Clock     clock.Clock
 	Logger    *slog.Logger
 	Owner     string // names this replica in leases and outbox claims
+	// Sandbox runs run_command's commands when Config.RunCommand is set;
+	// nil makes one from Config, unchecked (serve checks it at start-up).
+	Sandbox *actions.Sandbox
 }
 
 // Core is the runtime with the "model" and "orchestrator" plugins
@@ -437,10 +448,15 @@ func NewCore(o CoreOptions) *Core {
 	}
 	taskService := tasks.New(taskOpts)
 	chat := &actions.Chat{Tasks: taskService, Admins: cfg.Admins, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale}
+	sandbox := o.Sandbox
+	if sandbox == nil {
+		sandbox = &actions.Sandbox{Network: cfg.RunCommandNetwork}
+	}
 	tools := actions.Tools(actions.ToolConfig{
 		Workspaces:       actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")},
 		HTTPAllowPrivate: cfg.HTTPAllowPrivate,
 		RunCommand:       cfg.RunCommand,
+		Sandbox:          sandbox,
 	})
 	err := rt.Register(
 		&plugin.Plugin{
@@ -464,6 +480,27 @@ func NewCore(o CoreOptions) *Core {
 		panic(err) // two fixed, distinct names: cannot fail
 	}
 	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Chat: chat, Metrics: rec}
+}
+
+// runCommandSandbox makes run_command's sandbox and runs true in it, so
+// that TASKLOOM_RUN_COMMAND=true where the sandbox cannot be made (no
+// bwrap, user namespaces refused) fails at start-up, in one line saying
+// why, rather than at a task's first command. bwrap is looked for on the
+// PATH that getenv gives.
+func runCommandSandbox(ctx context.Context, cfg config.Config, getenv func(string) string) (*actions.Sandbox, error) {
+	refuse := func(err error) error {
+		return &config.Error{Var: "TASKLOOM_RUN_COMMAND",
+			Reason: "the run_command sandbox cannot be made: " + strings.ReplaceAll(err.Error(), "\n", " ")}
+	}
+	bwrap, err := actions.LookBwrap(getenv("PATH"))
+	if err != nil {
+		return nil, refuse(err)
+	}
+	sandbox := &actions.Sandbox{Bwrap: bwrap, Network: cfg.RunCommandNetwork}
+	if err := sandbox.Check(ctx); err != nil {
+		return nil, refuse(err)
+	}
+	return sandbox, nil
 }
 
 // replicaName names this process in leases and outbox claims.

@@ -52,7 +52,11 @@ type Config struct {
 	Admins        []string
 
 	// RunCommand registers the run_command tool (TASKLOOM_RUN_COMMAND).
+	// Start-up fails when its sandbox cannot be made.
 	RunCommand bool
+	// RunCommandNetwork lets run_command's sandbox use the host's network
+	// (TASKLOOM_RUN_COMMAND_NETWORK); without it, it has none.
+	RunCommandNetwork bool
 	// HTTPAllowPrivate lets http_get reach loopback and private addresses
 	// (TASKLOOM_HTTP_GET_ALLOW_PRIVATE).
 	HTTPAllowPrivate bool
@@ -112,6 +116,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Lease:                r.duration("TASKLOOM_LEASE", 2*time.Minute, time.Second, 24*time.Hour),
 		Admins:               r.list("TASKLOOM_ADMINS"),
 		RunCommand:           r.boolean("TASKLOOM_RUN_COMMAND"),
+		RunCommandNetwork:    r.boolean("TASKLOOM_RUN_COMMAND_NETWORK"),
 		HTTPAllowPrivate:     r.boolean("TASKLOOM_HTTP_GET_ALLOW_PRIVATE"),
 		Character:            r.str("TASKLOOM_CHARACTER", ""),
 		LogLevel:             strings.ToLower(r.str("TASKLOOM_LOG_LEVEL", "info")),

@@ -75,6 +75,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"SLACK_BOT_TOKEN", "xoxb-1"}, `SLACK_SIGNING_SECRET`},
 		{[]string{"TASKLOOM_LOG_LEVEL", "loud"}, `TASKLOOM_LOG_LEVEL`},
 		{[]string{"TASKLOOM_RUN_COMMAND", "yes please"}, `TASKLOOM_RUN_COMMAND="yes please": want true or false`},
+		{[]string{"TASKLOOM_RUN_COMMAND_NETWORK", "on"}, `TASKLOOM_RUN_COMMAND_NETWORK="on": want true or false`},
 		{[]string{"DISCORD_SHARD_ID", "1"}, `DISCORD_SHARD_COUNT: must be set with DISCORD_SHARD_ID (both or neither)`},
 		{[]string{"DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID: must be set with DISCORD_SHARD_COUNT (both or neither)`},
 		{[]string{"DISCORD_SHARD_ID", "2", "DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID="2": want a shard from 0 to 1 (DISCORD_SHARD_COUNT is 2)`},
@@ -142,6 +143,25 @@ func TestLoopbackWithoutTokenIsFine(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:8080"} {
 		if _, err := config.Load(env("TASKLOOM_HTTP_ADDR", addr)); err != nil {
 			t.Errorf("%s: %v", addr, err)
+		}
+	}
+}
+
+func TestRunCommandSwitches(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env              []string
+		command, network bool
+	}{
+		{nil, false, false},
+		{[]string{"TASKLOOM_RUN_COMMAND", "true"}, true, false},
+		{[]string{"TASKLOOM_RUN_COMMAND", "true", "TASKLOOM_RUN_COMMAND_NETWORK", "true"}, true, true},
+		{[]string{"TASKLOOM_RUN_COMMAND", "1", "TASKLOOM_RUN_COMMAND_NETWORK", "false"}, true, false},
+	}
+	for _, tt := range tests {
+		c, err := config.Load(env(tt.env...))
+		if err != nil || c.RunCommand != tt.command || c.RunCommandNetwork != tt.network {
+			t.Errorf("%v: RunCommand %v, RunCommandNetwork %v, err %v; want %v, %v", tt.env, c.RunCommand, c.RunCommandNetwork, err, tt.command, tt.network)
 		}
 	}
 }

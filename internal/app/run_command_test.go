@@ -1,0 +1,100 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/internal/app"
+	"github.com/taskloom/taskloom/internal/config"
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// TASKLOOM_RUN_COMMAND=true where the sandbox cannot be made stops
+// start-up with one line naming the variable and the reason.
+func TestRunCommandWithoutASandboxStopsStartUp(t *testing.T) {
+	t.Parallel()
+	// A bwrap that fails as a real one does where user namespaces are
+	// refused.
+	fakeBin := t.TempDir()
+	script := "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(fakeBin, "bwrap"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"", "bwrap is not installed"},
+		{filepath.Join(t.TempDir(), "nothing-here"), "bwrap is not installed"},
+		{fakeBin, "bwrap: setting up uid map: Permission denied"},
+	} {
+		env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_RUN_COMMAND": "true", "PATH": c.path}
+		// Were the sandbox not checked, serve would run until this
+		// deadline and exit 0.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var stdout, stderr syncBuffer
+		code := app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &stdout, Stderr: &stderr})
+		cancel()
+		out := stderr.String()
+		if code != app.ExitUsage || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "taskloom: TASKLOOM_RUN_COMMAND: ") || !strings.Contains(out, c.want) {
+			t.Errorf("PATH=%q: exit %d, stderr %q; want exit %d and one line naming TASKLOOM_RUN_COMMAND and %q", c.path, code, out, app.ExitUsage, c.want)
+		}
+	}
+}
+
+func TestServeWithRunCommand(t *testing.T) {
+	if _, err := actions.LookBwrap(os.Getenv("PATH")); err != nil {
+		t.Skipf("cannot test run_command's sandbox: %v", err)
+	}
+	t.Parallel()
+	startServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_RUN_COMMAND": "true", "PATH": os.Getenv("PATH")})
+}
+
+// NewCore gives run_command a sandbox with the network
+// TASKLOOM_RUN_COMMAND_NETWORK says.
+func TestCoreRunsCommandsInTheSandbox(t *testing.T) {
+	if _, err := actions.LookBwrap(os.Getenv("PATH")); err != nil {
+		t.Skipf("cannot test run_command's sandbox: %v", err)
+	}
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	connect := fmt.Sprintf(`pwd; if bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null; then echo online; else echo offline; fi`, ln.Addr().(*net.TCPAddr).Port)
+	for _, network := range []string{"false", "true"} {
+		vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_RUN_COMMAND": "true", "TASKLOOM_RUN_COMMAND_NETWORK": network}
+		cfg, err := config.Load(func(k string) string { return vars[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		core := app.NewCore(app.CoreOptions{Config: cfg, Store: teststore.SQLite(t), Model: testkit.NewScriptedModel(), Owner: "test"})
+		if err := core.Runtime.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = core.Runtime.Stop(context.Background()) })
+		params, _ := json.Marshal(map[string]string{"command": connect})
+		res, err := core.Runtime.RunAction(context.Background(), "run_command", &plugin.Call{Task: &plugin.Task{Number: 1}, Params: params})
+		want := map[string]string{"false": "/work\noffline\n", "true": "/work\nonline\n"}[network]
+		if err != nil || !res.Success || !strings.HasSuffix(res.Text, want) {
+			t.Errorf("TASKLOOM_RUN_COMMAND_NETWORK=%s: %+v, %v; want output ending %q", network, res, err, want)
+		}
+	}
+}
