@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,47 @@ func (w Workspaces) Open(task int64) (*os.Root, error) {
 		return nil, fmt.Errorf("workspace of task #%d: %w", task, err)
 	}
 	return r, nil
+}
+
+// Copy copies the regular files of task from's workspace into task to's
+// (a retry starts with the files of the task it continues). Symbolic links
+// and other special files are left behind: they could point anywhere.
+func (w Workspaces) Copy(from, to int64) error {
+	if _, err := os.Stat(w.Dir(from)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	src, err := w.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := w.Open(to)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			if p == "." {
+				return nil
+			}
+			return dst.Mkdir(p, 0o750)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		data, err := src.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return dst.WriteFile(p, data, 0o640)
+	})
+	if err != nil {
+		return fmt.Errorf("copy the files of task #%d to #%d: %w", from, to, err)
+	}
+	return nil
 }
 
 // cleanRel turns a tool's path into one relative to the workspace, or

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/internal/clock"
@@ -141,8 +142,16 @@ func (it *Iterator) prompt(ctx context.Context, task plugin.Task) ([]plugin.Chat
 	if err != nil {
 		return nil, nil, fmt.Errorf("events of task #%d: %w", task.Number, err)
 	}
+	system := it.Runtime.Character().SystemPrompt()
+	if task.ContinuesNumber != 0 {
+		c, err := continuation(ctx, st, task.ContinuesNumber, events)
+		if err != nil {
+			return nil, nil, err
+		}
+		system += "\n\n" + c
+	}
 	msgs, err := BuildIterationPrompt(PromptInput{
-		System:  it.Runtime.Character().SystemPrompt(),
+		System:  system,
 		Tools:   ToolsOf(it.Runtime),
 		Task:    task,
 		Steps:   steps,
@@ -150,6 +159,51 @@ func (it *Iterator) prompt(ctx context.Context, task plugin.Task) ([]plugin.Chat
 		History: it.History,
 	})
 	return msgs, steps, err
+}
+
+// continuedSteps is how many of an ended task's last steps a retry's
+// prompt recalls.
+const continuedSteps = 10
+
+// continuation tells a retry what became of the task it continues: its
+// outcome, its last steps and what the person who retried it added (in
+// the retry's created event). It is part of the prompt's stable prefix.
+func continuation(ctx context.Context, st plugin.Store, number int64, events []plugin.TaskEvent) (string, error) {
+	old, err := st.GetTask(ctx, number)
+	if err != nil {
+		return "", fmt.Errorf("the task #%d continues: %w", number, err)
+	}
+	steps, err := st.Steps(ctx, number)
+	if err != nil {
+		return "", fmt.Errorf("steps of task #%d: %w", number, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "This task continues task #%d %q, which ended %s after %d iterations at %d%%.", old.Number, old.Name, old.Status, old.Iteration, old.Progress)
+	if old.Summary != "" {
+		fmt.Fprintf(&b, "\nIts summary: %s", clip(old.Summary, 1000))
+	}
+	if old.Error != "" {
+		fmt.Fprintf(&b, "\nWhy it ended: %s", clip(old.Error, 500))
+	}
+	if len(steps) > 0 {
+		b.WriteString("\nIts last steps (its files were copied into this task's workspace):")
+		for _, s := range steps[max(0, len(steps)-continuedSteps):] {
+			mark := "✓"
+			if !s.Success {
+				mark = "✗ " + clip(s.Error, 140)
+			}
+			fmt.Fprintf(&b, "\n- step %d: %s %s %s", s.Iteration, firstNonEmpty(s.Action, "(no action)"), clip(string(s.Params), 140), mark)
+		}
+	}
+	if len(events) > 0 && events[0].Type == plugin.EventCreated {
+		var p plugin.EventPayload
+		if json.Unmarshal(events[0].Payload, &p) == nil {
+			if c, _ := p.Detail["context"].(string); c != "" {
+				fmt.Fprintf(&b, "\nThe person who asked to continue it adds: %s", clip(c, 2000))
+			}
+		}
+	}
+	return b.String(), nil
 }
 
 // StressTemperature is base plus StressStep for every failed step at the
