@@ -19,6 +19,7 @@ type TaskControl interface {
 	Resume(ctx context.Context, number int64, actor string) (plugin.Task, error)
 	Cancel(ctx context.Context, number int64, actor string) (plugin.Task, error)
 	Answer(ctx context.Context, number int64, actor, answer string) (plugin.Task, error)
+	Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error)
 }
 
 // Chat is what the chat commands share: the task service, and who may
@@ -44,6 +45,7 @@ func Commands(c *Chat) []plugin.Action {
 		ControlTask{c, CmdCancel},
 		SearchTasks{c},
 		AnswerTask{c},
+		RetryTask{c},
 		CreateTask{c},
 	}
 }
@@ -163,6 +165,8 @@ func pastTense(op string) string {
 		return "canceled"
 	case CmdAnswer:
 		return "answered"
+	case CmdRetry:
+		return "retried"
 	}
 	return op + "d"
 }

@@ -231,3 +231,79 @@ func TestChatCommandsAreNotTools(t *testing.T) {
 		}
 	}
 }
+
+// TestChatterDoesNotWakeAParentWaitingOnSubtasks: a task waiting on its
+// subtasks takes no answer — not `answer #N`, not a reply to the bot —
+// and changes nothing; the end of its last subtask resumes it.
+func TestChatterDoesNotWakeAParentWaitingOnSubtasks(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.expect("ann", "create task Ship the release", "#1")
+		claimed, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		child, err := k.svc.Create(k.ctx, plugin.NewTask{Goal: "Tag the build", ParentNumber: 1, RequestorID: "ann",
+			Platform: "discord", RoomID: "discord:C1", WorkspaceID: "G1", Actor: "task #1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.store.UpdateTask(k.ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) {
+			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: 10,
+				Wait: plugin.WaitSubtasks, Step: plugin.Step{Action: "create_subtask", Success: true}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := k.store.GetTask(k.ctx, 1)
+		k.expect("bob", "answer #1 use JWT", "Task #1 is not waiting for an answer: it waits for its subtasks to end.")
+		k.expect("bob", "use JWT", "If you are answering a task's question", func(m *plugin.Message) { m.Mentioned, m.ReplyToBot = false, true })
+		after, _ := k.store.GetTask(k.ctx, 1)
+		if after.Status != plugin.StatusWaiting || after.WaitingOn != plugin.WaitSubtasks || after.EventSeq != before.EventSeq {
+			t.Fatalf("parent after the chatter = %s on %q (event %d, was %d); want untouched", after.Status, after.WaitingOn, after.EventSeq, before.EventSeq)
+		}
+		k.clk.Advance(time.Second)
+		c, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+		if err != nil || c.Number != child.Number {
+			t.Fatalf("claim = #%d, %v; want the child", c.Number, err)
+		}
+		if _, err := k.store.UpdateTask(k.ctx, child.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: k.clk.Now(), Progress: 100,
+				Verdict: plugin.VerdictDone, Summary: "tagged v1.2", Step: plugin.Step{Action: "post_message", Success: true}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := k.store.GetTask(k.ctx, 1); p.Status != plugin.StatusQueued {
+			t.Fatalf("parent after its last subtask = %s, want queued", p.Status)
+		}
+	})
+}
+
+// TestRetryCommand: `retry #N [context]` continues an ended task as a new
+// one; a live task, an unknown one and one in another workspace get one
+// sentence and change nothing.
+func TestRetryCommand(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.expect("ann", "create task Build auth", "#1")
+		k.expect("bob", "retry #1", "Task #1 has not ended (it is queued); only an ended task can be retried.")
+		k.expect("bob", "retry", "Which task? Say `retry #3`")
+		k.expect("bob", "retry #7", "There is no task #7 here.")
+		k.expect("ann", "cancel #1", "canceled")
+		k.expect("eve", "retry #1", "There is no task #1 here.", inGuild("G2"))
+		if n := k.count(); n != 1 {
+			t.Fatalf("%d tasks after refused retries, want 1", n)
+		}
+		k.expect("bob", "retry #1 use JWT this time", `Created task #2 "Build auth", continuing #1`)
+		got, err := k.store.GetTask(k.ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ContinuesNumber != 1 || got.RequestorID != "bob" || got.Goal != "Build auth" {
+			t.Fatalf("retry = %+v", got)
+		}
+		evs, _ := k.store.TaskEvents(k.ctx, 2, 0)
+		if len(evs) == 0 || !strings.Contains(string(evs[0].Payload), "use JWT this time") {
+			t.Fatalf("the retry's context is not in its created event: %v", evs)
+		}
+	})
+}

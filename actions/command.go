@@ -9,9 +9,9 @@ import (
 // Command is one chat command recognised by the deterministic grammar of
 // PRODUCT §3, before any model is asked.
 type Command struct {
-	Kind   string // create, list, status, pause, resume, cancel, search, answer, help
+	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, help
 	Number int64  // the task number, when the command names one (0 when missing or malformed)
-	Text   string // the goal, search query or answer
+	Text   string // the goal, search query, answer or a retry's context
 }
 
 // Command kinds.
@@ -24,6 +24,7 @@ const (
 	CmdCancel = "cancel"
 	CmdSearch = "search"
 	CmdAnswer = "answer"
+	CmdRetry  = "retry"
 	CmdHelp   = "help"
 )
 
@@ -34,6 +35,7 @@ var (
 	reNumbered = regexp.MustCompile(`(?is)^(status|pause|resume|cancel|abort|stop|unpause|continue)\b(?:\s+(?:of\s+)?(?:task\s*)?(?:number\s*:?\s*)?(\S+))?\s*$`)
 	reSearch   = regexp.MustCompile(`(?is)^(?:search|find)(?:\s+(?:tasks?|for))?(?:\s+query\s*:)?(?:\s+(.*))?$`)
 	reAnswer   = regexp.MustCompile(`(?is)^answer(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:text\s*:\s*)?(.*))?$`)
+	reRetry    = regexp.MustCompile(`(?is)^(?:retry|rerun|redo)(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:context\s*:\s*)?(.*))?$`)
 	reHelp     = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
 )
 
@@ -72,6 +74,9 @@ func ParseCommand(text string) (Command, bool) {
 	}
 	if m := reAnswer.FindStringSubmatch(s); m != nil {
 		return Command{Kind: CmdAnswer, Number: taskNumber(m[1]), Text: strings.TrimSpace(m[2])}, true
+	}
+	if m := reRetry.FindStringSubmatch(s); m != nil {
+		return Command{Kind: CmdRetry, Number: taskNumber(m[1]), Text: strings.TrimSpace(m[2])}, true
 	}
 	if m := reSearch.FindStringSubmatch(s); m != nil {
 		return Command{Kind: CmdSearch, Text: strings.TrimSpace(m[1])}, true

@@ -46,6 +46,9 @@ type Outgoing struct {
 	Text string
 	// Tasks the message is about, for controls (Pause/Resume/Cancel).
 	Tasks []int64
+	// Ended are the tasks whose end the message reports, for a Retry
+	// button.
+	Ended []int64
 }
 
 // SentMessage is what the platform says it delivered.

@@ -31,6 +31,10 @@ func Commands() []*discordgo.ApplicationCommand {
 			Required: true, MinLength: &minLen, MaxLength: maxLen,
 		}
 	}
+	optional := func(o *discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		o.Required = false
+		return o
+	}
 	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
 		return &discordgo.ApplicationCommandOption{
 			Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts,
@@ -51,6 +55,8 @@ func Commands() []*discordgo.ApplicationCommand {
 			sub("search", "Tasks whose name or goal matches", text("query", "Words to look for", 200)),
 			sub("answer", "Answer the question a waiting task asked",
 				number("answer"), text("text", "Your answer", 4000)),
+			sub("retry", "Continue an ended task as a new one, with its files",
+				number("retry"), optional(text("context", "More context for the new run", 4000))),
 		},
 	}}
 }
@@ -185,6 +191,11 @@ func commandText(data discordgo.ApplicationCommandInteractionData) (string, erro
 		return "search tasks query: " + str("query"), nil
 	case "answer":
 		return fmt.Sprintf("answer %s text: %s", num(), str("text")), nil
+	case "retry":
+		if c := str("context"); c != "" {
+			return fmt.Sprintf("retry %s context: %s", num(), c), nil
+		}
+		return "retry " + num(), nil
 	}
 	return "", fmt.Errorf("unknown subcommand /%s %s", data.Name, sub.Name)
 }
@@ -193,7 +204,7 @@ func commandText(data discordgo.ApplicationCommandInteractionData) (string, erro
 const buttonPrefix = "taskloom:"
 
 // buttonOps are the controls, in the order they are shown.
-var buttonOps = []string{"pause", "resume", "cancel"}
+var buttonOps = []string{"pause", "resume", "cancel", "retry"}
 
 func buttonID(op string, number int64) string {
 	return buttonPrefix + op + ":" + strconv.FormatInt(number, 10)

@@ -67,7 +67,7 @@ func TestProgressIsBatchedAndCompletionSentAtOnce(t *testing.T) {
 	srv.MessageCreate(channelID, guildID, alice, b.mention("create task Build auth"))
 	b.messages(channelID, 1)
 
-	b.model.Decide("list_files", nil, 30, "continue").Decide("list_files", nil, 60, "continue")
+	b.model.Decide("list_files", nil, 30, "continue").Decide("list_files", map[string]string{"path": "."}, 60, "continue")
 	b.step()
 	b.step()
 	if ms := srv.Messages(channelID); len(ms) != 1 {
@@ -98,8 +98,15 @@ func TestProgressIsBatchedAndCompletionSentAtOnce(t *testing.T) {
 	}
 	done := b.messages(channelID, 3)[2]
 	mustContain(t, "completion", done.Content, `✅ Task #1 "Build auth" completed!`, "Final progress: 100%")
-	if len(done.Components) != 0 {
-		t.Errorf("a completed task kept its buttons: %v", done.CustomIDs())
+	if got := done.CustomIDs(); !slices.Equal(got, []string{"taskloom:retry:1"}) {
+		t.Errorf("completion buttons = %v; want only Retry", got)
+	}
+	// Anyone who can see the task may continue it with the button.
+	srv.ButtonClick(discordfake.ButtonClick{MessageID: done.ID, CustomID: "taskloom:retry:1", User: discordfake.User{ID: bob}})
+	_, retried := b.response(1)
+	mustContain(t, "retry press", retried.Content, `Created task #2 "Build auth", continuing #1`)
+	if got := b.task(2); got.ContinuesNumber != 1 || got.RequestorID != bob {
+		t.Errorf("the retry = %+v; want bob's continuation of #1", got)
 	}
 	b.clk.Advance(5 * time.Second)
 	if _, err := b.core.Notify.Flush(b.ctx); err != nil {
@@ -485,8 +492,8 @@ func TestCommandRegistrationIsIdempotent(t *testing.T) {
 			t.Errorf("after start %d: %d bulk overwrites, want the old one and one more", i, n)
 		}
 		cmds := srv.Commands("")
-		if len(cmds) != 1 || cmds[0].ID != oldID || cmds[0].Name != "task" || len(cmds[0].Options) != 8 {
-			t.Errorf("after start %d: commands %+v, want one /task with 8 subcommands and id %s", i, cmds, oldID)
+		if len(cmds) != 1 || cmds[0].ID != oldID || cmds[0].Name != "task" || len(cmds[0].Options) != 9 {
+			t.Errorf("after start %d: commands %+v, want one /task with 9 subcommands and id %s", i, cmds, oldID)
 		}
 	}
 	if n := len(srv.CallsTo("GET", "/applications/"+app+"/commands")); n != 3 {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func (a *Adapter) Send(ctx context.Context, room string, m plugin.Outgoing) (plu
 	}
 	key := room + "\x00" + digest(m.Text)
 	ids := a.delivered(key)
-	controls := a.controls(ctx, m.Tasks)
+	controls := a.controls(ctx, append(slices.Clone(m.Tasks), m.Ended...))
 	for i := len(ids); i < len(parts); i++ {
 		var comps []discordgo.MessageComponent
 		if i == len(parts)-1 {
@@ -210,8 +211,9 @@ func taskNumbers(n int64) []int64 {
 	return []int64{n}
 }
 
-// controls are the buttons for tasks that have not ended, one row per
-// task: Pause or Resume (as the task's status allows) and Cancel.
+// controls are the buttons of the tasks a message is about, one row per
+// task: Pause or Resume (as the task's status allows) and Cancel for a
+// task that has not ended, Retry for one that has.
 func (a *Adapter) controls(ctx context.Context, numbers []int64) []discordgo.MessageComponent {
 	st := a.rt.Store()
 	if st == nil {
@@ -232,6 +234,9 @@ func (a *Adapter) controls(ctx context.Context, numbers []int64) []discordgo.Mes
 			continue
 		}
 		if t.Status.Terminal() {
+			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+				discordgo.Button{Label: fmt.Sprintf("Retry #%d", n), Style: discordgo.SecondaryButton, CustomID: buttonID("retry", n)},
+			}})
 			continue
 		}
 		first := discordgo.Button{Label: fmt.Sprintf("Pause #%d", n), Style: discordgo.SecondaryButton, CustomID: buttonID("pause", n)}

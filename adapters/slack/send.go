@@ -23,13 +23,14 @@ const (
 	ActionPause  = "taskloom_pause"
 	ActionResume = "taskloom_resume"
 	ActionCancel = "taskloom_cancel"
+	ActionRetry  = "taskloom_retry"
 )
 
 // maxBlocks is Block Kit's limit of blocks in one message.
 const maxBlocks = 50
 
 // controlVerb is the chat command a button stands for.
-var controlVerb = map[string]string{ActionPause: "pause", ActionResume: "resume", ActionCancel: "cancel"}
+var controlVerb = map[string]string{ActionPause: "pause", ActionResume: "resume", ActionCancel: "cancel", ActionRetry: "retry"}
 
 // room is a parsed room name: "slack:<channel>[:<thread ts>]".
 type room struct {
@@ -66,27 +67,28 @@ func (a *Adapter) Send(ctx context.Context, roomName string, m plugin.Outgoing) 
 	if err != nil {
 		return plugin.SentMessage{}, fmt.Errorf("slack: send: %w", err)
 	}
-	ids, err := a.post(ctx, r, m.Text, m.Tasks)
+	ids, err := a.post(ctx, r, m.Text, m.Tasks, m.Ended...)
 	if err != nil {
 		return plugin.SentMessage{IDs: ids}, fmt.Errorf("slack: send to %s: %w", roomName, err)
 	}
 	return plugin.SentMessage{IDs: ids}, nil
 }
 
-// post sends text to r as one or more messages and returns their ts.
-func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64) ([]string, error) {
+// post sends text to r as one or more messages and returns their ts; the
+// last carries the controls of tasks and a Retry button for each of ended.
+func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64, ended ...int64) ([]string, error) {
 	parts := render.Split(text, render.SlackTextLimit)
 	var ids []string
 	for i, part := range parts {
-		var controls []int64
+		var controls, retry []int64
 		if i == len(parts)-1 {
-			controls = tasks
+			controls, retry = tasks, ended
 		}
 		opts := []slackapi.MsgOption{
 			slackapi.MsgOptionText(part, false),
 			slackapi.MsgOptionDisableLinkUnfurl(),
 		}
-		if blocks := messageBlocks(part, controls); len(blocks) > 0 {
+		if blocks := messageBlocks(part, controls, retry...); len(blocks) > 0 {
 			opts = append(opts, slackapi.MsgOptionBlocks(blocks...))
 		}
 		if r.Thread != "" {
@@ -184,9 +186,10 @@ func ackBody(resp plugin.Response) (json.RawMessage, []commandResponse, bool) {
 }
 
 // messageBlocks lays text out as section blocks of at most SlackBlockLimit
-// characters, then one row of control buttons per task, within Block Kit's
-// 50 blocks (buttons go first, the text field still carries it all).
-func messageBlocks(text string, tasks []int64) []slackapi.Block {
+// characters, then one row of control buttons per task and a Retry button
+// per ended task, within Block Kit's 50 blocks (buttons go first, the text
+// field still carries it all).
+func messageBlocks(text string, tasks []int64, ended ...int64) []slackapi.Block {
 	var blocks []slackapi.Block
 	for _, chunk := range render.Split(text, render.SlackBlockLimit) {
 		if strings.TrimSpace(chunk) == "" {
@@ -202,6 +205,14 @@ func messageBlocks(text string, tasks []int64) []slackapi.Block {
 			break
 		}
 		blocks = append(blocks, controls(n))
+	}
+	for _, n := range ended {
+		if len(blocks) >= maxBlocks {
+			break
+		}
+		num := strconv.FormatInt(n, 10)
+		blocks = append(blocks, slackapi.NewActionBlock("taskloom_ended_"+num, slackapi.NewButtonBlockElement(ActionRetry, num,
+			slackapi.NewTextBlockObject(slackapi.PlainTextType, "🔁 Retry #"+num, true, false))))
 	}
 	return blocks
 }

@@ -154,7 +154,7 @@ func TestNotificationsArriveBatchedInTheThread(t *testing.T) {
 	forModes(t, func(t *testing.T, e *env) {
 		ev, _ := e.mention("create task Build auth")
 		thread := inThread("C1", ev.TS)
-		e.model.Decide("list_files", nil, 20, "continue").Decide("list_files", nil, 40, "continue")
+		e.model.Decide("list_files", nil, 20, "continue").Decide("list_files", map[string]string{"path": "."}, 40, "continue")
 		e.step()
 		e.step()
 
@@ -190,6 +190,21 @@ func TestNotificationsArriveBatchedInTheThread(t *testing.T) {
 		}
 		if n := len(e.fake.Messages()); n != 3 {
 			t.Errorf("%d messages, want 3 (reply, progress, completion):\n%s", n, dump(e.fake.Messages()))
+		}
+		if b := done[0].Buttons(); len(b) != 1 || b[0].ActionID != slack.ActionRetry || b[0].Value != "1" {
+			t.Fatalf("completion buttons = %+v; want only Retry #1", b)
+		}
+
+		// Its Retry button continues the task as a new one.
+		in, err := e.fake.ButtonPress(bob, done[0], slack.ActionRetry, "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.deliver(in)
+		e.settle()
+		e.waitMessages(1, both(thread, saying(`Created task #2 "Build auth", continuing #1`)))
+		if got := e.task(2); got.ContinuesNumber != 1 || got.RequestorID != bob {
+			t.Errorf("the retry = %+v; want bob's continuation of #1", got)
 		}
 	})
 }

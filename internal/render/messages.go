@@ -328,6 +328,8 @@ func Help(f Flavor) string {
 			"/task search query:auth", "/task search auth"},
 		{"`answer #3 use JWT`", "answers the question task #3 asked; replying to the question works too",
 			"/task answer number:3 text:use JWT", "/task answer 3 use JWT"},
+		{"`retry #3 use JWT this time`", "continues an ended task as a new one, with its files and what you add",
+			"/task retry number:3 context:use JWT this time", "/task retry 3 use JWT this time"},
 		{"`help`", "shows this list", "", ""},
 	}
 	head := "📖 Commands — type them here:"

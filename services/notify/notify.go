@@ -297,6 +297,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 	}
 	var (
 		posts, ended []string
+		endedTasks   []int64
 		updates      []render.Update
 		shown        []plugin.RoomProgress
 		tasks        []int64
@@ -357,6 +358,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 				lastStep = &steps[len(steps)-1]
 			}
 			ended = append(ended, render.Terminal(f, t, len(steps), lastStep))
+			endedTasks = append(endedTasks, n)
 		case changed && !t.Status.Terminal():
 			if u.LastAction == nil && len(u.Errors) == 0 && u.From == t.Progress {
 				continue // nothing new to show
@@ -379,7 +381,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 	if s.opts.Demo {
 		text += "\n\n(demo model — set OPENAI_API_KEY or OPENAI_BASE_URL for real work)"
 	}
-	return plugin.Outgoing{Text: text, Tasks: tasks}, shown, nil
+	return plugin.Outgoing{Text: text, Tasks: tasks, Ended: endedTasks}, shown, nil
 }
 
 func postText(f render.Flavor, t plugin.Task, p messagePayload) string {
