@@ -69,6 +69,9 @@ type Service struct {
 	mu   sync.Mutex
 	stop chan struct{}
 	done chan struct{}
+	// cancel ends the loop's context: a send still running at the end of
+	// Stop's deadline.
+	cancel context.CancelFunc
 }
 
 var _ plugin.Service = (*Service)(nil)
@@ -122,15 +125,19 @@ func (s *Service) Start(ctx context.Context) error {
 		return errors.New("notification service already started")
 	}
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go s.loop(context.WithoutCancel(ctx))
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	go s.loop(loopCtx)
 	s.log.Info("notification service started", "interval", s.opts.Interval)
 	return nil
 }
 
-// Stop ends the schedule, then sends what is pending, within ctx.
+// Stop ends the schedule, then sends what is pending, within ctx: when
+// ctx ends first, a send still running is canceled (its rows stay in the
+// outbox for the next start or another replica) and Stop returns.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	stop, done := s.stop, s.done
+	stop, done, cancel := s.stop, s.done, s.cancel
 	if stop != nil {
 		select {
 		case <-stop: // already stopped
@@ -142,9 +149,18 @@ func (s *Service) Stop(ctx context.Context) error {
 	if stop == nil {
 		return nil
 	}
-	<-done
-	_, err := s.Flush(ctx)
-	return err
+	select {
+	case <-done:
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return fmt.Errorf("notification service: a send was canceled at shutdown: %w", ctx.Err())
+	}
+	cancel()
+	if _, err := s.Flush(ctx); err != nil {
+		return fmt.Errorf("notification service: last flush: %w", err)
+	}
+	return nil
 }
 
 func (s *Service) loop(ctx context.Context) {

@@ -340,3 +340,53 @@ func TestStopTwiceIsHarmless(t *testing.T) {
 		}
 	}
 }
+
+// stuck is a platform whose sends hang until their context ends, as a
+// chat API that never answers.
+type stuck struct{ entered chan struct{} }
+
+func (s *stuck) Name() string { return "chat" }
+func (s *stuck) Send(ctx context.Context, _ string, _ plugin.Outgoing) (plugin.SentMessage, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return plugin.SentMessage{}, ctx.Err()
+}
+
+// TestStopDoesNotWaitOutAStuckSend: Stop returns when its context ends,
+// canceling a send that hangs; the notification stays in the outbox.
+func TestStopDoesNotWaitOutAStuckSend(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		out := &stuck{entered: make(chan struct{}, 1)}
+		rt := plugin.New(plugin.Options{Store: st, Clock: clock.NewFake(t0), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := rt.Register(&plugin.Plugin{Name: "chat", Platforms: []plugin.Platform{out}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		svc := notify.New(notify.Options{Runtime: rt, Owner: "a"})
+		if _, err := st.Enqueue(t.Context(), plugin.Notification{Room: "chat:1", Category: plugin.NotifyMessage,
+			Payload: []byte(`{"text":"hello"}`), CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		svc.Poke()
+		<-out.entered
+		ctx, cancel := context.WithCancel(t.Context())
+		stopped := make(chan error, 1)
+		go func() { stopped <- svc.Stop(ctx) }()
+		cancel() // the shutdown timeout
+		if err := <-stopped; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Stop = %v; want it to give up with the context", err)
+		}
+		if n, err := st.Pending(t.Context()); err != nil || n != 1 {
+			t.Fatalf("pending = %d, %v; want the unsent notification kept", n, err)
+		}
+	})
+}
