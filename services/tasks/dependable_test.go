@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -431,4 +432,41 @@ func eventTypeList(evs []plugin.TaskEvent) []string {
 		out[i] = e.Type
 	}
 	return out
+}
+
+// TestShutdownReleasesAnInFlightTask: a model call still running when
+// Stop's context ends is canceled, and its task released unchanged — a
+// "released" event, no step — so another replica takes it at once.
+func TestShutdownReleasesAnInFlightTask(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open)
+		entered := make(chan struct{})
+		f.model.Then(func(ctx context.Context, _ plugin.ModelRequest) (plugin.ModelResponse, error) {
+			close(entered)
+			<-ctx.Done() // a long model call
+			return plugin.ModelResponse{}, ctx.Err()
+		})
+		n := f.create("Write the plan").Number
+		if err := f.svc.Start(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-entered
+		ctx, cancel := context.WithCancel(f.ctx)
+		cancel() // the shutdown timeout has passed
+		if err := f.svc.Stop(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Stop = %v; want the in-flight iteration canceled", err)
+		}
+		got := f.task(n)
+		if got.LeaseOwner != "" || got.Iteration != 0 || len(f.steps(n)) != 0 || !got.NextAttemptAt.IsZero() {
+			t.Fatalf("task after shutdown = %+v; want released unchanged", got)
+		}
+		evs, err := f.store.TaskEvents(f.ctx, n, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := evs[len(evs)-1]; last.Type != plugin.EventReleased {
+			t.Fatalf("last event = %s; want released (%v)", last.Type, eventTypeList(evs))
+		}
+		f.check()
+	})
 }
