@@ -2,21 +2,22 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// Limits on subtasks, so an agent cannot fork without bound.
-const (
-	MaxSubtasks     = 10 // children of one task
-	MaxSubtaskDepth = 3  // levels below a task a person created
-)
-
 // CreateSubtask starts a child task in the same room and parks the parent
 // in waiting until every child has ended; it then resumes with their
-// outcomes.
-type CreateSubtask struct{}
+// outcomes. The store refuses, atomically, a subtask past the limits of
+// PRODUCT §9 (the requestor's active tasks, plugin.MaxSubtasks children,
+// plugin.MaxSubtaskDepth levels) and caps its token budget at what the
+// parent has left.
+type CreateSubtask struct {
+	MaxActive int
+	MaxTokens int64
+}
 
 var _ plugin.Action = CreateSubtask{}
 
@@ -30,7 +31,7 @@ func (CreateSubtask) Info() plugin.ActionInfo {
 	}
 }
 
-func (CreateSubtask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
+func (a CreateSubtask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
 	task, refused := taskOf(call)
 	if refused != nil {
 		return *refused, nil
@@ -43,32 +44,23 @@ func (CreateSubtask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 		return *r, nil
 	}
 	st := call.Runtime.Store()
-	n, err := st.CountTasks(ctx, plugin.TaskFilter{ParentNumber: task.Number})
-	if err != nil {
-		return plugin.Result{}, fmt.Errorf("count subtasks of #%d: %w", task.Number, err)
-	}
-	if n >= MaxSubtasks {
-		return fail("Task #%d already has %d subtasks, the limit.", task.Number, n)
-	}
-	depth := 0
-	for parent := task.ParentNumber; parent != 0; depth++ {
-		if depth >= MaxSubtaskDepth-1 {
-			return fail("Subtasks may nest only %d levels deep.", MaxSubtaskDepth)
-		}
-		pt, err := st.GetTask(ctx, parent)
-		if err != nil {
-			return plugin.Result{}, fmt.Errorf("parent of #%d: %w", task.Number, err)
-		}
-		parent = pt.ParentNumber
+	budget := a.MaxTokens
+	maxActive := a.MaxActive
+	if maxActive == 0 {
+		maxActive = plugin.DefaultMaxActive
 	}
 	child, err := st.CreateTask(ctx, plugin.NewTask{
 		Name: p.Name, Goal: p.Goal, RequestorID: task.RequestorID, Platform: task.Platform,
 		RoomID: task.RoomID, WorkspaceID: task.WorkspaceID, ParentNumber: task.Number,
 		MaxIterations: task.MaxIterations, MaxStaleIterations: task.MaxStaleIterations,
+		MaxTokens: &budget, MaxActive: maxActive,
 		Actor: fmt.Sprintf("task #%d", task.Number), Now: call.Runtime.Clock().Now(),
 	})
-	if err != nil {
-		return fail("Cannot create the subtask: %v.", err)
+	switch {
+	case errors.Is(err, plugin.ErrLimit), errors.Is(err, plugin.ErrInvalid):
+		return fail("Cannot create the subtask: %s.", reason(err))
+	case err != nil:
+		return plugin.Result{}, fmt.Errorf("create a subtask of #%d: %w", task.Number, err)
 	}
 	return plugin.Result{
 		Success: true, TaskNumber: child.Number,

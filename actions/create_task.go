@@ -73,7 +73,7 @@ func (a CreateTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 // sentence for the user.
 func reason(err error) string {
 	s := err.Error()
-	for _, sentinel := range []error{plugin.ErrInvalid, tasks.ErrTooManyActive} {
+	for _, sentinel := range []error{plugin.ErrInvalid, plugin.ErrLimit} {
 		if _, after, ok := strings.Cut(s, sentinel.Error()+": "); ok {
 			return after
 		}

@@ -11,6 +11,12 @@ type ToolConfig struct {
 	// off unless the operator enables it.
 	RunCommand bool
 	Sandbox    *Sandbox
+	// MaxActive and MaxTokens are the limits of a subtask's requestor and
+	// the token budget a subtask starts with (TASKLOOM_MAX_ACTIVE,
+	// TASKLOOM_MAX_TOKENS); zero values are plugin.DefaultMaxActive and no
+	// budget of its own (at most what the parent has left).
+	MaxActive int
+	MaxTokens int64
 }
 
 // Tools returns the tools an agent task can call (PRODUCT §2).
@@ -22,7 +28,7 @@ func Tools(c ToolConfig) []plugin.Action {
 		ListFiles{Workspaces: c.Workspaces},
 		&HTTPGet{AllowPrivate: c.HTTPAllowPrivate},
 		AskUser{},
-		CreateSubtask{},
+		CreateSubtask{MaxActive: c.MaxActive, MaxTokens: c.MaxTokens},
 	}
 	if c.RunCommand {
 		sandbox := c.Sandbox

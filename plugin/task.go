@@ -68,6 +68,13 @@ const (
 	MaxNameLength             = 80
 	// MaxResultBytes is how much of a tool's result a step keeps.
 	MaxResultBytes = 1 << 20
+	// DefaultMaxActive is how many tasks that have not ended a requestor
+	// may have, subtasks included (TASKLOOM_MAX_ACTIVE).
+	DefaultMaxActive = 20
+	// MaxSubtasks is how many subtasks one task may have; MaxSubtaskDepth
+	// how many levels subtasks may nest below a task a person created.
+	MaxSubtasks     = 10
+	MaxSubtaskDepth = 3
 )
 
 // Task is one row of the tasks table. Times are UTC and truncated to the
@@ -203,8 +210,12 @@ type NewTask struct {
 	// Context is what the person who retried a task added: it goes into
 	// the created event, where the first prompt finds it.
 	Context string
-	Actor   string
-	Now     time.Time
+	// MaxActive is the requestor's limit of tasks that have not ended,
+	// subtasks included, checked atomically with the insert; 0 or less is
+	// no limit (the task service and create_subtask pass one).
+	MaxActive int
+	Actor     string
+	Now       time.Time
 }
 
 // Errors the stores and the transitions return. Compare with errors.Is.
@@ -215,6 +226,9 @@ var (
 	ErrStaleFence   = errors.New("lease lost: fence token is stale")
 	ErrInvalidState = errors.New("transition not allowed in this state")
 	ErrInvalid      = errors.New("invalid input")
+	// ErrLimit refuses a task past a limit: the requestor's active tasks,
+	// a task's subtasks, their depth, the parent's token budget.
+	ErrLimit = errors.New("limit reached")
 )
 
 // TaskError says which operation failed on which task, wrapping the reason:

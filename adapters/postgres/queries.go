@@ -45,7 +45,12 @@ VALUES (` + placeholders(1, len(taskColumns)-1) + `) RETURNING number`
 
 	sqlChildren = `SELECT ` + taskCols + ` FROM tasks WHERE parent_number = $1 ORDER BY number`
 
-	sqlParentExists = `SELECT EXISTS (SELECT 1 FROM tasks WHERE number = $1)`
+	sqlCountActive = `SELECT count(*) FROM tasks WHERE requestor_id = $1
+  AND status IN ('queued', 'running', 'paused', 'waiting')`
+
+	// sqlLockRequestor serialises the creators of one requestor's tasks
+	// until commit.
+	sqlLockRequestor = `SELECT pg_advisory_xact_lock(hashtextextended('taskloom.requestor:' || $1, 0))`
 )
 
 // sqlClaimPick is the queue: the head task that is queued or running with

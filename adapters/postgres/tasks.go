@@ -75,10 +75,18 @@ func (t *txn) Children(ctx context.Context, parent int64) ([]plugin.Task, error)
 	return sqlstore.Collect(rows, scanTask)
 }
 
-func (t *txn) TaskExists(ctx context.Context, number int64) (bool, error) {
-	var ok bool
-	err := t.queryRow(ctx, sqlParentExists, number).Scan(&ok)
-	return ok, err
+func (t *txn) LockRequestor(ctx context.Context, requestor string) error {
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(ctx, sqlLockRequestor, requestor)
+	return err
+}
+
+func (t *txn) CountActive(ctx context.Context, requestor string) (int, error) {
+	var n int
+	err := t.queryRow(ctx, sqlCountActive, requestor).Scan(&n)
+	return n, err
 }
 
 func (t *txn) InsertTask(ctx context.Context, row plugin.Task) (int64, error) {

@@ -39,7 +39,8 @@ VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(taskColumns)-1), ", ") 
 
 	sqlChildren = `SELECT ` + taskCols + ` FROM tasks WHERE parent_number = ? ORDER BY number`
 
-	sqlParentExists = `SELECT EXISTS (SELECT 1 FROM tasks WHERE number = ?)`
+	sqlCountActive = `SELECT count(*) FROM tasks WHERE requestor_id = ?
+  AND status IN ('queued', 'running', 'paused', 'waiting')`
 
 	// sqlClaimPick is the head of the queue: queued or running, no live
 	// lease (?1 is now), never processed first, then by number. It reads
@@ -166,7 +167,7 @@ WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
 // writeStatements are the statements the write transactions run, which
 // the store prepares once.
 var writeStatements = []string{
-	sqlGetTask, sqlInsertTask, sqlUpdateTask, sqlParentExists, sqlClaimPick, sqlClaimTask,
+	sqlGetTask, sqlInsertTask, sqlUpdateTask, sqlCountActive, sqlChildren, sqlClaimPick, sqlClaimTask,
 	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlPickRoom, sqlClaimRoom, sqlMarkSent,
 	sqlUpsertRoomProgress, sqlRelease,
 }

@@ -38,10 +38,14 @@ func (t dialectTx) Children(ctx context.Context, parent int64) ([]plugin.Task, e
 	return sqlstore.Collect(rows, scanTask)
 }
 
-func (t dialectTx) TaskExists(ctx context.Context, number int64) (bool, error) {
-	var ok bool
-	err := t.tx.QueryRowContext(ctx, sqlParentExists, number).Scan(&ok)
-	return ok, err
+// LockRequestor has nothing to do: the IMMEDIATE transaction is the only
+// writer.
+func (t dialectTx) LockRequestor(context.Context, string) error { return nil }
+
+func (t dialectTx) CountActive(ctx context.Context, requestor string) (int, error) {
+	var n int
+	err := t.tx.QueryRowContext(ctx, sqlCountActive, requestor).Scan(&n)
+	return n, err
 }
 
 func (t dialectTx) InsertTask(ctx context.Context, row plugin.Task) (int64, error) {

@@ -28,10 +28,14 @@ type Tx interface {
 	// LockTask reads a task and keeps other writers off it until the
 	// transaction ends. ErrNoRows when it does not exist.
 	LockTask(ctx context.Context, number int64) (plugin.Task, error)
+	// LockRequestor keeps other creators of tasks for requestor waiting
+	// until the transaction ends, so the count of their active tasks holds
+	// until the insert commits.
+	LockRequestor(ctx context.Context, requestor string) error
+	// CountActive counts requestor's tasks that have not ended.
+	CountActive(ctx context.Context, requestor string) (int, error)
 	// Children lists the subtasks of parent, by number.
 	Children(ctx context.Context, parent int64) ([]plugin.Task, error)
-	// TaskExists reports whether task number exists.
-	TaskExists(ctx context.Context, number int64) (bool, error)
 	// InsertTask inserts t (its Number is ignored) and returns the number
 	// the database assigned.
 	InsertTask(ctx context.Context, t plugin.Task) (int64, error)

@@ -25,14 +25,8 @@ func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 	plugin.CleanTask(&row)
 	actor := plugin.CleanText(in.Actor)
 	err = c.D.Write(ctx, func(tx Tx) error {
-		if row.ParentNumber != 0 {
-			ok, err := tx.TaskExists(ctx, row.ParentNumber)
-			if err != nil {
-				return fmt.Errorf("create task: parent: %w", err)
-			}
-			if !ok {
-				return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
-			}
+		if err := checkLimits(ctx, tx, &row, in.MaxActive); err != nil {
+			return err
 		}
 		row.EventSeq = 1
 		if row.Number, err = tx.InsertTask(ctx, row); err != nil {
@@ -54,6 +48,65 @@ func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 		return plugin.Task{}, err
 	}
 	return row, nil
+}
+
+// checkLimits refuses, inside the creating transaction, a task past a
+// limit of PRODUCT §9: the requestor's active tasks (subtasks included;
+// their lock makes two creators at the limit wait for each other), the
+// parent's subtasks and their depth. It caps a subtask's token budget at
+// what its parent has left.
+func checkLimits(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) error {
+	if row.RequestorID != "" && maxActive > 0 {
+		if err := tx.LockRequestor(ctx, row.RequestorID); err != nil {
+			return fmt.Errorf("create task: %w", err)
+		}
+		n, err := tx.CountActive(ctx, row.RequestorID)
+		if err != nil {
+			return fmt.Errorf("create task: count active tasks: %w", err)
+		}
+		if n >= maxActive {
+			return fmt.Errorf("create task: %w: you already have %d tasks that have not ended (the limit is %d)", plugin.ErrLimit, n, maxActive)
+		}
+	}
+	if row.ParentNumber == 0 {
+		return nil
+	}
+	parent, err := tx.LockTask(ctx, row.ParentNumber)
+	if errors.Is(err, ErrNoRows) {
+		return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
+	}
+	if err != nil {
+		return fmt.Errorf("create task: parent: %w", err)
+	}
+	if parent.Status.Terminal() {
+		return fmt.Errorf("create task: %w: parent task #%d has ended", plugin.ErrInvalid, parent.Number)
+	}
+	children, err := tx.Children(ctx, parent.Number)
+	if err != nil {
+		return fmt.Errorf("create task: subtasks of #%d: %w", parent.Number, err)
+	}
+	if len(children) >= plugin.MaxSubtasks {
+		return fmt.Errorf("create task: %w: task #%d already has %d subtasks (the limit is %d)", plugin.ErrLimit, parent.Number, len(children), plugin.MaxSubtasks)
+	}
+	depth := 1
+	for up := parent; up.ParentNumber != 0; depth++ {
+		if depth >= plugin.MaxSubtaskDepth {
+			return fmt.Errorf("create task: %w: subtasks nest at most %d levels deep", plugin.ErrLimit, plugin.MaxSubtaskDepth)
+		}
+		if up, err = tx.LockTask(ctx, up.ParentNumber); err != nil {
+			return fmt.Errorf("create task: ancestor of #%d: %w", parent.Number, err)
+		}
+	}
+	if parent.MaxTokens > 0 {
+		left := parent.MaxTokens - parent.Tokens()
+		if left <= 0 {
+			return fmt.Errorf("create task: %w: task #%d has spent its token budget (%d of %d tokens)", plugin.ErrLimit, parent.Number, parent.Tokens(), parent.MaxTokens)
+		}
+		if row.MaxTokens == 0 || row.MaxTokens > left {
+			row.MaxTokens = left
+		}
+	}
+	return nil
 }
 
 // ClaimTask takes the head of the queue with the dialect's claim statement

@@ -45,6 +45,10 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"StaleFence", testStaleFence},
 		{"ConcurrentClaims", testConcurrentClaims},
 
+		{"LimitActive", testLimitActive},
+		{"LimitConcurrent", testLimitConcurrent},
+		{"LimitSubtasks", testLimitSubtasks},
+		{"SubtaskBudget", testSubtaskBudget},
 		{"SubtasksResumeParent", testSubtasksResumeParent},
 		{"SubtasksEndedBeforeWait", testSubtasksEndedBeforeWait},
 		{"AnswerOnlyAnswerWaits", testAnswerOnlyAnswerWaits},

@@ -8,8 +8,10 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// ErrTooManyActive refuses a task beyond a requestor's limit of active ones.
-var ErrTooManyActive = errors.New("too many active tasks")
+// ErrTooManyActive refuses a task past a limit (the requestor's active
+// tasks, a task's subtasks, their depth): plugin.ErrLimit, which the store
+// checks atomically with the insert.
+var ErrTooManyActive = plugin.ErrLimit
 
 // active are the statuses of tasks that have not ended.
 var active = []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting}
@@ -17,8 +19,8 @@ var active = []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.S
 // Create validates and creates a task and wakes a worker for it. A
 // requestor may have at most MaxActivePerUser tasks that have not ended.
 //
-// A task created without a token budget gets the service's default. A
-// subtask's budget is at most what its parent has left.
+// A task created without a token budget gets the service's default (a
+// subtask's is at most what its parent has left: the store sees to it).
 func (s *Service) Create(ctx context.Context, in plugin.NewTask) (plugin.Task, error) {
 	if in.Now.IsZero() {
 		in.Now = s.clk.Now()
@@ -27,30 +29,8 @@ func (s *Service) Create(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 		d := s.opts.MaxTokens
 		in.MaxTokens = &d
 	}
-	if in.ParentNumber != 0 {
-		parent, err := s.store.GetTask(ctx, in.ParentNumber)
-		if err != nil {
-			return plugin.Task{}, fmt.Errorf("create subtask: %w", err)
-		}
-		if parent.MaxTokens > 0 {
-			left := parent.MaxTokens - parent.Tokens()
-			if left <= 0 {
-				return plugin.Task{}, fmt.Errorf("create subtask: %w: task #%d has spent its token budget (%d of %d tokens)",
-					plugin.ErrInvalid, parent.Number, parent.Tokens(), parent.MaxTokens)
-			}
-			if *in.MaxTokens == 0 || *in.MaxTokens > left {
-				in.MaxTokens = &left
-			}
-		}
-	}
-	if in.RequestorID != "" {
-		n, err := s.store.CountTasks(ctx, plugin.TaskFilter{RequestorID: in.RequestorID, Statuses: active})
-		if err != nil {
-			return plugin.Task{}, fmt.Errorf("create task: count active tasks: %w", err)
-		}
-		if n >= s.opts.MaxActivePerUser {
-			return plugin.Task{}, fmt.Errorf("create task: %w: you already have %d tasks that have not ended (the limit is %d)", ErrTooManyActive, n, s.opts.MaxActivePerUser)
-		}
+	if in.MaxActive == 0 {
+		in.MaxActive = s.opts.MaxActivePerUser
 	}
 	t, err := s.store.CreateTask(ctx, in)
 	if err != nil {

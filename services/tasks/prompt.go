@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -13,10 +14,12 @@ import (
 )
 
 // History bounds the part of the prompt that grows with the task, so its
-// size stays roughly flat up to the last iteration.
+// size stays roughly flat up to the last iteration. Lengths are in
+// characters (runes); 0 means no limit.
 type History struct {
 	Recent         int // latest steps shown in full
-	RecentChars    int // cap on one recent step's result
+	LatestChars    int // cap on the latest step's result; 0: RecentChars
+	RecentChars    int // cap on the result of each other recent step
 	Condensed      int // older steps shown as one line each
 	CondensedChars int // cap on one condensed line
 	Answers        int // latest answers shown
@@ -24,8 +27,24 @@ type History struct {
 	ParamsChars    int // cap on one step's parameters
 }
 
-// DefaultHistory keeps the last 5 steps in full and 15 more as one line.
-var DefaultHistory = History{Recent: 5, RecentChars: 1200, Condensed: 15, CondensedChars: 140, Answers: 5, AnswerChars: 600, ParamsChars: 300}
+// DefaultHistory shows the latest step's result up to a ResultPage, the
+// four steps before it up to 1,200 characters of result each, and 15 more
+// steps as one line each.
+var DefaultHistory = History{Recent: 5, LatestChars: ResultPage, RecentChars: 1200, Condensed: 15, CondensedChars: 140, Answers: 5, AnswerChars: 600, ParamsChars: 300}
+
+// ResultPage is how many characters (runes, not bytes) of a step's result
+// the prompt shows for the latest step, and how many read_result returns
+// per call, so that a page read back is shown whole.
+const ResultPage = 8000
+
+// noteRoom is how far past its cap a result may run and still be shown
+// whole: cutting it would save less than the note replacing the rest
+// costs. It is also what lets a read_result page — a ResultPage and its
+// own closing note — be shown whole as the latest step.
+const noteRoom = 200
+
+// readResultTool is the tool a cut result's note points to.
+const readResultTool = "read_result"
 
 // Tool is what the prompt tells the model about one tool.
 type Tool struct {
@@ -69,7 +88,8 @@ type stepView struct {
 	Params    string
 	Success   bool
 	Thought   string
-	Result    string
+	Result    string // what is shown of the error and the result
+	More      string // for a cut result, how much is left and how to read it
 }
 
 // BuildIterationPrompt returns the messages for one iteration: a system
@@ -89,11 +109,17 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 	steps := in.Steps
 	recentFrom := max(0, len(steps)-h.Recent)
 	condensedFrom := max(0, recentFrom-h.Condensed)
+	readable := slices.ContainsFunc(in.Tools, func(t Tool) bool { return t.Name == readResultTool })
 	var recent []stepView
-	for _, s := range steps[recentFrom:] {
+	for i, s := range steps[recentFrom:] {
+		limit := h.RecentChars
+		if i == len(steps)-recentFrom-1 && h.LatestChars > 0 {
+			limit = h.LatestChars
+		}
+		result, more := showResult(s, limit, readable)
 		recent = append(recent, stepView{
 			Iteration: s.Iteration, Action: orNone(s.Action), Params: clip(string(s.Params), h.ParamsChars),
-			Success: s.Success, Thought: clip(s.Thought, 300), Result: clip(resultText(s), h.RecentChars),
+			Success: s.Success, Thought: clip(s.Thought, 300), Result: result, More: more,
 		})
 	}
 	var condensed []string
@@ -102,7 +128,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		if !s.Success {
 			mark = "failed"
 		}
-		line := fmt.Sprintf("%d. %s %s → %s: %s", s.Iteration, orNone(s.Action), clip(string(s.Params), 60), mark, oneLine(resultText(s)))
+		line := fmt.Sprintf("%d. %s %s → %s: %s", s.Iteration, orNone(s.Action), clip(string(s.Params), 60), mark, oneLine(resultText(s), h.CondensedChars))
 		condensed = append(condensed, clip(line, h.CondensedChars))
 	}
 	earlier := ""
@@ -126,7 +152,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 	}
 	var clipped []string
 	for _, a := range answers {
-		clipped = append(clipped, clip(oneLine(a), h.AnswerChars))
+		clipped = append(clipped, clip(oneLine(a, h.AnswerChars), h.AnswerChars))
 	}
 	user, err := prompts.Render("iteration_user.tmpl", map[string]any{
 		"Task": in.Task, "Iteration": in.Task.Iteration + 1, "Earlier": earlier,
@@ -136,6 +162,69 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		return nil, err
 	}
 	return []plugin.ChatMessage{{Role: plugin.RoleSystem, Content: sys}, {Role: plugin.RoleUser, Content: user}}, nil
+}
+
+// showResult returns what the prompt shows of a step's error and result
+// within limit characters (0: no limit) and, when the result is cut, the
+// note saying how much is left and — when read_result is among the tools —
+// the call that reads on. The note's offset counts characters of the
+// result alone, as read_result does, so the error shown before it does not
+// shift it.
+func showResult(s plugin.Step, limit int, readable bool) (shown, more string) {
+	if limit <= 0 {
+		return resultText(s), ""
+	}
+	prefix := ""
+	if s.Error != "" {
+		prefix = clip(s.Error, limit)
+		if s.Result == "" {
+			return prefix, ""
+		}
+		prefix += " "
+	}
+	budget := max(limit-utf8.RuneCountInString(prefix), 0)
+	head, left := cutRunes(s.Result, budget, noteRoom)
+	if left == 0 {
+		return prefix + head, ""
+	}
+	if !readable {
+		return prefix + head, fmt.Sprintf("[… %s more characters not shown]", thousands(left))
+	}
+	return prefix + head, ReadResultNote(s.Iteration, budget, left)
+}
+
+// ReadResultNote is the line that ends a result shown in part: how many
+// characters are left and the read_result call that reads on from offset.
+func ReadResultNote(step, offset, left int) string {
+	return fmt.Sprintf(`[… %s more characters: %s {"step": %d, "offset": %d}]`, thousands(left), readResultTool, step, offset)
+}
+
+// cutRunes returns the first n runes of s and how many runes are left
+// after them. A string at most slack runes longer than n is returned
+// whole.
+func cutRunes(s string, n, slack int) (head string, left int) {
+	total := utf8.RuneCountInString(s)
+	if total <= n+slack {
+		return s, 0
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos], total - n
+		}
+		i++
+	}
+	return s, 0
+}
+
+// thousands writes a non-negative n with commas between groups of three
+// digits, as a person reads it: 191,234.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func resultText(s plugin.Step) string {
@@ -155,7 +244,25 @@ func orNone(a string) string {
 	return a
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine joins the words of s with single spaces. With n > 0 it stops
+// once it has more than n runes: enough for clip(…, n) to cut as it would
+// cut the whole, without walking a megabyte of result.
+func oneLine(s string, n int) string {
+	var b strings.Builder
+	runes := 0
+	for w := range strings.FieldsSeq(s) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+			runes++
+		}
+		b.WriteString(w)
+		runes += utf8.RuneCountInString(w)
+		if n > 0 && runes > n {
+			break
+		}
+	}
+	return b.String()
+}
 
 // clip shortens s to at most n runes, marking the cut.
 func clip(s string, n int) string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
@@ -111,3 +112,159 @@ func BenchmarkPromptTokens(b *testing.B) {
 		})
 	}
 }
+
+// longText returns n runes mixing characters of every UTF-8 length, with
+// no blank line in it (a blank line ends a step in the prompt).
+func longText(n int) string {
+	const alphabet = "ab é 日本 😀\n ü ç 中 🎉 x"
+	rs := []rune(alphabet)
+	out := make([]rune, n)
+	for i := range out {
+		out[i] = rs[i%len(rs)]
+	}
+	return string(out)
+}
+
+// runes returns the first n runes of s.
+func runes(s string, n int) string { return string([]rune(s)[:n]) }
+
+// stepBlock returns what the prompt's user message shows for step n, from
+// its "Step n:" line to the blank line that ends it.
+func stepBlock(t testing.TB, user string, n int) string {
+	t.Helper()
+	head := fmt.Sprintf("\nStep %d: ", n)
+	i := strings.Index(user, head)
+	if i < 0 {
+		t.Fatalf("the prompt does not show step %d:\n%s", n, user)
+	}
+	b := user[i+1:]
+	if j := strings.Index(b, "\n\n"); j >= 0 {
+		b = b[:j]
+	}
+	return b
+}
+
+// resultShown returns the "Result: " part of a step block.
+func resultShown(t testing.TB, block string) string {
+	t.Helper()
+	i := strings.Index(block, "\nResult: ")
+	if i < 0 {
+		t.Fatalf("no result in %q", block)
+	}
+	return block[i+len("\nResult: "):]
+}
+
+var readTools = append([]tasks.Tool{{Name: "read_result", Description: "Read a step's result.", Parameters: `{"type":"object"}`}}, testTools...)
+
+// TestPromptShowsTheLatestResultLonger: the latest step's result is shown
+// up to a ResultPage, the other recent ones up to RecentChars, and a cut
+// result ends with a note saying how much is left and how to read it.
+func TestPromptShowsTheLatestResultLonger(t *testing.T) {
+	t.Parallel()
+	long := longText(200_000)
+	step := func(i int, result, errText string) plugin.Step {
+		return plugin.Step{Iteration: i, Action: "read_file", Params: json.RawMessage(`{"path":"big.txt"}`), Result: result, Error: errText, Success: errText == ""}
+	}
+	note := func(step, offset, left int) string {
+		return fmt.Sprintf("\n[… %s more characters: read_result {\"step\": %d, \"offset\": %d}]", commas(left), step, offset)
+	}
+	cases := []struct {
+		name  string
+		tools []tasks.Tool
+		steps []plugin.Step
+		step  int    // the step whose result is checked
+		want  string // its result as shown, note included
+	}{
+		{"latest cut at a page", readTools, []plugin.Step{step(1, "x", ""), step(2, long, "")}, 2,
+			runes(long, tasks.ResultPage) + note(2, tasks.ResultPage, 200_000-tasks.ResultPage)},
+		{"older cut at 1,200", readTools, []plugin.Step{step(1, long, ""), step(2, "x", "")}, 1,
+			runes(long, 1200) + note(1, 1200, 200_000-1200)},
+		{"a latest result a note longer than a page is shown whole", readTools,
+			[]plugin.Step{step(1, runes(long, tasks.ResultPage+160), "")}, 1, runes(long, tasks.ResultPage+160)},
+		{"a result that fits is not cut", readTools, []plugin.Step{step(3, runes(long, 5000), "")}, 3, runes(long, 5000)},
+		{"the offset counts the result alone, after the error", readTools,
+			[]plugin.Step{step(4, long, "the tool reported a failure"), step(5, "x", "")}, 4,
+			"the tool reported a failure " + runes(long, 1200-28) + note(4, 1200-28, 200_000-1200+28)},
+		{"without read_result the note only counts", testTools, []plugin.Step{step(6, long, "")}, 6,
+			runes(long, tasks.ResultPage) + "\n[… 192,000 more characters not shown]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			task := plugin.Task{Number: 3, Name: "Read", Goal: "Read big.txt.", Iteration: len(c.steps), MaxIterations: 50}
+			msgs, err := tasks.BuildIterationPrompt(tasks.PromptInput{Tools: c.tools, Task: task, Steps: c.steps})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resultShown(t, stepBlock(t, msgs[1].Content, c.step)); got != c.want {
+				t.Fatalf("step %d's result shows %d characters ending %q,\nwant %d ending %q",
+					c.step, utf8.RuneCountInString(got), tail(got), utf8.RuneCountInString(c.want), tail(c.want))
+			}
+		})
+	}
+}
+
+// commas writes n with thousands separators, as the prompt's notes do.
+func commas(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func tail(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[len(r)-80:])
+	}
+	return s
+}
+
+// TestPromptStaysBoundedWithLongResults: with every step's result a
+// megabyte, the prompt at iteration 50 is at most 1.5 times the prompt at
+// iteration 5, and its fixed part does not change.
+func TestPromptStaysBoundedWithLongResults(t *testing.T) {
+	t.Parallel()
+	long := longText(plugin.MaxResultBytes / 3)
+	build := func(it int) []plugin.ChatMessage {
+		steps := history(it)
+		for i := range steps {
+			steps[i].Result = long
+		}
+		task := plugin.Task{Number: 7, Name: "Build auth", Goal: "Build the login and logout endpoints with tests.", Iteration: it, MaxIterations: 50, Progress: it}
+		msgs, err := tasks.BuildIterationPrompt(tasks.PromptInput{System: "You are Taskloom.", Tools: readTools, Task: task, Steps: steps, Answers: []string{"use JWT"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msgs
+	}
+	size := func(msgs []plugin.ChatMessage) int { return len(msgs[0].Content) + len(msgs[1].Content) }
+	at5, at50 := build(5), build(50)
+	if at5[0].Content != at50[0].Content {
+		t.Fatal("the system message changed between iterations")
+	}
+	if size(at50)*2 > size(at5)*3 {
+		t.Fatalf("the prompt is %d bytes at iteration 50, more than 1.5 times its %d at iteration 5", size(at50), size(at5))
+	}
+	user := at50[1].Content
+	condensed := user[strings.Index(user, "Earlier steps (condensed):\n"):]
+	condensed = condensed[:strings.Index(condensed, "\n\n")]
+	lines := strings.Split(condensed, "\n")[1:]
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(strings.TrimPrefix(l, "- ")); n > 140 {
+			t.Fatalf("a condensed line of %d characters: %q", n, l)
+		}
+	}
+	if len(lines) != 15 {
+		t.Fatalf("%d condensed lines, want 15", len(lines))
+	}
+	// A page for the latest result, 1,200 characters for each of the 4
+	// before it, 140 for each of 15 condensed lines, and for each recent
+	// step its parameters, thought and notes.
+	if n, ceiling := utf8.RuneCountInString(user), tasks.ResultPage+4*1200+15*140+5*800; n > ceiling {
+		t.Fatalf("the user message is %d characters at iteration 50, over its ceiling of %d", n, ceiling)
+	}
+	if got := resultShown(t, stepBlock(t, at50[1].Content, 50)); !strings.HasPrefix(got, runes(long, tasks.ResultPage)+"\n[… ") {
+		t.Fatalf("the latest result is not shown to a page: %d characters", utf8.RuneCountInString(got))
+	}
+}
+
