@@ -267,4 +267,3 @@ func TestPromptStaysBoundedWithLongResults(t *testing.T) {
 		t.Fatalf("the latest result is not shown to a page: %d characters", utf8.RuneCountInString(got))
 	}
 }
-
