@@ -25,6 +25,7 @@ func Tools(c ToolConfig) []plugin.Action {
 		PostMessage{},
 		WriteFile{Workspaces: c.Workspaces},
 		ReadFile{Workspaces: c.Workspaces},
+		ReadResult{},
 		ListFiles{Workspaces: c.Workspaces},
 		&HTTPGet{AllowPrivate: c.HTTPAllowPrivate},
 		AskUser{},

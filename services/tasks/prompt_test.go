@@ -1,13 +1,18 @@
 package tasks_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
@@ -266,4 +271,100 @@ func TestPromptStaysBoundedWithLongResults(t *testing.T) {
 	if got := resultShown(t, stepBlock(t, at50[1].Content, 50)); !strings.HasPrefix(got, runes(long, tasks.ResultPage)+"\n[… ") {
 		t.Fatalf("the latest result is not shown to a page: %d characters", utf8.RuneCountInString(got))
 	}
+}
+
+// TestReadingALongFileBack: a task writes a 200 KB file, reads it whole
+// with read_file, and — the prompt showing only a page of it — reads the
+// rest with read_result, following the note that ends each page, as a
+// model would. The step keeps the file whole, the pages joined are the
+// file, the latest result is shown to a page and a note, and the prompt
+// stays within 1.5 times its size at iteration 5.
+func TestReadingALongFileBack(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open)
+		const chars = 114_280
+		file := longText(chars) // 199,990 bytes
+		if len(file) < 199_000 {
+			t.Fatalf("the file is %d bytes", len(file))
+		}
+		readOn := regexp.MustCompile(`\[… [\d,]+ more characters: read_result \{"step": (\d+), "offset": (\d+)\}\]$`)
+		f.model.Default(func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+			it := req.Task.Iteration
+			decide := func(action string, params any, status string) (plugin.ModelResponse, error) {
+				return plugin.ModelResponse{Text: testkit.DecisionJSON(action, params, min(5*it, 99), status)}, nil
+			}
+			switch it {
+			case 1:
+				return decide("write_file", map[string]string{"path": "data/big.txt", "content": file}, "continue")
+			case 2:
+				return decide("read_file", map[string]any{"path": "data/big.txt", "limit": 1_000_000}, "continue")
+			}
+			// Follow the note that ends the latest step.
+			user := req.Messages[1].Content
+			latest := stepBlock(t, user, it-1)
+			m := readOn.FindStringSubmatch(latest)
+			if m == nil {
+				return decide("none", nil, "done")
+			}
+			step, _ := strconv.Atoi(m[1])
+			offset, _ := strconv.Atoi(m[2])
+			return decide("read_result", map[string]int{"step": step, "offset": offset}, "continue")
+		})
+		n := f.create("Read data/big.txt back").Number
+		for i := 0; f.step("test"); i++ {
+			if i > 30 {
+				t.Fatal("the task did not finish in 30 iterations")
+			}
+		}
+		if got := f.task(n); got.Status != plugin.StatusCompleted {
+			t.Fatalf("task = %s: %s", got.Status, got.Error)
+		}
+		steps := f.steps(n)
+		if steps[1].Result != file {
+			t.Fatalf("step 2 kept %d bytes of the %d-byte file", len(steps[1].Result), len(file))
+		}
+		// What the model saw of the file: the page the prompt showed, then
+		// each read_result page.
+		reqs := f.model.Requests()
+		var joined strings.Builder
+		first := resultShown(t, stepBlock(t, reqs[2].Messages[1].Content, 2))
+		joined.WriteString(first[:strings.LastIndex(first, "\n[")])
+		reads := 0
+		for _, s := range steps[2:] {
+			if s.Action != "read_result" {
+				continue
+			}
+			reads++
+			if !s.Success {
+				t.Fatalf("step %d failed: %s", s.Iteration, s.Error)
+			}
+			joined.WriteString(s.Result[:strings.LastIndex(s.Result, "\n[")])
+		}
+		if want := (chars - 1) / tasks.ResultPage; reads != want {
+			t.Fatalf("%d read_result steps, want %d", reads, want)
+		}
+		if joined.String() != file {
+			t.Fatalf("the pages joined (%d bytes) differ from the file", joined.Len())
+		}
+
+		size := func(i int) int { return len(reqs[i].Messages[0].Content) + len(reqs[i].Messages[1].Content) }
+		for i, req := range reqs[2:] {
+			it := i + 3
+			shown := resultShown(t, stepBlock(t, req.Messages[1].Content, it-1))
+			want := steps[it-2].Result
+			if it == 3 { // the file itself: a page and a note
+				want = runes(file, tasks.ResultPage) + "\n" + tasks.ReadResultNote(2, tasks.ResultPage, chars-tasks.ResultPage)
+			}
+			if shown != want {
+				t.Fatalf("iteration %d shows step %d's result as %d characters, want %d", it, it-1, utf8.RuneCountInString(shown), utf8.RuneCountInString(want))
+			}
+			if limit := tasks.ResultPage + 100; utf8.RuneCountInString(shown) > limit {
+				t.Fatalf("iteration %d shows %d characters of the latest result", it, utf8.RuneCountInString(shown))
+			}
+			if it >= 5 && size(it-1)*2 > size(4)*3 {
+				t.Fatalf("the prompt is %d bytes at iteration %d, more than 1.5 times its %d at iteration 5", size(it-1), it, size(4))
+			}
+		}
+		f.check()
+	})
 }

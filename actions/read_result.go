@@ -1,0 +1,113 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+// ReadResult pages through the whole result of one of the calling task's
+// steps. A step keeps its tool result up to plugin.MaxResultBytes; the
+// prompt shows only its beginning and ends it with a note naming this tool
+// and the offset to read on from.
+//
+// Offsets and lengths count characters (runes), as the prompt does, so a
+// page never splits a character and the note's offset can be copied as is.
+type ReadResult struct{}
+
+var _ plugin.Action = ReadResult{}
+
+func (ReadResult) Info() plugin.ActionInfo {
+	return plugin.ActionInfo{
+		Name: "read_result",
+		Description: fmt.Sprintf("Read the whole result of one of this task's earlier steps, %d characters at a time from offset (in characters, not bytes; default 0). "+
+			"Use it when a result in the prompt ends with a note saying how many characters are left; the answer ends with the same kind of note until the result's end.", tasks.ResultPage),
+		Examples:   []string{`{"step":7}`, `{"step":7,"offset":8000}`},
+		Parameters: schema(`{"type":"object","additionalProperties":false,"required":["step"],"properties":{"step":{"type":"integer","minimum":1,"description":"the step's number, as in \"Step 7\""},"offset":{"type":"integer","minimum":0,"description":"characters to skip from the start of the result"}}}`),
+		Tool:       true,
+	}
+}
+
+func (ReadResult) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
+	task, refused := taskOf(call)
+	if refused != nil {
+		return *refused, nil
+	}
+	var p struct {
+		Step   *int `json:"step"`
+		Offset *int `json:"offset"`
+	}
+	if r := decode(call.Params, &p); r != nil {
+		return *r, nil
+	}
+	switch {
+	case p.Step == nil:
+		return fail("read_result needs a step: the number of one of this task's earlier steps.")
+	case *p.Step < 1:
+		return fail("There is no step %d: steps are numbered from 1.", *p.Step)
+	case p.Offset != nil && *p.Offset < 0:
+		return fail("The offset is %d; it counts characters from the start of the result, from 0.", *p.Offset)
+	}
+	offset := 0
+	if p.Offset != nil {
+		offset = *p.Offset
+	}
+	step, err := stepOf(ctx, call.Runtime, task.Number, *p.Step)
+	if errors.Is(err, errNoStep) {
+		return fail("Task #%d has no step %d.", task.Number, *p.Step)
+	}
+	if err != nil {
+		return plugin.Result{}, err
+	}
+	result := step.Result
+	total := utf8.RuneCountInString(result)
+	switch {
+	case total == 0:
+		return fail("Step %d has no result to read.", step.Iteration)
+	case offset >= total:
+		return fail("Step %d's result has %d characters; there is nothing to read at offset %d.", step.Iteration, total, offset)
+	}
+	start, end, i := len(result), len(result), 0
+	for pos := range result {
+		if i == offset {
+			start = pos
+		}
+		if i == offset+tasks.ResultPage {
+			end = pos
+			break
+		}
+		i++
+	}
+	text := result[start:end]
+	if left := total - offset - utf8.RuneCountInString(text); left > 0 {
+		return plugin.Result{Success: true, Text: text + "\n" + tasks.ReadResultNote(step.Iteration, offset+tasks.ResultPage, left)}, nil
+	}
+	return plugin.Result{Success: true, Text: text + fmt.Sprintf("\n[end of step %d's result]", step.Iteration)}, nil
+}
+
+var errNoStep = errors.New("no such step")
+
+// stepOf finds step number iteration of task. The store lists a task's
+// steps in order, so the scan stops at the first step past it.
+func stepOf(ctx context.Context, rt *plugin.Runtime, task int64, iteration int) (plugin.Step, error) {
+	if rt == nil || rt.Store() == nil {
+		return plugin.Step{}, fmt.Errorf("read step %d of task #%d: no store", iteration, task)
+	}
+	steps, err := rt.Store().Steps(ctx, task)
+	if err != nil {
+		return plugin.Step{}, fmt.Errorf("read step %d of task #%d: %w", iteration, task, err)
+	}
+	for _, s := range steps {
+		if s.Iteration == iteration {
+			return s, nil
+		}
+		if s.Iteration > iteration {
+			break
+		}
+	}
+	return plugin.Step{}, errNoStep
+}
