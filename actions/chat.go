@@ -20,6 +20,8 @@ type TaskControl interface {
 	Cancel(ctx context.Context, number int64, actor string) (plugin.Task, error)
 	Answer(ctx context.Context, number int64, actor, answer string) (plugin.Task, error)
 	Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error)
+	Approve(ctx context.Context, number int64, actor string) (plugin.Task, error)
+	Deny(ctx context.Context, number int64, actor, reason string) (plugin.Task, error)
 }
 
 // Chat is what the chat commands share: the task service, and who may
@@ -43,6 +45,8 @@ func Commands(c *Chat) []plugin.Action {
 		ControlTask{c, CmdPause},
 		ControlTask{c, CmdResume},
 		ControlTask{c, CmdCancel},
+		ControlTask{c, CmdApprove},
+		ControlTask{c, CmdDeny},
 		SearchTasks{c},
 		AnswerTask{c},
 		RetryTask{c},
@@ -145,6 +149,8 @@ func refusal(op string, t plugin.Task, err error) string {
 			return fmt.Sprintf("Task #%d is not paused (it is %s); only a paused task can be resumed.", t.Number, strings.ToLower(render.StatusWord(te.Status)))
 		case CmdPause:
 			return fmt.Sprintf("Task #%d is already paused.", t.Number)
+		case CmdApprove, CmdDeny:
+			return fmt.Sprintf("Task #%d is not waiting for an approval.", t.Number)
 		case CmdAnswer:
 			if t.WaitingOn == plugin.WaitSubtasks {
 				return fmt.Sprintf("Task #%d is not waiting for an answer: it waits for its subtasks to end.", t.Number)
@@ -167,6 +173,10 @@ func pastTense(op string) string {
 		return "answered"
 	case CmdRetry:
 		return "retried"
+	case CmdApprove:
+		return "approved"
+	case CmdDeny:
+		return "denied"
 	}
 	return op + "d"
 }

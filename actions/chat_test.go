@@ -307,3 +307,56 @@ func TestRetryCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestApproveAndDeny: only the requestor and admins decide on a tool call
+// a task asked to make; anyone else gets one sentence and nothing changes.
+func TestApproveAndDeny(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.expect("ann", "create task Deploy", "#1")
+		k.expect("ann", "approve #1", "Task #1 is not waiting for an approval.")
+		asks := func() {
+			claimed, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := k.store.UpdateTask(k.ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) {
+				return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: 10,
+					Wait: plugin.WaitApproval, Step: plugin.Step{Action: "run_command", Params: []byte(`{"command":"make deploy"}`)}})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			k.clk.Advance(time.Second)
+		}
+		asks()
+		before, _ := k.store.GetTask(k.ctx, 1)
+		k.expect("bob", "approve #1", "Only the person who created task #1, or an admin, can approve it.")
+		k.expect("bob", "deny #1 no", "Only the person who created task #1, or an admin, can deny it.")
+		k.expect("bob", "answer #1 yes", "Task #1 is not waiting for an answer.")
+		if after, _ := k.store.GetTask(k.ctx, 1); after.EventSeq != before.EventSeq || after.WaitingOn != plugin.WaitApproval {
+			t.Fatalf("refused decisions changed the task: %+v", after)
+		}
+		k.expect("ann", "approve #1", "✅ Approved: task #1 \"Deploy\" runs `run_command {\"command\":\"make deploy\"}` next.")
+		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusQueued || !got.ApprovalGranted {
+			t.Fatalf("approved task = %s, granted %v", got.Status, got.ApprovalGranted)
+		}
+
+		k.expect("ann", "create task Deploy again", "#2")
+		k.expect("ann", "cancel #1", "canceled")
+		claimed, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+		if err != nil || claimed.Number != 2 {
+			t.Fatalf("claim = #%d, %v", claimed.Number, err)
+		}
+		if _, err := k.store.UpdateTask(k.ctx, 2, func(cur plugin.Task) (plugin.Mutation, error) {
+			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: 10,
+				Wait: plugin.WaitApproval, Step: plugin.Step{Action: "run_command", Params: []byte(`{"command":"make deploy"}`)}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		k.expect("boss", "deny #2 not on a Friday", "🚫 Denied: task #2")
+		steps, _ := k.store.Steps(k.ctx, 2)
+		if len(steps) != 1 || steps[0].Error != "denied by boss: not on a Friday" {
+			t.Fatalf("steps = %+v", steps)
+		}
+	})
+}

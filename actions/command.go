@@ -9,23 +9,25 @@ import (
 // Command is one chat command recognised by the deterministic grammar of
 // PRODUCT §3, before any model is asked.
 type Command struct {
-	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, help
+	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, help
 	Number int64  // the task number, when the command names one (0 when missing or malformed)
-	Text   string // the goal, search query, answer or a retry's context
+	Text   string // the goal, search query, answer, a retry's context or a denial's reason
 }
 
 // Command kinds.
 const (
-	CmdCreate = "create"
-	CmdList   = "list"
-	CmdStatus = "status"
-	CmdPause  = "pause"
-	CmdResume = "resume"
-	CmdCancel = "cancel"
-	CmdSearch = "search"
-	CmdAnswer = "answer"
-	CmdRetry  = "retry"
-	CmdHelp   = "help"
+	CmdCreate  = "create"
+	CmdList    = "list"
+	CmdStatus  = "status"
+	CmdPause   = "pause"
+	CmdResume  = "resume"
+	CmdCancel  = "cancel"
+	CmdSearch  = "search"
+	CmdAnswer  = "answer"
+	CmdRetry   = "retry"
+	CmdApprove = "approve"
+	CmdDeny    = "deny"
+	CmdHelp    = "help"
 )
 
 var (
@@ -35,6 +37,7 @@ var (
 	reNumbered = regexp.MustCompile(`(?is)^(status|pause|resume|cancel|abort|stop|unpause|continue)\b(?:\s+(?:of\s+)?(?:task\s*)?(?:number\s*:?\s*)?(\S+))?\s*$`)
 	reSearch   = regexp.MustCompile(`(?is)^(?:search|find)(?:\s+(?:tasks?|for))?(?:\s+query\s*:)?(?:\s+(.*))?$`)
 	reAnswer   = regexp.MustCompile(`(?is)^answer(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:text\s*:\s*)?(.*))?$`)
+	reApprove  = regexp.MustCompile(`(?is)^(approve|allow|deny|reject)\b(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:reason\s*:\s*)?(.*))?$`)
 	reRetry    = regexp.MustCompile(`(?is)^(?:retry|rerun|redo)(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:context\s*:\s*)?(.*))?$`)
 	reHelp     = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
 )
@@ -74,6 +77,13 @@ func ParseCommand(text string) (Command, bool) {
 	}
 	if m := reAnswer.FindStringSubmatch(s); m != nil {
 		return Command{Kind: CmdAnswer, Number: taskNumber(m[1]), Text: strings.TrimSpace(m[2])}, true
+	}
+	if m := reApprove.FindStringSubmatch(s); m != nil {
+		kind := CmdApprove
+		if k := strings.ToLower(m[1]); k == "deny" || k == "reject" {
+			kind = CmdDeny
+		}
+		return Command{Kind: kind, Number: taskNumber(m[2]), Text: strings.TrimSpace(m[3])}, true
 	}
 	if m := reRetry.FindStringSubmatch(s); m != nil {
 		return Command{Kind: CmdRetry, Number: taskNumber(m[1]), Text: strings.TrimSpace(m[2])}, true

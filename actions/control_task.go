@@ -4,16 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// ControlTask pauses, resumes or cancels a task: `pause #2`, `resume #2`,
-// `cancel #2`. Only the task's requestor and admins may.
+// ControlTask pauses, resumes or cancels a task — `pause #2`, `resume #2`,
+// `cancel #2` — or decides on the tool call it asked to make: `approve #2`,
+// `deny #2 [reason]` (PRODUCT §9). Only the task's requestor and admins
+// may.
 type ControlTask struct {
 	*Chat
-	Op string // CmdPause, CmdResume or CmdCancel
+	Op string // CmdPause, CmdResume, CmdCancel, CmdApprove or CmdDeny
 }
 
 var (
@@ -23,16 +26,24 @@ var (
 
 func (a ControlTask) Info() plugin.ActionInfo {
 	desc := map[string]string{
-		CmdPause:  "Pause a task: it is not served until resumed. Its requestor and admins may.",
-		CmdResume: "Resume a paused task. Its requestor and admins may.",
-		CmdCancel: "Cancel a task for good, with its subtasks. Its requestor and admins may.",
+		CmdPause:   "Pause a task: it is not served until resumed. Its requestor and admins may.",
+		CmdResume:  "Resume a paused task. Its requestor and admins may.",
+		CmdCancel:  "Cancel a task for good, with its subtasks. Its requestor and admins may.",
+		CmdApprove: "Let a task run the tool call it asked approval for, exactly as asked. Its requestor and admins may.",
+		CmdDeny:    "Refuse the tool call a task asked approval for, with a reason. Its requestor and admins may.",
 	}[a.Op]
+	params := numberSchema("")
+	if a.Op == CmdDeny || a.Op == CmdApprove {
+		params = schema(`{"type":"object","additionalProperties":false,"required":["number"],"properties":{` +
+			`"number":{"type":"integer","minimum":1,"description":"the task number, as in #3"},` +
+			`"text":{"type":"string","maxLength":1000,"description":"why it is denied (deny only)"}}}`)
+	}
 	return plugin.ActionInfo{
 		Name:        a.Op + "_task",
 		Similes:     []string{a.Op},
 		Description: desc,
 		Examples:    []string{a.Op + " #2", "/task " + a.Op + " 2"},
-		Parameters:  numberSchema(""),
+		Parameters:  params,
 	}
 }
 
@@ -65,6 +76,10 @@ func (a ControlTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 		after, err = a.Tasks.Pause(ctx, t.Number, msg.AuthorID)
 	case CmdResume:
 		after, err = a.Tasks.Resume(ctx, t.Number, msg.AuthorID)
+	case CmdApprove:
+		after, err = a.Tasks.Approve(ctx, t.Number, msg.AuthorID)
+	case CmdDeny:
+		after, err = a.Tasks.Deny(ctx, t.Number, msg.AuthorID, strings.TrimSpace(p.Text))
 	default:
 		after, err = a.Tasks.Cancel(ctx, t.Number, msg.AuthorID)
 	}
@@ -75,10 +90,27 @@ func (a ControlTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 		return plugin.Result{}, err
 	}
 	f := render.ForPlatform(msg.Platform)
-	icon := map[string]string{CmdPause: "⏸️", CmdResume: "▶️", CmdCancel: "🛑"}[a.Op]
+	icon := map[string]string{CmdPause: "⏸️", CmdResume: "▶️", CmdCancel: "🛑", CmdApprove: "✅", CmdDeny: "🚫"}[a.Op]
 	text := fmt.Sprintf("%s Task #%d %s %s.", icon, after.Number, quoted(f, after.Name), pastTense(a.Op))
+	switch a.Op {
+	case CmdApprove:
+		text = fmt.Sprintf("✅ Approved: task #%d %s runs %s next.", after.Number, quoted(f, after.Name),
+			inlineCode(f, clipText(t.ApprovalAction+" "+t.ApprovalParams, 300)))
+	case CmdDeny:
+		text = fmt.Sprintf("🚫 Denied: task #%d %s will not run %s.", after.Number, quoted(f, after.Name),
+			inlineCode(f, clipText(t.ApprovalAction+" "+t.ApprovalParams, 300)))
+	}
 	if a.Op == CmdPause {
 		text += fmt.Sprintf(" Say %s to continue.", inlineCode(f, fmt.Sprintf("resume #%d", after.Number)))
 	}
 	return plugin.Result{Success: true, TaskNumber: after.Number, Text: text}, nil
+}
+
+// clipText shortens s to at most n characters, marking the cut.
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

@@ -49,6 +49,9 @@ type Outgoing struct {
 	// Ended are the tasks whose end the message reports, for a Retry
 	// button.
 	Ended []int64
+	// Approvals are the tasks whose tool call the message asks a person
+	// to approve, for Approve / Deny buttons.
+	Approvals []int64
 }
 
 // SentMessage is what the platform says it delivered.

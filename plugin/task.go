@@ -119,6 +119,12 @@ type Task struct {
 	MaxTokens int64 `json:"max_tokens"`
 	// ContinuesNumber is the ended task this one retries, 0 for none.
 	ContinuesNumber int64 `json:"continues_number"`
+	// ApprovalAction and ApprovalParams are the tool call a task asked a
+	// person to approve (PRODUCT §9): exactly what runs once
+	// ApprovalGranted. Empty when none is pending.
+	ApprovalAction  string `json:"approval_action"`
+	ApprovalParams  string `json:"approval_params"`
+	ApprovalGranted bool   `json:"approval_granted"`
 	// EventSeq is the sequence number of the task's latest event. It is
 	// bookkeeping, not state: replay derives it from the event count.
 	EventSeq int64 `json:"-"`
@@ -181,6 +187,11 @@ const (
 	// EventSubtaskEnded: a subtask ended; its tokens count toward the
 	// parent, and the last one resumes a parent waiting on them.
 	EventSubtaskEnded = "subtask_ended"
+	// EventApproved and EventDenied: a person decided on a tool call the
+	// task asked to make; EventToolRan: the approved call ran.
+	EventApproved = "approved"
+	EventDenied   = "denied"
+	EventToolRan  = "tool_ran"
 )
 
 // EventPayload is the shape of TaskEvent.Payload: the columns the change set

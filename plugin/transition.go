@@ -249,6 +249,9 @@ type Outcome struct {
 	// step's: whatever progress the model claims, it counts as none (the
 	// stall guard of PRODUCT §7).
 	Repeated bool
+	// Approved says the step ran the tool call a person approved: it
+	// completes the iteration that asked (see ToolRan).
+	Approved bool
 	// Notifications the step's tool asked for, written with the result.
 	Notifications    []Notification
 	PromptTokens     int64
@@ -343,6 +346,17 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	if o.Repeated {
 		detail["repeated"] = true
 	}
+	if o.Wait == WaitApproval && !after.Status.Terminal() {
+		// The call waits for a person: it is kept on the task, and its
+		// step is written when it has run or been denied.
+		after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = step.Action, string(step.Params), false
+		detail["action"], detail["params"] = step.Action, json.RawMessage(step.Params)
+		m, err := Change(t, after, EventIterated, o.Owner, now, detail)
+		if err != nil {
+			return Mutation{}, err
+		}
+		return withNotifications(m, t, o.Notifications, now), nil
+	}
 	m, err := Change(t, after, EventIterated, o.Owner, now, detail)
 	if err != nil {
 		return Mutation{}, err
@@ -351,7 +365,12 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	if err := attachStep(&m); err != nil {
 		return Mutation{}, err
 	}
-	for _, n := range o.Notifications {
+	return withNotifications(m, t, o.Notifications, now), nil
+}
+
+// withNotifications adds the outbox rows a step's tool asked for to m.
+func withNotifications(m Mutation, t Task, ns []Notification, now time.Time) Mutation {
+	for _, n := range ns {
 		n.TaskNumber = t.Number
 		if n.Room == "" {
 			n.Room = t.RoomID
@@ -364,7 +383,115 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 		}
 		m.Notifications = append(m.Notifications, n)
 	}
+	return m
+}
+
+// ErrNotAwaitingApproval refuses a decision on a task that asked for
+// none. It is an ErrInvalidState.
+var ErrNotAwaitingApproval = fmt.Errorf("%w: the task is not waiting for an approval", ErrInvalidState)
+
+// awaitingApproval refuses op unless t waits on an approval (or was paused
+// while it did).
+func awaitingApproval(op string, t Task) error {
+	if t.Status.Terminal() {
+		return refuse(op, t)
+	}
+	if t.WaitingOn != WaitApproval || t.ApprovalAction == "" || (t.Status != StatusWaiting && t.Status != StatusPaused) {
+		return &TaskError{Op: op, Number: t.Number, Status: t.Status, Err: ErrNotAwaitingApproval}
+	}
+	return nil
+}
+
+// Approved lets the tool call t asked for run, exactly as it was asked:
+// the task goes back to the queue, and its next claim runs that call
+// (ToolRan) without asking the model again. A task paused while it waited
+// stays paused, its wait satisfied.
+func Approved(t Task, actor string, now time.Time) (Mutation, error) {
+	if err := awaitingApproval("approve", t); err != nil {
+		return Mutation{}, err
+	}
+	after := t
+	after.WaitingOn, after.ApprovalGranted = WaitNone, true
+	if t.Status == StatusWaiting {
+		after.Status = StatusQueued
+	}
+	return Change(t, after, EventApproved, actor, now, map[string]any{
+		"action": t.ApprovalAction, "params": json.RawMessage(nonEmptyJSON(t.ApprovalParams))})
+}
+
+// Denied refuses the tool call t asked for: the step of the iteration that
+// asked fails with the reason, and the task goes back to the queue to
+// decide anew.
+func Denied(t Task, actor, reason string, now time.Time) (Mutation, error) {
+	if err := awaitingApproval("deny", t); err != nil {
+		return Mutation{}, err
+	}
+	after := t
+	after.WaitingOn, after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = WaitNone, "", "", false
+	if t.Status == StatusWaiting {
+		after.Status = StatusQueued
+	}
+	why := "denied by " + actor
+	if reason != "" {
+		why += ": " + reason
+	}
+	m, err := Change(t, after, EventDenied, actor, now, map[string]any{"reason": reason})
+	if err != nil {
+		return Mutation{}, err
+	}
+	m.Step = &Step{TaskNumber: t.Number, Iteration: t.Iteration, Action: t.ApprovalAction,
+		Params: json.RawMessage(nonEmptyJSON(t.ApprovalParams)), Success: false, Error: why,
+		Progress: t.Progress, Time: UTC(now)}
+	if err := attachStep(&m); err != nil {
+		return Mutation{}, err
+	}
 	return m, nil
+}
+
+// ToolRan completes the iteration that asked for an approval: the
+// approved call ran, and its step is written under that iteration's
+// number. It spends no iteration and counts as no stall; like Iterated it
+// needs the lease and releases it.
+func ToolRan(t Task, o Outcome) (Mutation, error) {
+	if t.Status.Terminal() {
+		return Mutation{}, &TaskError{Op: "commit the approved call of", Number: t.Number, Status: t.Status, Err: ErrTerminal}
+	}
+	if t.Fence != o.Fence || t.LeaseOwner != o.Owner {
+		return Mutation{}, &TaskError{Op: "commit the approved call of", Number: t.Number,
+			Err: fmt.Errorf("%w (held fence %d by %q, task is at fence %d by %q)", ErrStaleFence, o.Fence, o.Owner, t.Fence, t.LeaseOwner)}
+	}
+	if !t.ApprovalGranted {
+		return Mutation{}, &TaskError{Op: "commit the approved call of", Number: t.Number, Err: ErrNotAwaitingApproval}
+	}
+	now := UTC(o.Now)
+	after := t
+	after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = "", "", false
+	after.LastProcessedAt = now
+	after.LeaseOwner, after.LeaseExpiresAt = "", time.Time{}
+	if o.Wait != WaitNone && t.Status != StatusPaused {
+		after.Status, after.WaitingOn = StatusWaiting, o.Wait
+	}
+	step := o.Step
+	step.TaskNumber, step.Iteration, step.Progress, step.Time = t.Number, t.Iteration, t.Progress, now
+	if len(step.Params) == 0 {
+		step.Params = json.RawMessage(nonEmptyJSON(t.ApprovalParams))
+	}
+	m, err := Change(t, after, EventToolRan, o.Owner, now, nil)
+	if err != nil {
+		return Mutation{}, err
+	}
+	m.Step = &step
+	if err := attachStep(&m); err != nil {
+		return Mutation{}, err
+	}
+	return withNotifications(m, t, o.Notifications, now), nil
+}
+
+func nonEmptyJSON(s string) string {
+	if s == "" {
+		return "{}"
+	}
+	return s
 }
 
 // attachStep records the step in the event without its result, which is
@@ -461,6 +588,7 @@ func Canceled(t Task, actor, reason string, now time.Time) (Mutation, error) {
 	after := t
 	after.Status = StatusCanceled
 	after.WaitingOn = WaitNone
+	after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = "", "", false
 	after.LeaseOwner = ""
 	after.LeaseExpiresAt = time.Time{}
 	after.CompletedAt = UTC(now)

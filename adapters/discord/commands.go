@@ -204,7 +204,7 @@ func commandText(data discordgo.ApplicationCommandInteractionData) (string, erro
 const buttonPrefix = "taskloom:"
 
 // buttonOps are the controls, in the order they are shown.
-var buttonOps = []string{"pause", "resume", "cancel", "retry"}
+var buttonOps = []string{"pause", "resume", "cancel", "retry", "approve", "deny"}
 
 func buttonID(op string, number int64) string {
 	return buttonPrefix + op + ":" + strconv.FormatInt(number, 10)

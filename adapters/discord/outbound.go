@@ -53,7 +53,7 @@ func (a *Adapter) Send(ctx context.Context, room string, m plugin.Outgoing) (plu
 	}
 	key := room + "\x00" + digest(m.Text)
 	ids := a.delivered(key)
-	controls := a.controls(ctx, append(slices.Clone(m.Tasks), m.Ended...))
+	controls := a.controls(ctx, slices.Concat(m.Approvals, m.Tasks, m.Ended))
 	for i := len(ids); i < len(parts); i++ {
 		var comps []discordgo.MessageComponent
 		if i == len(parts)-1 {
@@ -212,8 +212,9 @@ func taskNumbers(n int64) []int64 {
 }
 
 // controls are the buttons of the tasks a message is about, one row per
-// task: Pause or Resume (as the task's status allows) and Cancel for a
-// task that has not ended, Retry for one that has.
+// task: Approve, Deny and Cancel for a task waiting on an approval, Pause
+// or Resume (as the task's status allows) and Cancel for another that has
+// not ended, Retry for one that has.
 func (a *Adapter) controls(ctx context.Context, numbers []int64) []discordgo.MessageComponent {
 	st := a.rt.Store()
 	if st == nil {
@@ -236,6 +237,14 @@ func (a *Adapter) controls(ctx context.Context, numbers []int64) []discordgo.Mes
 		if t.Status.Terminal() {
 			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 				discordgo.Button{Label: fmt.Sprintf("Retry #%d", n), Style: discordgo.SecondaryButton, CustomID: buttonID("retry", n)},
+			}})
+			continue
+		}
+		if t.WaitingOn == plugin.WaitApproval && t.Status == plugin.StatusWaiting {
+			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+				discordgo.Button{Label: fmt.Sprintf("Approve #%d", n), Style: discordgo.SuccessButton, CustomID: buttonID("approve", n)},
+				discordgo.Button{Label: fmt.Sprintf("Deny #%d", n), Style: discordgo.DangerButton, CustomID: buttonID("deny", n)},
+				discordgo.Button{Label: fmt.Sprintf("Cancel #%d", n), Style: discordgo.SecondaryButton, CustomID: buttonID("cancel", n)},
 			}})
 			continue
 		}

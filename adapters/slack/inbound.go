@@ -154,7 +154,7 @@ func (a *Adapter) handleChat(in inbound) {
 			if resp.Ephemeral && !in.dm {
 				return a.postEphemeral(ctx, r, in.user, resp.Text)
 			}
-			_, err := a.post(ctx, r, resp.Text, replyTasks(resp))
+			_, err := a.post(ctx, r, resp.Text, replyTasks(resp), buttons{})
 			return err
 		})
 	}
@@ -294,7 +294,7 @@ func (a *Adapter) respondOrPost(ctx context.Context, cmd slackapi.SlashCommand, 
 	if resp.Ephemeral {
 		return a.postEphemeral(ctx, r, cmd.UserID, resp.Text)
 	}
-	_, err := a.post(ctx, r, resp.Text, replyTasks(resp))
+	_, err := a.post(ctx, r, resp.Text, replyTasks(resp), buttons{})
 	return err
 }
 
@@ -362,7 +362,7 @@ func (a *Adapter) onInteraction(cb slackapi.InteractionCallback) {
 					if resp.Ephemeral {
 						return a.postEphemeral(ctx, r, cb.User.ID, resp.Text)
 					}
-					_, err := a.post(ctx, r, resp.Text, replyTasks(resp))
+					_, err := a.post(ctx, r, resp.Text, replyTasks(resp), buttons{})
 					return err
 				})
 			}

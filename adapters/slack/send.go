@@ -20,17 +20,20 @@ import (
 // Action IDs of the task control buttons; the button's value is the task
 // number.
 const (
-	ActionPause  = "taskloom_pause"
-	ActionResume = "taskloom_resume"
-	ActionCancel = "taskloom_cancel"
-	ActionRetry  = "taskloom_retry"
+	ActionPause   = "taskloom_pause"
+	ActionResume  = "taskloom_resume"
+	ActionCancel  = "taskloom_cancel"
+	ActionRetry   = "taskloom_retry"
+	ActionApprove = "taskloom_approve"
+	ActionDeny    = "taskloom_deny"
 )
 
 // maxBlocks is Block Kit's limit of blocks in one message.
 const maxBlocks = 50
 
 // controlVerb is the chat command a button stands for.
-var controlVerb = map[string]string{ActionPause: "pause", ActionResume: "resume", ActionCancel: "cancel", ActionRetry: "retry"}
+var controlVerb = map[string]string{ActionPause: "pause", ActionResume: "resume", ActionCancel: "cancel",
+	ActionRetry: "retry", ActionApprove: "approve", ActionDeny: "deny"}
 
 // room is a parsed room name: "slack:<channel>[:<thread ts>]".
 type room struct {
@@ -67,28 +70,33 @@ func (a *Adapter) Send(ctx context.Context, roomName string, m plugin.Outgoing) 
 	if err != nil {
 		return plugin.SentMessage{}, fmt.Errorf("slack: send: %w", err)
 	}
-	ids, err := a.post(ctx, r, m.Text, m.Tasks, m.Ended...)
+	ids, err := a.post(ctx, r, m.Text, m.Tasks, buttons{ended: m.Ended, approvals: m.Approvals})
 	if err != nil {
 		return plugin.SentMessage{IDs: ids}, fmt.Errorf("slack: send to %s: %w", roomName, err)
 	}
 	return plugin.SentMessage{IDs: ids}, nil
 }
 
+// buttons are the task buttons a message carries besides the controls of
+// its tasks: Retry for ended tasks, Approve / Deny for tool calls.
+type buttons struct{ ended, approvals []int64 }
+
 // post sends text to r as one or more messages and returns their ts; the
-// last carries the controls of tasks and a Retry button for each of ended.
-func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64, ended ...int64) ([]string, error) {
+// last carries the controls of tasks and the other buttons.
+func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64, more buttons) ([]string, error) {
 	parts := render.Split(text, render.SlackTextLimit)
 	var ids []string
 	for i, part := range parts {
-		var controls, retry []int64
+		var controls []int64
+		var extra buttons
 		if i == len(parts)-1 {
-			controls, retry = tasks, ended
+			controls, extra = tasks, more
 		}
 		opts := []slackapi.MsgOption{
 			slackapi.MsgOptionText(part, false),
 			slackapi.MsgOptionDisableLinkUnfurl(),
 		}
-		if blocks := messageBlocks(part, controls, retry...); len(blocks) > 0 {
+		if blocks := messageBlocks(part, controls, extra); len(blocks) > 0 {
 			opts = append(opts, slackapi.MsgOptionBlocks(blocks...))
 		}
 		if r.Thread != "" {
@@ -107,7 +115,7 @@ func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64, 
 func (a *Adapter) postEphemeral(ctx context.Context, r room, user, text string) error {
 	for _, part := range render.Split(text, render.SlackTextLimit) {
 		opts := []slackapi.MsgOption{slackapi.MsgOptionText(part, false)}
-		if blocks := messageBlocks(part, nil); len(blocks) > 0 {
+		if blocks := messageBlocks(part, nil, buttons{}); len(blocks) > 0 {
 			opts = append(opts, slackapi.MsgOptionBlocks(blocks...))
 		}
 		if r.Thread != "" {
@@ -162,7 +170,7 @@ func responseMessages(resp plugin.Response) []commandResponse {
 		if i == len(parts)-1 {
 			controls = tasks
 		}
-		out = append(out, commandResponse{ResponseType: typ, Text: part, Blocks: messageBlocks(part, controls)})
+		out = append(out, commandResponse{ResponseType: typ, Text: part, Blocks: messageBlocks(part, controls, buttons{})})
 	}
 	return out
 }
@@ -186,10 +194,11 @@ func ackBody(resp plugin.Response) (json.RawMessage, []commandResponse, bool) {
 }
 
 // messageBlocks lays text out as section blocks of at most SlackBlockLimit
-// characters, then one row of control buttons per task and a Retry button
-// per ended task, within Block Kit's 50 blocks (buttons go first, the text
-// field still carries it all).
-func messageBlocks(text string, tasks []int64, ended ...int64) []slackapi.Block {
+// characters, then Approve / Deny per tool call waiting for a person, one
+// row of control buttons per task and a Retry button per ended task,
+// within Block Kit's 50 blocks (buttons go first, the text field still
+// carries it all).
+func messageBlocks(text string, tasks []int64, more buttons) []slackapi.Block {
 	var blocks []slackapi.Block
 	for _, chunk := range render.Split(text, render.SlackBlockLimit) {
 		if strings.TrimSpace(chunk) == "" {
@@ -200,13 +209,25 @@ func messageBlocks(text string, tasks []int64, ended ...int64) []slackapi.Block 
 	if len(blocks) > maxBlocks {
 		return nil // the text alone, unformatted, rather than a refused message
 	}
+	label := func(s string) *slackapi.TextBlockObject {
+		return slackapi.NewTextBlockObject(slackapi.PlainTextType, s, true, false)
+	}
+	for _, n := range more.approvals {
+		if len(blocks) >= maxBlocks {
+			break
+		}
+		num := strconv.FormatInt(n, 10)
+		blocks = append(blocks, slackapi.NewActionBlock("taskloom_approval_"+num,
+			slackapi.NewButtonBlockElement(ActionApprove, num, label("✅ Approve #"+num)).WithStyle(slackapi.StylePrimary),
+			slackapi.NewButtonBlockElement(ActionDeny, num, label("🚫 Deny #"+num)).WithStyle(slackapi.StyleDanger)))
+	}
 	for _, n := range tasks {
 		if len(blocks) >= maxBlocks {
 			break
 		}
 		blocks = append(blocks, controls(n))
 	}
-	for _, n := range ended {
+	for _, n := range more.ended {
 		if len(blocks) >= maxBlocks {
 			break
 		}

@@ -18,6 +18,7 @@ var TaskColumns = []string{
 	"summary", "error", "prompt_tokens", "completion_tokens",
 	"lease_owner", "lease_expires_at", "fence", "event_seq",
 	"waiting_on", "next_attempt_at", "max_tokens", "continues_number",
+	"approval_action", "approval_params", "approval_granted",
 }
 
 // TimeArg is how a dialect passes a time to its database: NULL when zero.
@@ -39,6 +40,7 @@ func TaskArgs(t plugin.Task, timeArg TimeArg) []any {
 		t.Summary, t.Error, t.PromptTokens, t.CompletionTokens,
 		t.LeaseOwner, timeArg(t.LeaseExpiresAt), t.Fence, t.EventSeq,
 		string(t.WaitingOn), timeArg(t.NextAttemptAt), t.MaxTokens, nullNumber(t.ContinuesNumber),
+		t.ApprovalAction, t.ApprovalParams, t.ApprovalGranted,
 	}
 }
 
@@ -65,6 +67,7 @@ func ScanTask(row Row, extra ...any) (plugin.Task, error) {
 		&t.Summary, &t.Error, &t.PromptTokens, &t.CompletionTokens,
 		&t.LeaseOwner, &lease, &t.Fence, &t.EventSeq,
 		&waitingOn, &next, &t.MaxTokens, &continues,
+		&t.ApprovalAction, &t.ApprovalParams, &t.ApprovalGranted,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return plugin.Task{}, err

@@ -294,6 +294,16 @@ func urlLen(rs []rune, i int) int {
 	return n
 }
 
+// Code shows s as an inline code span for flavor f, at most maxRunes
+// characters (0: all of it): what a tool call would do, shown as it is, with
+// nothing in it able to ping or format.
+func Code(f Flavor, s string, maxRunes int) string {
+	if maxRunes > 0 {
+		s = clip(s, maxRunes)
+	}
+	return code(f, s)
+}
+
 // code makes s the content of an inline code span for flavor f and wraps it
 // in backticks. Inside a span markdown is not interpreted, so nothing is
 // backslash-escaped; what remains is that a backtick would close the span

@@ -287,7 +287,7 @@ type (
 		Status plugin.Status `json:"status"`
 	}
 	messagePayload struct {
-		Kind     string `json:"kind"` // post, question
+		Kind     string `json:"kind"` // post, question, approval
 		Text     string `json:"text"`
 		TaskName string `json:"task_name"`
 	}
@@ -314,6 +314,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 	var (
 		posts, ended []string
 		endedTasks   []int64
+		approvals    []int64
 		updates      []render.Update
 		shown        []plugin.RoomProgress
 		tasks        []int64
@@ -345,6 +346,9 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 				var p messagePayload
 				if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
 					posts = append(posts, postText(f, t, p))
+					if p.Kind == "approval" && t.WaitingOn == plugin.WaitApproval {
+						approvals = append(approvals, n)
+					}
 				}
 			case plugin.NotifyTerminal:
 				terminal = true
@@ -397,11 +401,18 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 	if s.opts.Demo {
 		text += "\n\n(demo model — set OPENAI_API_KEY or OPENAI_BASE_URL for real work)"
 	}
-	return plugin.Outgoing{Text: text, Tasks: tasks, Ended: endedTasks}, shown, nil
+	return plugin.Outgoing{Text: text, Tasks: tasks, Ended: endedTasks, Approvals: approvals}, shown, nil
 }
+
+// approvalShown is how much of a tool call an approval request shows.
+const approvalShown = 1500
 
 func postText(f render.Flavor, t plugin.Task, p messagePayload) string {
 	title := fmt.Sprintf("Task #%d \"%s\"", t.Number, render.Escape(f, t.Name))
+	if p.Kind == "approval" {
+		return fmt.Sprintf("🔐 Task #%d wants to run %s\n   Say `approve #%d` to let it, or `deny #%d <reason>`.",
+			t.Number, render.Code(f, p.Text, approvalShown), t.Number, t.Number)
+	}
 	if p.Kind == "question" {
 		return fmt.Sprintf("❓ %s asks:\n   %s\n   Reply to this message, or say `answer #%d <your answer>`.",
 			title, indent(render.Escape(f, p.Text)), t.Number)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -25,6 +26,9 @@ type Iterator struct {
 	// Temperature is the base temperature of a request; each failed step
 	// in a row adds StressStep, up to 1 (xaibo's stress level).
 	Temperature float64
+	// ApproveTools are the tools a person must approve before a task runs
+	// them (TASKLOOM_APPROVE_TOOLS).
+	ApproveTools []string
 }
 
 // DefaultTemperature is TASKLOOM_TEMPERATURE's default; StressStep is what
@@ -68,6 +72,18 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, 
 		return finish()
 	}
 
+	if task.ApprovalGranted {
+		// A person approved the call this task asked to make: run exactly
+		// that, with no new model call (plugin.ToolRan).
+		o.Approved = true
+		o.Step.Action, o.Step.Params = task.ApprovalAction, json.RawMessage(task.ApprovalParams)
+		if reason, ok := it.runTool(ctx, task, &o); !ok {
+			o.Step.Success, o.Step.Error = false, reason
+		}
+		o.Now = rt.Clock().Now()
+		return o, nil
+	}
+
 	msgs, steps, err := it.prompt(ctx, task)
 	if err != nil {
 		return failStep("", "could not build the prompt: "+err.Error())
@@ -109,27 +125,54 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, 
 		o.Step.Result = "no action"
 		return finish()
 	}
-	a, ok := rt.Action(d.Action)
-	if !ok || !a.Info().Tool {
+	if a, ok := rt.Action(d.Action); !ok || !a.Info().Tool {
 		return failStep(d.Action, fmt.Sprintf("%q is not a tool this task can use", d.Action))
 	}
+	if slices.Contains(it.ApproveTools, d.Action) {
+		// A person decides first (PRODUCT §9): the call is kept as asked,
+		// the room asked, and the task waits.
+		o.Wait, o.Verdict = plugin.WaitApproval, plugin.VerdictContinue
+		n, err := approvalRequest(task, d.Action, d.Params)
+		if err != nil {
+			return failStep(d.Action, err.Error())
+		}
+		o.Notifications = []plugin.Notification{n}
+		return finish()
+	}
+	if reason, ok := it.runTool(ctx, task, &o); !ok {
+		return failStep(d.Action, reason)
+	}
+	return finish()
+}
+
+// runTool runs the tool call of o.Step and records its result in o; when
+// it fails it returns why and false.
+func (it *Iterator) runTool(ctx context.Context, task plugin.Task, o *plugin.Outcome) (string, bool) {
 	t := task
-	res, err := rt.RunAction(ctx, d.Action, &plugin.Call{Task: &t, Params: d.Params})
+	res, err := it.Runtime.RunAction(ctx, o.Step.Action, &plugin.Call{Task: &t, Params: o.Step.Params})
+	o.Step.Result = res.Text
 	switch {
 	case err != nil:
 		var ae *plugin.ActionError
-		reason := err.Error()
 		if errors.As(err, &ae) && ae.Refused {
-			reason = ae.Err.Error()
+			return ae.Err.Error(), false
 		}
-		o.Step.Result = res.Text
-		return failStep(d.Action, reason)
+		return err.Error(), false
 	case !res.Success:
-		o.Step.Result = res.Text
-		return failStep(d.Action, firstNonEmpty(res.Error, "the tool reported a failure"))
+		return firstNonEmpty(res.Error, "the tool reported a failure"), false
 	}
-	o.Step.Success, o.Step.Result, o.Wait, o.Notifications = true, res.Text, res.Wait, res.Notifications
-	return finish()
+	o.Step.Success, o.Wait, o.Notifications = true, res.Wait, res.Notifications
+	return "", true
+}
+
+// approvalRequest is the 🔐 message asking the task's room to approve a
+// tool call.
+func approvalRequest(task plugin.Task, action string, params json.RawMessage) (plugin.Notification, error) {
+	payload, err := json.Marshal(map[string]string{"kind": "approval", "text": action + " " + string(params), "task_name": task.Name})
+	if err != nil {
+		return plugin.Notification{}, fmt.Errorf("approval request: %w", err)
+	}
+	return plugin.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: plugin.NotifyMessage, Payload: payload}, nil
 }
 
 func (it *Iterator) prompt(ctx context.Context, task plugin.Task) ([]plugin.ChatMessage, []plugin.Step, error) {

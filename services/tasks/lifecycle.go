@@ -83,6 +83,22 @@ func (s *Service) Answer(ctx context.Context, number int64, actor, answer string
 	})
 }
 
+// Approve lets a task run the tool call it asked approval for, exactly as
+// it asked (PRODUCT §9). Who may decide is the caller's to check.
+func (s *Service) Approve(ctx context.Context, number int64, actor string) (plugin.Task, error) {
+	return s.transition(ctx, number, func(t plugin.Task) (plugin.Mutation, error) {
+		return plugin.Approved(t, actor, s.clk.Now())
+	})
+}
+
+// Deny refuses the tool call a task asked approval for; its step fails
+// with reason.
+func (s *Service) Deny(ctx context.Context, number int64, actor, reason string) (plugin.Task, error) {
+	return s.transition(ctx, number, func(t plugin.Task) (plugin.Mutation, error) {
+		return plugin.Denied(t, actor, reason, s.clk.Now())
+	})
+}
+
 // ErrNotEnded refuses to retry a task that has not ended.
 var ErrNotEnded = errors.New("task has not ended")
 

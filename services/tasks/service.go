@@ -56,6 +56,9 @@ type Options struct {
 	// AnswerTimeout is how long a question waits for an answer before the
 	// task goes on without one; 0 means DefaultAnswerTimeout.
 	AnswerTimeout time.Duration
+	// ApproveTools are the tools a person must approve before a task runs
+	// them (TASKLOOM_APPROVE_TOOLS); nil means none.
+	ApproveTools []string
 	// CopyFiles, when set, copies the files of task from into task to (a
 	// retry starts with the files of the task it continues).
 	CopyFiles func(ctx context.Context, from, to int64) error
@@ -141,7 +144,7 @@ func New(opts Options) *Service {
 		store: rt.Store(),
 		clk:   rt.Clock(),
 		log:   rt.Logger().With("service", "tasks"),
-		it:    &Iterator{Runtime: rt, History: opts.History, Metrics: opts.Metrics, Temperature: opts.Temperature},
+		it:    &Iterator{Runtime: rt, History: opts.History, Metrics: opts.Metrics, Temperature: opts.Temperature, ApproveTools: opts.ApproveTools},
 		model: newBreaker(),
 		wake:  make(chan struct{}, 1),
 	}
@@ -415,6 +418,9 @@ func (s *Service) announceHold(ctx context.Context, reason string, err error) {
 // lost meanwhile.
 func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outcome) error {
 	after, err := s.mutate(ctx, claimed.Number, func(t plugin.Task) (plugin.Mutation, error) {
+		if o.Approved {
+			return plugin.ToolRan(t, o)
+		}
 		return plugin.Iterated(t, o)
 	})
 	if errors.Is(err, plugin.ErrStaleFence) || errors.Is(err, plugin.ErrTerminal) {

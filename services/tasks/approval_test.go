@@ -1,0 +1,124 @@
+package tasks_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+// approvalFixture is a fixture whose service makes write_file wait for a
+// person, as run_command does by default.
+func approvalFixture(t *testing.T, open teststore.Opener) *fixture {
+	f := newFixture(t, open)
+	f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", ApproveTools: []string{"write_file"}})
+	return f
+}
+
+func (f *fixture) outboxTexts() []string {
+	f.t.Helper()
+	var out []string
+	for {
+		room, rows, err := f.store.ClaimRoom(f.ctx, plugin.RoomClaim{Owner: "reader", Now: f.clk.Now(), Lease: time.Hour})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if room == "" {
+			return out
+		}
+		for _, r := range rows {
+			var p struct{ Kind, Text string }
+			_ = json.Unmarshal(r.Payload, &p)
+			out = append(out, p.Kind+": "+p.Text)
+		}
+	}
+}
+
+// TestApprovedCallRunsExactlyAsAsked: a tool that needs approval does not
+// run when the model picks it; the task waits on approval and its room is
+// asked; once approved, the next claim runs exactly the stored call, with
+// no model call, and its step completes the iteration that asked.
+func TestApprovedCallRunsExactlyAsAsked(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := approvalFixture(t, open)
+		f.model.Decide("write_file", map[string]string{"path": "deploy.sh", "content": "echo hi"}, 30, "continue")
+		n := f.create("Write the deploy script").Number
+		f.step("test")
+		got := f.task(n)
+		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitApproval || got.ApprovalAction != "write_file" {
+			t.Fatalf("task = %s on %q asking %q; want waiting on approval of write_file", got.Status, got.WaitingOn, got.ApprovalAction)
+		}
+		if _, err := os.Stat(filepath.Join(f.ws.Dir(n), "deploy.sh")); err == nil {
+			t.Fatal("the file was written before anyone approved it")
+		}
+		if texts := f.outboxTexts(); len(texts) != 1 || !strings.HasPrefix(texts[0], `approval: write_file {"`) {
+			t.Fatalf("outbox = %q; want one approval request", texts)
+		}
+		if f.step("test") {
+			t.Fatal("a task waiting on approval was served")
+		}
+		if _, err := f.svc.Answer(f.ctx, n, "u1", "yes"); err == nil {
+			t.Fatal("an answer was taken by a task waiting on an approval")
+		}
+
+		calls := len(f.model.Requests())
+		if _, err := f.svc.Approve(f.ctx, n, "u1"); err != nil {
+			t.Fatal(err)
+		}
+		f.step("test")
+		if len(f.model.Requests()) != calls {
+			t.Error("the approved call asked the model again")
+		}
+		data, err := os.ReadFile(filepath.Join(f.ws.Dir(n), "deploy.sh"))
+		if err != nil || string(data) != "echo hi" {
+			t.Fatalf("deploy.sh = %q, %v; want the approved content", data, err)
+		}
+		got = f.task(n)
+		steps := f.steps(n)
+		if got.Iteration != 1 || len(steps) != 1 || steps[0].Iteration != 1 || !steps[0].Success || got.ApprovalAction != "" {
+			t.Fatalf("after the approved run: iteration %d, steps %+v, approval %q; want the one step of iteration 1", got.Iteration, steps, got.ApprovalAction)
+		}
+		if _, err := f.svc.Approve(f.ctx, n, "u1"); err == nil {
+			t.Fatal("a second approval was taken")
+		}
+		f.check()
+	})
+}
+
+// TestDeniedCallFailsItsStep: a denied call never runs; the step of the
+// iteration that asked fails with the reason, and the task decides anew —
+// a different call needs a new approval.
+func TestDeniedCallFailsItsStep(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := approvalFixture(t, open)
+		f.model.Decide("write_file", map[string]string{"path": "x.sh", "content": "rm -rf /"}, 30, "continue")
+		f.model.Decide("write_file", map[string]string{"path": "x.sh", "content": "echo safe"}, 40, "continue")
+		n := f.create("Write a script").Number
+		f.step("test")
+		if _, err := f.svc.Deny(f.ctx, n, "boss", "not that"); err != nil {
+			t.Fatal(err)
+		}
+		steps := f.steps(n)
+		if len(steps) != 1 || steps[0].Success || steps[0].Error != "denied by boss: not that" || steps[0].Action != "write_file" {
+			t.Fatalf("steps = %+v; want iteration 1's step failed with the reason", steps)
+		}
+		if got := f.task(n); got.Status != plugin.StatusQueued || got.WaitingOn != plugin.WaitNone {
+			t.Fatalf("task = %s on %q; want queued", got.Status, got.WaitingOn)
+		}
+		if _, err := os.Stat(filepath.Join(f.ws.Dir(n), "x.sh")); err == nil {
+			t.Fatal("a denied call ran")
+		}
+		f.step("test") // the model asks again, differently
+		got := f.task(n)
+		if got.WaitingOn != plugin.WaitApproval || !strings.Contains(got.ApprovalParams, "echo safe") {
+			t.Fatalf("the changed request = %q %q; want a new approval wait for it", got.WaitingOn, got.ApprovalParams)
+		}
+		f.check()
+	})
+}
