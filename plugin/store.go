@@ -110,6 +110,16 @@ const (
 	NotifyMessage  = "message"  // a task's post_message or question: sent at once
 )
 
+// Notification statuses (PRODUCT §9).
+const (
+	// NotificationPending is waiting to be delivered, or being delivered.
+	NotificationPending = "pending"
+	// NotificationFailed is a dead letter: it could not be delivered (the
+	// channel is gone or forbidden, or 24 hours of failures) and is kept,
+	// with the reason, until someone retries it.
+	NotificationFailed = "failed"
+)
+
 // Notification is one pending update for a room, kept in the outbox until
 // the platform has accepted the message that carries it.
 type Notification struct {
@@ -124,6 +134,21 @@ type Notification struct {
 	Attempts      int       `json:"attempts"`
 	NextAttemptAt time.Time `json:"next_attempt_at"`
 	LastError     string    `json:"last_error,omitempty"`
+	// Status is NotificationPending, or NotificationFailed since FailedAt
+	// with LastError saying why. RetriedAt is when it was last sent back
+	// from failed to pending (RetryNotification); its failures are counted
+	// from then.
+	Status    string    `json:"status"`
+	FailedAt  time.Time `json:"failed_at,omitzero"`
+	RetriedAt time.Time `json:"retried_at,omitzero"`
+	// DeliveryKey names the message that carries this notification from
+	// the moment a send of it began (BeginSend), and SendingAt is when the
+	// first such send began. Every later attempt, by any sender, sends the
+	// same message under the same key, so the platform can recognise what
+	// an earlier attempt delivered (a Discord nonce, Slack metadata).
+	// Enqueue ignores these fields and Status.
+	DeliveryKey string    `json:"delivery_key,omitempty"`
+	SendingAt   time.Time `json:"sending_at,omitzero"`
 }
 
 // RoomClaim asks for the due notifications of one room.
@@ -153,9 +178,33 @@ type Outbox interface {
 	MarkSent(ctx context.Context, owner string, ids []int64, sent []RoomProgress) error
 	// Release gives claimed rows back, to be retried at retryAt.
 	Release(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) error
+	// RenewClaim extends owner's claim on the rows of ids to until, while
+	// their message is being sent. ErrStaleFence when one of them is no
+	// longer owner's (its claim expired and another sender took it), and
+	// then nothing is extended.
+	RenewClaim(ctx context.Context, owner string, ids []int64, until time.Time) error
+	// BeginSend records on owner's claimed rows that a send of their
+	// message, named key, begins at now: DeliveryKey becomes key and
+	// SendingAt, if unset, now. ErrStaleFence when one of them is no
+	// longer owner's, and then nothing is recorded.
+	BeginSend(ctx context.Context, owner string, ids []int64, key string, now time.Time) error
+	// MarkFailed gives up on owner's claimed rows: they become dead letters
+	// (NotificationFailed at now, with reason), never claimed again unless
+	// retried. Rows no longer owner's are left alone and reported with
+	// ErrStaleFence.
+	MarkFailed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) error
+	// ListNotifications lists the notifications with status (any status
+	// when ""), by ID, those with an ID above after, at most limit of them
+	// (all when limit <= 0).
+	ListNotifications(ctx context.Context, status string, after int64, limit int) ([]Notification, error)
+	// RetryNotification sends a dead letter back to pending, due at now,
+	// with its attempts and error cleared, and returns it. ErrNotFound when
+	// there is no notification id; ErrInvalidState when it is not failed.
+	RetryNotification(ctx context.Context, id int64, now time.Time) (Notification, error)
 	// LastSent returns the progress last sent to room for each task asked.
 	LastSent(ctx context.Context, room string, tasks []int64) (map[int64]int, error)
-	// Pending counts notifications not yet delivered.
+	// Pending counts notifications not yet delivered and not given up on
+	// (status pending, claimed or not).
 	Pending(ctx context.Context) (int, error)
 }
 

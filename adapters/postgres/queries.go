@@ -135,9 +135,10 @@ INSERT INTO notifications (room, task_number, category, payload, created_at, att
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 RETURNING ` + notificationCols
 
-	// A notification is due when its next attempt has come, and claimable
-	// when nobody holds it or its claim has expired ($1 is now).
-	notificationReady = `(next_attempt_at IS NULL OR next_attempt_at <= $1)
+	// A notification is due when it is pending and its next attempt has
+	// come, and claimable when nobody holds it or its claim has expired ($1
+	// is now).
+	notificationReady = `status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
   AND (claimed_by = '' OR claim_expires_at <= $1)`
 
 	// roomHeld is true while some sender holds a live claim in the room, in
@@ -183,9 +184,36 @@ SET claimed_by = '', claim_expires_at = NULL, attempts = attempts + 1,
     next_attempt_at = $3, last_error = $4
 WHERE id = ANY($1) AND claimed_by = $2`
 
+	// The rows of ids $1 that owner $2 holds and has not given up on.
+	claimedBy = `id = ANY($1) AND claimed_by = $2 AND status = 'pending'`
+
+	sqlRenewClaim = `UPDATE notifications SET claim_expires_at = $3 WHERE ` + claimedBy
+
+	sqlMarkSending = `UPDATE notifications SET delivery_key = $3, sending_at = COALESCE(sending_at, $4) WHERE ` + claimedBy
+
+	sqlFail = `
+UPDATE notifications
+SET status = 'failed', failed_at = $3, last_error = $4, attempts = attempts + 1,
+    claimed_by = '', claim_expires_at = NULL
+WHERE ` + claimedBy
+
+	sqlLockNotification = `SELECT ` + notificationCols + ` FROM notifications WHERE id = $1 FOR UPDATE`
+
+	sqlRetryNotification = `
+UPDATE notifications
+SET status = 'pending', attempts = 0, next_attempt_at = $2, last_error = '', failed_at = NULL,
+    retried_at = $2, claimed_by = '', claim_expires_at = NULL
+WHERE id = $1
+RETURNING ` + notificationCols
+
+	// sqlListNotifications: $1 a status or '' for any, $2 the ID to start
+	// after, $3 the limit (NULL: none).
+	sqlListNotifications = `SELECT ` + notificationCols + ` FROM notifications
+WHERE ($1 = '' OR status = $1) AND id > $2 ORDER BY id LIMIT $3`
+
 	sqlLastSent = `SELECT task_number, progress FROM room_progress WHERE room = $1 AND task_number = ANY($2)`
 
-	sqlPending = `SELECT count(*) FROM notifications`
+	sqlPending = `SELECT count(*) FROM notifications WHERE status = 'pending'`
 )
 
 // taskQuery builds the SELECT (or, with count, the SELECT count(*)) of

@@ -190,6 +190,36 @@ func (t *txn) ReleaseClaimed(ctx context.Context, owner string, ids []int64, ret
 	return tag.RowsAffected(), err
 }
 
+func (t *txn) RenewClaimed(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error) {
+	return t.exec(ctx, sqlRenewClaim, ids, owner, timeArg(until))
+}
+
+func (t *txn) MarkSending(ctx context.Context, owner string, ids []int64, key string, now time.Time) (int64, error) {
+	return t.exec(ctx, sqlMarkSending, ids, owner, key, timeArg(now))
+}
+
+func (t *txn) FailClaimed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) (int64, error) {
+	return t.exec(ctx, sqlFail, ids, owner, timeArg(now), reason)
+}
+
+func (t *txn) LockNotification(ctx context.Context, id int64) (plugin.Notification, error) {
+	return noRows(sqlstore.ScanNotification(t.queryRow(ctx, sqlLockNotification, id)))
+}
+
+func (t *txn) RetryFailed(ctx context.Context, id int64, now time.Time) (plugin.Notification, error) {
+	return sqlstore.ScanNotification(t.queryRow(ctx, sqlRetryNotification, id, timeArg(now)))
+}
+
+// exec flushes the queued writes, then runs a statement and says how many
+// rows it changed.
+func (t *txn) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	if err := t.flush(ctx); err != nil {
+		return 0, err
+	}
+	tag, err := t.tx.Exec(ctx, q, args...)
+	return tag.RowsAffected(), err
+}
+
 func (t *txn) SaveRoomProgress(_ context.Context, p plugin.RoomProgress) error {
 	t.batch.Queue(sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress)
 	return nil

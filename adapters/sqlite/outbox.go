@@ -48,7 +48,24 @@ func (s *Store) LastSent(ctx context.Context, room string, tasks []int64) (map[i
 	return out, nil
 }
 
-// Pending counts the notifications not yet delivered, claimed or not.
+// ListNotifications lists the notifications with status ("" for any) and
+// an ID above after, by ID, at most limit of them (all when limit <= 0).
+func (s *Store) ListNotifications(ctx context.Context, status string, after int64, limit int) ([]plugin.Notification, error) {
+	if err := sqlstore.CheckNotificationStatus(status); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = -1 // SQLite's "no limit"
+	}
+	out, err := collect(ctx, s.read, sqlListNotifications, []any{status, after, limit}, sqlstore.ScanNotification)
+	if err != nil {
+		return nil, fmt.Errorf("list notifications: %w", err)
+	}
+	return out, nil
+}
+
+// Pending counts the notifications not yet delivered and not given up on,
+// claimed or not.
 func (s *Store) Pending(ctx context.Context) (int, error) {
 	var n int
 	if err := s.read.QueryRowContext(ctx, sqlPending).Scan(&n); err != nil {

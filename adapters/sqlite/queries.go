@@ -119,9 +119,10 @@ INSERT INTO notifications (room, task_number, category, payload, created_at, att
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING ` + notificationCols
 
-	// A notification is due when its next attempt has come, and claimable
-	// when nobody holds it or its claim has expired (?1 is now).
-	notificationReady = `(next_attempt_at IS NULL OR next_attempt_at <= ?1)
+	// A notification is due when it is pending and its next attempt has
+	// come, and claimable when nobody holds it or its claim has expired (?1
+	// is now).
+	notificationReady = `status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)
   AND (claimed_by = '' OR claim_expires_at <= ?1)`
 
 	// sqlPickRoom is the room with a ready notification whose oldest ready
@@ -158,10 +159,40 @@ SET claimed_by = '', claim_expires_at = NULL, attempts = attempts + 1,
     next_attempt_at = ?3, last_error = ?4
 WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
 
+	// The rows of ids ?1 (a JSON array) that owner ?2 holds and has not
+	// given up on.
+	claimedBy = `id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2 AND status = 'pending'`
+
+	sqlRenewClaim = `UPDATE notifications SET claim_expires_at = ?3 WHERE ` + claimedBy
+
+	sqlMarkSending = `UPDATE notifications SET delivery_key = ?3, sending_at = coalesce(sending_at, ?4) WHERE ` + claimedBy
+
+	sqlFail = `
+UPDATE notifications
+SET status = 'failed', failed_at = ?3, last_error = ?4, attempts = attempts + 1,
+    claimed_by = '', claim_expires_at = NULL
+WHERE ` + claimedBy
+
+	// sqlLockNotification reads a row: the IMMEDIATE transaction already
+	// keeps every other writer out.
+	sqlLockNotification = `SELECT ` + notificationCols + ` FROM notifications WHERE id = ?`
+
+	sqlRetryNotification = `
+UPDATE notifications
+SET status = 'pending', attempts = 0, next_attempt_at = ?2, last_error = '', failed_at = NULL,
+    retried_at = ?2, claimed_by = '', claim_expires_at = NULL
+WHERE id = ?1
+RETURNING ` + notificationCols
+
+	// sqlListNotifications: ?1 a status or '' for any, ?2 the ID to start
+	// after, ?3 the limit (-1: none).
+	sqlListNotifications = `SELECT ` + notificationCols + ` FROM notifications
+WHERE (?1 = '' OR status = ?1) AND id > ?2 ORDER BY id LIMIT ?3`
+
 	sqlLastSent = `SELECT task_number, progress FROM room_progress
 WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
 
-	sqlPending = `SELECT count(*) FROM notifications`
+	sqlPending = `SELECT count(*) FROM notifications WHERE status = 'pending'`
 )
 
 // writeStatements are the statements the write transactions run, which
@@ -169,7 +200,8 @@ WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
 var writeStatements = []string{
 	sqlGetTask, sqlInsertTask, sqlUpdateTask, sqlCountActive, sqlChildren, sqlClaimPick, sqlClaimTask,
 	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlPickRoom, sqlClaimRoom, sqlMarkSent,
-	sqlUpsertRoomProgress, sqlRelease,
+	sqlUpsertRoomProgress, sqlRelease, sqlRenewClaim, sqlMarkSending, sqlFail,
+	sqlLockNotification, sqlRetryNotification,
 }
 
 // taskQuery builds the SELECT (or, with count, the SELECT count(*)) of

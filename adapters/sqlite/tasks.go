@@ -137,6 +137,35 @@ func (t dialectTx) ReleaseClaimed(ctx context.Context, owner string, ids []int64
 	return res.RowsAffected()
 }
 
+func (t dialectTx) RenewClaimed(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error) {
+	return t.exec(ctx, sqlRenewClaim, jsonList(ids), owner, timeArg(until))
+}
+
+func (t dialectTx) MarkSending(ctx context.Context, owner string, ids []int64, key string, now time.Time) (int64, error) {
+	return t.exec(ctx, sqlMarkSending, jsonList(ids), owner, key, timeArg(now))
+}
+
+func (t dialectTx) FailClaimed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) (int64, error) {
+	return t.exec(ctx, sqlFail, jsonList(ids), owner, timeArg(now), reason)
+}
+
+func (t dialectTx) LockNotification(ctx context.Context, id int64) (plugin.Notification, error) {
+	return noRows(sqlstore.ScanNotification(t.tx.QueryRowContext(ctx, sqlLockNotification, id)))
+}
+
+func (t dialectTx) RetryFailed(ctx context.Context, id int64, now time.Time) (plugin.Notification, error) {
+	return sqlstore.ScanNotification(t.tx.QueryRowContext(ctx, sqlRetryNotification, id, timeArg(now)))
+}
+
+// exec runs a statement and says how many rows it changed.
+func (t dialectTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 func (t dialectTx) SaveRoomProgress(ctx context.Context, p plugin.RoomProgress) error {
 	_, err := t.tx.ExecContext(ctx, sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress)
 	return err

@@ -66,4 +66,22 @@ type Tx interface {
 	// due again at retryAt, counting a failed attempt with reason; it says
 	// how many it released.
 	ReleaseClaimed(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) (int64, error)
+	// RenewClaimed moves the claim expiry of the pending rows of ids that
+	// owner holds to until; it says how many it renewed.
+	RenewClaimed(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error)
+	// MarkSending sets the delivery key of the pending rows of ids that
+	// owner holds to key, and their sending time, where unset, to now; it
+	// says how many it marked.
+	MarkSending(ctx context.Context, owner string, ids []int64, key string, now time.Time) (int64, error)
+	// FailClaimed makes the pending rows of ids that owner holds dead
+	// letters, failed at now with reason, counting the attempt, and
+	// releases them; it says how many it failed.
+	FailClaimed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) (int64, error)
+	// LockNotification reads one notification and keeps other writers off
+	// it until the transaction ends. ErrNoRows when it does not exist.
+	LockNotification(ctx context.Context, id int64) (plugin.Notification, error)
+	// RetryFailed sets notification id pending, due at now, unclaimed, its
+	// attempts, error and failure time cleared and its retry time now, and
+	// returns it.
+	RetryFailed(ctx context.Context, id int64, now time.Time) (plugin.Notification, error)
 }

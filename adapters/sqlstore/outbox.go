@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -118,6 +119,105 @@ func (c Core) Release(ctx context.Context, owner string, ids []int64, retryAt ti
 	return nil
 }
 
+// RenewClaim extends owner's claim on the rows of ids to until, all or
+// none: when one of them is no longer owner's (sent, given up on, or
+// claimed by another sender after owner's claim expired), nothing is
+// extended and the error is plugin.ErrStaleFence.
+func (c Core) RenewClaim(ctx context.Context, owner string, ids []int64, until time.Time) error {
+	return c.allClaimed(ctx, "renew the claim on", owner, ids, func(tx Tx, ids []int64) (int64, error) {
+		return tx.RenewClaimed(ctx, owner, ids, plugin.UTC(until))
+	})
+}
+
+// BeginSend records on owner's claimed rows that a send of their message,
+// named key, begins at now: all or none, as RenewClaim.
+func (c Core) BeginSend(ctx context.Context, owner string, ids []int64, key string, now time.Time) error {
+	key = plugin.CleanText(key)
+	if key == "" || now.IsZero() {
+		return fmt.Errorf("begin sending notifications: %w: a send needs a key and a time", plugin.ErrInvalid)
+	}
+	return c.allClaimed(ctx, "begin sending", owner, ids, func(tx Tx, ids []int64) (int64, error) {
+		return tx.MarkSending(ctx, owner, ids, key, plugin.UTC(now))
+	})
+}
+
+// allClaimed runs an update of owner's claimed rows in one transaction
+// and commits it only when it touched every row of ids.
+func (c Core) allClaimed(ctx context.Context, what, owner string, ids []int64, update func(Tx, []int64) (int64, error)) error {
+	ids = UniqueIDs(ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	err := c.D.Write(ctx, func(tx Tx) error {
+		n, err := update(tx, ids)
+		if err != nil {
+			return err
+		}
+		if int(n) < len(ids) {
+			return fmt.Errorf("%d of %d are no longer claimed by %s: %w", len(ids)-int(n), len(ids), owner, plugin.ErrStaleFence)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s notifications: %w", what, err)
+	}
+	return nil
+}
+
+// MarkFailed makes owner's claimed rows dead letters, failed at now with
+// reason. Rows no longer owner's are left alone and reported with
+// plugin.ErrStaleFence.
+func (c Core) MarkFailed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) error {
+	ids = UniqueIDs(ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	var n int64
+	err := c.D.Write(ctx, func(tx Tx) error {
+		var err error
+		n, err = tx.FailClaimed(ctx, owner, ids, plugin.UTC(now), plugin.CleanText(reason))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("mark notifications failed: %w", err)
+	}
+	if int(n) < len(ids) {
+		return fmt.Errorf("mark notifications failed: %d of %d are no longer claimed by %s: %w",
+			len(ids)-int(n), len(ids), owner, plugin.ErrStaleFence)
+	}
+	return nil
+}
+
+// RetryNotification sends the dead letter id back to pending, due at now.
+func (c Core) RetryNotification(ctx context.Context, id int64, now time.Time) (plugin.Notification, error) {
+	if now.IsZero() {
+		return plugin.Notification{}, fmt.Errorf("retry notification %d: %w: a retry needs a time", id, plugin.ErrInvalid)
+	}
+	var out plugin.Notification
+	err := c.D.Write(ctx, func(tx Tx) error {
+		n, err := tx.LockNotification(ctx, id)
+		if errors.Is(err, ErrNoRows) {
+			return &refusal{msg: fmt.Sprintf("retry notification %d: there is no such notification", id), err: plugin.ErrNotFound}
+		}
+		if err != nil {
+			return err
+		}
+		if n.Status != plugin.NotificationFailed {
+			return &refusal{msg: fmt.Sprintf("retry notification %d: it is %s, not failed", id, n.Status), err: plugin.ErrInvalidState}
+		}
+		out, err = tx.RetryFailed(ctx, id, plugin.UTC(now))
+		return err
+	})
+	var r *refusal
+	if errors.As(err, &r) {
+		return plugin.Notification{}, err
+	}
+	if err != nil {
+		return plugin.Notification{}, fmt.Errorf("retry notification %d: %w", id, err)
+	}
+	return out, nil
+}
+
 // SortNotifications puts a room's rows oldest first.
 func SortNotifications(ns []plugin.Notification) {
 	slices.SortFunc(ns, func(a, b plugin.Notification) int {
@@ -137,11 +237,13 @@ func UniqueIDs(ids []int64) []int64 {
 
 // NotificationColumns are the columns of notifications in the order
 // ScanNotification reads them.
-const NotificationColumns = `id, room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error`
+const NotificationColumns = `id, room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error, ` +
+	`status, failed_at, retried_at, delivery_key, sending_at`
 
 // NotificationArgs lists the values an insert of n writes: room,
 // task_number, category, payload, created_at, attempts, next_attempt_at,
-// last_error.
+// last_error. The delivery columns keep their defaults (pending, no send
+// begun).
 func NotificationArgs(n plugin.Notification, timeArg TimeArg) []any {
 	return []any{n.Room, n.TaskNumber, n.Category, string(n.Payload), timeArg(n.CreatedAt),
 		n.Attempts, timeArg(n.NextAttemptAt), n.LastError}
@@ -151,10 +253,35 @@ func NotificationArgs(n plugin.Notification, timeArg TimeArg) []any {
 func ScanNotification(row Row) (plugin.Notification, error) {
 	var n plugin.Notification
 	var payload []byte
-	var created, next Time
-	err := row.Scan(&n.ID, &n.Room, &n.TaskNumber, &n.Category, &payload, &created, &n.Attempts, &next, &n.LastError)
+	var created, next, failed, retried, sending Time
+	err := row.Scan(&n.ID, &n.Room, &n.TaskNumber, &n.Category, &payload, &created, &n.Attempts, &next, &n.LastError,
+		&n.Status, &failed, &retried, &n.DeliveryKey, &sending)
 	n.Payload = payload
 	n.CreatedAt = created.T
 	n.NextAttemptAt = next.T
+	n.FailedAt = failed.T
+	n.RetriedAt = retried.T
+	n.SendingAt = sending.T
 	return n, err
 }
+
+// CheckNotificationStatus refuses a status filter of ListNotifications
+// that names no status ("" is any).
+func CheckNotificationStatus(status string) error {
+	switch status {
+	case "", plugin.NotificationPending, plugin.NotificationFailed:
+		return nil
+	}
+	return fmt.Errorf("list notifications: %w: status %q is not %s or %s", plugin.ErrInvalid, status,
+		plugin.NotificationPending, plugin.NotificationFailed)
+}
+
+// refusal is an operation on a notification refused for a reason people
+// read, with the plugin error errors.Is finds.
+type refusal struct {
+	msg string
+	err error
+}
+
+func (r *refusal) Error() string { return r.msg }
+func (r *refusal) Unwrap() error { return r.err }

@@ -366,3 +366,212 @@ func testOutboxConcurrent(t *testing.T, s plugin.Store) {
 		t.Errorf("Pending = %d, want 0", got)
 	}
 }
+
+// claimAll claims room for owner at now and returns its rows.
+func claimAll(t *testing.T, s plugin.Store, owner string, now time.Time, lease time.Duration) []plugin.Notification {
+	t.Helper()
+	_, ns, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: owner, Now: now, Lease: lease})
+	if err != nil {
+		t.Fatalf("ClaimRoom(%s at %v): %v", owner, now, err)
+	}
+	return ns
+}
+
+func ids(ns []plugin.Notification) []int64 {
+	out := make([]int64, len(ns))
+	for i, n := range ns {
+		out[i] = n.ID
+	}
+	return out
+}
+
+// testOutboxRenewClaim: a sender renews its claim while it sends; the
+// room stays its own past the first lease, and a sender whose claim was
+// taken over renews nothing.
+func testOutboxRenewClaim(t *testing.T, s plugin.Store) {
+	a1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
+	a2 := enqueue(t, s, "room-a", plugin.NotifyError, at(time.Second))
+	ns := claimAll(t, s, "sender-1", at(time.Minute), time.Minute)
+	if !slices.Equal(ids(ns), []int64{a1.ID, a2.ID}) {
+		t.Fatalf("claimed %v", ids(ns))
+	}
+	if err := s.RenewClaim(t.Context(), "sender-1", ids(ns), at(3*time.Minute)); err != nil {
+		t.Fatalf("RenewClaim: %v", err)
+	}
+	if room, got := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-2", Now: at(3*time.Minute - time.Microsecond), Lease: time.Minute}); room != "" {
+		t.Fatalf("sender-2 claimed %s %v within the renewed claim", room, got)
+	}
+	if err := s.RenewClaim(t.Context(), "sender-1", nil, at(time.Hour)); err != nil {
+		t.Errorf("RenewClaim of nothing: %v", err)
+	}
+	// The renewed claim expires; sender-2 takes the room, and sender-1 can
+	// no longer renew any of it, not even partly.
+	if _, got := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-2", Now: at(3 * time.Minute), Lease: time.Minute}); len(got) != 2 {
+		t.Fatalf("claim after the renewed claim expired = %v", got)
+	}
+	if err := s.RenewClaim(t.Context(), "sender-1", ids(ns), at(time.Hour)); !errors.Is(err, plugin.ErrStaleFence) {
+		t.Errorf("RenewClaim by the sender whose claim was taken: %v, want ErrStaleFence", err)
+	}
+	if room, got := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-3", Now: at(4 * time.Minute), Lease: time.Minute}); room != "room-a" || len(got) != 2 {
+		t.Errorf("claim at sender-2's expiry = %s %v; sender-1's refused renewal must not have extended it", room, got)
+	}
+}
+
+// testOutboxBeginSend: the key of a message being sent and the time its
+// first attempt began stay on its rows for every later attempt.
+func testOutboxBeginSend(t *testing.T, s plugin.Store) {
+	a1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
+	a2 := enqueue(t, s, "room-a", plugin.NotifyError, at(time.Second))
+	if n := a1; n.Status != plugin.NotificationPending || n.DeliveryKey != "" || !n.SendingAt.IsZero() {
+		t.Errorf("enqueued = %+v, want pending with no send begun", n)
+	}
+	ns := claimAll(t, s, "sender-1", at(time.Minute), time.Minute)
+	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "k1", at(time.Minute)); err != nil {
+		t.Fatalf("BeginSend: %v", err)
+	}
+	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "", at(time.Minute)); !errors.Is(err, plugin.ErrInvalid) {
+		t.Errorf("BeginSend without a key: %v, want ErrInvalid", err)
+	}
+	// sender-1 dies; sender-2 finds the rows as sender-1 left them.
+	ns = claimAll(t, s, "sender-2", at(3*time.Minute), time.Minute)
+	if len(ns) != 2 {
+		t.Fatalf("claim after expiry = %v", ns)
+	}
+	for _, n := range ns {
+		if n.DeliveryKey != "k1" || !n.SendingAt.Equal(at(time.Minute)) {
+			t.Errorf("row %d after a begun send = key %q sending at %v; want k1 at %v", n.ID, n.DeliveryKey, n.SendingAt, at(time.Minute))
+		}
+	}
+	// sender-1 may not touch them now, not even one of them.
+	if err := s.BeginSend(t.Context(), "sender-1", []int64{a1.ID}, "k2", at(3*time.Minute)); !errors.Is(err, plugin.ErrStaleFence) {
+		t.Errorf("BeginSend by the sender whose claim expired: %v, want ErrStaleFence", err)
+	}
+	// A second attempt keeps the first attempt's time.
+	if err := s.BeginSend(t.Context(), "sender-2", []int64{a1.ID, a2.ID}, "k1", at(4*time.Minute)); err != nil {
+		t.Fatalf("BeginSend again: %v", err)
+	}
+	if err := s.Release(t.Context(), "sender-2", []int64{a1.ID, a2.ID}, at(5*time.Minute), "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range claimAll(t, s, "sender-3", at(5*time.Minute), time.Hour) {
+		if n.DeliveryKey != "k1" || !n.SendingAt.Equal(at(time.Minute)) || n.Attempts != 1 {
+			t.Errorf("row %d after a retry = %+v; want key k1, first sent at %v, 1 attempt", n.ID, n, at(time.Minute))
+		}
+	}
+	// All or none: one row of another sender's refuses the whole call.
+	b := enqueue(t, s, "room-b", plugin.NotifyProgress, at(6*time.Minute))
+	nb := claimAll(t, s, "sender-4", at(6*time.Minute), time.Minute)
+	if err := s.BeginSend(t.Context(), "sender-4", append(ids(nb), a1.ID), "k3", at(6*time.Minute)); !errors.Is(err, plugin.ErrStaleFence) {
+		t.Errorf("BeginSend with a row of another sender: %v, want ErrStaleFence", err)
+	}
+	list, err := s.ListNotifications(t.Context(), "", b.ID-1, 1)
+	if err != nil || len(list) != 1 || list[0].ID != b.ID || list[0].DeliveryKey != "" || !list[0].SendingAt.IsZero() {
+		t.Errorf("room-b's row after a refused BeginSend = %+v, %v; want it untouched", list, err)
+	}
+}
+
+// testOutboxDeadLetters: a notification given up on is kept, listed and
+// never claimed, until it is retried.
+func testOutboxDeadLetters(t *testing.T, s plugin.Store) {
+	a1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
+	a2 := enqueue(t, s, "room-a", plugin.NotifyTerminal, at(time.Second))
+	ns := claimAll(t, s, "sender-1", at(time.Minute), time.Minute)
+	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "k1", at(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkFailed(t.Context(), "sender-2", ids(ns), at(time.Minute), "not mine"); !errors.Is(err, plugin.ErrStaleFence) {
+		t.Errorf("MarkFailed by another sender: %v, want ErrStaleFence", err)
+	}
+	if err := s.MarkFailed(t.Context(), "sender-1", []int64{a1.ID}, at(2*time.Minute), "Unknown Channel"); err != nil {
+		t.Fatalf("MarkFailed: %v", err)
+	}
+	if err := s.Release(t.Context(), "sender-1", []int64{a2.ID}, at(2*time.Minute), "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(t, s); got != 1 {
+		t.Errorf("Pending = %d with one dead letter and one pending, want 1", got)
+	}
+	// Only the pending row is claimed, however late: the dead letter
+	// neither goes out nor holds its room.
+	if ns := claimAll(t, s, "sender-2", at(time.Hour), time.Minute); !slices.Equal(ids(ns), []int64{a2.ID}) {
+		t.Errorf("claim with a dead letter in the room = %v, want only [%d]", ids(ns), a2.ID)
+	}
+	failed, err := s.ListNotifications(t.Context(), plugin.NotificationFailed, 0, 0)
+	if err != nil || len(failed) != 1 {
+		t.Fatalf("failed notifications = %+v, %v", failed, err)
+	}
+	if f := failed[0]; f.ID != a1.ID || f.Status != plugin.NotificationFailed || f.LastError != "Unknown Channel" ||
+		!f.FailedAt.Equal(at(2*time.Minute)) || f.Attempts != 1 || f.DeliveryKey != "k1" || !jsonEqual(f.Payload, a1.Payload) {
+		t.Errorf("dead letter = %+v", f)
+	}
+	if err := s.MarkFailed(t.Context(), "sender-1", []int64{a1.ID}, at(3*time.Minute), "again"); !errors.Is(err, plugin.ErrStaleFence) {
+		t.Errorf("MarkFailed of a dead letter: %v, want ErrStaleFence", err)
+	}
+
+	// Retrying: only a dead letter, and it is due at once with a fresh
+	// count of attempts; its key stays, so the platform still knows it.
+	if _, err := s.RetryNotification(t.Context(), a2.ID, at(time.Hour)); !errors.Is(err, plugin.ErrInvalidState) {
+		t.Errorf("RetryNotification of a pending row: %v, want ErrInvalidState", err)
+	}
+	if _, err := s.RetryNotification(t.Context(), a2.ID+100, at(time.Hour)); !errors.Is(err, plugin.ErrNotFound) {
+		t.Errorf("RetryNotification of no row: %v, want ErrNotFound", err)
+	}
+	r, err := s.RetryNotification(t.Context(), a1.ID, at(2*time.Hour))
+	if err != nil {
+		t.Fatalf("RetryNotification: %v", err)
+	}
+	if r.ID != a1.ID || r.Status != plugin.NotificationPending || r.Attempts != 0 || r.LastError != "" || !r.FailedAt.IsZero() ||
+		!r.RetriedAt.Equal(at(2*time.Hour)) || !r.NextAttemptAt.Equal(at(2*time.Hour)) || r.DeliveryKey != "k1" {
+		t.Errorf("retried = %+v", r)
+	}
+	if _, err := s.RetryNotification(t.Context(), a1.ID, at(2*time.Hour)); !errors.Is(err, plugin.ErrInvalidState) {
+		t.Errorf("retrying twice: %v, want ErrInvalidState", err)
+	}
+	if got := pending(t, s); got != 2 {
+		t.Errorf("Pending after the retry = %d, want 2", got)
+	}
+	// sender-2 still holds a2 until 1h+1m; at 2h the room is free.
+	if ns := claimAll(t, s, "sender-3", at(2*time.Hour), time.Minute); !slices.Equal(ids(ns), []int64{a1.ID, a2.ID}) {
+		t.Errorf("claim after the retry = %v, want [%d %d]", ids(ns), a1.ID, a2.ID)
+	}
+}
+
+// testOutboxListNotifications: by status, in ID order, in pages.
+func testOutboxListNotifications(t *testing.T, s plugin.Store) {
+	var all []int64
+	for i := range 5 {
+		all = append(all, enqueue(t, s, fmt.Sprintf("room-%d", i), plugin.NotifyProgress, at(time.Duration(i)*time.Second)).ID)
+	}
+	for _, id := range []int64{all[1], all[3]} {
+		_, ns, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "sender", Now: at(time.Minute), Lease: time.Minute,
+			Room: fmt.Sprintf("room-%d", slices.Index(all, id))})
+		if err != nil || len(ns) != 1 {
+			t.Fatalf("claim: %v %v", ns, err)
+		}
+		if err := s.MarkFailed(t.Context(), "sender", ids(ns), at(time.Minute), "gone"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		status string
+		after  int64
+		limit  int
+		want   []int64
+	}{
+		{"", 0, 0, all},
+		{plugin.NotificationFailed, 0, 0, []int64{all[1], all[3]}},
+		{plugin.NotificationPending, 0, 0, []int64{all[0], all[2], all[4]}},
+		{plugin.NotificationPending, 0, 2, []int64{all[0], all[2]}},
+		{plugin.NotificationPending, all[2], 2, []int64{all[4]}},
+		{plugin.NotificationFailed, all[3], 0, nil},
+	}
+	for _, tc := range cases {
+		got, err := s.ListNotifications(t.Context(), tc.status, tc.after, tc.limit)
+		if err != nil || !slices.Equal(ids(got), tc.want) {
+			t.Errorf("ListNotifications(%q, %d, %d) = %v, %v; want %v", tc.status, tc.after, tc.limit, ids(got), err, tc.want)
+		}
+	}
+	if _, err := s.ListNotifications(t.Context(), "sent", 0, 0); !errors.Is(err, plugin.ErrInvalid) {
+		t.Errorf("ListNotifications(sent): %v, want ErrInvalid", err)
+	}
+}

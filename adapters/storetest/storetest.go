@@ -79,6 +79,10 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"OutboxLastSent", testOutboxLastSent},
 		{"OutboxFromMutation", testOutboxFromMutation},
 		{"OutboxConcurrent", testOutboxConcurrent},
+		{"OutboxRenewClaim", testOutboxRenewClaim},
+		{"OutboxBeginSend", testOutboxBeginSend},
+		{"OutboxDeadLetters", testOutboxDeadLetters},
+		{"OutboxListNotifications", testOutboxListNotifications},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
