@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,6 +276,124 @@ func TestChannelMessageSendComplex(t *testing.T) {
 	ms = srv.Messages(channelID)
 	if last := ms[len(ms)-1]; last.Content != "log attached" || len(last.Files) != 1 || string(last.Files[0].Data) != "line 1\n" {
 		t.Errorf("message with a file = %+v", last)
+	}
+}
+
+// TestNonce: with enforce_nonce, a message the bot created with the same
+// nonce in the past few minutes comes back instead of a new one, as
+// Discord's Create Message documents.
+func TestNonce(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	advance := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
+	srv := discordfake.New(t, discordfake.WithNow(clock))
+	srv.AddChannel(channelID, guildID)
+	s := newSession(t, srv)
+	// discordgo's MessageSend has no nonce; the request is made as the
+	// adapter makes it.
+	var lastNonce string
+	post := func(content string, nonce any, enforce bool) (*discordgo.Message, error) {
+		body := map[string]any{"content": content, "enforce_nonce": enforce}
+		if nonce != nil {
+			body["nonce"] = nonce
+		}
+		ep := discordgo.EndpointChannelMessages(channelID)
+		raw, err := s.RequestWithBucketID("POST", ep, body, ep)
+		if err != nil {
+			return nil, err
+		}
+		var m discordgo.Message // it has no nonce field
+		var n struct {
+			Nonce string `json:"nonce"`
+		}
+		err = errors.Join(json.Unmarshal(raw, &m), json.Unmarshal(raw, &n))
+		lastNonce = n.Nonce
+		return &m, err
+	}
+
+	first, err := post("part 1", "12-abc.0", true)
+	if err != nil || lastNonce != "12-abc.0" {
+		t.Fatalf("create = %+v with nonce %q, %v", first, lastNonce, err)
+	}
+	again, err := post("part 1, composed again", "12-abc.0", true)
+	if err != nil || again.ID != first.ID || again.Content != "part 1" {
+		t.Fatalf("the same nonce again = %+v, %v; want the first message back", again, err)
+	}
+	if ms := srv.Messages(channelID); len(ms) != 1 || ms[0].Nonce != "12-abc.0" {
+		t.Fatalf("messages = %+v, want one with the nonce", ms)
+	}
+	if cs := srv.CallsTo("POST", "/channels/"+channelID+"/messages"); len(cs) != 2 || cs[1].Status != http.StatusOK {
+		t.Errorf("calls = %+v", cs)
+	}
+
+	// Without enforce_nonce the nonce is only echoed; an integer nonce is
+	// a nonce too.
+	if m, err := post("part 1", "12-abc.0", false); err != nil || m.ID == first.ID {
+		t.Errorf("without enforce_nonce = %+v, %v; want a new message", m, err)
+	}
+	n1, err := post("numbered", 42, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n2, err := post("numbered", "42", true); err != nil || n2.ID != n1.ID {
+		t.Errorf("nonce 42 as a string after 42 as a number = %+v, %v; want the same message", n2, err)
+	}
+
+	// The window passes: the nonce is free again.
+	advance(discordfake.DefaultNonceWindow)
+	if m, err := post("part 1", "12-abc.0", true); err != nil || m.ID == first.ID {
+		t.Errorf("after the window = %+v, %v; want a new message", m, err)
+	}
+	if got := len(srv.Messages(channelID)); got != 4 {
+		t.Errorf("%d messages, want 4", got)
+	}
+
+	var re *discordgo.RESTError
+	if _, err := post("long", strings.Repeat("n", discordfake.MaxNonceLength+1), true); !errors.As(err, &re) ||
+		re.Response.StatusCode != http.StatusBadRequest || re.Message.Code != 50035 {
+		t.Errorf("a 26-character nonce: %v, want 400 Invalid Form Body", err)
+	}
+}
+
+// TestChannelGoneOrDenied: a deleted channel answers 404 Unknown Channel,
+// one the bot may not see 403 Missing Access.
+func TestChannelGoneOrDenied(t *testing.T) {
+	t.Parallel()
+	srv := discordfake.New(t)
+	const other = "1300000000000000021"
+	srv.AddChannel(channelID, guildID)
+	srv.AddChannel(other, guildID)
+	s := newSession(t, srv)
+	if _, err := s.ChannelMessageSend(channelID, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	srv.RemoveChannel(channelID)
+	srv.DenyChannel(other)
+	for _, tc := range []struct {
+		channel      string
+		status, code int
+	}{
+		{channelID, http.StatusNotFound, discordgo.ErrCodeUnknownChannel},
+		{other, http.StatusForbidden, discordgo.ErrCodeMissingAccess},
+	} {
+		_, err := s.ChannelMessageSend(tc.channel, "hello again")
+		var re *discordgo.RESTError
+		if !errors.As(err, &re) || re.Response.StatusCode != tc.status || re.Message == nil || re.Message.Code != tc.code {
+			t.Errorf("send to %s: %v; want %d with code %d", tc.channel, err, tc.status, tc.code)
+		}
+		if _, err := s.Channel(tc.channel); !errors.As(err, &re) || re.Response.StatusCode != tc.status {
+			t.Errorf("get %s: %v; want %d", tc.channel, err, tc.status)
+		}
 	}
 }
 

@@ -26,7 +26,12 @@
 // overwrite keeps IDs), interaction callbacks within the three-second
 // window (Responses), follow-ups and @original edits through the
 // interaction webhook, channels, guilds, members. The bot's own messages
-// come back over the gateway as on Discord. RateLimitNext answers 429 with
+// come back over the gateway as on Discord. A message created with a
+// nonce and enforce_nonce, when the bot created one with the same nonce in
+// the past few minutes (DefaultNonceWindow, measured on WithNow's clock),
+// gets that message back and no new one, as Discord's Create Message
+// documents. RemoveChannel and DenyChannel make a channel answer 404
+// Unknown Channel and 403 Missing Access. RateLimitNext answers 429 with
 // Discord's body and headers; FailNext answers other errors.
 //
 // Nothing in the fake sleeps; a test waits with WaitIdentified,

@@ -39,6 +39,9 @@ type Message struct {
 	MentionEveryone bool
 	ReplyTo         string // the message_reference's message ID
 	Flags           discordgo.MessageFlags
+	// Nonce is the nonce the create request carried, as a string (Discord
+	// takes an integer or a string); "" when none.
+	Nonce string
 	// InteractionID is set on an interaction's response and follow-ups.
 	InteractionID string
 	Created       time.Time
@@ -296,6 +299,8 @@ type messageFields struct {
 	flags           *discordgo.MessageFlags
 	stickers        bool
 	componentsError *apiError
+	nonce           string // a create's nonce, as a string
+	enforceNonce    bool   // a create's enforce_nonce
 }
 
 func parseMessageFields(raw json.RawMessage) (messageFields, *apiError) {
@@ -311,11 +316,30 @@ func parseMessageFields(raw json.RawMessage) (messageFields, *apiError) {
 		MessageReference *discordgo.MessageReference `json:"message_reference"`
 		Flags            *discordgo.MessageFlags     `json:"flags"`
 		StickerIDs       []string                    `json:"sticker_ids"`
+		Nonce            json.RawMessage             `json:"nonce"`
+		EnforceNonce     bool                        `json:"enforce_nonce"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return f, formError("", "BASE_TYPE_BAD", err.Error())
 	}
 	f.content, f.reference, f.flags, f.stickers = p.Content, p.MessageReference, p.Flags, len(p.StickerIDs) > 0
+	if len(p.Nonce) > 0 && string(p.Nonce) != "null" {
+		// An integer or a string of at most 25 characters.
+		var str string
+		var num json.Number
+		switch {
+		case json.Unmarshal(p.Nonce, &str) == nil:
+			f.nonce = str
+		case json.Unmarshal(p.Nonce, &num) == nil:
+			f.nonce = num.String()
+		default:
+			return f, formError("nonce", "BASE_TYPE_BAD", "Must be a string or an integer.")
+		}
+		if utf8.RuneCountInString(f.nonce) > MaxNonceLength {
+			return f, formError("nonce", "BASE_TYPE_MAX_LENGTH", fmt.Sprintf("Must be %d or fewer in length.", MaxNonceLength))
+		}
+	}
+	f.enforceNonce = p.EnforceNonce
 	if len(p.Embeds) > 0 {
 		f.embedsSet = true
 		if err := json.Unmarshal(p.Embeds, &f.embeds); err != nil {
@@ -616,6 +640,9 @@ func (s *Server) wireMessageLocked(m *Message, withGuild bool) map[string]any {
 	}
 	if !m.Edited.IsZero() {
 		w["edited_timestamp"] = m.Edited.Format(discordTime)
+	}
+	if m.Nonce != "" {
+		w["nonce"] = m.Nonce
 	}
 	if m.ReplyTo != "" {
 		ref := map[string]any{"type": 0, "message_id": m.ReplyTo, "channel_id": m.ChannelID}

@@ -412,6 +412,10 @@ func (s *Server) getChannel(w http.ResponseWriter, r *http.Request, _ *Call) {
 		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
 		return
 	}
+	if s.denied[ch.id] {
+		writeError(w, http.StatusForbidden, 50001, "Missing Access")
+		return
+	}
 	writeJSON(w, http.StatusOK, s.wireChannelLocked(ch))
 }
 
@@ -428,9 +432,21 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *Call) {
 		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
 		return
 	}
+	if s.denied[ch.id] {
+		writeError(w, http.StatusForbidden, 50001, "Missing Access")
+		return
+	}
+	now := s.cfg.now().UTC()
+	// With enforce_nonce, a message the same author created with the same
+	// nonce in the past few minutes is returned instead of a new one.
+	nonceKey := s.cfg.bot.ID + "\x00" + f.nonce
+	if prev, ok := s.nonces[nonceKey]; ok && !prev.Deleted && f.enforceNonce && f.nonce != "" && now.Sub(prev.Created) < s.cfg.nonceTTL {
+		writeJSON(w, http.StatusOK, s.wireMessageLocked(prev, false))
+		return
+	}
 	m := &Message{
 		ID: s.newID(), ChannelID: ch.id, GuildID: ch.guildID, Author: s.cfg.bot,
-		Files: c.Files, Created: time.Now().UTC(),
+		Files: c.Files, Created: now, Nonce: f.nonce,
 	}
 	f.apply(m)
 	m.Flags &^= discordgo.MessageFlagsEphemeral // only interaction messages can be
@@ -439,6 +455,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *Call) {
 		return
 	}
 	s.storeMessageLocked(m)
+	if f.nonce != "" {
+		s.nonces[nonceKey] = m
+	}
 	writeJSON(w, http.StatusOK, s.wireMessageLocked(m, false))
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +85,8 @@ type config struct {
 	guilds     []Guild
 	privileged discordgo.Intent
 	noEcho     bool
+	now        func() time.Time
+	nonceTTL   time.Duration
 }
 
 // WithToken sets the bot token the fake accepts (without the "Bot " prefix).
@@ -124,6 +127,24 @@ func WithPrivilegedIntents(i discordgo.Intent) Option {
 // MESSAGE_CREATE / MESSAGE_UPDATE / MESSAGE_DELETE, which Discord does.
 func WithoutEcho() Option { return func(c *config) { c.noEcho = true } }
 
+// WithNow sets the clock that stamps the messages the bot posts and
+// measures the nonce window, e.g. a fake clock's Now; the wall clock by
+// default.
+func WithNow(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithNonceWindow sets how long a nonce sent with enforce_nonce is
+// remembered; DefaultNonceWindow when not set.
+func WithNonceWindow(d time.Duration) Option { return func(c *config) { c.nonceTTL = d } }
+
+// DefaultNonceWindow is how long the fake remembers a message's nonce.
+// Discord says "the past few minutes" without a number; the fake takes
+// the low end, so that code relying on the window is tested against a
+// short one.
+const DefaultNonceWindow = 2 * time.Minute
+
+// MaxNonceLength is Discord's limit on a message nonce.
+const MaxNonceLength = 25
+
 // Server is a fake Discord: the REST API (v9) and the gateway on one
 // httptest server. It is safe for concurrent use.
 type Server struct {
@@ -152,6 +173,8 @@ type Server struct {
 	responses    []InteractionResponse
 	calls        []Call
 	faults       []*fault
+	nonces       map[string]*Message // author and nonce → the message created with them
+	denied       map[string]bool     // channels the bot has lost access to
 
 	conns      map[*conn]struct{}
 	sessions   map[string]*session
@@ -191,6 +214,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		bot:       User{ID: DefaultBotID, Username: DefaultBotName, Bot: true},
 		heartbeat: DefaultHeartbeatInterval,
 		deadline:  DefaultInteractionDeadline,
+		now:       time.Now,
+		nonceTTL:  DefaultNonceWindow,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -211,6 +236,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		byID:         map[string]*Message{},
 		commands:     map[string][]*discordgo.ApplicationCommand{},
 		interactions: map[string]*interaction{},
+		nonces:       map[string]*Message{},
+		denied:       map[string]bool{},
 		conns:        map[*conn]struct{}{},
 		sessions:     map[string]*session{},
 	}
@@ -364,6 +391,39 @@ func (s *Server) AddChannel(channelID, guildID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ensureChannelLocked(channelID, guildID, "")
+}
+
+// RemoveChannel deletes a guild channel, as when someone deletes it in
+// Discord: sessions that have its guild get CHANNEL_DELETE, and requests
+// to it answer 404 Unknown Channel (10003).
+func (s *Server) RemoveChannel(channelID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.channels[channelID]
+	if !ok {
+		return
+	}
+	delete(s.channels, channelID)
+	if g, ok := s.guilds[c.guildID]; ok {
+		pos := slices.Index(g.channels, channelID)
+		g.channels = slices.DeleteFunc(g.channels, func(id string) bool { return id == channelID })
+		s.dispatchLocked("CHANNEL_DELETE", func(ss *session) any {
+			if !ss.wantsGuild(c.guildID, discordgo.IntentGuilds) {
+				return nil
+			}
+			return wireChannel(c, pos)
+		})
+	}
+	s.notifyLocked()
+}
+
+// DenyChannel takes the bot's access to a channel away, as a permission
+// overwrite denying View Channel does: requests to it answer 403 Missing
+// Access (50001).
+func (s *Server) DenyChannel(channelID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.denied[channelID] = true
 }
 
 // AddDM makes the DM channel between the bot and a user known, so that
