@@ -8,14 +8,20 @@
 //
 // The Web API answers what a Taskloom-sized bot calls — auth.test,
 // users.info, conversations.info, chat.postMessage, chat.postEphemeral,
-// chat.update and apps.connections.open — with Slack's response shapes and
+// chat.update, conversations.history, conversations.replies and
+// apps.connections.open — with Slack's response shapes and
 // error codes: tokens are checked by type (a bot token for the Web API, an
 // app-level token for apps.connections.open), messages are kept (Messages,
 // WaitMessages) with the special mentions they would ping (Message.Pings),
 // and blocks are held to Block Kit's limits (50 blocks, 3000 characters of
 // section text, unique block and action IDs, 25 elements per actions block,
 // button text and value lengths) and answered invalid_blocks when they break
-// them; a text over 40,000 characters is msg_too_long. Every call is
+// them; a text over 40,000 characters is msg_too_long. Posts keep their
+// metadata (event_type and event_payload; invalid_metadata_format and
+// invalid_metadata_schema as on Slack), and the history and replies of a
+// channel (the app's own posts, which is all the fake keeps) return it
+// with include_all_metadata, paged with limit and cursor and bounded by
+// oldest and latest. Every call is
 // recorded (Calls, CallsTo, WaitCalls). RateLimitNext answers 429 with
 // Retry-After and {"ok":false,"error":"ratelimited"}, as Slack does;
 // FailNext answers another error.

@@ -40,14 +40,48 @@ type Message struct {
 	LinkNames bool
 	Unfurl    string // the unfurl_links parameter as sent
 	Edits     int    // chat.update calls it has had
-	Time      time.Time
+	// Metadata is the message metadata it was posted (or last updated)
+	// with; nil when none.
+	Metadata *Metadata
+	Time     time.Time
+}
+
+// Metadata is message metadata, as chat.postMessage takes it and
+// conversations.history returns it with include_all_metadata: an event
+// type and a JSON object of the app's own.
+type Metadata struct {
+	EventType    string         `json:"event_type"`
+	EventPayload map[string]any `json:"event_payload"`
 }
 
 func (m *Message) clone() Message {
 	c := *m
 	c.Blocks = slices.Clone(m.Blocks)
 	c.RawBlocks = slices.Clone(m.RawBlocks)
+	if m.Metadata != nil {
+		md := *m.Metadata
+		c.Metadata = &md
+	}
 	return c
+}
+
+// parseMetadata reads a metadata parameter as Slack does: JSON, an
+// event_type string and an event_payload object, or the error Slack
+// answers.
+func parseMetadata(raw string) (*Metadata, string) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, ""
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &fields); err != nil {
+		return nil, "invalid_metadata_format"
+	}
+	var md Metadata
+	if json.Unmarshal(fields["event_type"], &md.EventType) != nil || md.EventType == "" ||
+		json.Unmarshal(fields["event_payload"], &md.EventPayload) != nil || md.EventPayload == nil {
+		return nil, "invalid_metadata_schema"
+	}
+	return &md, ""
 }
 
 // Visible reports whether everyone in the channel sees the message.

@@ -3,9 +3,12 @@ package slackfake_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -419,6 +422,94 @@ func TestPingsAndResponses(t *testing.T) {
 		}
 		if ok && m.Kind != slackfake.KindAck {
 			t.Errorf("ParseResponse(%q): kind %q", tc.raw, m.Kind)
+		}
+	}
+}
+
+// TestMetadataAndHistory: chat.postMessage keeps metadata, and
+// conversations.history and conversations.replies return it with
+// include_all_metadata, newest first and oldest first, a page at a time.
+func TestMetadataAndHistory(t *testing.T) {
+	t.Parallel()
+	s := slackfake.New(t)
+	ctx := context.Background()
+	api := client(s, s.BotToken())
+	md := func(key string) slack.MsgOption {
+		return slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "taskloom_notification", EventPayload: map[string]any{"key": key}})
+	}
+	var tss []string
+	for i := range 3 {
+		_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText(fmt.Sprintf("top %d", i), false), md(fmt.Sprintf("k%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tss = append(tss, ts)
+	}
+	_, reply, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("in the thread", false), slack.MsgOptionTS(tss[0]), md("r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.PostMessageContext(ctx, "C2", slack.MsgOptionText("elsewhere", false)); err != nil {
+		t.Fatal(err)
+	}
+	if ms := s.Messages(); ms[0].Metadata == nil || ms[0].Metadata.EventType != "taskloom_notification" || ms[0].Metadata.EventPayload["key"] != "k0" {
+		t.Errorf("kept metadata = %+v", ms[0].Metadata)
+	}
+
+	// Newest first, top level only, metadata only when asked for.
+	h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1"})
+	if err != nil || len(h.Messages) != 3 || h.Messages[0].Timestamp != tss[2] || h.Messages[2].Timestamp != tss[0] || h.Messages[0].Metadata.EventType != "" {
+		t.Fatalf("history without include_all_metadata = %+v, %v", h, err)
+	}
+	h, err = api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", IncludeAllMetadata: true, Limit: 2})
+	if err != nil || len(h.Messages) != 2 || !h.HasMore || h.ResponseMetaData.NextCursor == "" ||
+		h.Messages[0].Metadata.EventType != "taskloom_notification" || h.Messages[0].Metadata.EventPayload["key"] != "k2" {
+		t.Fatalf("first page = %+v, %v", h, err)
+	}
+	h, err = api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", IncludeAllMetadata: true, Limit: 2, Cursor: h.ResponseMetaData.NextCursor})
+	if err != nil || len(h.Messages) != 1 || h.HasMore || h.Messages[0].Timestamp != tss[0] || h.Messages[0].Metadata.EventPayload["key"] != "k0" {
+		t.Fatalf("second page = %+v, %v", h, err)
+	}
+	h, err = api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", Oldest: tss[1]})
+	if err != nil || len(h.Messages) != 1 || h.Messages[0].Timestamp != tss[2] {
+		t.Errorf("history after %s = %+v, %v", tss[1], h, err)
+	}
+	h, err = api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", Oldest: tss[1], Inclusive: true})
+	if err != nil || len(h.Messages) != 2 {
+		t.Errorf("history from %s inclusive = %+v, %v", tss[1], h, err)
+	}
+
+	// The thread: parent first, then replies.
+	msgs, more, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: tss[0], IncludeAllMetadata: true})
+	if err != nil || more || len(msgs) != 2 || msgs[0].Timestamp != tss[0] || msgs[1].Timestamp != reply || msgs[1].Metadata.EventPayload["key"] != "r" {
+		t.Fatalf("replies = %+v, %v", msgs, err)
+	}
+	if msgs, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: "1.000001"}); err != nil || len(msgs) != 0 {
+		t.Errorf("replies of a thread the fake has nothing of = %+v, %v", msgs, err)
+	}
+
+	// Metadata Slack would refuse.
+	for raw, code := range map[string]string{
+		`{not json`:                              "invalid_metadata_format",
+		`{"event_payload":{}}`:                   "invalid_metadata_schema",
+		`{"event_type":"x","event_payload":[1]}`: "invalid_metadata_schema",
+	} {
+		form := url.Values{"channel": {"C1"}, "text": {"x"}, "metadata": {raw}}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.APIURL()+"chat.postMessage", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+s.BotToken())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			OK    bool   `json:"ok"`
+			Error string `json:"error"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || body.OK || body.Error != code {
+			t.Errorf("metadata %s: %+v, %v; want %s", raw, body, err, code)
 		}
 	}
 }

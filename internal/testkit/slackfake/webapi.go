@@ -88,6 +88,10 @@ func (s *Server) dispatchLocked(method, token string, p url.Values) apiResult {
 		return s.postLocked(KindEphemeral, p)
 	case "chat.update":
 		return s.updateLocked(p)
+	case "conversations.history":
+		return s.historyLocked(p)
+	case "conversations.replies":
+		return s.repliesLocked(p)
 	case "apps.connections.open":
 		ticket := fmt.Sprintf("ticket-%d", s.nextLocked())
 		s.tickets[ticket] = true
@@ -163,9 +167,14 @@ func (s *Server) postLocked(kind string, p url.Values) apiResult {
 		s.messages = append(s.messages, m)
 		return ok(map[string]any{"message_ts": m.TS})
 	}
+	md, code := parseMetadata(p.Get("metadata"))
+	if code != "" {
+		return fail(code)
+	}
+	m.Metadata = md
 	m.TS = s.tsLocked()
 	s.messages = append(s.messages, m)
-	return ok(map[string]any{"channel": m.Channel, "ts": m.TS, "message": s.wireMessage(m)})
+	return ok(map[string]any{"channel": m.Channel, "ts": m.TS, "message": s.wireMessage(m, true)})
 }
 
 func (s *Server) updateLocked(p url.Values) apiResult {
@@ -178,13 +187,21 @@ func (s *Server) updateLocked(p url.Values) apiResult {
 		if res.err != "" {
 			return res
 		}
-		// As on Slack, blocks left out are kept; "[]" removes them.
+		md, code := parseMetadata(p.Get("metadata"))
+		if code != "" {
+			return fail(code)
+		}
+		// As on Slack, blocks and metadata left out are kept; "[]" removes
+		// the blocks.
 		old.Text = m.Text
 		if _, given := p["blocks"]; given {
 			old.Blocks, old.RawBlocks = m.Blocks, m.RawBlocks
 		}
+		if md != nil {
+			old.Metadata = md
+		}
 		old.Edits++
-		return ok(map[string]any{"channel": channel, "ts": ts, "text": old.Text, "message": s.wireMessage(old)})
+		return ok(map[string]any{"channel": channel, "ts": ts, "text": old.Text, "message": s.wireMessage(old, true)})
 	}
 	return fail("message_not_found")
 }
@@ -214,14 +231,19 @@ func (s *Server) messageFromParams(kind string, p url.Values) (*Message, apiResu
 	}, apiResult{}
 }
 
-// wireMessage is a bot message as the Web API returns it.
-func (s *Server) wireMessage(m *Message) map[string]any {
-	out := map[string]any{"type": "message", "user": s.cfg.bot.ID, "bot_id": s.cfg.botID, "text": m.Text, "ts": m.TS}
+// wireMessage is a bot message as the Web API returns it, with its
+// metadata when withMetadata.
+func (s *Server) wireMessage(m *Message, withMetadata bool) map[string]any {
+	out := map[string]any{"type": "message", "user": s.cfg.bot.ID, "bot_id": s.cfg.botID, "app_id": s.cfg.appID,
+		"text": m.Text, "ts": m.TS}
 	if m.ThreadTS != "" {
 		out["thread_ts"] = m.ThreadTS
 	}
 	if len(m.RawBlocks) > 0 {
 		out["blocks"] = m.RawBlocks
+	}
+	if withMetadata && m.Metadata != nil {
+		out["metadata"] = m.Metadata
 	}
 	return out
 }
