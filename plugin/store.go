@@ -53,6 +53,10 @@ type Store interface {
 	SaveMemory(ctx context.Context, m Memory) (Memory, bool, error)
 	// RecentMemories lists a room's latest messages, oldest first.
 	RecentMemories(ctx context.Context, room string, limit int) ([]Memory, error)
+	// PruneMemories deletes the memories created before before (and those
+	// with no time) and says how many it deleted: the retention of PRODUCT
+	// §9. Task events are kept: they are the audit log.
+	PruneMemories(ctx context.Context, before time.Time) (int64, error)
 
 	Outbox
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
@@ -41,4 +42,14 @@ func (s *Store) RecentMemories(ctx context.Context, room string, limit int) ([]p
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// PruneMemories deletes the memories created before before, and those
+// with no time.
+func (s *Store) PruneMemories(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, sqlPruneMemories, timeArg(plugin.UTC(before)))
+	if err != nil {
+		return 0, fmt.Errorf("prune memories before %s: %w", before.Format(time.RFC3339), err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -119,6 +119,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (platform, message_id) WHERE message_id <> '' DO NOTHING
 RETURNING ` + memoryCols
 
+	sqlPruneMemories = `DELETE FROM memories WHERE created_at IS NULL OR created_at < $1`
+
 	sqlMemoryByMessage = `SELECT ` + memoryCols + ` FROM memories WHERE platform = $1 AND message_id = $2`
 
 	// sqlRecentMemories reads newest first; the store reverses. A NULL

@@ -104,6 +104,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (platform, message_id) WHERE message_id <> '' DO NOTHING
 RETURNING ` + memoryCols
 
+	sqlPruneMemories = `DELETE FROM memories WHERE created_at IS NULL OR created_at < ?`
+
 	sqlMemoryByMessage = `SELECT ` + memoryCols + ` FROM memories WHERE platform = ? AND message_id = ?`
 
 	// sqlRecentMemories reads newest first; the store reverses.

@@ -226,3 +226,29 @@ func testEventsSinceWhileWriting(t *testing.T, s plugin.Store) {
 		t.Errorf("a reader resuming by ID missed %d of %d events", missed, len(all))
 	}
 }
+
+// testPruneMemories: memories older than the cut are deleted, newer ones
+// and every task event kept.
+func testPruneMemories(t *testing.T, s plugin.Store) {
+	for i, d := range []time.Duration{time.Hour, 2 * time.Hour, 30 * 24 * time.Hour, 31 * 24 * time.Hour} {
+		m := plugin.Memory{Platform: "discord", MessageID: fmt.Sprint(2000 + i), Room: "room-1", Text: fmt.Sprint("m", i), CreatedAt: at(d)}
+		if _, _, err := s.SaveMemory(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task := create(t, s, newTask("keep my events"))
+	n, err := s.PruneMemories(t.Context(), at(30*24*time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("PruneMemories = %d, %v; want the 2 older ones", n, err)
+	}
+	left, err := s.RecentMemories(t.Context(), "room-1", 0)
+	if err != nil || len(left) != 2 || left[0].Text != "m2" || left[1].Text != "m3" {
+		t.Fatalf("left = %+v, %v; want m2 and m3", left, err)
+	}
+	if evs := events(t, s, task.Number); len(evs) != 1 {
+		t.Fatalf("events of #%d after pruning = %d; want them kept", task.Number, len(evs))
+	}
+	if n, err := s.PruneMemories(t.Context(), at(30*24*time.Hour)); err != nil || n != 0 {
+		t.Fatalf("pruning again = %d, %v; want nothing", n, err)
+	}
+}

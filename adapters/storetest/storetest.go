@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 
 		{"MemoryDedup", testMemoryDedup},
 		{"RecentMemories", testRecentMemories},
+		{"PruneMemories", testPruneMemories},
 		{"EventsSince", testEventsSince},
 		{"EventsSinceWhileWriting", testEventsSinceWhileWriting},
 

@@ -470,3 +470,24 @@ func TestShutdownReleasesAnInFlightTask(t *testing.T) {
 		f.check()
 	})
 }
+
+// TestPruneKeepsTheRetention: memories older than the retention (720h by
+// default) are deleted, newer ones kept.
+func TestPruneKeepsTheRetention(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open)
+		for i, age := range []time.Duration{721 * time.Hour, 719 * time.Hour} {
+			if _, _, err := f.store.SaveMemory(f.ctx, plugin.Memory{Platform: "console", MessageID: fmt.Sprint(i), Room: "console",
+				Text: fmt.Sprint("m", i), CreatedAt: t0.Add(-age)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := f.svc.Prune(f.ctx); err != nil || n != 1 {
+			t.Fatalf("Prune = %d, %v; want the one older than 720h", n, err)
+		}
+		left, err := f.store.RecentMemories(f.ctx, "console", 0)
+		if err != nil || len(left) != 1 || left[0].Text != "m1" {
+			t.Fatalf("memories left = %+v, %v; want m1", left, err)
+		}
+	})
+}

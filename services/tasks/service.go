@@ -56,6 +56,9 @@ type Options struct {
 	// AnswerTimeout is how long a question waits for an answer before the
 	// task goes on without one; 0 means DefaultAnswerTimeout.
 	AnswerTimeout time.Duration
+	// Retention is how long chat memories are kept; 0 means
+	// DefaultRetention.
+	Retention time.Duration
 	// ApproveTools are the tools a person must approve before a task runs
 	// them (TASKLOOM_APPROVE_TOOLS); nil means none.
 	ApproveTools []string
@@ -137,6 +140,9 @@ func New(opts Options) *Service {
 	if opts.AnswerTimeout <= 0 {
 		opts.AnswerTimeout = DefaultAnswerTimeout
 	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
 	rt := opts.Runtime
 	return &Service{
 		opts:  opts,
@@ -186,7 +192,7 @@ func (s *Service) Start(ctx context.Context) error {
 		go s.work(fmt.Sprintf("%s/%d", s.opts.Owner, i))
 	}
 	s.wg.Add(1)
-	go s.sweepAnswers()
+	go s.sweep()
 	s.log.Info("task service started", "workers", s.opts.Workers, "lease", s.opts.Lease, "owner", s.opts.Owner)
 	return nil
 }

@@ -15,13 +15,22 @@ import (
 const DefaultAnswerTimeout = 24 * time.Hour
 
 // sweepEvery is how often the service looks for questions nobody
-// answered in time.
-const sweepEvery = time.Minute
+// answered in time; pruneEvery how often it deletes old memories.
+const (
+	sweepEvery = time.Minute
+	pruneEvery = time.Hour
+)
 
-// sweepAnswers resumes, every sweepEvery, the tasks whose question has
-// waited AnswerTimeout without an answer.
-func (s *Service) sweepAnswers() {
+// DefaultRetention is how long chat memories are kept
+// (TASKLOOM_RETENTION).
+const DefaultRetention = 720 * time.Hour
+
+// sweep resumes, every sweepEvery, the tasks whose question has waited
+// AnswerTimeout without an answer, and every pruneEvery deletes the
+// memories older than the retention.
+func (s *Service) sweep() {
 	defer s.wg.Done()
+	lastPrune := s.clk.Now()
 	for {
 		t := s.clk.NewTimer(sweepEvery)
 		select {
@@ -33,7 +42,25 @@ func (s *Service) sweepAnswers() {
 		if _, err := s.ExpireQuestions(s.hardCtx); err != nil && s.hardCtx.Err() == nil {
 			s.log.Error("cannot resume unanswered questions", "err", err)
 		}
+		if now := s.clk.Now(); now.Sub(lastPrune) >= pruneEvery {
+			lastPrune = now
+			if n, err := s.Prune(s.hardCtx); err != nil && s.hardCtx.Err() == nil {
+				s.log.Error("cannot delete old memories", "err", err)
+			} else if n > 0 {
+				s.log.Info("deleted old memories", "count", n, "retention", s.opts.Retention)
+			}
+		}
 	}
+}
+
+// Prune deletes the chat memories older than the retention and says how
+// many it deleted; task events are kept (`taskloom prune`).
+func (s *Service) Prune(ctx context.Context) (int64, error) {
+	n, err := s.store.PruneMemories(ctx, s.clk.Now().Add(-s.opts.Retention))
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	return n, nil
 }
 
 // ExpireQuestions resumes every task that has waited on an answer for
