@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +46,27 @@ type partialSend struct {
 // *plugin.RateLimitedError and nothing is retried here; when a later part
 // fails, the retry of the same message sends only what is left.
 func (a *Adapter) Send(ctx context.Context, room string, m plugin.Outgoing) (plugin.SentMessage, error) {
+	return a.send(ctx, room, m, "")
+}
+
+// SendOnce delivers a notification's message as Send does, each part with
+// a nonce made of key and the part's index and with enforce_nonce: Discord
+// then answers a part an earlier attempt at the same message created in
+// the past few minutes — this replica's or another's, before a crash or
+// after a lost claim — with that message instead of posting it again.
+// since is not needed: the nonce finds the part.
+//
+// A channel that is gone (404 Unknown Channel) or forbidden (403) is an
+// error with Undeliverable, which services/notify dead-letters.
+func (a *Adapter) SendOnce(ctx context.Context, room string, m plugin.Outgoing, key string, _ time.Time) (plugin.SentMessage, error) {
+	if key == "" {
+		return plugin.SentMessage{}, fmt.Errorf("discord: send to %s: no delivery key", room)
+	}
+	return a.send(ctx, room, m, key)
+}
+
+// send delivers m, its parts with nonces of key when key is set.
+func (a *Adapter) send(ctx context.Context, room string, m plugin.Outgoing, key string) (plugin.SentMessage, error) {
 	channel, err := channelOf(room)
 	if err != nil {
 		return plugin.SentMessage{}, err
@@ -51,23 +75,70 @@ func (a *Adapter) Send(ctx context.Context, room string, m plugin.Outgoing) (plu
 	if len(parts) == 0 {
 		return plugin.SentMessage{}, nil
 	}
-	key := room + "\x00" + digest(m.Text)
-	ids := a.delivered(key)
+	memo := room + "\x00" + digest(m.Text)
+	if key != "" {
+		memo = room + "\x00key:" + key
+	}
+	ids := a.delivered(memo)
 	controls := a.controls(ctx, slices.Concat(m.Approvals, m.Tasks, m.Ended))
 	for i := len(ids); i < len(parts); i++ {
 		var comps []discordgo.MessageComponent
 		if i == len(parts)-1 {
 			comps = controls
 		}
-		id, err := a.post(ctx, channel, parts[i], nil, comps)
+		var n string
+		if key != "" {
+			n = nonce(key, i)
+		}
+		id, err := a.post(ctx, channel, parts[i], nil, comps, n)
 		if err != nil {
-			a.remember(key, ids)
-			return plugin.SentMessage{IDs: ids}, fmt.Errorf("discord: send to %s (part %d of %d): %w", room, i+1, len(parts), err)
+			a.remember(memo, ids)
+			return plugin.SentMessage{IDs: ids}, fmt.Errorf("discord: send to %s (part %d of %d): %w", room, i+1, len(parts), undeliverable(err))
 		}
 		ids = append(ids, id)
 	}
-	a.remember(key, nil)
+	a.remember(memo, nil)
 	return plugin.SentMessage{IDs: ids}, nil
+}
+
+// maxNonce is Discord's limit on a message nonce.
+const maxNonce = 25
+
+// nonce names part i of the message key: "<key>.<i>", or, when that is
+// longer than Discord takes, a digest of it.
+func nonce(key string, i int) string {
+	n := key + "." + strconv.Itoa(i)
+	if len(n) <= maxNonce {
+		return n
+	}
+	return "n" + digest(n)[:maxNonce-1]
+}
+
+// undeliverableError is an answer of Discord's that no retry can change:
+// the channel is gone or the bot may not post in it.
+type undeliverableError struct{ err error }
+
+func (e *undeliverableError) Error() string { return e.err.Error() }
+func (e *undeliverableError) Unwrap() error { return e.err }
+
+// Undeliverable says so to services/notify, which gives up on the
+// notification instead of retrying it.
+func (e *undeliverableError) Undeliverable() bool { return true }
+
+// undeliverable marks err undeliverable when Discord said the channel does
+// not exist (404 Unknown Channel) or may not be posted in (403: Missing
+// Access, Missing Permissions, a user who accepts no DMs).
+func undeliverable(err error) error {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Response == nil {
+		return err
+	}
+	switch code := re.Response.StatusCode; {
+	case code == http.StatusForbidden,
+		code == http.StatusNotFound && re.Message != nil && re.Message.Code == discordgo.ErrCodeUnknownChannel:
+		return &undeliverableError{err: err}
+	}
+	return err
 }
 
 // delivered returns the parts of a message already delivered, forgetting
@@ -128,13 +199,13 @@ func (a *Adapter) reply(ctx context.Context, channelID, guildID, messageID strin
 		if i == len(parts)-1 {
 			comps = controls
 		}
-		_, err := a.post(ctx, channelID, p, ref, comps)
+		_, err := a.post(ctx, channelID, p, ref, comps, "")
 		var rl *plugin.RateLimitedError
 		if errors.As(err, &rl) && rl.RetryAfter <= maxReplyWait {
 			if err := clock.Sleep(ctx, a.clk, rl.RetryAfter); err != nil {
 				return fmt.Errorf("discord: reply in %s: %w", channelID, err)
 			}
-			_, err = a.post(ctx, channelID, p, ref, comps)
+			_, err = a.post(ctx, channelID, p, ref, comps, "")
 		}
 		if err != nil {
 			return fmt.Errorf("discord: reply in %s: %w", channelID, err)
@@ -143,21 +214,44 @@ func (a *Adapter) reply(ctx context.Context, channelID, guildID, messageID strin
 	return nil
 }
 
-// post sends one message of at most 2,000 characters and returns its ID.
-// When discordgo knows the channel's bucket (or the global limit) to be
-// exhausted, it returns a *plugin.RateLimitedError at once instead of
-// letting discordgo sleep through it.
-func (a *Adapter) post(ctx context.Context, channelID, content string, ref *discordgo.MessageReference, comps []discordgo.MessageComponent) (string, error) {
-	if wait := a.bucketWait(discordgo.EndpointChannelMessages(channelID)); wait > 0 {
+// post sends one message of at most 2,000 characters and returns its ID;
+// with a nonce, the message carries it with enforce_nonce. When discordgo
+// knows the channel's bucket (or the global limit) to be exhausted, it
+// returns a *plugin.RateLimitedError at once instead of letting discordgo
+// sleep through it.
+func (a *Adapter) post(ctx context.Context, channelID, content string, ref *discordgo.MessageReference, comps []discordgo.MessageComponent, nonce string) (string, error) {
+	endpoint := discordgo.EndpointChannelMessages(channelID)
+	if wait := a.bucketWait(endpoint); wait > 0 {
 		return "", &plugin.RateLimitedError{RetryAfter: wait, Err: errors.New("discord: the channel's rate limit is exhausted")}
 	}
-	m, err := a.sess.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{
-		Content: content, AllowedMentions: noMentions(), Reference: ref, Components: comps,
-	}, discordgo.WithContext(ctx))
+	data := &discordgo.MessageSend{Content: content, AllowedMentions: noMentions(), Reference: ref, Components: comps}
+	if nonce == "" {
+		m, err := a.sess.ChannelMessageSendComplex(channelID, data, discordgo.WithContext(ctx))
+		if err != nil {
+			return "", rateLimited(err)
+		}
+		return m.ID, nil
+	}
+	// discordgo's MessageSend has no nonce: the same request, made with
+	// the fields added, through discordgo's rate limiter.
+	raw, err := a.sess.RequestWithBucketID(http.MethodPost, endpoint, messageWithNonce{MessageSend: data, Nonce: nonce, EnforceNonce: true},
+		endpoint, discordgo.WithContext(ctx))
 	if err != nil {
 		return "", rateLimited(err)
 	}
+	var m discordgo.Message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return "", fmt.Errorf("discord: read the created message: %w", err)
+	}
 	return m.ID, nil
+}
+
+// messageWithNonce is Create Message's body with the nonce fields
+// discordgo does not have.
+type messageWithNonce struct {
+	*discordgo.MessageSend
+	Nonce        string `json:"nonce"`
+	EnforceNonce bool   `json:"enforce_nonce"`
 }
 
 // bucketWait is how long discordgo would sleep before a request in the
