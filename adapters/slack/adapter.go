@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ const (
 	maxReplyWait = time.Minute
 	// replyAttempts is how often a reply is tried when rate limited.
 	replyAttempts = 3
+	// HTTPTimeout bounds every Web API call, so that a Slack that never
+	// answers cannot hold a notification's claim or a reply forever.
+	HTTPTimeout = 30 * time.Second
 )
 
 // Options configure the adapter.
@@ -105,6 +109,7 @@ func New(opts Options) (*Adapter, error) {
 	log := opts.Logger.With("platform", Platform)
 	apiOpts := []slackapi.Option{
 		slackapi.OptionAPIURL(opts.APIURL),
+		slackapi.OptionHTTPClient(&http.Client{Timeout: HTTPTimeout}),
 		slackapi.OptionLog(slog.NewLogLogger(log.Handler(), slog.LevelDebug)),
 		// No OptionRetry: a 429 must reach Send's caller, whose outbox
 		// retries after Retry-After.

@@ -70,11 +70,161 @@ func (a *Adapter) Send(ctx context.Context, roomName string, m plugin.Outgoing) 
 	if err != nil {
 		return plugin.SentMessage{}, fmt.Errorf("slack: send: %w", err)
 	}
-	ids, err := a.post(ctx, r, m.Text, m.Tasks, buttons{ended: m.Ended, approvals: m.Approvals})
+	ids, err := a.postTagged(ctx, r, m.Text, m.Tasks, buttons{ended: m.Ended, approvals: m.Approvals}, nil)
 	if err != nil {
-		return plugin.SentMessage{IDs: ids}, fmt.Errorf("slack: send to %s: %w", roomName, err)
+		return plugin.SentMessage{IDs: ids}, fmt.Errorf("slack: send to %s: %w", roomName, undeliverable(err))
 	}
 	return plugin.SentMessage{IDs: ids}, nil
+}
+
+// NotificationEventType is the metadata event type of the notification
+// messages SendOnce posts; the payload holds the message's key, the part
+// and the number of parts.
+const NotificationEventType = "taskloom_notification"
+
+// Bounds of the search for what an earlier attempt posted.
+const (
+	// lookupMargin is how much earlier than the first attempt's start the
+	// search begins: Slack's clock and ours may disagree.
+	lookupMargin = 10 * time.Minute
+	lookupPage   = 200
+	lookupPages  = 5
+)
+
+// SendOnce posts a notification's message as Send does, each part with
+// metadata naming it (NotificationEventType, the key and the part). When
+// since is set, an earlier attempt at the same message began then and may
+// have posted some or all of it before its sender crashed or lost its
+// claim: the room's messages since then (its thread's, for a thread) are
+// looked up first, and a part found there is not posted again.
+//
+// A channel that is gone, archived, or that the bot is not in, or a
+// deactivated workspace or app, is an error with Undeliverable, which
+// services/notify dead-letters.
+func (a *Adapter) SendOnce(ctx context.Context, roomName string, m plugin.Outgoing, key string, since time.Time) (plugin.SentMessage, error) {
+	r, err := parseRoom(roomName)
+	if err != nil {
+		return plugin.SentMessage{}, fmt.Errorf("slack: send: %w", err)
+	}
+	if key == "" {
+		return plugin.SentMessage{}, fmt.Errorf("slack: send to %s: no delivery key", roomName)
+	}
+	d := &delivery{key: key}
+	if !since.IsZero() {
+		if d.posted, err = a.findPosted(ctx, r, key, since); err != nil {
+			return plugin.SentMessage{}, fmt.Errorf("slack: send to %s: look for an earlier attempt: %w", roomName, undeliverable(err))
+		}
+		if len(d.posted) > 0 {
+			a.log.Info("found an earlier attempt's message; not posting it again", "room", roomName, "key", key, "parts", len(d.posted))
+		}
+	}
+	ids, err := a.postTagged(ctx, r, m.Text, m.Tasks, buttons{ended: m.Ended, approvals: m.Approvals}, d)
+	if err != nil {
+		return plugin.SentMessage{IDs: ids}, fmt.Errorf("slack: send to %s: %w", roomName, undeliverable(err))
+	}
+	return plugin.SentMessage{IDs: ids}, nil
+}
+
+// delivery names the message a notification goes out in: its parts carry
+// metadata with key, and the parts in posted (part → ts) are already in
+// the room.
+type delivery struct {
+	key    string
+	posted map[int]string
+}
+
+// metadata names part i of n of the message.
+func (d *delivery) metadata(i, n int) slackapi.SlackMetadata {
+	return slackapi.SlackMetadata{EventType: NotificationEventType,
+		EventPayload: map[string]any{"key": d.key, "part": i, "parts": n}}
+}
+
+// findPosted looks through the room's messages since the first attempt
+// (less lookupMargin), at most lookupPages pages, for parts of the
+// message key, and returns their ts by part. When the bot may not read
+// the room (a public channel it posts to without being in it, or a
+// missing scope) there is nothing to find: it says so and finds nothing.
+func (a *Adapter) findPosted(ctx context.Context, r room, key string, since time.Time) (map[int]string, error) {
+	oldest := since.Add(-lookupMargin)
+	found := map[int]string{}
+	cursor := ""
+	for range lookupPages {
+		var msgs []slackapi.Message
+		var next, method string
+		var err error
+		if r.Thread == "" {
+			method = "conversations.history"
+			var resp *slackapi.GetConversationHistoryResponse
+			resp, err = a.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+				ChannelID: r.Channel, Oldest: slackTS(oldest), Limit: lookupPage, Cursor: cursor, IncludeAllMetadata: true})
+			if err == nil {
+				msgs, next = resp.Messages, resp.ResponseMetaData.NextCursor
+			}
+		} else {
+			method = "conversations.replies"
+			msgs, _, next, err = a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+				ChannelID: r.Channel, Timestamp: r.Thread, Oldest: slackTS(oldest), Limit: lookupPage, Cursor: cursor, IncludeAllMetadata: true})
+		}
+		var se slackapi.SlackErrorResponse
+		if errors.As(err, &se) && (se.Err == "not_in_channel" || se.Err == "missing_scope") {
+			a.log.Warn("cannot read the room to look for an earlier attempt; posting", "room", r.String(), "method", method, "err", se.Err)
+			return found, nil
+		}
+		if err != nil {
+			return nil, apiError(method, err)
+		}
+		for _, m := range msgs {
+			if part, ok := partOf(m.Metadata, key); ok {
+				found[part] = m.Timestamp
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return found, nil
+}
+
+// partOf reads the part of message key that metadata names.
+func partOf(md slackapi.SlackMetadata, key string) (int, bool) {
+	if md.EventType != NotificationEventType || md.EventPayload["key"] != key {
+		return 0, false
+	}
+	part, ok := md.EventPayload["part"].(float64) // JSON numbers
+	return int(part), ok && part >= 0
+}
+
+// slackTS is t as a Slack message timestamp, "seconds.micros".
+func slackTS(t time.Time) string {
+	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
+}
+
+// undeliverableCodes are the Web API errors after which no retry can post
+// the message: the channel is gone, archived or closed to the bot, or the
+// workspace or app is deactivated.
+var undeliverableCodes = map[string]bool{
+	"channel_not_found": true, "not_in_channel": true, "is_archived": true, "account_inactive": true,
+}
+
+// undeliverableError is an answer of Slack's that no retry can change.
+type undeliverableError struct{ err error }
+
+func (e *undeliverableError) Error() string { return e.err.Error() }
+func (e *undeliverableError) Unwrap() error { return e.err }
+
+// Undeliverable says so to services/notify, which gives up on the
+// notification instead of retrying it.
+func (e *undeliverableError) Undeliverable() bool { return true }
+
+// undeliverable marks err undeliverable when Slack answered one of
+// undeliverableCodes.
+func undeliverable(err error) error {
+	var se slackapi.SlackErrorResponse
+	if errors.As(err, &se) && undeliverableCodes[se.Err] {
+		return &undeliverableError{err: err}
+	}
+	return err
 }
 
 // buttons are the task buttons a message carries besides the controls of
@@ -84,9 +234,20 @@ type buttons struct{ ended, approvals []int64 }
 // post sends text to r as one or more messages and returns their ts; the
 // last carries the controls of tasks and the other buttons.
 func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64, more buttons) ([]string, error) {
+	return a.postTagged(ctx, r, text, tasks, more, nil)
+}
+
+// postTagged is post for a notification's message when d is set: each
+// part carries d's metadata, and a part d says is posted already is not
+// posted again.
+func (a *Adapter) postTagged(ctx context.Context, r room, text string, tasks []int64, more buttons, d *delivery) ([]string, error) {
 	parts := render.Split(text, render.SlackTextLimit)
 	var ids []string
 	for i, part := range parts {
+		if ts, ok := d.done(i); ok {
+			ids = append(ids, ts)
+			continue
+		}
 		var controls []int64
 		var extra buttons
 		if i == len(parts)-1 {
@@ -102,6 +263,9 @@ func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64, 
 		if r.Thread != "" {
 			opts = append(opts, slackapi.MsgOptionTS(r.Thread))
 		}
+		if d != nil {
+			opts = append(opts, slackapi.MsgOptionMetadata(d.metadata(i, len(parts))))
+		}
 		_, ts, err := a.api.PostMessageContext(ctx, r.Channel, opts...)
 		if err != nil {
 			return ids, apiError("chat.postMessage", err)
@@ -109,6 +273,15 @@ func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64, 
 		ids = append(ids, ts)
 	}
 	return ids, nil
+}
+
+// done returns the ts of part i when it is posted already.
+func (d *delivery) done(i int) (string, bool) {
+	if d == nil {
+		return "", false
+	}
+	ts, ok := d.posted[i]
+	return ts, ok
 }
 
 // postEphemeral shows text to user only, in r.
