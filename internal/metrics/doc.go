@@ -16,6 +16,7 @@
 //	taskloom_model_tokens_total{kind}           counter; kind = prompt|completion|cached
 //	taskloom_notifications_sent_total{platform} counter
 //	taskloom_notifications_failed_total{platform} counter
+//	taskloom_notifications_dead_total{platform} counter; notifications given up on
 //	taskloom_notifications_pending              gauge, read at scrape
 //	taskloom_lease_losses_total                 counter
 //

@@ -26,6 +26,7 @@ type Recorder struct {
 	tokens      *prometheus.CounterVec
 	sent        *prometheus.CounterVec
 	failed      *prometheus.CounterVec
+	dead        *prometheus.CounterVec
 	leaseLosses prometheus.Counter
 	modelUp     prometheus.Gauge
 }
@@ -74,6 +75,10 @@ func New(o Options) *Recorder {
 			Name: "taskloom_notifications_failed_total",
 			Help: "Notification messages that could not be delivered (they stay pending and are retried), by platform.",
 		}, []string{"platform"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskloom_notifications_dead_total",
+			Help: "Notifications given up on (dead letters: the channel is gone or forbidden, or 24 hours of failures), by platform; they are kept as failed until retried.",
+		}, []string{"platform"}),
 		leaseLosses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "taskloom_lease_losses_total",
 			Help: "Iteration results rejected because the worker had lost its lease.",
@@ -84,7 +89,7 @@ func New(o Options) *Recorder {
 		}),
 	}
 	r.modelUp.Set(1)
-	r.reg.MustRegister(r.iterations, r.claim, r.model, r.tokens, r.sent, r.failed, r.leaseLosses, r.modelUp)
+	r.reg.MustRegister(r.iterations, r.claim, r.model, r.tokens, r.sent, r.failed, r.dead, r.leaseLosses, r.modelUp)
 	// The token kinds exist from the start, so a rate() has a zero to begin from.
 	for _, k := range []string{"prompt", "completion", "cached"} {
 		r.tokens.WithLabelValues(k)
@@ -168,6 +173,14 @@ func (r *Recorder) NotificationFailed(platform string) {
 		return
 	}
 	r.failed.WithLabelValues(platformLabel(platform)).Inc()
+}
+
+// NotificationsDead counts n notifications given up on (notify.Metrics).
+func (r *Recorder) NotificationsDead(platform string, n int) {
+	if r == nil {
+		return
+	}
+	r.dead.WithLabelValues(platformLabel(platform)).Add(float64(max(n, 0)))
 }
 
 func platformLabel(p string) string {

@@ -228,6 +228,23 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 	r.LeaseLost()
 	r.NotificationSent("discord")
 	r.NotificationFailed("discord")
+	r.NotificationsDead("discord", 1)
+}
+
+func TestDeadNotificationsAreCountedByPlatform(t *testing.T) {
+	r := metrics.New(metrics.Options{NoRuntime: true})
+	if strings.Contains(scrape(t, r), "taskloom_notifications_dead_total{") {
+		t.Fatal("a dead-letter series before any dead letter")
+	}
+	r.NotificationsDead("slack", 2)
+	r.NotificationsDead("slack", 1)
+	r.NotificationsDead("", 1)
+	body := scrape(t, r)
+	for _, want := range []string{`taskloom_notifications_dead_total{platform="slack"} 3`, `taskloom_notifications_dead_total{platform="unknown"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %s:\n%s", want, body)
+		}
+	}
 }
 
 func TestRecordersAreIsolated(t *testing.T) {
