@@ -61,6 +61,19 @@ type Config struct {
 	// (TASKLOOM_HTTP_GET_ALLOW_PRIVATE).
 	HTTPAllowPrivate bool
 
+	// Dependable runs (PRODUCT §7).
+	AnswerTimeout   time.Duration // TASKLOOM_ANSWER_TIMEOUT
+	MaxTokens       int64         // TASKLOOM_MAX_TOKENS; 0 is no limit
+	Temperature     float64       // TASKLOOM_TEMPERATURE
+	ShutdownTimeout time.Duration // TASKLOOM_SHUTDOWN_TIMEOUT
+
+	// Safe by default (PRODUCT §9).
+	// ApproveTools are the tools a person must approve
+	// (TASKLOOM_APPROVE_TOOLS; "none" for none).
+	ApproveTools []string
+	MaxActive    int           // TASKLOOM_MAX_ACTIVE
+	Retention    time.Duration // TASKLOOM_RETENTION
+
 	Character string // path of a character file; "" for the default
 	LogLevel  string // debug, info, warn, error
 }
@@ -73,6 +86,7 @@ const (
 	DefaultOpenAIModel   = "gpt-4o-mini"
 	DefaultDiscordAPIURL = "https://discord.com/"
 	DefaultSlackAPIURL   = "https://slack.com/api/"
+	DefaultMaxTokens     = 1_000_000
 )
 
 // Error is a configuration value that cannot be used.
@@ -118,6 +132,13 @@ func Load(getenv func(string) string) (Config, error) {
 		RunCommand:           r.boolean("TASKLOOM_RUN_COMMAND"),
 		RunCommandNetwork:    r.boolean("TASKLOOM_RUN_COMMAND_NETWORK"),
 		HTTPAllowPrivate:     r.boolean("TASKLOOM_HTTP_GET_ALLOW_PRIVATE"),
+		AnswerTimeout:        r.duration("TASKLOOM_ANSWER_TIMEOUT", 24*time.Hour, time.Minute, 365*24*time.Hour),
+		MaxTokens:            r.int64("TASKLOOM_MAX_TOKENS", DefaultMaxTokens, 0, 1<<40),
+		Temperature:          r.float("TASKLOOM_TEMPERATURE", 0.2, 0, 1),
+		ShutdownTimeout:      r.duration("TASKLOOM_SHUTDOWN_TIMEOUT", 20*time.Second, time.Second, time.Hour),
+		ApproveTools:         r.toolList("TASKLOOM_APPROVE_TOOLS", []string{"run_command"}),
+		MaxActive:            r.integer("TASKLOOM_MAX_ACTIVE", 20, 1, 100000),
+		Retention:            r.duration("TASKLOOM_RETENTION", 720*time.Hour, time.Hour, 100*365*24*time.Hour),
 		Character:            r.str("TASKLOOM_CHARACTER", ""),
 		LogLevel:             strings.ToLower(r.str("TASKLOOM_LOG_LEVEL", "info")),
 	}
@@ -245,6 +266,55 @@ func (r *reader) integer(name string, def, lo, hi int) int {
 		return def
 	}
 	return n
+}
+
+func (r *reader) int64(name string, def, lo, hi int64) int64 {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		r.fail(&Error{Var: name, Value: v, Reason: fmt.Sprintf("want a whole number from %d to %d", lo, hi)})
+		return def
+	}
+	return n
+}
+
+func (r *reader) float(name string, def, lo, hi float64) float64 {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < lo || f > hi {
+		r.fail(&Error{Var: name, Value: v, Reason: fmt.Sprintf("want a number from %g to %g", lo, hi)})
+		return def
+	}
+	return f
+}
+
+// toolList reads a comma-separated list of tool names: unset gives def,
+// "none" gives none. A name must look like a tool's (letters, digits, _,
+// - and . for MCP tools).
+func (r *reader) toolList(name string, def []string) []string {
+	v := strings.TrimSpace(r.getenv(name))
+	switch {
+	case v == "":
+		return def
+	case strings.EqualFold(v, "none"):
+		return nil
+	}
+	out := r.list(name)
+	for _, t := range out {
+		if strings.TrimFunc(t, func(c rune) bool {
+			return c == '_' || c == '-' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+		}) != "" {
+			r.fail(&Error{Var: name, Value: v, Reason: fmt.Sprintf("%q is not a tool name; want names such as run_command,http_get, or none", t)})
+			return def
+		}
+	}
+	return out
 }
 
 func (r *reader) duration(name string, def, lo, hi time.Duration) time.Duration {

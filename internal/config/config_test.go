@@ -88,6 +88,16 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"TASKLOOM_PUBLIC_URL", "https://:8443"}, `TASKLOOM_PUBLIC_URL="https://:8443"`},
 		{[]string{"TASKLOOM_PUBLIC_URL", "https://taskloom.example.com:https"}, `TASKLOOM_PUBLIC_URL`},
 		{[]string{"TASKLOOM_PUBLIC_URL", "https://me:hunter2@taskloom.example.com"}, `TASKLOOM_PUBLIC_URL="https://me:xxxxx@taskloom.example.com"`},
+		{[]string{"TASKLOOM_ANSWER_TIMEOUT", "soon"}, `TASKLOOM_ANSWER_TIMEOUT="soon": want a duration such as 5s, 2m or 1h`},
+		{[]string{"TASKLOOM_ANSWER_TIMEOUT", "1s"}, `TASKLOOM_ANSWER_TIMEOUT="1s": want a duration from 1m0s`},
+		{[]string{"TASKLOOM_MAX_TOKENS", "-5"}, `TASKLOOM_MAX_TOKENS="-5": want a whole number from 0`},
+		{[]string{"TASKLOOM_MAX_TOKENS", "lots"}, `TASKLOOM_MAX_TOKENS="lots"`},
+		{[]string{"TASKLOOM_TEMPERATURE", "1.5"}, `TASKLOOM_TEMPERATURE="1.5": want a number from 0 to 1`},
+		{[]string{"TASKLOOM_TEMPERATURE", "warm"}, `TASKLOOM_TEMPERATURE="warm"`},
+		{[]string{"TASKLOOM_SHUTDOWN_TIMEOUT", "forever"}, `TASKLOOM_SHUTDOWN_TIMEOUT="forever"`},
+		{[]string{"TASKLOOM_APPROVE_TOOLS", "run_command; rm -rf"}, `TASKLOOM_APPROVE_TOOLS="run_command; rm -rf": "run_command; rm -rf" is not a tool name`},
+		{[]string{"TASKLOOM_MAX_ACTIVE", "0"}, `TASKLOOM_MAX_ACTIVE="0": want a whole number from 1`},
+		{[]string{"TASKLOOM_RETENTION", "1m"}, `TASKLOOM_RETENTION="1m": want a duration from 1h0m0s`},
 	}
 	for _, tt := range tests {
 		_, err := config.Load(env(tt.env...))
@@ -98,6 +108,32 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%v: error leaks a password: %v", tt.env, err)
 		}
+	}
+}
+
+// TestWaveTwoDefaults: the defaults of PRODUCT §7 and §9, and the forms
+// the new variables take.
+func TestWaveTwoDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AnswerTimeout != 24*time.Hour || c.MaxTokens != 1_000_000 || c.Temperature != 0.2 || c.ShutdownTimeout != 20*time.Second ||
+		!slices.Equal(c.ApproveTools, []string{"run_command"}) || c.MaxActive != 20 || c.Retention != 720*time.Hour {
+		t.Fatalf("defaults = %+v", c)
+	}
+	c, err = config.Load(env("TASKLOOM_APPROVE_TOOLS", "none", "TASKLOOM_MAX_TOKENS", "0", "TASKLOOM_TEMPERATURE", "0.7",
+		"TASKLOOM_ANSWER_TIMEOUT", "90m", "TASKLOOM_SHUTDOWN_TIMEOUT", "5s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ApproveTools != nil || c.MaxTokens != 0 || c.Temperature != 0.7 || c.AnswerTimeout != 90*time.Minute || c.ShutdownTimeout != 5*time.Second {
+		t.Fatalf("config = %+v", c)
+	}
+	c, err = config.Load(env("TASKLOOM_APPROVE_TOOLS", "run_command, http_get ,everything.echo"))
+	if err != nil || !slices.Equal(c.ApproveTools, []string{"run_command", "http_get", "everything.echo"}) {
+		t.Fatalf("approve tools = %v, %v", c.ApproveTools, err)
 	}
 }
 
