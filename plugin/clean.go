@@ -131,7 +131,7 @@ func CleanMemory(m *Memory) {
 
 // CheckMutation refuses what a MutateFunc must not do, whatever the
 // transition: renumber the task, skip or repeat an event sequence, or change
-// a task that has ended.
+// a task that has ended (its row, steps or files).
 func CheckMutation(cur Task, m Mutation) error {
 	switch {
 	case m.Task.Number != cur.Number || m.Event.TaskNumber != cur.Number:
@@ -149,7 +149,7 @@ func CheckMutation(cur Task, m Mutation) error {
 		if err != nil {
 			return fmt.Errorf("update task #%d: %w", cur.Number, err)
 		}
-		if !same || m.Step != nil {
+		if !same || m.Step != nil || len(m.Files) > 0 {
 			return &TaskError{Op: "update", Number: cur.Number, Status: cur.Status, Err: ErrTerminal}
 		}
 	}

@@ -156,7 +156,11 @@ type Call struct {
 	// task calls it as a tool.
 	Message *Message
 	// Task is the task calling the action as a tool; nil for chat.
-	Task   *Task
+	Task *Task
+	// Files are the calling task's files as its iteration sees them:
+	// reads go through to the store, writes wait for the iteration's
+	// commit. Nil outside a task's iteration.
+	Files  Files
 	Params json.RawMessage
 	State  *State
 }

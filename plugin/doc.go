@@ -10,5 +10,8 @@
 // The package also holds the task domain: Task and its statuses, the pure
 // transitions (Claimed, Iterated, Paused, …) that every store applies inside
 // its own transaction, the Store interface, and Replay/Check, which rebuild a
-// task from its event log. It imports no adapter.
+// task from its event log. A task's files live in the store too: its tools
+// reach them through a FileView (Call.Files) that reads through to the store
+// and keeps the iteration's writes for its fenced commit (Mutation.Files).
+// It imports no adapter.
 package plugin

@@ -6,13 +6,14 @@ import (
 	"time"
 )
 
-// Store keeps tasks, their steps and events, chat memories and the
+// Store keeps tasks, their steps, events and files, chat memories and the
 // notification outbox. adapters/postgres and adapters/sqlite implement it and
 // both pass the suite in adapters/storetest.
 //
 // Every write of a task goes through CreateTask, ClaimTask or UpdateTask,
-// each one transaction that writes the row and its event together. Times are
-// passed in, never read from the wall clock, so tests control them.
+// each one transaction that writes the row and its event together (and
+// with UpdateTask the files a Mutation carries). Times are passed in, never
+// read from the wall clock, so tests control them.
 type Store interface {
 	// Migrate applies the embedded migrations not yet applied. It is safe
 	// to call from several processes at once.
@@ -21,7 +22,10 @@ type Store interface {
 	Close() error
 
 	// CreateTask validates in, numbers the task (numbers are never reused)
-	// and writes it with its "created" event.
+	// and writes it with its "created" event. A task that continues
+	// another (in.ContinuesNumber) starts with a copy of that task's files,
+	// made in the same transaction, so no worker can claim it before they
+	// are there.
 	CreateTask(ctx context.Context, in NewTask) (Task, error)
 	GetTask(ctx context.Context, number int64) (Task, error)
 	ListTasks(ctx context.Context, f TaskFilter) ([]Task, error)
@@ -59,6 +63,23 @@ type Store interface {
 	PruneMemories(ctx context.Context, before time.Time) (int64, error)
 
 	Outbox
+	FileStore
+}
+
+// FileStore keeps the files of tasks (PRODUCT §10). An iteration's changes
+// reach it only through UpdateTask (Mutation.Files), in the iteration's
+// fenced commit, within the limits of MaxFileBytes, MaxTaskFileBytes and
+// MaxTaskFiles; a change past one is refused with ErrLimit and nothing of
+// the mutation is written.
+type FileStore interface {
+	FileReader
+	// ImportTaskFiles adds to task number each of files (writes; paths as
+	// CleanFilePath makes them) at whose path it has no file yet, while the
+	// limits allow, updated at now, and returns the paths it wrote. It is
+	// how workspaces of an earlier version, kept on disk, move into the
+	// store: running it again adds nothing. ErrNotFound when there is no
+	// such task.
+	ImportTaskFiles(ctx context.Context, number int64, files []FileChange, now time.Time) ([]string, error)
 }
 
 // TaskOrder says how ListTasks sorts.

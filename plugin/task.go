@@ -216,7 +216,8 @@ type NewTask struct {
 	// MaxTokens is the token budget: nil for the default, 0 for no limit;
 	// negative is invalid.
 	MaxTokens *int64
-	// ContinuesNumber names the ended task this one retries.
+	// ContinuesNumber names the ended task this one retries; the new
+	// task starts with a copy of its files.
 	ContinuesNumber int64
 	// Context is what the person who retried a task added: it goes into
 	// the created event, where the first prompt finds it.

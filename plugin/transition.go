@@ -10,13 +10,17 @@ import (
 )
 
 // Mutation is one state change of one task, as a store writes it: the new
-// row, the event that records it, the step it ran (if any) and the
-// notifications it causes — all in one transaction.
+// row, the event that records it, the step it ran (if any), the
+// notifications it causes and the changes to the task's files — all in one
+// transaction.
 type Mutation struct {
 	Task          Task
 	Event         TaskEvent
 	Step          *Step
 	Notifications []Notification
+	// Files are the writes and deletions of the task's files the step
+	// made (PRODUCT §10), written before the event.
+	Files []FileChange
 }
 
 // MutateFunc computes a mutation from the current row, which the store has
@@ -253,7 +257,11 @@ type Outcome struct {
 	// completes the iteration that asked (see ToolRan).
 	Approved bool
 	// Notifications the step's tool asked for, written with the result.
-	Notifications    []Notification
+	Notifications []Notification
+	// Files are the changes the step's tool made to the task's files
+	// (FileView.Changes), written with the result: a result refused for
+	// a lost lease writes none.
+	Files            []FileChange
 	PromptTokens     int64
 	CompletionTokens int64
 }
@@ -351,13 +359,14 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 		// step is written when it has run or been denied.
 		after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = step.Action, string(step.Params), false
 		detail["action"], detail["params"] = step.Action, json.RawMessage(step.Params)
-		m, err := Change(t, after, EventIterated, o.Owner, now, detail)
+		m, err := Change(t, after, EventIterated, o.Owner, now, withFiles(detail, o.Files))
 		if err != nil {
 			return Mutation{}, err
 		}
+		m.Files = o.Files
 		return withNotifications(m, t, o.Notifications, now), nil
 	}
-	m, err := Change(t, after, EventIterated, o.Owner, now, detail)
+	m, err := Change(t, after, EventIterated, o.Owner, now, withFiles(detail, o.Files))
 	if err != nil {
 		return Mutation{}, err
 	}
@@ -365,7 +374,30 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	if err := attachStep(&m); err != nil {
 		return Mutation{}, err
 	}
+	m.Files = o.Files
 	return withNotifications(m, t, o.Notifications, now), nil
+}
+
+// withFiles records in an event's detail which files the step changed:
+// path, size and SHA-256 of each written, path of each deleted. The data
+// is in task_files.
+func withFiles(detail map[string]any, changes []FileChange) map[string]any {
+	if len(changes) == 0 {
+		return detail
+	}
+	files := make([]map[string]any, len(changes))
+	for i, c := range changes {
+		if c.Delete {
+			files[i] = map[string]any{"path": c.Path, "deleted": true}
+		} else {
+			files[i] = map[string]any{"path": c.Path, "size": len(c.Data), "sha256": FileSum(c.Data)}
+		}
+	}
+	if detail == nil {
+		detail = map[string]any{}
+	}
+	detail["files"] = files
+	return detail
 }
 
 // withNotifications adds the outbox rows a step's tool asked for to m.
@@ -476,7 +508,7 @@ func ToolRan(t Task, o Outcome) (Mutation, error) {
 	if len(step.Params) == 0 {
 		step.Params = json.RawMessage(nonEmptyJSON(t.ApprovalParams))
 	}
-	m, err := Change(t, after, EventToolRan, o.Owner, now, nil)
+	m, err := Change(t, after, EventToolRan, o.Owner, now, withFiles(nil, o.Files))
 	if err != nil {
 		return Mutation{}, err
 	}
@@ -484,6 +516,7 @@ func ToolRan(t Task, o Outcome) (Mutation, error) {
 	if err := attachStep(&m); err != nil {
 		return Mutation{}, err
 	}
+	m.Files = o.Files
 	return withNotifications(m, t, o.Notifications, now), nil
 }
 

@@ -22,8 +22,8 @@ type Dialect interface {
 
 // Tx is one write transaction, as small SQL-shaped operations. The write
 // operations (UpdateTask, InsertEvent, InsertStep, Enqueue,
-// SaveRoomProgress) may be deferred and sent together before the commit;
-// their errors then come from Write.
+// SaveRoomProgress, PutFile, DeleteFile, CopyFiles) may be deferred and
+// sent together before the commit; their errors then come from Write.
 type Tx interface {
 	// LockTask reads a task and keeps other writers off it until the
 	// transaction ends. ErrNoRows when it does not exist.
@@ -84,4 +84,15 @@ type Tx interface {
 	// attempts, error and failure time cleared and its retry time now, and
 	// returns it.
 	RetryFailed(ctx context.Context, id int64, now time.Time) (plugin.Notification, error)
+
+	// TaskFiles lists the files of task, without their data, in any
+	// order.
+	TaskFiles(ctx context.Context, task int64) ([]plugin.TaskFile, error)
+	// PutFile writes one file of task, replacing the one at its path.
+	PutFile(ctx context.Context, task int64, f plugin.TaskFile, data []byte) error
+	// DeleteFile deletes the file of task at path, if there is one.
+	DeleteFile(ctx context.Context, task int64, path string) error
+	// CopyFiles copies every file of task from into task to, in one
+	// statement, keeping the files to already has.
+	CopyFiles(ctx context.Context, from, to int64) error
 }

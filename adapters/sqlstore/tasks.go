@@ -39,6 +39,11 @@ func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 		if m.Task.EventSeq != row.EventSeq {
 			return fmt.Errorf("create task #%d: the created event has sequence %d", row.Number, m.Task.EventSeq)
 		}
+		if row.ContinuesNumber != 0 {
+			if err := tx.CopyFiles(ctx, row.ContinuesNumber, row.Number); err != nil {
+				return fmt.Errorf("create task #%d: copy the files of task #%d: %w", row.Number, row.ContinuesNumber, err)
+			}
+		}
 		if err := insertEvent(ctx, tx, m.Event); err != nil {
 			return fmt.Errorf("create task #%d: %w", row.Number, err)
 		}
@@ -242,8 +247,8 @@ func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.
 	return writeMutation(ctx, tx, &m)
 }
 
-// writeMutation writes the row, the step, the notifications and, last,
-// the event of m to a row the transaction has locked.
+// writeMutation writes the row, the step, the notifications, the file
+// changes and, last, the event of m to a row the transaction has locked.
 func writeMutation(ctx context.Context, tx Tx, m *plugin.Mutation) error {
 	plugin.CleanTask(&m.Task)
 	if err := tx.UpdateTask(ctx, m.Task); err != nil {
@@ -272,6 +277,9 @@ func writeMutation(ctx context.Context, tx Tx, m *plugin.Mutation) error {
 		if err := tx.Enqueue(ctx, n); err != nil {
 			return fmt.Errorf("notification for %s: %w", n.Room, err)
 		}
+	}
+	if err := writeFiles(ctx, tx, m.Task.Number, m.Files, m.Event.Time); err != nil {
+		return err
 	}
 	return insertEvent(ctx, tx, m.Event)
 }

@@ -84,6 +84,13 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"OutboxBeginSend", testOutboxBeginSend},
 		{"OutboxDeadLetters", testOutboxDeadLetters},
 		{"OutboxListNotifications", testOutboxListNotifications},
+
+		{"FilesWithMutation", testFilesWithMutation},
+		{"FileReads", testFileReads},
+		{"FileLimits", testFileLimits},
+		{"FilesNotWrittenWithoutTheLease", testFilesNotWrittenWithoutTheLease},
+		{"FilesCopiedToRetry", testFilesCopiedToRetry},
+		{"ImportFiles", testImportFiles},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

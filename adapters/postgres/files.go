@@ -1,0 +1,86 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/taskloom/taskloom/adapters/sqlstore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// The SQL of task_files (PRODUCT §10); the schema is in
+// migrations/0007_task_files.sql.
+const (
+	fileCols = sqlstore.FileColumns
+
+	sqlTaskFiles = `SELECT ` + fileCols + ` FROM task_files WHERE task_number = $1`
+
+	sqlReadFile = `SELECT ` + fileCols + `, data FROM task_files WHERE task_number = $1 AND path = $2`
+
+	sqlPutFile = `
+INSERT INTO task_files (task_number, ` + fileCols + `, data) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (task_number, path) DO UPDATE
+SET size = EXCLUDED.size, sha256 = EXCLUDED.sha256, updated_at = EXCLUDED.updated_at, data = EXCLUDED.data`
+
+	sqlDeleteFile = `DELETE FROM task_files WHERE task_number = $1 AND path = $2`
+
+	// sqlCopyFiles copies the files of task $1 into task $2, keeping
+	// their times: the files did not change.
+	sqlCopyFiles = `
+INSERT INTO task_files (task_number, ` + fileCols + `, data)
+SELECT $2, ` + fileCols + `, data FROM task_files WHERE task_number = $1
+ON CONFLICT (task_number, path) DO NOTHING`
+)
+
+func (t *txn) TaskFiles(ctx context.Context, task int64) ([]plugin.TaskFile, error) {
+	rows, err := t.query(ctx, sqlTaskFiles, task)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return sqlstore.Collect(rows, scanFile)
+}
+
+func (t *txn) PutFile(_ context.Context, task int64, f plugin.TaskFile, data []byte) error {
+	t.batch.Queue(sqlPutFile, sqlstore.FileArgs(task, f, data, timeArg)...)
+	return nil
+}
+
+func (t *txn) DeleteFile(_ context.Context, task int64, path string) error {
+	t.batch.Queue(sqlDeleteFile, task, path)
+	return nil
+}
+
+func (t *txn) CopyFiles(_ context.Context, from, to int64) error {
+	t.batch.Queue(sqlCopyFiles, from, to)
+	return nil
+}
+
+// TaskFiles lists a task's files, by path, without their data.
+func (s *Store) TaskFiles(ctx context.Context, number int64) ([]plugin.TaskFile, error) {
+	files, err := collect(ctx, s.pool, sqlTaskFiles, []any{number}, scanFile)
+	if err != nil {
+		return nil, fmt.Errorf("files of task #%d: %w", number, err)
+	}
+	sqlstore.SortFiles(files)
+	return files, nil
+}
+
+// ReadTaskFile returns one file of a task and its bytes.
+func (s *Store) ReadTaskFile(ctx context.Context, number int64, path string) (plugin.TaskFile, []byte, error) {
+	clean, err := plugin.CleanFilePath(path)
+	if err != nil {
+		return plugin.TaskFile{}, nil, fmt.Errorf("read file of task #%d: %w", number, err)
+	}
+	var data []byte
+	f, err := sqlstore.ScanFile(s.pool.QueryRow(ctx, sqlReadFile, number, clean), &data)
+	if isNoRows(err) {
+		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, plugin.ErrNoFile)
+	}
+	if err != nil {
+		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, err)
+	}
+	return f, data, nil
+}
+
+func scanFile(r sqlstore.Row) (plugin.TaskFile, error) { return sqlstore.ScanFile(r) }

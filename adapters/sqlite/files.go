@@ -1,0 +1,91 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/taskloom/taskloom/adapters/sqlstore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// The SQL of task_files (PRODUCT §10); the schema is in
+// migrations/0006_task_files.sql.
+const (
+	fileCols = sqlstore.FileColumns
+
+	sqlTaskFiles = `SELECT ` + fileCols + ` FROM task_files WHERE task_number = ?`
+
+	sqlReadFile = `SELECT ` + fileCols + `, data FROM task_files WHERE task_number = ? AND path = ?`
+
+	sqlPutFile = `
+INSERT INTO task_files (task_number, ` + fileCols + `, data) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (task_number, path) DO UPDATE
+SET size = excluded.size, sha256 = excluded.sha256, updated_at = excluded.updated_at, data = excluded.data`
+
+	sqlDeleteFile = `DELETE FROM task_files WHERE task_number = ? AND path = ?`
+
+	// sqlCopyFiles copies the files of task ?1 into task ?2, keeping
+	// their times: the files did not change.
+	sqlCopyFiles = `
+INSERT INTO task_files (task_number, ` + fileCols + `, data)
+SELECT ?2, ` + fileCols + `, data FROM task_files WHERE task_number = ?1
+ON CONFLICT (task_number, path) DO NOTHING`
+)
+
+func init() {
+	// The writer prepares these with the rest of its statements.
+	writeStatements = append(writeStatements, sqlTaskFiles, sqlPutFile, sqlDeleteFile, sqlCopyFiles)
+}
+
+func (t dialectTx) TaskFiles(ctx context.Context, task int64) ([]plugin.TaskFile, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlTaskFiles, task)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return sqlstore.Collect(rows, scanFile)
+}
+
+func (t dialectTx) PutFile(ctx context.Context, task int64, f plugin.TaskFile, data []byte) error {
+	_, err := t.tx.ExecContext(ctx, sqlPutFile, sqlstore.FileArgs(task, f, data, timeArg)...)
+	return err
+}
+
+func (t dialectTx) DeleteFile(ctx context.Context, task int64, path string) error {
+	_, err := t.tx.ExecContext(ctx, sqlDeleteFile, task, path)
+	return err
+}
+
+func (t dialectTx) CopyFiles(ctx context.Context, from, to int64) error {
+	_, err := t.tx.ExecContext(ctx, sqlCopyFiles, from, to)
+	return err
+}
+
+// TaskFiles lists a task's files, by path, without their data.
+func (s *Store) TaskFiles(ctx context.Context, number int64) ([]plugin.TaskFile, error) {
+	files, err := collect(ctx, s.read, sqlTaskFiles, []any{number}, scanFile)
+	if err != nil {
+		return nil, fmt.Errorf("files of task #%d: %w", number, err)
+	}
+	sqlstore.SortFiles(files)
+	return files, nil
+}
+
+// ReadTaskFile returns one file of a task and its bytes.
+func (s *Store) ReadTaskFile(ctx context.Context, number int64, path string) (plugin.TaskFile, []byte, error) {
+	clean, err := plugin.CleanFilePath(path)
+	if err != nil {
+		return plugin.TaskFile{}, nil, fmt.Errorf("read file of task #%d: %w", number, err)
+	}
+	var data []byte
+	f, err := sqlstore.ScanFile(s.read.QueryRowContext(ctx, sqlReadFile, number, clean), &data)
+	if isNoRows(err) {
+		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, plugin.ErrNoFile)
+	}
+	if err != nil {
+		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, err)
+	}
+	return f, data, nil
+}
+
+func scanFile(r sqlstore.Row) (plugin.TaskFile, error) { return sqlstore.ScanFile(r) }

@@ -1,0 +1,146 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// writeFiles applies the file changes of a mutation of task, a row the
+// transaction has locked, at now: it checks every path and the limits of
+// PRODUCT §10 against the task's files as they will be, then writes. The
+// Files view refused anything past a limit already; this is the backstop
+// that keeps the table within them whatever the caller.
+func writeFiles(ctx context.Context, tx Tx, task int64, changes []plugin.FileChange, now time.Time) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	files, err := tx.TaskFiles(ctx, task)
+	if err != nil {
+		return fmt.Errorf("files: %w", err)
+	}
+	sizes := make(map[string]int64, len(files)+len(changes))
+	for _, f := range files {
+		sizes[f.Path] = f.Size
+	}
+	var written []string
+	for _, c := range changes {
+		if clean, err := plugin.CleanFilePath(c.Path); err != nil || clean != c.Path {
+			return fmt.Errorf("file %q: %w: not a clean relative path", c.Path, plugin.ErrInvalid)
+		}
+		if c.Delete {
+			delete(sizes, c.Path)
+			continue
+		}
+		sizes[c.Path] = int64(len(c.Data))
+		written = append(written, c.Path)
+	}
+	if err := plugin.CheckFileLimits(sizes, written); err != nil {
+		return fmt.Errorf("files: %w", err)
+	}
+	for _, p := range written {
+		if err := plugin.CheckFilePlace(sizes, p); err != nil {
+			return fmt.Errorf("files: %w", err)
+		}
+	}
+	for _, c := range changes {
+		if c.Delete {
+			err = tx.DeleteFile(ctx, task, c.Path)
+		} else {
+			err = tx.PutFile(ctx, task, fileOf(c, now), nonNil(c.Data))
+		}
+		if err != nil {
+			return fmt.Errorf("file %s: %w", c.Path, err)
+		}
+	}
+	return nil
+}
+
+// fileOf describes the file a write makes.
+func fileOf(c plugin.FileChange, now time.Time) plugin.TaskFile {
+	return plugin.TaskFile{Path: c.Path, Size: int64(len(c.Data)), SHA256: plugin.FileSum(c.Data), UpdatedAt: plugin.UTC(now)}
+}
+
+// nonNil is data, or no bytes for nil: drivers write a nil slice as NULL.
+func nonNil(data []byte) []byte {
+	if data == nil {
+		return []byte{}
+	}
+	return data
+}
+
+// ImportTaskFiles adds to task number each of files at whose path it has
+// no file yet, in order, while the limits allow, and returns the paths it
+// wrote. Deletions, paths that are not clean and files that do not fit the
+// task's tree are skipped.
+func (c Core) ImportTaskFiles(ctx context.Context, number int64, files []plugin.FileChange, now time.Time) ([]string, error) {
+	var written []string
+	err := c.D.Write(ctx, func(tx Tx) error {
+		written = nil
+		if _, err := tx.LockTask(ctx, number); errors.Is(err, ErrNoRows) {
+			return &plugin.TaskError{Op: "import files of", Number: number, Err: plugin.ErrNotFound}
+		} else if err != nil {
+			return fmt.Errorf("import files of task #%d: %w", number, err)
+		}
+		have, err := tx.TaskFiles(ctx, number)
+		if err != nil {
+			return fmt.Errorf("import files of task #%d: %w", number, err)
+		}
+		sizes := make(map[string]int64, len(have)+len(files))
+		for _, f := range have {
+			sizes[f.Path] = f.Size
+		}
+		for _, f := range files {
+			if _, ok := sizes[f.Path]; ok || f.Delete {
+				continue
+			}
+			if clean, err := plugin.CleanFilePath(f.Path); err != nil || clean != f.Path || plugin.CheckFilePlace(sizes, f.Path) != nil {
+				continue
+			}
+			sizes[f.Path] = int64(len(f.Data))
+			if plugin.CheckFileLimits(sizes, []string{f.Path}) != nil {
+				delete(sizes, f.Path)
+				continue
+			}
+			if err := tx.PutFile(ctx, number, fileOf(f, now), nonNil(f.Data)); err != nil {
+				return fmt.Errorf("import %s into task #%d: %w", f.Path, number, err)
+			}
+			written = append(written, f.Path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return written, nil
+}
+
+// FileColumns are the columns of task_files ScanFile reads, in order: all
+// but task_number and data.
+const FileColumns = `path, size, sha256, updated_at`
+
+// FileArgs lists task, the values of FileColumns for f, then data: the
+// parameters of a dialect's insert.
+func FileArgs(task int64, f plugin.TaskFile, data []byte, timeArg TimeArg) []any {
+	return []any{task, f.Path, f.Size, f.SHA256, timeArg(f.UpdatedAt), data}
+}
+
+// ScanFile reads the columns of FileColumns, then any extra ones into
+// extra.
+func ScanFile(row Row, extra ...any) (plugin.TaskFile, error) {
+	var f plugin.TaskFile
+	var at Time
+	err := row.Scan(append([]any{&f.Path, &f.Size, &f.SHA256, &at}, extra...)...)
+	f.UpdatedAt = at.T
+	return f, err
+}
+
+// SortFiles orders a listing of files by path, as plugin.ComparePaths
+// does (SQL collations differ).
+func SortFiles(files []plugin.TaskFile) {
+	slices.SortFunc(files, func(a, b plugin.TaskFile) int { return plugin.ComparePaths(a.Path, b.Path) })
+}
