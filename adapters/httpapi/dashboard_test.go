@@ -5,11 +5,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,8 +46,9 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browser starts a headless Chromium with a fresh profile.
-func browser(t *testing.T) context.Context {
+// browser starts a headless Chromium with a fresh profile and any extra
+// options.
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
@@ -60,6 +66,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("mute-audio", true),
 		chromedp.WindowSize(1440, 900),
 	}
+	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	// A bound for the whole test, not a wait for time to pass.
@@ -164,6 +171,85 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	screenshot(t, ctx, f, auth)
 }
+
+// TestWebPagesCannotDriveTheAPI lets Chromium do what a hostile web page
+// can do to a token-less API on 127.0.0.1: post a task from another site
+// the way a form does (a no-cors fetch with a text/plain body), and load
+// itself from a name that resolves to the API's address (DNS rebinding:
+// the browser's resolver maps evil.example to 127.0.0.1), after which the
+// API is its own origin. The API answers 403 and 421 and creates nothing.
+func TestWebPagesCannotDriveTheAPI(t *testing.T) {
+	f := newFixture(t, teststore.SQLite) // no token: the API trusts the machine
+	var (
+		mu       sync.Mutex
+		answered []string // "METHOD /path status", in order
+	)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.srv.ServeHTTP(statusWriter{w, func(code int) {
+			mu.Lock()
+			defer mu.Unlock()
+			answered = append(answered, fmt.Sprintf("%s %s %d", r.Method, r.URL.Path, code))
+		}}, r)
+	}))
+	t.Cleanup(ts.Close)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "<!doctype html><title>cute cats</title>")
+	}))
+	t.Cleanup(evil.Close)
+	port := func(s *httptest.Server) string { _, p, _ := net.SplitHostPort(s.Listener.Addr().String()); return p }
+	ctx := browser(t, chromedp.Flag("host-resolver-rules", "MAP evil.example 127.0.0.1"))
+
+	// Cross-site request forgery from http://evil.example:<other port>.
+	run(t, ctx, "open the other site", chromedp.Navigate("http://evil.example:"+port(evil)+"/"))
+	sent, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch("`+ts.URL+`/api/tasks", {method: "POST", mode: "no-cors",
+		headers: {"Content-Type": "text/plain"}, body: JSON.stringify({goal: "planted by a web page"})}).then(() => "sent", (e) => "failed: " + e)`,
+		chromedp.EvalAwaitPromise))
+	if err != nil || sent != "sent" {
+		t.Fatalf("the page's POST: %q, %v", sent, err)
+	}
+	if n := f.count(); n != 0 {
+		t.Fatalf("the other site's POST created %d tasks", n)
+	}
+
+	// DNS rebinding: the page is now on the API's address under its own name.
+	rebound := "http://evil.example:" + port(ts)
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(rebound+"/"))
+	if err != nil || resp.Status != http.StatusMisdirectedRequest {
+		t.Fatalf("the dashboard under a rebound name: %v, %v", resp, err)
+	}
+	statuses, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`Promise.all([
+		fetch("/api/tasks").then((r) => r.status),
+		fetch("/api/tasks", {method: "POST", headers: {"Content-Type": "application/json"},
+			body: JSON.stringify({goal: "planted by a rebound page"})}).then((r) => r.status),
+	])`, chromedp.EvalAwaitPromise))
+	if err != nil || len(statuses) != 2 || statuses[0] != 421 || statuses[1] != 421 {
+		t.Fatalf("the rebound page's read and POST: %v, %v", statuses, err)
+	}
+
+	if n := f.count(); n != 0 {
+		t.Fatalf("the rebound page's POST created %d tasks", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"POST /api/tasks 403", "GET / 421", "GET /api/tasks 421", "POST /api/tasks 421"} {
+		if !slices.Contains(answered, want) {
+			t.Errorf("the API never answered %q; it answered %v", want, answered)
+		}
+	}
+}
+
+// statusWriter tells onHeader the status of the answer before it is sent.
+type statusWriter struct {
+	http.ResponseWriter
+	onHeader func(code int)
+}
+
+func (w statusWriter) WriteHeader(code int) {
+	w.onHeader(code)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // decision is one scripted answer of the model for the screenshot.
 type decision struct {

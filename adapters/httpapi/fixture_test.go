@@ -107,11 +107,22 @@ type response struct {
 	body   map[string]any
 }
 
-// do sends one request to the server in process.
+// do sends one request to the server in process, as a well-behaved
+// client on the same machine does: to Host localhost and, for a change,
+// with Content-Type application/json. The header pairs override both
+// ("Host" sets the request's host).
 func (f *fixture) do(method, path string, body io.Reader, header ...string) response {
 	f.t.Helper()
 	req := httptest.NewRequest(method, path, body)
+	req.Host = "localhost"
+	if method != "GET" && method != "HEAD" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if http.CanonicalHeaderKey(header[i]) == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	rec := httptest.NewRecorder()

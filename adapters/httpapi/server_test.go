@@ -14,7 +14,9 @@ import (
 func get(t *testing.T, h http.Handler, path string) (int, map[string]any) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	req := httptest.NewRequest("GET", path, nil)
+	req.Host = "localhost" // a probe on the same machine
+	h.ServeHTTP(rec, req)
 	var body map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatalf("%s: body %q is not JSON: %v", path, rec.Body.String(), err)

@@ -58,6 +58,12 @@ func (e *unreachable) Error() string {
 func (e *unreachable) Unwrap() error { return e.err }
 
 func (c *client) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	if body == nil && method != http.MethodGet && method != http.MethodHead {
+		// The server takes a change only with a JSON body (a web page
+		// cannot send one unasked); pause, resume and cancel need
+		// nothing more than an empty object.
+		body = struct{}{}
+	}
 	var rd io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)

@@ -402,7 +402,8 @@ function controlButton(n, op) {
     e.stopPropagation();
     b.disabled = true;
     try {
-      const t = await api("/api/tasks/" + n + "/" + op, { method: "POST" });
+      // A JSON body: the server refuses a change sent as anything else.
+      const t = await api("/api/tasks/" + n + "/" + op, { method: "POST", body: {} });
       const cur = state.tasks.get(n);
       if (cur) Object.assign(cur, t); else state.tasks.set(n, t);
       scheduleRender();
