@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -73,6 +74,9 @@ type APIOptions struct {
 	// comment so proxies keep it open; default 15s.
 	Poll      time.Duration
 	KeepAlive time.Duration
+	// MaxStreams is how many event streams may be open at once; default
+	// DefaultMaxStreams.
+	MaxStreams int
 }
 
 // API serves the task API of PRODUCT §5 and the dashboard.
@@ -84,6 +88,8 @@ type API struct {
 	token [32]byte // sha256 of the token, compared in constant time
 	bell  *bell
 	hint  hint
+
+	streams atomic.Int64 // event streams open
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close: event streams end
@@ -102,6 +108,9 @@ func NewAPI(o APIOptions) *API {
 	}
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = 15 * time.Second
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = DefaultMaxStreams
 	}
 	a := &API{o: o, store: o.Store, clk: o.Clock, log: o.Logger.With("component", "httpapi"), bell: newBell(), done: make(chan struct{})}
 	if o.Token != "" {

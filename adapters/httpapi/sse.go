@@ -15,6 +15,14 @@ import (
 // eventBatch is how many events one store read takes.
 const eventBatch = 200
 
+// DefaultMaxStreams is how many event streams a server keeps open at once
+// unless APIOptions.MaxStreams says otherwise. Each holds a goroutine and
+// polls the store; a dashboard tab holds one.
+const DefaultMaxStreams = 64
+
+// streamRetryAfter is when a client refused a stream may try again.
+const streamRetryAfter = 5 * time.Second
+
 // events streams the global event log as Server-Sent Events.
 //
 // Each task event is one SSE message whose id is the event's global ID
@@ -28,8 +36,20 @@ const eventBatch = 200
 //
 // The stream is woken at once by this process's task changes and looks
 // for other replicas' every Poll.
+//
+// At most MaxStreams streams are open at once; past that a client gets
+// 503 with Retry-After, before anything is read from the store.
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if n := a.streams.Add(1); n > int64(a.o.MaxStreams) {
+		a.streams.Add(-1)
+		a.log.Warn("event stream refused: too many open", "max", a.o.MaxStreams, "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(int(streamRetryAfter/time.Second)))
+		writeError(w, http.StatusServiceUnavailable,
+			fmt.Sprintf("%d event streams are open, the most this server keeps: try again in a few seconds", a.o.MaxStreams))
+		return
+	}
+	defer a.streams.Add(-1)
 	var task int64
 	if v := r.URL.Query().Get("task"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -60,14 +80,21 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		after = head
 	}
 
+	// The server's WriteTimeout bounds a whole answer; a stream lasts as
+	// long as its client listens. So each message gets a write deadline of
+	// its own in send, which replaces the server's. (The ReadTimeout needs
+	// nothing: net/http lifts the read deadline once the request is read,
+	// TestEventStreamOutlivesServerTimeouts checks it.) The deadline is
+	// the connection's: wall-clock time, not a.clk's. ResponseRecorder has
+	// none; the error is ignored.
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any server write timeout
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
 	send := func(s string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(StreamWriteTimeout))
 		if _, err := fmt.Fprint(w, s); err != nil {
 			return false
 		}

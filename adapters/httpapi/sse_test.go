@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
@@ -290,4 +293,156 @@ func TestCloseEndsStreams(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the stream is still open after Close")
 	}
+}
+
+// At most MaxStreams streams are open at once: one more gets 503 with
+// Retry-After and an {"error"} body, and a slot is free again as soon as a
+// stream ends.
+func TestEventStreamCap(t *testing.T) {
+	f := newFixture(t, teststore.SQLite, func(o *httpapi.APIOptions) { o.MaxStreams = 2 })
+	closed := make(chan struct{}, 16)
+	ts := httptest.NewUnstartedServer(f.srv)
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed <- struct{}{} // after its handler returned
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+
+	first, second := openStream(t, ts.URL, ""), openStream(t, ts.URL, "")
+	first.ready()
+	second.ready()
+	over := openStream(t, ts.URL, "")
+	if over.resp.StatusCode != http.StatusServiceUnavailable || over.resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("a third stream = %d, Retry-After %q; want 503 and 5", over.resp.StatusCode, over.resp.Header.Get("Retry-After"))
+	}
+	var e struct{ Error string }
+	if err := json.NewDecoder(over.resp.Body).Decode(&e); err != nil || !strings.Contains(e.Error, "2 event streams are open") {
+		t.Fatalf("503 body: %q, %v", e.Error, err)
+	}
+
+	first.close()
+	select {
+	case <-closed:
+	case <-time.After(wait):
+		t.Fatal("the server did not end the closed stream")
+	}
+	third := openStream(t, ts.URL, "")
+	third.ready()
+	f.create("seen by the streams still open")
+	for _, s := range []*stream{second, third} {
+		if ev := s.event(); ev["type"] != "created" {
+			t.Fatalf("event = %v", ev)
+		}
+	}
+}
+
+// pipeListener hands out net.Pipe connections, so that a real http.Server
+// and http.Transport talk inside a synctest bubble: time there is fake,
+// and the server's deadlines fire as soon as everything waits on them.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// An event stream on the service's real http.Server outlives the
+// server's read, write and idle timeouts; a client that stops reading
+// loses its stream once one message has waited StreamWriteTimeout, and
+// its slot with it.
+func TestEventStreamOutlivesServerTimeouts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, teststore.SQLite, func(o *httpapi.APIOptions) { o.MaxStreams = 1 })
+		ln := newPipeListener()
+		hs := f.srv.HTTPServer()
+		served := make(chan error, 1)
+		go func() { served <- hs.Serve(ln) }()
+		tr := &http.Transport{DialContext: ln.dial}
+		client := &http.Client{Transport: tr}
+		defer func() {
+			tr.CloseIdleConnections()
+			hs.Close()
+			<-served
+		}()
+
+		open := func() (*http.Response, *bufio.Reader) {
+			t.Helper()
+			resp, err := client.Get("http://127.0.0.1:8080/api/events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+			return resp, bufio.NewReader(resp.Body)
+		}
+		// message reads one SSE message, blank line included.
+		message := func(r *bufio.Reader) string {
+			t.Helper()
+			var b strings.Builder
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					t.Fatalf("the stream ended after %q: %v", b.String(), err)
+				}
+				if line == "\n" {
+					return b.String()
+				}
+				b.WriteString(line)
+			}
+		}
+
+		resp, r := open()
+		if resp.StatusCode != 200 || !strings.Contains(message(r), "event: ready") {
+			t.Fatalf("stream = %d", resp.StatusCode)
+		}
+		time.Sleep(2 * max(httpapi.ReadTimeout, httpapi.WriteTimeout, httpapi.IdleTimeout))
+		f.create("written long after the server's timeouts")
+		if m := message(r); !strings.Contains(m, `"type":"created"`) {
+			t.Fatalf("after the timeouts the stream sent %q", m)
+		}
+
+		// The stream holds the only slot.
+		if refused, _ := open(); refused.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("a second stream = %d, want 503", refused.StatusCode)
+		}
+		// Stop reading: the next message cannot be written.
+		f.create("written to nobody")
+		time.Sleep(httpapi.StreamWriteTimeout + time.Second)
+		if again, r := open(); again.StatusCode != 200 || !strings.Contains(message(r), "event: ready") {
+			t.Fatalf("after the stuck stream was dropped a new one = %d, want 200", again.StatusCode)
+		}
+	})
 }
