@@ -395,6 +395,10 @@ func TestChannelGoneOrDenied(t *testing.T) {
 			t.Errorf("get %s: %v; want %d", tc.channel, err, tc.status)
 		}
 	}
+	srv.AllowChannel(other)
+	if _, err := s.ChannelMessageSend(other, "allowed again"); err != nil {
+		t.Errorf("send after AllowChannel: %v", err)
+	}
 }
 
 func TestSetEndpoints(t *testing.T) {

@@ -31,7 +31,7 @@
 // the past few minutes (DefaultNonceWindow, measured on WithNow's clock),
 // gets that message back and no new one, as Discord's Create Message
 // documents. RemoveChannel and DenyChannel make a channel answer 404
-// Unknown Channel and 403 Missing Access. RateLimitNext answers 429 with
+// Unknown Channel and 403 Missing Access (AllowChannel undoes the latter). RateLimitNext answers 429 with
 // Discord's body and headers; FailNext answers other errors.
 //
 // Nothing in the fake sleeps; a test waits with WaitIdentified,

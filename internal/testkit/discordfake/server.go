@@ -426,6 +426,14 @@ func (s *Server) DenyChannel(channelID string) {
 	s.denied[channelID] = true
 }
 
+// AllowChannel gives the bot back its access to a channel DenyChannel
+// took.
+func (s *Server) AllowChannel(channelID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.denied, channelID)
+}
+
 // AddDM makes the DM channel between the bot and a user known, so that
 // POST /users/@me/channels for that user answers with channelID.
 func (s *Server) AddDM(channelID, userID string) {
