@@ -10,4 +10,18 @@
 // message; a failure or a rate limit leaves them pending, retried with
 // backoff. The flush schedule is robfig/cron's constant-delay schedule,
 // waited out on the injected clock.
+//
+// Delivery is exactly once (PRODUCT §9). Before a send, the rows get the
+// key of their message (BeginSend); every later attempt at them, after a
+// timeout, a crash or a lost claim, by any replica, sends the same message
+// under the same key, and a platform that implements OnceSender
+// recognises what an earlier attempt delivered: Discord by the nonce of
+// each part, Slack by the metadata it finds in the room's history. While
+// a send runs its claim is renewed every lease/3; a send whose claim
+// cannot be renewed is canceled. Every send has a deadline (SendTimeout).
+// A notification the platform says can never be delivered (the channel
+// is gone or forbidden), or that has failed for GiveUpAfter (24 h), is
+// marked failed with the reason, counted in
+// taskloom_notifications_dead_total, and kept until someone retries it
+// (plugin.Outbox's ListNotifications and RetryNotification).
 package notify

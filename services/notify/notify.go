@@ -23,7 +23,13 @@ const (
 	DefaultInterval   = 5 * time.Second
 	DefaultLease      = 30 * time.Second
 	DefaultMaxBackoff = 5 * time.Minute
-	roomsPerFlush     = 1000
+	// DefaultSendTimeout bounds one send to a platform: within the lease,
+	// so a send that runs out its time still held its claim.
+	DefaultSendTimeout = 20 * time.Second
+	// DefaultGiveUpAfter is how long a notification may keep failing
+	// before it becomes a dead letter (PRODUCT §9).
+	DefaultGiveUpAfter = 24 * time.Hour
+	roomsPerFlush      = 1000
 )
 
 // Options configure the notification service.
@@ -34,6 +40,13 @@ type Options struct {
 	Lease    time.Duration   // how long a room's rows are held while sending
 	// MaxBackoff caps the wait before retrying a failed delivery.
 	MaxBackoff time.Duration
+	// SendTimeout bounds each send to a platform, measured on the
+	// runtime's clock; DefaultSendTimeout when zero.
+	SendTimeout time.Duration
+	// GiveUpAfter is how long a notification may keep failing, counted
+	// from its creation or its last retry, before it is marked failed;
+	// DefaultGiveUpAfter when zero.
+	GiveUpAfter time.Duration
 	// Demo labels every message as caused by the demo model.
 	Demo bool
 	// Metrics, when set, counts deliveries by platform (internal/metrics
@@ -47,14 +60,18 @@ type Metrics interface {
 	// NotificationSent counts a message a platform accepted.
 	NotificationSent(platform string)
 	// NotificationFailed counts a message that could not be delivered
-	// (its rows stay pending and are retried).
+	// (its rows stay pending and are retried, unless given up on).
 	NotificationFailed(platform string)
+	// NotificationsDead counts n notifications given up on: marked failed,
+	// kept until someone retries them.
+	NotificationsDead(platform string, n int)
 }
 
 type noMetrics struct{}
 
-func (noMetrics) NotificationSent(string)   {}
-func (noMetrics) NotificationFailed(string) {}
+func (noMetrics) NotificationSent(string)       {}
+func (noMetrics) NotificationFailed(string)     {}
+func (noMetrics) NotificationsDead(string, int) {}
 
 // Service is the notification service.
 type Service struct {
@@ -86,6 +103,12 @@ func New(opts Options) *Service {
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.SendTimeout <= 0 {
+		opts.SendTimeout = DefaultSendTimeout
+	}
+	if opts.GiveUpAfter <= 0 {
+		opts.GiveUpAfter = DefaultGiveUpAfter
 	}
 	if opts.Owner == "" {
 		opts.Owner = "notify"
@@ -217,58 +240,6 @@ func (s *Service) flush(ctx context.Context, categories []string) (int, error) {
 		}
 	}
 	return sent, nil
-}
-
-// deliver sends one room's claimed rows as one message; on failure they
-// are released for a later attempt. It reports whether a message went out.
-func (s *Service) deliver(ctx context.Context, room string, rows []plugin.Notification) (bool, error) {
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	msg, shown, err := s.compose(ctx, room, rows)
-	if err != nil {
-		return false, s.release(ctx, room, rows, ids, err)
-	}
-	if msg.Text == "" {
-		return false, s.store.MarkSent(ctx, s.opts.Owner, ids, shown)
-	}
-	platform, ok := s.rt.Platform(room)
-	if !ok {
-		s.opts.Metrics.NotificationFailed(plugin.RoomPlatform(room))
-		return false, s.release(ctx, room, rows, ids, fmt.Errorf("no platform is connected for room %s", room))
-	}
-	if _, err := platform.Send(ctx, room, msg); err != nil {
-		s.opts.Metrics.NotificationFailed(plugin.RoomPlatform(room))
-		return false, s.release(ctx, room, rows, ids, err)
-	}
-	s.opts.Metrics.NotificationSent(plugin.RoomPlatform(room))
-	if err := s.store.MarkSent(ctx, s.opts.Owner, ids, shown); err != nil {
-		// Delivered, but another sender took the rows after our claim
-		// expired: it may send them again. Say so; nothing is lost.
-		s.log.Warn("message delivered but its rows were no longer ours", "room", room, "err", err)
-		return true, nil
-	}
-	return true, nil
-}
-
-// release gives rows back, to be retried after a backoff that grows with
-// their attempts, or after the platform's Retry-After.
-func (s *Service) release(ctx context.Context, room string, rows []plugin.Notification, ids []int64, cause error) error {
-	attempts := 0
-	for _, r := range rows {
-		attempts = max(attempts, r.Attempts)
-	}
-	wait := min(time.Second<<min(attempts, 20), s.opts.MaxBackoff)
-	var rl *plugin.RateLimitedError
-	if errors.As(cause, &rl) {
-		wait = max(rl.RetryAfter, time.Second)
-	}
-	s.log.Warn("notification not delivered; will retry", "room", room, "rows", len(rows), "attempts", attempts+1, "retry_in", wait, "err", cause)
-	if err := s.store.Release(ctx, s.opts.Owner, ids, s.clk.Now().Add(wait), cause.Error()); err != nil {
-		return fmt.Errorf("release notifications of %s: %w", room, err)
-	}
-	return nil
 }
 
 // payload shapes.

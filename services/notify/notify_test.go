@@ -23,16 +23,25 @@ var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 // room is an in-process platform that records what it is asked to send
 // and can be told to fail.
 type room struct {
-	name string
-	mu   sync.Mutex
-	sent []string
-	fail []error // errors to return, in order, before succeeding
+	name    string
+	mu      sync.Mutex
+	sent    []string
+	fail    []error       // errors to return, in order, before succeeding
+	failAll error         // when set, every send fails with it
+	changed chan struct{} // closed and replaced at every send
 }
 
 func (r *room) Name() string { return r.name }
 func (r *room) Send(_ context.Context, roomID string, m plugin.Outgoing) (plugin.SentMessage, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.changed != nil {
+		close(r.changed)
+	}
+	r.changed = make(chan struct{})
+	if r.failAll != nil {
+		return plugin.SentMessage{}, r.failAll
+	}
 	if len(r.fail) > 0 {
 		err := r.fail[0]
 		r.fail = r.fail[1:]
@@ -47,6 +56,27 @@ func (r *room) messages() []string {
 	return append([]string(nil), r.sent...)
 }
 
+// waitMessages waits, without sleeping, until n messages went out or ctx
+// ends.
+func (r *room) waitMessages(ctx context.Context, n int) ([]string, error) {
+	for {
+		r.mu.Lock()
+		if r.changed == nil {
+			r.changed = make(chan struct{})
+		}
+		got, ch := append([]string(nil), r.sent...), r.changed
+		r.mu.Unlock()
+		if len(got) >= n {
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+			return got, fmt.Errorf("waiting for %d messages (have %d): %w", n, len(got), ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
 type fixture struct {
 	t     *testing.T
 	ctx   context.Context
@@ -58,17 +88,41 @@ type fixture struct {
 	tasks *tasks.Service
 }
 
-func newFixture(t *testing.T, st plugin.Store, owner string) *fixture {
+// setup changes what newFixture builds.
+type setup struct {
+	clk *clock.Fake
+	// platforms, when set, makes the platforms instead of the recording
+	// "chat" room (which is still made, as f.out, but not registered).
+	platforms func(rt *plugin.Runtime) []plugin.Platform
+	opts      func(*notify.Options)
+}
+
+func newFixture(t *testing.T, st plugin.Store, owner string, with ...func(*setup)) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewFake(t0), store: st, out: &room{name: "chat"}}
+	var su setup
+	for _, w := range with {
+		w(&su)
+	}
+	if su.clk == nil {
+		su.clk = clock.NewFake(t0)
+	}
+	f := &fixture{t: t, ctx: context.Background(), clk: su.clk, store: st, out: &room{name: "chat"}}
 	f.rt = plugin.New(plugin.Options{Store: st, Clock: f.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := f.rt.Register(&plugin.Plugin{Name: "chat", Platforms: []plugin.Platform{f.out}}); err != nil {
+	platforms := []plugin.Platform{f.out}
+	if su.platforms != nil {
+		platforms = su.platforms(f.rt)
+	}
+	if err := f.rt.Register(&plugin.Plugin{Name: "chat", Platforms: platforms}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.rt.Start(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.svc = notify.New(notify.Options{Runtime: f.rt, Owner: owner})
+	opts := notify.Options{Runtime: f.rt, Owner: owner}
+	if su.opts != nil {
+		su.opts(&opts)
+	}
+	f.svc = notify.New(opts)
 	f.tasks = tasks.New(tasks.Options{Runtime: f.rt, Owner: owner, Notify: f.svc.Outbox})
 	return f
 }

@@ -1,0 +1,308 @@
+package notify
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// OnceSender is a platform that delivers a notification's message once,
+// however often it is asked to (PRODUCT §9): a send that timed out, or
+// whose sender crashed or lost its claim before marking it sent, is tried
+// again — by this replica or another — with the same key, and the
+// platform recognises what the earlier attempt delivered (a Discord
+// nonce, Slack metadata found in the channel's history) instead of
+// posting it twice. Platforms without it get Send, at least once.
+//
+// An error from Send or SendOnce that says the message can never be
+// delivered where it was meant to go — the channel is gone, or the bot
+// may not post in it — has a method Undeliverable() bool returning true
+// somewhere in its chain (as net.Error has Timeout); the notifications it
+// carried are then given up on at once instead of retried. Platform
+// adapters define such errors themselves and need not import this
+// package.
+type OnceSender interface {
+	plugin.Platform
+	// SendOnce sends m to room as Send does, tagged with key, which is
+	// the same on every attempt at this message. since is zero on the
+	// first attempt; otherwise an earlier attempt began then and may have
+	// delivered some or all of m, which is then not delivered again.
+	SendOnce(ctx context.Context, room string, m plugin.Outgoing, key string, since time.Time) (plugin.SentMessage, error)
+}
+
+// errClaimLost ends a send whose claim could not be renewed.
+var errClaimLost = errors.New("the claim on the notifications could not be renewed")
+
+// undeliverable reports whether err says that no retry can deliver the
+// message (see OnceSender).
+func undeliverable(err error) bool {
+	var u interface{ Undeliverable() bool }
+	return errors.As(err, &u) && u.Undeliverable()
+}
+
+// deliver sends a room's claimed rows: one message, or, when some of them
+// are already part of a message an earlier attempt began (they carry its
+// key), that message first and the rest in another. It reports whether a
+// message went out.
+func (s *Service) deliver(ctx context.Context, room string, rows []plugin.Notification) (bool, error) {
+	sent := false
+	var errs []error
+	for _, msg := range byMessage(rows) {
+		ok, err := s.deliverMessage(ctx, room, msg)
+		sent = sent || ok
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return sent, errors.Join(errs...)
+}
+
+// byMessage groups rows by the message they go out in: the rows of each
+// message an earlier attempt began (same key), and the rows no attempt
+// has carried yet, in the order of their oldest row.
+func byMessage(rows []plugin.Notification) [][]plugin.Notification {
+	var keys []string
+	groups := map[string][]plugin.Notification{}
+	for _, r := range rows {
+		if _, seen := groups[r.DeliveryKey]; !seen {
+			keys = append(keys, r.DeliveryKey)
+		}
+		groups[r.DeliveryKey] = append(groups[r.DeliveryKey], r)
+	}
+	out := make([][]plugin.Notification, len(keys))
+	for i, k := range keys {
+		out[i] = groups[k]
+	}
+	return out
+}
+
+// deliverMessage sends rows as one message under their key (a new one
+// for rows no attempt has carried), recorded on the rows before the send
+// so that any later attempt sends the same message under the same key. A
+// failed send leaves the rows to be retried, or gives them up (failed).
+func (s *Service) deliverMessage(ctx context.Context, room string, rows []plugin.Notification) (bool, error) {
+	ids := idsOf(rows)
+	platformName := plugin.RoomPlatform(room)
+	msg, shown, err := s.compose(ctx, room, rows)
+	if err != nil {
+		return false, s.failed(ctx, room, rows, err)
+	}
+	if msg.Text == "" {
+		return false, s.store.MarkSent(ctx, s.opts.Owner, ids, shown)
+	}
+	platform, ok := s.rt.Platform(room)
+	if !ok {
+		s.opts.Metrics.NotificationFailed(platformName)
+		return false, s.failed(ctx, room, rows, fmt.Errorf("no platform is connected for room %s", room))
+	}
+	key, since := rows[0].DeliveryKey, firstAttempt(rows)
+	if key == "" {
+		key = deliveryKey(ids)
+	}
+	if err := s.store.BeginSend(ctx, s.opts.Owner, ids, key, s.clk.Now()); err != nil {
+		if errors.Is(err, plugin.ErrStaleFence) {
+			s.log.Warn("another sender took the notifications before they were sent", "room", room, "key", key, "err", err)
+			return false, nil
+		}
+		return false, fmt.Errorf("begin sending to %s: %w", room, err)
+	}
+	if _, err := s.send(ctx, platform, room, msg, key, since, ids); err != nil {
+		s.opts.Metrics.NotificationFailed(platformName)
+		if errors.Is(err, errClaimLost) {
+			// The rows are another sender's now; it sends the message
+			// under the same key.
+			s.log.Warn("send canceled: its claim was lost", "room", room, "key", key, "err", err)
+			return false, nil
+		}
+		return false, s.failed(ctx, room, rows, err)
+	}
+	s.opts.Metrics.NotificationSent(platformName)
+	if err := s.store.MarkSent(ctx, s.opts.Owner, ids, shown); err != nil {
+		if errors.Is(err, plugin.ErrStaleFence) {
+			// Delivered after the claim was lost: the sender holding the
+			// rows now finds the message by its key and does not send
+			// it again.
+			s.log.Warn("message delivered after its claim was lost", "room", room, "key", key, "err", err)
+			return true, nil
+		}
+		return true, fmt.Errorf("mark notifications of %s sent: %w", room, err)
+	}
+	return true, nil
+}
+
+// send makes one platform send under a deadline (SendTimeout, on the
+// runtime's clock) while the claim on ids is renewed every Lease/3. When a
+// renewal fails — another sender took the rows, or the store cannot say —
+// the send is canceled with errClaimLost rather than risk two senders
+// posting at once; whoever sends the rows next uses the same key.
+func (s *Service) send(ctx context.Context, p plugin.Platform, room string, m plugin.Outgoing, key string, since time.Time, ids []int64) (plugin.SentMessage, error) {
+	sendCtx, lose := context.WithCancelCause(ctx)
+	defer lose(nil)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { s.renew(sendCtx, done, lose, room, ids) })
+	tctx, cancel := clock.WithTimeout(sendCtx, s.clk, s.opts.SendTimeout)
+	var out plugin.SentMessage
+	var err error
+	if once, ok := p.(OnceSender); ok {
+		out, err = once.SendOnce(tctx, room, m, key, since)
+	} else {
+		out, err = p.Send(tctx, room, m)
+	}
+	timedOut := clock.TimedOut(tctx)
+	cancel()
+	close(done)
+	wg.Wait()
+	switch cause := context.Cause(sendCtx); {
+	case err == nil:
+		return out, nil
+	case errors.Is(cause, errClaimLost):
+		return out, fmt.Errorf("send to %s: %w: %w", room, cause, err)
+	case timedOut:
+		return out, fmt.Errorf("send to %s: no answer within %s: %w", room, s.opts.SendTimeout, err)
+	}
+	return out, err
+}
+
+// renew extends the claim on ids every Lease/3 until done, and cancels
+// the send (lose) when it cannot.
+func (s *Service) renew(ctx context.Context, done <-chan struct{}, lose context.CancelCauseFunc, room string, ids []int64) {
+	every := max(s.opts.Lease/3, time.Millisecond)
+	for {
+		t := s.clk.NewTimer(every)
+		select {
+		case <-done:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		err := s.store.RenewClaim(ctx, s.opts.Owner, ids, s.clk.Now().Add(s.opts.Lease))
+		if err == nil {
+			continue
+		}
+		select {
+		case <-done: // the send is over; nothing to cancel
+			return
+		default:
+		}
+		if ctx.Err() == nil {
+			s.log.Warn("cannot renew the claim on a message being sent; canceling the send", "room", room, "err", err)
+		}
+		lose(fmt.Errorf("%w: %w", errClaimLost, err))
+		return
+	}
+}
+
+// failed handles rows whose message was not delivered: when the platform
+// says it never can be, or for rows that have kept failing for
+// GiveUpAfter, they are given up on (failed, with the reason); the others
+// are released to be retried after a backoff.
+func (s *Service) failed(ctx context.Context, room string, rows []plugin.Notification, cause error) error {
+	now := s.clk.Now()
+	permanent := undeliverable(cause)
+	var dead, retry []plugin.Notification
+	for _, r := range rows {
+		if permanent || now.Sub(failingSince(r)) >= s.opts.GiveUpAfter {
+			dead = append(dead, r)
+		} else {
+			retry = append(retry, r)
+		}
+	}
+	var errs []error
+	if len(dead) > 0 {
+		reason := cause.Error()
+		if !permanent {
+			reason = fmt.Sprintf("not delivered in %s: %s", s.opts.GiveUpAfter, reason)
+		}
+		if err := s.store.MarkFailed(ctx, s.opts.Owner, idsOf(dead), now, reason); err != nil {
+			errs = append(errs, fmt.Errorf("give up on notifications of %s: %w", room, err))
+		} else {
+			s.opts.Metrics.NotificationsDead(plugin.RoomPlatform(room), len(dead))
+			s.log.Error("notifications given up on; retry them once the room can take them", "room", room,
+				"notifications", idsOf(dead), "reason", reason)
+		}
+	}
+	if len(retry) > 0 {
+		if err := s.release(ctx, room, retry, cause); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// release gives rows back, to be retried after a backoff that grows with
+// their attempts, or after the platform's Retry-After.
+func (s *Service) release(ctx context.Context, room string, rows []plugin.Notification, cause error) error {
+	attempts := 0
+	for _, r := range rows {
+		attempts = max(attempts, r.Attempts)
+	}
+	wait := min(time.Second<<min(attempts, 20), s.opts.MaxBackoff)
+	var rl *plugin.RateLimitedError
+	if errors.As(cause, &rl) {
+		wait = max(rl.RetryAfter, time.Second)
+	}
+	s.log.Warn("notification not delivered; will retry", "room", room, "rows", len(rows), "attempts", attempts+1, "retry_in", wait, "err", cause)
+	if err := s.store.Release(ctx, s.opts.Owner, idsOf(rows), s.clk.Now().Add(wait), cause.Error()); err != nil {
+		return fmt.Errorf("release notifications of %s: %w", room, err)
+	}
+	return nil
+}
+
+// failingSince is when a notification's failures started to count: its
+// creation, or its last retry by hand.
+func failingSince(n plugin.Notification) time.Time {
+	if n.RetriedAt.After(n.CreatedAt) {
+		return n.RetriedAt
+	}
+	return n.CreatedAt
+}
+
+// firstAttempt is when the first attempt at the rows' message began, zero
+// when none has.
+func firstAttempt(rows []plugin.Notification) time.Time {
+	var first time.Time
+	for _, r := range rows {
+		if !r.SendingAt.IsZero() && (first.IsZero() || r.SendingAt.Before(first)) {
+			first = r.SendingAt
+		}
+	}
+	return first
+}
+
+func idsOf(rows []plugin.Notification) []int64 {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// deliveryKey names the message of the notifications ids, before its
+// first attempt: the lowest ID and a digest of them all, in base 36, at
+// most 21 characters, so that the key and a part number fit the 25 of a
+// Discord nonce. IDs are never reused and a row belongs to one message,
+// so no two messages get the same key.
+func deliveryKey(ids []int64) string {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	h := fnv.New32a()
+	var b [8]byte
+	for _, id := range ids {
+		binary.BigEndian.PutUint64(b[:], uint64(id))
+		h.Write(b[:])
+	}
+	return strconv.FormatInt(ids[0], 36) + "-" + strconv.FormatUint(uint64(h.Sum32()), 36)
+}
