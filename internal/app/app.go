@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -348,6 +347,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	}
 
 	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
+	hostname, _ := os.Hostname()
+	if err := srv.SetIdentity(httpapi.Identity{PublicURL: cfg.PublicURL, ListenAddr: cfg.HTTPAddr, Hostname: hostname}); err != nil {
+		return err
+	}
 	api := httpapi.NewAPI(httpapi.APIOptions{
 		Store: st, Tasks: core.Tasks, Token: cfg.APIToken, Clock: clk, Logger: log, Runtime: rt,
 		Metrics:       core.Metrics.Handler(),
@@ -357,15 +360,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	if slackApp != nil && cfg.SlackSigningSecret != "" {
 		// The adapter answers 503 until the runtime has started.
 		h := slackApp.HTTPHandler()
+		// Slack calls these from its servers and signs every request:
+		// they are outside the guard against web pages.
 		for _, p := range []string{slackadapter.PathEvents, slackadapter.PathCommands, slackadapter.PathInteractions} {
-			srv.Handle("POST "+p, h)
+			srv.HandleSigned("POST "+p, h)
 		}
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (TASKLOOM_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
-	httpServer := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	httpServer := srv.HTTPServer()
 	httpServer.RegisterOnShutdown(api.Close) // event streams would hold Shutdown up
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(ln) }()
