@@ -329,8 +329,7 @@ func TestScheduleOnTheInjectedClock(t *testing.T) {
 func TestNoDuplicatesAcrossTwoServicesOnPostgres(t *testing.T) {
 	shared := teststore.Postgres(t)
 	a := newFixture(t, shared, "replica-a")
-	b := newFixture(t, shared, "replica-b")
-	b.clk = a.clk
+	b := newFixture(t, shared, "replica-b", func(su *setup) { su.clk = a.clk })
 	// Many rooms, so both replicas find work at once.
 	for i := range 20 {
 		n := a.create(fmt.Sprintf("chat:C%d", i), fmt.Sprintf("task %d", i)).Number
