@@ -39,7 +39,8 @@ import (
 // Version is set at build time with -ldflags "-X github.com/taskloom/taskloom/internal/app.Version=v1.2.3".
 var Version = ""
 
-// ShutdownTimeout bounds how long SIGINT/SIGTERM may take to drain.
+// ShutdownTimeout is TASKLOOM_SHUTDOWN_TIMEOUT's default: how long SIGINT
+// and SIGTERM let in-flight work drain.
 const ShutdownTimeout = 20 * time.Second
 
 // Options are what Main needs from its process; tests pass their own.
@@ -345,6 +346,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	if err := rt.Register(plugins...); err != nil {
 		return err
 	}
+	if err := checkApproveTools(cfg, rt); err != nil {
+		return err
+	}
 
 	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
 	hostname, _ := os.Hostname()
@@ -396,17 +400,37 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 		return fmt.Errorf("HTTP server: %w", err)
 	}
 	srv.SetReady(false)
-	drain, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	// Draining gets TASKLOOM_SHUTDOWN_TIMEOUT (PRODUCT §7); what still runs
+	// then is canceled and its tasks released unchanged. That is a normal
+	// stop, logged, not a failure: the process exits 0.
+	drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	var errs []error
 	if err := rt.Stop(drain); err != nil {
-		errs = append(errs, err)
+		log.Warn("shutdown: work still running at the timeout was canceled", "timeout", cfg.ShutdownTimeout, "err", err)
 	}
 	if err := httpServer.Shutdown(drain); err != nil {
-		errs = append(errs, fmt.Errorf("HTTP shutdown: %w", err))
+		log.Warn("shutdown: HTTP connections still open at the timeout were closed", "err", err)
+		_ = httpServer.Close()
 	}
 	log.Info("taskloom stopped")
-	return errors.Join(errs...)
+	return nil
+}
+
+// checkApproveTools refuses a TASKLOOM_APPROVE_TOOLS that names a tool no
+// task has: a typo would otherwise let the tool it meant run unasked.
+// run_command may be named while it is off (it is the default), and an MCP
+// server's tools (server.tool) are listed only once it has started.
+func checkApproveTools(cfg config.Config, rt *plugin.Runtime) error {
+	for _, name := range cfg.ApproveTools {
+		if name == "run_command" || strings.Contains(name, ".") {
+			continue
+		}
+		if a, ok := rt.Action(name); !ok || !a.Info().Tool {
+			return &config.Error{Var: "TASKLOOM_APPROVE_TOOLS", Value: strings.Join(cfg.ApproveTools, ","),
+				Reason: fmt.Sprintf("%q is not a tool tasks can use", name)}
+		}
+	}
+	return nil
 }
 
 // CoreOptions are what the core of Taskloom is built from.
@@ -445,7 +469,11 @@ func NewCore(o CoreOptions) *Core {
 	rt := plugin.New(plugin.Options{Store: o.Store, Character: o.Character, Logger: o.Logger, Clock: o.Clock})
 	rec := metrics.New(metrics.Options{Store: o.Store, Logger: o.Logger})
 	notifier := notify.New(notify.Options{Runtime: rt, Interval: cfg.FlushInterval, Owner: o.Owner, Demo: plugin.IsDemo(o.Model), Metrics: rec})
-	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox, Metrics: rec}
+	workspaces := actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
+	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox, Metrics: rec,
+		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, AnswerTimeout: cfg.AnswerTimeout, MaxActivePerUser: cfg.MaxActive,
+		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools,
+		CopyFiles: func(_ context.Context, from, to int64) error { return workspaces.Copy(from, to) }}
 	if l, ok := o.Store.(interface {
 		ListenTasks(ctx context.Context) (<-chan struct{}, error)
 	}); ok {
@@ -458,10 +486,12 @@ func NewCore(o CoreOptions) *Core {
 		sandbox = &actions.Sandbox{Network: cfg.RunCommandNetwork}
 	}
 	tools := actions.Tools(actions.ToolConfig{
-		Workspaces:       actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")},
+		Workspaces:       workspaces,
 		HTTPAllowPrivate: cfg.HTTPAllowPrivate,
 		RunCommand:       cfg.RunCommand,
 		Sandbox:          sandbox,
+		MaxActive:        cfg.MaxActive,
+		MaxTokens:        cfg.MaxTokens,
 	})
 	err := rt.Register(
 		&plugin.Plugin{

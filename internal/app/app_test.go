@@ -438,3 +438,76 @@ func TestCLIFollowsADemoTask(t *testing.T) {
 		t.Fatalf("metrics after one completed task:\n%s", body)
 	}
 }
+
+// TestShutdownReleasesAGatedModelCall: SIGTERM (ctx) while a model call
+// hangs: the process exits 0 within TASKLOOM_SHUTDOWN_TIMEOUT, and the
+// task is released unchanged — a "released" event, no step.
+func TestShutdownReleasesAGatedModelCall(t *testing.T) {
+	t.Parallel()
+	fake := testkit.NewOpenAI(t)
+	fake.Hang()
+	dir := t.TempDir()
+	env := map[string]string{"TASKLOOM_DATA_DIR": dir, "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+		"OPENAI_BASE_URL": fake.URL(), "TASKLOOM_SHUTDOWN_TIMEOUT": "1s"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr := make(chan string, 1)
+	var stderr syncBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &syncBuffer{}, Stderr: &stderr,
+			OnListen: func(a string) { addr <- a }})
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case code := <-exited:
+		t.Fatalf("exited %d before listening:\n%s", code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not listening after 30s:\n%s", stderr.String())
+	}
+	resp, err := http.Post(base+"/api/tasks", "application/json", strings.NewReader(`{"goal":"Write the plan"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create = %d", resp.StatusCode)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(fake.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the model was never called:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopped := time.Now()
+	cancel() // SIGTERM
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Fatalf("exit %d after SIGTERM during a model call:\n%s", code, stderr.String())
+		}
+		if took := time.Since(stopped); took > 10*time.Second {
+			t.Errorf("shutdown took %s with a 1s timeout", took)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30s after SIGTERM with a 1s shutdown timeout:\n%s", stderr.String())
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "taskloom.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	task, err := st.GetTask(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.TaskEvents(context.Background(), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.LeaseOwner != "" || task.Iteration != 0 || evs[len(evs)-1].Type != plugin.EventReleased {
+		t.Fatalf("task after shutdown = %+v, last event %s; want released unchanged", task, evs[len(evs)-1].Type)
+	}
+}
