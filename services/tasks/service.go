@@ -62,8 +62,10 @@ type Options struct {
 	// ApproveTools are the tools a person must approve before a task runs
 	// them (TASKLOOM_APPROVE_TOOLS); nil means none.
 	ApproveTools []string
-	// CopyFiles, when set, copies the files of task from into task to (a
-	// retry starts with the files of the task it continues).
+	// CopyFiles is not called: a retry's files are copied by the store,
+	// in the transaction that creates it (plugin.Store.CreateTask).
+	//
+	// Deprecated: leave it unset; it stays until its callers drop it.
 	CopyFiles func(ctx context.Context, from, to int64) error
 }
 
@@ -332,8 +334,11 @@ func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 	defer wcancel()
 	if ctx.Err() != nil {
 		// Shutting down mid-iteration: give the task back untouched.
-		_, err := s.mutate(wctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
-			return plugin.Released(t, owner, task.Fence, s.clk.Now())
+		err := s.persist(wctx, func() error {
+			_, err := s.mutate(wctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
+				return plugin.Released(t, owner, task.Fence, s.clk.Now())
+			})
+			return err
 		})
 		if err != nil && !errors.Is(err, plugin.ErrStaleFence) {
 			s.opts.Metrics.Iteration("error")
@@ -377,8 +382,13 @@ func (s *Service) modelFailed(ctx context.Context, task plugin.Task, mf *ModelFa
 	}
 	s.opts.Metrics.ModelUp(false)
 	s.opts.Metrics.Iteration("model_unavailable")
-	after, err := s.mutate(ctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
-		return plugin.ModelUnavailable(t, task.LeaseOwner, task.Fence, now, next, reason)
+	var after plugin.Task
+	err := s.persist(ctx, func() error {
+		var err error
+		after, err = s.mutate(ctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
+			return plugin.ModelUnavailable(t, task.LeaseOwner, task.Fence, now, next, reason)
+		})
+		return err
 	})
 	if errors.Is(err, plugin.ErrStaleFence) || errors.Is(err, plugin.ErrTerminal) {
 		return nil // the lease was lost meanwhile: nothing of ours to give back
@@ -423,12 +433,28 @@ func (s *Service) announceHold(ctx context.Context, reason string, err error) {
 // commit applies an outcome, or records its rejection when the lease was
 // lost meanwhile.
 func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outcome) error {
-	after, err := s.mutate(ctx, claimed.Number, func(t plugin.Task) (plugin.Mutation, error) {
-		if o.Approved {
-			return plugin.ToolRan(t, o)
-		}
-		return plugin.Iterated(t, o)
+	var after plugin.Task
+	tries := 0
+	err := s.persist(ctx, func() error {
+		tries++
+		var err error
+		after, err = s.mutate(ctx, claimed.Number, func(t plugin.Task) (plugin.Mutation, error) {
+			if o.Approved {
+				return plugin.ToolRan(t, o)
+			}
+			return plugin.Iterated(t, o)
+		})
+		return err
 	})
+	if tries > 1 && errors.Is(err, plugin.ErrStaleFence) {
+		// The store may have taken an earlier try whose answer was lost
+		// with its connection: then the result is in, not late.
+		if t, gerr := s.store.GetTask(ctx, claimed.Number); gerr == nil && landed(t, o) {
+			s.opts.Metrics.Iteration(outcome(t.Status))
+			s.afterChange(ctx, t)
+			return nil
+		}
+	}
 	if errors.Is(err, plugin.ErrStaleFence) || errors.Is(err, plugin.ErrTerminal) {
 		s.log.Warn("late iteration result rejected", "task", claimed.Number, "fence", o.Fence, "owner", o.Owner, "err", err)
 		s.opts.Metrics.Iteration("rejected")
@@ -450,6 +476,57 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 	s.opts.Metrics.Iteration(outcome(after.Status))
 	s.afterChange(ctx, after)
 	return nil
+}
+
+// landed reports whether t shows o committed: the lease o held was given
+// back at o's time, and nobody claimed the task since.
+func landed(t plugin.Task, o plugin.Outcome) bool {
+	return t.Fence == o.Fence && t.LeaseOwner == "" && t.LastProcessedAt.Equal(plugin.UTC(o.Now))
+}
+
+// Store outages: a write the store refused for a reason other than the
+// task's state (a connection killed, the database restarting) is tried
+// again, the wait doubling up to maxStoreRetryWait, until the caller's
+// context ends.
+const (
+	firstStoreRetryWait = 100 * time.Millisecond
+	maxStoreRetryWait   = 2 * time.Second
+)
+
+// persist runs write until it succeeds, fails for a reason of the task's
+// own (its state, its lease, its limits), or ctx ends. Retrying is safe:
+// a transaction that failed wrote nothing, and one whose commit went
+// through although its answer was lost is refused the second time by the
+// fence.
+func (s *Service) persist(ctx context.Context, write func() error) error {
+	wait := firstStoreRetryWait
+	for {
+		err := write()
+		if err == nil || domainError(err) || ctx.Err() != nil {
+			return err
+		}
+		s.log.Warn("the store did not take a change; trying again", "err", err, "in", wait)
+		t := s.clk.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C():
+		}
+		wait = min(wait*2, maxStoreRetryWait)
+	}
+}
+
+// domainError reports whether err is the task's doing rather than the
+// store's: trying again would change nothing.
+func domainError(err error) bool {
+	for _, e := range []error{plugin.ErrStaleFence, plugin.ErrTerminal, plugin.ErrInvalidState, plugin.ErrInvalid,
+		plugin.ErrNotFound, plugin.ErrLimit, plugin.ErrNoTask} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // outcome names an iteration's result by the status it left the task in.
