@@ -4,4 +4,10 @@
 // read_file, list_files, http_get, ask_user, create_subtask, run_command).
 // Every action declares its parameters as a JSON Schema, so the same code
 // answers a chat command and serves as a model's tool.
+//
+// The file tools work on the calling task's files through the iteration's
+// plugin.Files view (plugin.Call.Files): the files live in the store, and
+// what a tool writes is committed with the iteration's result, under its
+// lease (PRODUCT §10). run_command lays the files out in a temporary
+// directory for its sandbox and writes back what the command changed.
 package actions

@@ -2,9 +2,8 @@ package actions
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
+	"path"
 	"strings"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -13,8 +12,9 @@ import (
 // MaxListEntries caps list_files' answer.
 const MaxListEntries = 200
 
-// ListFiles lists the calling task's workspace.
-type ListFiles struct{ Workspaces Workspaces }
+// ListFiles lists the calling task's files, with the writes of its
+// iteration so far.
+type ListFiles struct{}
 
 var _ plugin.Action = ListFiles{}
 
@@ -28,10 +28,8 @@ func (ListFiles) Info() plugin.ActionInfo {
 	}
 }
 
-var errEnough = errors.New("enough entries")
-
-func (a ListFiles) Handle(_ context.Context, call *plugin.Call) (plugin.Result, error) {
-	task, refused := taskOf(call)
+func (ListFiles) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
+	_, files, refused := filesOf(call)
 	if refused != nil {
 		return *refused, nil
 	}
@@ -41,53 +39,46 @@ func (a ListFiles) Handle(_ context.Context, call *plugin.Call) (plugin.Result, 
 	if r := decode(call.Params, &p); r != nil {
 		return *r, nil
 	}
-	start := "."
-	if strings.TrimSpace(p.Path) != "" {
-		rel, err := cleanRel(p.Path)
+	start := ""
+	if s := strings.TrimSpace(p.Path); s != "" && path.Clean(s) != "." {
+		rel, err := cleanRel(s)
 		if err != nil {
 			return fail("Cannot list: %v.", err)
 		}
 		start = rel
 	}
-	root, err := a.Workspaces.Open(task.Number)
+	all, err := files.List(ctx)
 	if err != nil {
-		return plugin.Result{}, err
+		return plugin.Result{}, fmt.Errorf("list_files: %w", err)
 	}
-	defer root.Close()
+	// The files come by path, a folder's together: each folder is named
+	// once, before its first file, as a walk of the tree would.
 	var lines []string
-	err = fs.WalkDir(root.FS(), start, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	shown := map[string]bool{}
+	for _, f := range all {
+		if start != "" && f.Path != start && !strings.HasPrefix(f.Path, start+"/") {
+			continue
 		}
-		if path == "." {
-			return nil
+		var dirs []string
+		for d := path.Dir(f.Path); d != "." && d != start && !shown[d]; d = path.Dir(d) {
+			dirs = append(dirs, d)
 		}
-		if len(lines) == MaxListEntries {
-			return errEnough
+		for i := len(dirs) - 1; i >= 0; i-- {
+			shown[dirs[i]] = true
+			lines = append(lines, dirs[i]+"/")
 		}
-		switch {
-		case d.IsDir():
-			lines = append(lines, path+"/")
-		case d.Type()&fs.ModeSymlink != 0:
-			lines = append(lines, path+" (link)")
-		default:
-			size := int64(-1)
-			if info, err := d.Info(); err == nil {
-				size = info.Size()
-			}
-			lines = append(lines, fmt.Sprintf("%s (%d bytes)", path, size))
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnough) {
-		return fail("Cannot list %s: %v.", start, err)
+		lines = append(lines, fmt.Sprintf("%s (%d bytes)", f.Path, f.Size))
 	}
-	if len(lines) == 0 {
+	switch {
+	case len(lines) > 0:
+	case start != "":
+		return fail("Cannot list %s: there is no such file or folder.", start)
+	default:
 		return plugin.Result{Success: true, Text: "the workspace is empty"}, nil
 	}
-	text := strings.Join(lines, "\n")
-	if errors.Is(err, errEnough) {
-		text += fmt.Sprintf("\n[only the first %d entries are listed]", MaxListEntries)
+	if len(lines) > MaxListEntries {
+		return plugin.Result{Success: true, Text: strings.Join(lines[:MaxListEntries], "\n") +
+			fmt.Sprintf("\n[only the first %d of %d entries are listed]", MaxListEntries, len(lines))}, nil
 	}
-	return plugin.Result{Success: true, Text: text}, nil
+	return plugin.Result{Success: true, Text: strings.Join(lines, "\n")}, nil
 }

@@ -3,8 +3,9 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -20,9 +21,9 @@ const MaxReadBytes = 64 << 10
 // read and read_result can page through it.
 const MaxReadLimit = 1_000_000
 
-// ReadFile reads a file, or a part of one, from the calling task's
-// workspace.
-type ReadFile struct{ Workspaces Workspaces }
+// ReadFile reads a file, or a part of one, of the calling task, as its
+// iteration sees it (its own writes included).
+type ReadFile struct{}
 
 var _ plugin.Action = ReadFile{}
 
@@ -37,8 +38,8 @@ func (ReadFile) Info() plugin.ActionInfo {
 	}
 }
 
-func (a ReadFile) Handle(_ context.Context, call *plugin.Call) (plugin.Result, error) {
-	task, refused := taskOf(call)
+func (ReadFile) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
+	_, files, refused := filesOf(call)
 	if refused != nil {
 		return *refused, nil
 	}
@@ -67,39 +68,30 @@ func (a ReadFile) Handle(_ context.Context, call *plugin.Call) (plugin.Result, e
 	if err != nil {
 		return fail("Cannot read: %v.", err)
 	}
-	root, err := a.Workspaces.Open(task.Number)
+	data, err := files.Read(ctx, rel)
+	if errors.Is(err, plugin.ErrNoFile) {
+		if isFolder(ctx, files, rel) {
+			return fail("%s is a folder; use list_files.", rel)
+		}
+		return fail("Cannot read %s: there is no such file.", rel)
+	}
 	if err != nil {
-		return plugin.Result{}, err
+		if why, ok := fileRefusal(err); ok {
+			return fail("Cannot read %s: %s.", rel, why)
+		}
+		return plugin.Result{}, fmt.Errorf("read_file %s: %w", rel, err)
 	}
-	defer root.Close()
-	f, err := root.Open(rel)
-	if err != nil {
-		return fail("Cannot read %s: %v.", rel, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fail("Cannot read %s: %v.", rel, err)
-	}
-	if st.IsDir() {
-		return fail("%s is a folder; use list_files.", rel)
-	}
-	size := st.Size()
+	size := int64(len(data))
 	if offset > 0 && offset >= size {
 		return fail("%s has %d bytes; there is nothing to read at offset %d.", rel, size, offset)
 	}
-	// Read a few bytes on either side of [offset, offset+limit) to move
+	// Take a few bytes on either side of [offset, offset+limit) to move
 	// both cuts back to the start of a character (or, for a limit smaller
 	// than one, forward past it).
 	lo := max(0, offset-(utf8.UTFMax-1))
 	hi := min(size, offset+limit+utf8.UTFMax)
-	buf := make([]byte, hi-lo)
-	n, err := f.ReadAt(buf, lo)
-	if err != nil && err != io.EOF {
-		return fail("Cannot read %s: %v.", rel, err)
-	}
-	buf = buf[:n]
-	start, end := runeWindow(buf, int(offset-lo), int(min(offset+limit-lo, int64(n))))
+	buf := data[lo:hi]
+	start, end := runeWindow(buf, int(offset-lo), int(min(offset+limit-lo, int64(len(buf)))))
 	text := string(buf[start:end])
 	from, to := lo+int64(start), lo+int64(end)
 	switch {
@@ -109,6 +101,20 @@ func (a ReadFile) Handle(_ context.Context, call *plugin.Call) (plugin.Result, e
 		text += fmt.Sprintf("\n[bytes %d to %d of %d: the end of the file]", from, to, size)
 	}
 	return plugin.Result{Success: true, Text: text}, nil
+}
+
+// isFolder reports whether the task has files inside a folder named rel.
+func isFolder(ctx context.Context, files plugin.Files, rel string) bool {
+	all, err := files.List(ctx)
+	if err != nil {
+		return false
+	}
+	for _, f := range all {
+		if strings.HasPrefix(f.Path, rel+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // runeWindow moves the cuts start and end of buf back to the start of the

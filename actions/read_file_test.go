@@ -2,9 +2,8 @@ package actions_test
 
 import (
 	"cmp"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -188,13 +187,11 @@ func readAll(t *testing.T, k *kit, path string, limit int) string {
 	}
 }
 
+// write puts a file in the kit's iteration, as write_file would, without
+// write_file's limit on one call.
 func write(t *testing.T, k *kit, path, text string) {
 	t.Helper()
-	full := filepath.Join(k.ws.Dir(k.task.Number), path)
-	if err := os.MkdirAll(filepath.Dir(full), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(full, []byte(text), 0o600); err != nil {
+	if err := k.files.Write(context.Background(), path, []byte(text)); err != nil {
 		t.Fatal(err)
 	}
 }

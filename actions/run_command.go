@@ -4,19 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// RunCommand runs a shell command in the task's workspace, inside the
-// Sandbox (PRODUCT §9). It is registered only when the operator enables it
+// RunCommand runs a shell command inside the Sandbox (PRODUCT §9), in a
+// temporary directory holding the task's files as its iteration sees
+// them; what the command changes there is written back to the iteration's
+// files, within the limits of PRODUCT §10, and committed with its result.
+// It is registered only when the operator enables it
 // (TASKLOOM_RUN_COMMAND=true), and start-up refuses that when the sandbox
 // cannot be made.
 type RunCommand struct {
-	Workspaces Workspaces
-	Sandbox    *Sandbox
+	Sandbox *Sandbox
 }
 
 var _ plugin.Action = RunCommand{}
@@ -24,7 +25,7 @@ var _ plugin.Action = RunCommand{}
 func (RunCommand) Info() plugin.ActionInfo {
 	return plugin.ActionInfo{
 		Name:        "run_command",
-		Description: "Run a shell command in a sandbox whose working directory (" + SandboxWorkDir + ") is the task's workspace, and return its exit status and output (60 seconds and 64 KiB of output at most; no network unless the operator allows it).",
+		Description: "Run a shell command in a sandbox whose working directory (" + SandboxWorkDir + ") holds the task's workspace, and return its exit status and output (60 seconds and 64 KiB of output at most; no network unless the operator allows it). Regular files it creates, changes or removes there are kept in the workspace (1 MiB a file; 20 MiB and 1,000 files a task); empty folders, links and file modes are not.",
 		Examples:    []string{`{"command":"go test ./..."}`},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["command"],"properties":{"command":{"type":"string"}}}`),
 		Tool:        true,
@@ -32,7 +33,7 @@ func (RunCommand) Info() plugin.ActionInfo {
 }
 
 func (a RunCommand) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
-	task, refused := taskOf(call)
+	task, files, refused := filesOf(call)
 	if refused != nil {
 		return *refused, nil
 	}
@@ -48,17 +49,29 @@ func (a RunCommand) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 	if a.Sandbox == nil {
 		return plugin.Result{}, errors.New("run_command has no sandbox")
 	}
-	dir := a.Workspaces.Dir(task.Number)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return plugin.Result{}, fmt.Errorf("workspace of task #%d: %w", task.Number, err)
-	}
-	out, err := a.Sandbox.Run(ctx, dir, p.Command, task.Number)
+	dir, err := layOut(ctx, files, task.Number)
 	if err != nil {
 		return plugin.Result{}, fmt.Errorf("run_command for task #%d: %w", task.Number, err)
+	}
+	defer func() {
+		if err := dir.remove(); err != nil && call.Runtime != nil {
+			call.Runtime.Logger().Warn("run_command left its directory behind", "task", task.Number, "err", err)
+		}
+	}()
+	out, err := a.Sandbox.Run(ctx, dir.dir, p.Command, task.Number)
+	if err != nil {
+		return plugin.Result{}, fmt.Errorf("run_command for task #%d: %w", task.Number, err)
+	}
+	notes, err := dir.writeBack(ctx, files)
+	if err != nil {
+		return plugin.Result{}, fmt.Errorf("run_command for task #%d: keep its files: %w", task.Number, err)
 	}
 	text := out.Text
 	if out.Dropped > 0 {
 		text += fmt.Sprintf("\n[%d more bytes of output dropped]", out.Dropped)
+	}
+	if len(notes) > 0 {
+		text += "\n" + strings.Join(notes, "\n")
 	}
 	switch {
 	case out.TimedOut:

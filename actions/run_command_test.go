@@ -3,6 +3,7 @@ package actions_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -44,8 +45,17 @@ func TestRunCommand(t *testing.T) {
 	if !ok || !strings.Contains(text, "hi\n/work\n") || !strings.Contains(text, fmt.Sprintf("task=%d", k.task.Number)) {
 		t.Fatalf("%v %q", ok, text)
 	}
-	if data, err := os.ReadFile(filepath.Join(k.ws.Dir(k.task.Number), "out.txt")); err != nil || string(data) != "hi\n" {
-		t.Fatalf("the file the command wrote is not in the workspace: %q, %v", data, err)
+	// What the command wrote is the iteration's: later tools read it, and
+	// the store has it once the iteration commits.
+	if ok, text := k.call("read_file", map[string]string{"path": "out.txt"}); !ok || text != "hi\n" {
+		t.Fatalf("read_file out.txt after the command: %v %q", ok, text)
+	}
+	if got := k.stored(); len(got) != 0 {
+		t.Fatalf("stored before the iteration's commit: %v", got)
+	}
+	k.commit()
+	if got := k.stored(); got["out.txt"] != "hi\n" || len(got) != 1 {
+		t.Fatalf("stored after the commit: %q", got)
 	}
 	if ok, text := k.call("run_command", map[string]string{"command": "echo oops >&2; exit 3"}); ok || !strings.Contains(text, "status 3") {
 		t.Fatalf("%v %q", ok, text)
@@ -54,6 +64,110 @@ func TestRunCommand(t *testing.T) {
 		if a.Info().Name == "run_command" {
 			t.Fatal("run_command is registered without the operator enabling it")
 		}
+	}
+}
+
+// TestRunCommandWorksOnTheTasksFiles: the command finds the task's files,
+// those its iteration has not committed yet included; what it makes,
+// changes and removes is written back; links, pipes and empty folders are
+// not files of the task; files it did not change are not rewritten.
+func TestRunCommandWorksOnTheTasksFiles(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	k := newKit(t)
+	write(t, k, "notes/plan.md", "plan\n")
+	write(t, k, "keep.txt", "keep\n")
+	write(t, k, "gone.txt", "bye\n")
+	write(t, k, "link-me.txt", "a file that becomes a link\n")
+	k.commit()
+	kept, _, err := k.rt.Store().ReadTaskFile(context.Background(), k.task.Number, "keep.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, k, "pending.txt", "not committed yet\n")
+	ok, text := k.call("run_command", map[string]string{"command": strings.Join([]string{
+		"cat notes/plan.md pending.txt",
+		"echo step 2 >> notes/plan.md",
+		"rm gone.txt",
+		"mkdir -p new/dir empty && echo made > new/dir/file.txt",
+		"ln -s /etc/passwd passwd-link",
+		"rm link-me.txt && ln -s keep.txt link-me.txt",
+		"mkfifo pipe",
+		"touch keep.txt",
+	}, " && ")})
+	if !ok || !strings.Contains(text, "plan\nnot committed yet\n") || strings.Contains(text, "not kept") {
+		t.Fatalf("%v %q", ok, text)
+	}
+	k.commit()
+	want := map[string]string{
+		"notes/plan.md":    "plan\nstep 2\n",
+		"keep.txt":         "keep\n",
+		"pending.txt":      "not committed yet\n",
+		"new/dir/file.txt": "made\n",
+	}
+	if got := k.stored(); !maps.Equal(got, want) {
+		t.Errorf("stored %q\nwant   %q", got, want)
+	}
+	if f, _, err := k.rt.Store().ReadTaskFile(context.Background(), k.task.Number, "keep.txt"); err != nil || f != kept {
+		t.Errorf("an unchanged file was rewritten: %+v, %v; was %+v", f, err, kept)
+	}
+}
+
+// TestRunCommandKeepsWithinTheLimits: what a command makes past the limits
+// of PRODUCT §10 is not kept, and its result says so, a line a file.
+func TestRunCommandKeepsWithinTheLimits(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	k := newKit(t)
+	ok, text := k.call("run_command", map[string]string{"command": "head -c 1048577 /dev/zero > big.bin && mkdir f && for i in $(seq -w 1 1020); do echo $i > f/$i; done && echo done"})
+	if !ok || !strings.Contains(text, "done") {
+		t.Fatalf("%v %q", ok, text)
+	}
+	for _, want := range []string{
+		"\n[not kept: big.bin is 1048577 bytes; a file may hold at most 1048576 (1 MiB)]",
+		"\n[not kept: f/1001 would be file 1001; a task may keep at most 1000]",
+		"\n[not kept: f/1009 would be file 1001; a task may keep at most 1000]",
+		"\n[and 11 more files not kept]",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the result lacks %q:\n%s", want, text[strings.Index(text, "done"):])
+		}
+	}
+	if strings.Contains(text, "f/1010 would") {
+		t.Errorf("more than %d files are named one by one", 10)
+	}
+	k.commit()
+	if got := k.stored(); len(got) != 1000 || got["f/1000"] != "1000\n" {
+		t.Errorf("stored %d files, f/1000 = %q; want f/0001 to f/1000", len(got), got["f/1000"])
+	}
+
+	k2 := newKit(t)
+	ok, text = k2.call("run_command", map[string]string{"command": "for i in $(seq -w 1 21); do head -c 1048576 /dev/zero > $i.bin; done"})
+	if !ok || !strings.Contains(text, "[not kept: 21.bin (1048576 bytes) would bring the task's files past 20971520 bytes (20 MiB) in all]") {
+		t.Errorf("past 20 MiB: %v %q", ok, text)
+	}
+}
+
+// Not parallel: it points TMPDIR at a directory of its own, to see that
+// the command's directory is gone afterwards, even when the command took
+// away the permissions needed to remove it.
+func TestRunCommandRemovesItsDirectory(t *testing.T) {
+	needBwrap(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	k := newKit(t)
+	write(t, k, "a/b.txt", "b")
+	ok, text := k.call("run_command", map[string]string{"command": "mkdir -p locked/inner && echo x > locked/inner/f && echo y > unreadable && chmod 000 unreadable locked/inner locked"})
+	if !ok {
+		t.Fatalf("%v %q", ok, text)
+	}
+	if entries, err := os.ReadDir(tmp); err != nil || len(entries) != 0 {
+		t.Errorf("left behind in TMPDIR: %v, %v", entries, err)
+	}
+	k.commit()
+	want := map[string]string{"a/b.txt": "b", "locked/inner/f": "x\n", "unreadable": "y\n"}
+	if got := k.stored(); !maps.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
 	}
 }
 

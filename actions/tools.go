@@ -4,6 +4,11 @@ import "github.com/taskloom/taskloom/plugin"
 
 // ToolConfig says how the task tools may reach the world.
 type ToolConfig struct {
+	// Workspaces is ignored: task files live in the store (PRODUCT §10)
+	// and the file tools reach them through plugin.Call.Files. It stays
+	// until its callers drop it.
+	//
+	// Deprecated: leave it unset.
 	Workspaces Workspaces
 	// HTTPAllowPrivate lets http_get reach loopback and private addresses.
 	HTTPAllowPrivate bool
@@ -23,10 +28,10 @@ type ToolConfig struct {
 func Tools(c ToolConfig) []plugin.Action {
 	tools := []plugin.Action{
 		PostMessage{},
-		WriteFile{Workspaces: c.Workspaces},
-		ReadFile{Workspaces: c.Workspaces},
+		WriteFile{},
+		ReadFile{},
 		ReadResult{},
-		ListFiles{Workspaces: c.Workspaces},
+		ListFiles{},
 		&HTTPGet{AllowPrivate: c.HTTPAllowPrivate},
 		AskUser{},
 		CreateSubtask{MaxActive: c.MaxActive, MaxTokens: c.MaxTokens},
@@ -36,7 +41,7 @@ func Tools(c ToolConfig) []plugin.Action {
 		if sandbox == nil {
 			sandbox = &Sandbox{}
 		}
-		tools = append(tools, RunCommand{Workspaces: c.Workspaces, Sandbox: sandbox})
+		tools = append(tools, RunCommand{Sandbox: sandbox})
 	}
 	return tools
 }

@@ -4,18 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// Workspaces gives each task a directory of its own under Root. File tools
-// open it with os.Root, so no path — "..", an absolute path, or a symlink
-// planted in the workspace — reaches outside it.
+// Workspaces is where an earlier version of Taskloom kept each task's
+// files: a directory task-N under Root (TASKLOOM_DATA_DIR/workspaces).
+// Task files live in the store now (PRODUCT §10).
 type Workspaces struct {
 	Root string
 }
@@ -25,78 +22,39 @@ func (w Workspaces) Dir(task int64) string {
 	return filepath.Join(w.Root, "task-"+strconv.FormatInt(task, 10))
 }
 
-// Open creates (if needed) and opens a task's workspace.
-func (w Workspaces) Open(task int64) (*os.Root, error) {
-	if w.Root == "" {
-		return nil, errors.New("no workspace root is configured")
+// Copy does nothing: a retry's files are copied by the store as it creates
+// the task (plugin.Store.CreateTask).
+//
+// Deprecated: do not call it; it stays until its callers drop it.
+func (w Workspaces) Copy(from, to int64) error { return nil }
+
+// cleanRel turns a tool's path into the one the task's files keep, or
+// refuses it: relative, cleaned, with "/" between its parts, never
+// climbing out with "..".
+func cleanRel(p string) (string, error) { return plugin.CleanFilePath(p) }
+
+// filesOf returns the task calling a file tool and its files as the
+// iteration sees them, or the sentence refusing a call from chat or from
+// outside an iteration.
+func filesOf(call *plugin.Call) (*plugin.Task, plugin.Files, *plugin.Result) {
+	task, refused := taskOf(call)
+	if refused != nil {
+		return nil, nil, refused
 	}
-	dir := w.Dir(task)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("workspace of task #%d: %w", task, err)
+	if call.Files == nil {
+		return nil, nil, &plugin.Result{Error: "The task's files can be reached only while one of its iterations runs."}
 	}
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("workspace of task #%d: %w", task, err)
-	}
-	return r, nil
+	return task, call.Files, nil
 }
 
-// Copy copies the regular files of task from's workspace into task to's
-// (a retry starts with the files of the task it continues). Symbolic links
-// and other special files are left behind: they could point anywhere.
-func (w Workspaces) Copy(from, to int64) error {
-	if _, err := os.Stat(w.Dir(from)); errors.Is(err, fs.ErrNotExist) {
-		return nil
+// fileRefusal is the phrase for a file operation the Files view refused
+// (a path, a limit), or false for an error of the store.
+func fileRefusal(err error) (string, bool) {
+	var fe *plugin.FileError
+	if errors.As(err, &fe) {
+		return fe.Reason, true
 	}
-	src, err := w.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := w.Open(to)
-	if err != nil {
-		return err
-	}
-	defer dst.Close()
-	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir():
-			if p == "." {
-				return nil
-			}
-			return dst.Mkdir(p, 0o750)
-		case !d.Type().IsRegular():
-			return nil
-		}
-		data, err := src.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return dst.WriteFile(p, data, 0o640)
-	})
-	if err != nil {
-		return fmt.Errorf("copy the files of task #%d to #%d: %w", from, to, err)
-	}
-	return nil
-}
-
-// cleanRel turns a tool's path into one relative to the workspace, or
-// refuses it.
-func cleanRel(p string) (string, error) {
-	p = strings.TrimSpace(p)
-	if p == "" {
-		return "", errors.New("the path is empty")
-	}
-	if filepath.IsAbs(p) || strings.HasPrefix(p, "~") {
-		return "", fmt.Errorf("%q is outside the task's workspace: use a relative path", p)
-	}
-	c := filepath.Clean(p)
-	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", fmt.Errorf("%q is outside the task's workspace", p)
-	}
-	return c, nil
+	return "", false
 }
 
 // taskOf returns the task calling a tool, or the sentence refusing a chat

@@ -3,31 +3,33 @@ package actions
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// MaxWriteBytes caps what one write_file call may write.
-const MaxWriteBytes = 1 << 20
+// MaxWriteBytes caps what one write_file call may write: the size of one
+// task file (PRODUCT §10).
+const MaxWriteBytes = plugin.MaxFileBytes
 
-// WriteFile writes a file in the calling task's workspace.
-type WriteFile struct{ Workspaces Workspaces }
+// WriteFile writes a file of the calling task. The write is the
+// iteration's until it commits: later tools of the same iteration read it,
+// and a result refused for a lost lease writes nothing.
+type WriteFile struct{}
 
 var _ plugin.Action = WriteFile{}
 
 func (WriteFile) Info() plugin.ActionInfo {
 	return plugin.ActionInfo{
 		Name:        "write_file",
-		Description: "Write a text file in the task's workspace, creating folders as needed and replacing any file already there.",
+		Description: "Write a text file in the task's workspace, creating folders as needed and replacing any file already there (1 MiB a file; 20 MiB and 1,000 files a task).",
 		Examples:    []string{`{"path":"notes/plan.md","content":"# Plan\n..."}`},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["path","content"],"properties":{"path":{"type":"string","description":"relative path inside the workspace"},"content":{"type":"string"}}}`),
 		Tool:        true,
 	}
 }
 
-func (a WriteFile) Handle(_ context.Context, call *plugin.Call) (plugin.Result, error) {
-	task, refused := taskOf(call)
+func (WriteFile) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
+	_, files, refused := filesOf(call)
 	if refused != nil {
 		return *refused, nil
 	}
@@ -48,18 +50,11 @@ func (a WriteFile) Handle(_ context.Context, call *plugin.Call) (plugin.Result, 
 	if err != nil {
 		return fail("Cannot write: %v.", err)
 	}
-	root, err := a.Workspaces.Open(task.Number)
-	if err != nil {
-		return plugin.Result{}, err
-	}
-	defer root.Close()
-	if dir := filepath.Dir(rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o750); err != nil {
-			return fail("Cannot write %s: %v.", rel, err)
+	if err := files.Write(ctx, rel, []byte(*p.Content)); err != nil {
+		if why, ok := fileRefusal(err); ok {
+			return fail("Cannot write %s: %s.", rel, why)
 		}
-	}
-	if err := root.WriteFile(rel, []byte(*p.Content), 0o640); err != nil {
-		return fail("Cannot write %s: %v.", rel, err)
+		return plugin.Result{}, fmt.Errorf("write_file %s: %w", rel, err)
 	}
 	return plugin.Result{Success: true, Text: fmt.Sprintf("wrote %s (%d bytes)", rel, len(*p.Content))}, nil
 }

@@ -2,8 +2,7 @@ package tasks_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +53,8 @@ func TestApprovedCallRunsExactlyAsAsked(t *testing.T) {
 		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitApproval || got.ApprovalAction != "write_file" {
 			t.Fatalf("task = %s on %q asking %q; want waiting on approval of write_file", got.Status, got.WaitingOn, got.ApprovalAction)
 		}
-		if _, err := os.Stat(filepath.Join(f.ws.Dir(n), "deploy.sh")); err == nil {
-			t.Fatal("the file was written before anyone approved it")
+		if _, err := f.file(n, "deploy.sh"); !errors.Is(err, plugin.ErrNoFile) {
+			t.Fatalf("deploy.sh before anyone approved it: %v; want no such file", err)
 		}
 		if texts := f.outboxTexts(); len(texts) != 1 || !strings.HasPrefix(texts[0], `approval: write_file {"`) {
 			t.Fatalf("outbox = %q; want one approval request", texts)
@@ -75,8 +74,8 @@ func TestApprovedCallRunsExactlyAsAsked(t *testing.T) {
 		if len(f.model.Requests()) != calls {
 			t.Error("the approved call asked the model again")
 		}
-		data, err := os.ReadFile(filepath.Join(f.ws.Dir(n), "deploy.sh"))
-		if err != nil || string(data) != "echo hi" {
+		data, err := f.file(n, "deploy.sh")
+		if err != nil || data != "echo hi" {
 			t.Fatalf("deploy.sh = %q, %v; want the approved content", data, err)
 		}
 		got = f.task(n)
@@ -111,8 +110,8 @@ func TestDeniedCallFailsItsStep(t *testing.T) {
 		if got := f.task(n); got.Status != plugin.StatusQueued || got.WaitingOn != plugin.WaitNone {
 			t.Fatalf("task = %s on %q; want queued", got.Status, got.WaitingOn)
 		}
-		if _, err := os.Stat(filepath.Join(f.ws.Dir(n), "x.sh")); err == nil {
-			t.Fatal("a denied call ran")
+		if _, err := f.file(n, "x.sh"); !errors.Is(err, plugin.ErrNoFile) {
+			t.Fatalf("x.sh after a denied call: %v; want no such file", err)
 		}
 		f.step("test") // the model asks again, differently
 		got := f.task(n)

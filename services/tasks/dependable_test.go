@@ -38,11 +38,10 @@ func newWireFixture(t *testing.T, open teststore.Opener, fake *testkit.OpenAI, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ws = actions.Workspaces{Root: t.TempDir()}
 	f.rt = plugin.New(plugin.Options{Store: f.store, Clock: f.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := f.rt.Register(
 		&plugin.Plugin{Name: "model", Models: map[plugin.ModelType]plugin.Model{plugin.ModelText: m}},
-		&plugin.Plugin{Name: "tools", Actions: actions.Tools(actions.ToolConfig{Workspaces: f.ws})},
+		&plugin.Plugin{Name: "tools", Actions: actions.Tools(actions.ToolConfig{})},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -381,8 +380,6 @@ func TestUnansweredQuestionTimesOut(t *testing.T) {
 func TestRetryContinuesWithFiles(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		f := newFixture(t, open)
-		f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test",
-			CopyFiles: func(_ context.Context, from, to int64) error { return f.ws.Copy(from, to) }})
 		f.model.Decide("write_file", map[string]string{"path": "notes/plan.md", "content": "the plan"}, 40, "continue")
 		f.model.Decide("none", nil, 40, "stuck")
 		old := f.create("Build auth").Number

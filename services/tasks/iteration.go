@@ -59,6 +59,9 @@ func (e *ModelFailure) Unwrap() error { return e.Err }
 func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, error) {
 	rt := it.Runtime
 	o := plugin.Outcome{Owner: task.LeaseOwner, Fence: task.Fence, Progress: task.Progress, Verdict: plugin.VerdictContinue}
+	// The iteration's view of the task's files: what its tool writes is
+	// kept here and committed with the outcome, under the lease.
+	files := plugin.NewFileView(rt.Store(), task.Number)
 	finish := func() (plugin.Outcome, error) {
 		o.Now = rt.Clock().Now()
 		if len(o.Step.Result) > plugin.MaxResultBytes {
@@ -77,7 +80,7 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, 
 		// that, with no new model call (plugin.ToolRan).
 		o.Approved = true
 		o.Step.Action, o.Step.Params = task.ApprovalAction, json.RawMessage(task.ApprovalParams)
-		if reason, ok := it.runTool(ctx, task, &o); !ok {
+		if reason, ok := it.runTool(ctx, task, files, &o); !ok {
 			o.Step.Success, o.Step.Error = false, reason
 		}
 		o.Now = rt.Clock().Now()
@@ -139,17 +142,20 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, 
 		o.Notifications = []plugin.Notification{n}
 		return finish()
 	}
-	if reason, ok := it.runTool(ctx, task, &o); !ok {
+	if reason, ok := it.runTool(ctx, task, files, &o); !ok {
 		return failStep(d.Action, reason)
 	}
 	return finish()
 }
 
-// runTool runs the tool call of o.Step and records its result in o; when
-// it fails it returns why and false.
-func (it *Iterator) runTool(ctx context.Context, task plugin.Task, o *plugin.Outcome) (string, bool) {
+// runTool runs the tool call of o.Step with the iteration's files and
+// records its result in o; when it fails it returns why and false. The
+// changes it made to the files go into o whether it failed or not, as they
+// would on a disk: a command that exits 1 may still have written.
+func (it *Iterator) runTool(ctx context.Context, task plugin.Task, files *plugin.FileView, o *plugin.Outcome) (string, bool) {
 	t := task
-	res, err := it.Runtime.RunAction(ctx, o.Step.Action, &plugin.Call{Task: &t, Params: o.Step.Params})
+	res, err := it.Runtime.RunAction(ctx, o.Step.Action, &plugin.Call{Task: &t, Params: o.Step.Params, Files: files})
+	o.Files = files.Changes()
 	o.Step.Result = res.Text
 	switch {
 	case err != nil:

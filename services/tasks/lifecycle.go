@@ -103,9 +103,11 @@ func (s *Service) Deny(ctx context.Context, number int64, actor, reason string) 
 var ErrNotEnded = errors.New("task has not ended")
 
 // Retry continues an ended task: a new task with the same goal,
-// continues_number set, a copy of the old task's files, and in its first
-// prompt a summary of the old run and context. in says who asks and where
-// (its Goal is ignored); the requestor's limits apply.
+// continues_number set, a copy of the old task's files (the store makes it
+// as it creates the task, so no worker can claim the task before they are
+// there), and in its first prompt a summary of the old run and context. in
+// says who asks and where (its Goal is ignored); the requestor's limits
+// apply.
 func (s *Service) Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error) {
 	old, err := s.store.GetTask(ctx, number)
 	if err != nil {
@@ -124,16 +126,7 @@ func (s *Service) Retry(ctx context.Context, number int64, in plugin.NewTask) (p
 	if in.MaxStaleIterations == 0 {
 		in.MaxStaleIterations = old.MaxStaleIterations
 	}
-	t, err := s.Create(ctx, in)
-	if err != nil {
-		return plugin.Task{}, err
-	}
-	if s.opts.CopyFiles != nil {
-		if err := s.opts.CopyFiles(ctx, old.Number, t.Number); err != nil {
-			s.log.Error("retry: cannot copy the files of the old task", "from", old.Number, "to", t.Number, "err", err)
-		}
-	}
-	return t, nil
+	return s.Create(ctx, in)
 }
 
 func (s *Service) transition(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {

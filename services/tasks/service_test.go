@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,17 +31,15 @@ type fixture struct {
 	rt    *plugin.Runtime
 	model *testkit.ScriptedModel
 	svc   *tasks.Service
-	ws    actions.Workspaces
 }
 
 func newFixture(t *testing.T, open teststore.Opener) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewFake(t0), store: open(t), model: testkit.NewScriptedModel()}
-	f.ws = actions.Workspaces{Root: t.TempDir()}
 	f.rt = plugin.New(plugin.Options{Store: f.store, Clock: f.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	err := f.rt.Register(
 		&plugin.Plugin{Name: "model", Models: map[plugin.ModelType]plugin.Model{plugin.ModelText: f.model}},
-		&plugin.Plugin{Name: "tools", Actions: actions.Tools(actions.ToolConfig{Workspaces: f.ws})},
+		&plugin.Plugin{Name: "tools", Actions: actions.Tools(actions.ToolConfig{})},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +83,13 @@ func (f *fixture) task(n int64) plugin.Task {
 		f.t.Fatal(err)
 	}
 	return task
+}
+
+// file reads one of task n's files as the store has it.
+func (f *fixture) file(n int64, path string) (string, error) {
+	f.t.Helper()
+	_, data, err := f.store.ReadTaskFile(f.ctx, n, path)
+	return string(data), err
 }
 
 func (f *fixture) steps(n int64) []plugin.Step {
@@ -206,8 +209,8 @@ func TestIterationOutcomes(t *testing.T) {
 			f.model.Decide("write_file", map[string]string{"path": "out/result.txt", "content": "hello"}, 60, "done")
 			n := f.create("x").Number
 			f.step("test")
-			data, err := os.ReadFile(filepath.Join(f.ws.Dir(n), "out", "result.txt"))
-			if err != nil || string(data) != "hello" {
+			data, err := f.file(n, "out/result.txt")
+			if err != nil || data != "hello" {
 				t.Fatalf("file = %q, %v", data, err)
 			}
 			if s := f.task(n).Summary; s != "scripted done" {
@@ -507,8 +510,8 @@ func TestDemoModelRunsATaskToCompletion(t *testing.T) {
 				t.Fatalf("a demo step failed: %+v", s)
 			}
 		}
-		plan, err := os.ReadFile(filepath.Join(f.ws.Dir(n), "notes", "plan.md"))
-		if err != nil || !strings.Contains(string(plan), "demo model") || !strings.Contains(string(plan), "haiku") {
+		plan, err := f.file(n, "notes/plan.md")
+		if err != nil || !strings.Contains(plan, "demo model") || !strings.Contains(plan, "haiku") {
 			t.Fatalf("plan.md = %q, %v", plan, err)
 		}
 		f.check()
