@@ -181,6 +181,8 @@ type RoomClaim struct {
 	Owner string
 	Now   time.Time
 	Lease time.Duration
+	// StoreClock measures the claim on the store's clock instead of Now.
+	StoreClock bool
 	// Room, when set, claims that room; otherwise the room whose oldest due
 	// notification is oldest.
 	Room string

@@ -201,6 +201,9 @@ type Claim struct {
 	Owner string
 	Now   time.Time
 	Lease time.Duration
+	// StoreClock measures the lease on the store's clock, which every
+	// replica shares, instead of Now (PRODUCT §9).
+	StoreClock bool
 }
 
 // Claimed applies a claim to a task the queue handed out: a new lease, the

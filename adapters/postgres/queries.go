@@ -45,6 +45,8 @@ VALUES (` + placeholders(1, len(taskColumns)-1) + `) RETURNING number`
 
 	sqlChildren = `SELECT ` + taskCols + ` FROM tasks WHERE parent_number = $1 ORDER BY number`
 
+	sqlNow = `SELECT statement_timestamp()`
+
 	sqlCountActive = `SELECT count(*) FROM tasks WHERE requestor_id = $1
   AND status IN ('queued', 'running', 'paused', 'waiting')`
 

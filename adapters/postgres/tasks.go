@@ -62,6 +62,13 @@ type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
+// Now is the database server's clock.
+func (t *txn) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	err := t.queryRow(ctx, sqlNow).Scan(&now)
+	return now, err
+}
+
 func (t *txn) LockTask(ctx context.Context, number int64) (plugin.Task, error) {
 	return noRows(sqlstore.ScanTask(t.queryRow(ctx, sqlLockTask, number)))
 }

@@ -23,6 +23,11 @@ type dialectTx struct{ tx txn }
 
 var _ sqlstore.Tx = dialectTx{}
 
+// Now is this machine's clock: one process serves an SQLite file.
+func (t dialectTx) Now(context.Context) (time.Time, error) {
+	return time.Now(), nil
+}
+
 // LockTask reads the task: the IMMEDIATE transaction already keeps every
 // other writer out.
 func (t dialectTx) LockTask(ctx context.Context, number int64) (plugin.Task, error) {

@@ -25,6 +25,9 @@ type Dialect interface {
 // SaveRoomProgress, PutFile, DeleteFile, CopyFiles) may be deferred and
 // sent together before the commit; their errors then come from Write.
 type Tx interface {
+	// Now is the database's clock, which every replica shares: a claim
+	// made without a time of its own is measured on it.
+	Now(ctx context.Context) (time.Time, error)
 	// LockTask reads a task and keeps other writers off it until the
 	// transaction ends. ErrNoRows when it does not exist.
 	LockTask(ctx context.Context, number int64) (plugin.Task, error)

@@ -31,13 +31,16 @@ func PrepareNotification(n plugin.Notification) (plugin.Notification, error) {
 // c.Now+c.Lease: the first ready room, oldest first, that no other sender
 // holds or is claiming.
 func (c Core) ClaimRoom(ctx context.Context, rc plugin.RoomClaim) (string, []plugin.Notification, error) {
-	if rc.Owner == "" || rc.Now.IsZero() {
+	if rc.Owner == "" || (rc.Now.IsZero() && !rc.StoreClock) {
 		return "", nil, fmt.Errorf("claim room: %w: a claim needs an owner and a time", plugin.ErrInvalid)
 	}
-	now, until := plugin.UTC(rc.Now), plugin.UTC(rc.Now.Add(rc.Lease))
 	var room string
 	var claimed []plugin.Notification
 	err := c.D.Write(ctx, func(tx Tx) error {
+		if err := onStoreClock(ctx, tx, rc.StoreClock, &rc.Now); err != nil {
+			return err
+		}
+		now, until := plugin.UTC(rc.Now), plugin.UTC(rc.Now.Add(rc.Lease))
 		rooms, err := tx.ReadyRooms(ctx, now, rc.Room, rc.Categories)
 		if err != nil {
 			return err

@@ -119,13 +119,16 @@ func checkLimits(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) er
 // before, in the same transaction, after checking that the statement and
 // the domain agree on what a claim is.
 func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, error) {
-	if cl.Owner == "" || cl.Now.IsZero() {
+	if cl.Owner == "" || (cl.Now.IsZero() && !cl.StoreClock) {
 		return plugin.Task{}, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
 	}
 	cl.Owner = plugin.CleanText(cl.Owner)
-	now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
 	var after plugin.Task
 	err := c.D.Write(ctx, func(tx Tx) error {
+		if err := onStoreClock(ctx, tx, cl.StoreClock, &cl.Now); err != nil {
+			return fmt.Errorf("claim task: %w", err)
+		}
+		now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
 		var before plugin.Task
 		var err error
 		before, after, err = tx.ClaimHead(ctx, cl.Owner, now, until)
@@ -159,6 +162,21 @@ func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, erro
 		return plugin.Task{}, err
 	}
 	return after, nil
+}
+
+// onStoreClock sets *now to the database's clock when asked: leases are
+// then measured on the clock every replica shares (PRODUCT §9), whatever
+// each replica's own clock says.
+func onStoreClock(ctx context.Context, tx Tx, asked bool, now *time.Time) error {
+	if !asked {
+		return nil
+	}
+	t, err := tx.Now(ctx)
+	if err != nil {
+		return fmt.Errorf("read the database's clock: %w", err)
+	}
+	*now = plugin.UTC(t)
+	return nil
 }
 
 // UpdateTask locks the task, lets fn compute the change, checks it and

@@ -344,3 +344,25 @@ func testConcurrentClaims(t *testing.T, s plugin.Store) {
 		check(t, s, n)
 	}
 }
+
+// testClaimOnStoreClock: a claim on the store's clock is measured on the
+// database's clock, which every replica shares, not on the time it gives.
+func testClaimOnStoreClock(t *testing.T, s plugin.Store) {
+	create(t, s, newTask("on the store's clock"))
+	before := time.Now()
+	c, err := s.ClaimTask(t.Context(), plugin.Claim{Owner: "w", Lease: time.Hour, StoreClock: true, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	// The database's clock may differ a little from this process's.
+	lo, hi := before.Add(time.Hour-time.Minute), after.Add(time.Hour+time.Minute)
+	if c.LeaseExpiresAt.Before(lo) || c.LeaseExpiresAt.After(hi) {
+		t.Fatalf("lease expires at %v; want about an hour from now (%v)", c.LeaseExpiresAt, before)
+	}
+	room, rows, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "w", Lease: time.Minute, StoreClock: true})
+	if err != nil || room != "" || len(rows) != 0 {
+		t.Fatalf("ClaimRoom on the store's clock = %q, %d rows, %v", room, len(rows), err)
+	}
+	check(t, s, c.Number)
+}

@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"ClaimOrder", testClaimOrder},
 		{"ClaimSkipsUnclaimable", testClaimSkipsUnclaimable},
 		{"ClaimLease", testClaimLease},
+		{"ClaimOnStoreClock", testClaimOnStoreClock},
 		{"Release", testRelease},
 		{"StaleFence", testStaleFence},
 		{"ConcurrentClaims", testConcurrentClaims},

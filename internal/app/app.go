@@ -416,6 +416,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	return nil
 }
 
+// onRealClock says whether c is the wall clock (or unset, which means
+// it): then leases are measured on the store's clock, shared by every
+// replica. A fake clock moves leases itself.
+func onRealClock(c clock.Clock) bool {
+	_, real := c.(clock.Real)
+	return c == nil || real
+}
+
 // checkApproveTools refuses a TASKLOOM_APPROVE_TOOLS that names a tool no
 // task has: a typo would otherwise let the tool it meant run unasked.
 // run_command may be named while it is off (it is the default), and an MCP
@@ -472,7 +480,7 @@ func NewCore(o CoreOptions) *Core {
 	workspaces := actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
 	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox, Metrics: rec,
 		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, AnswerTimeout: cfg.AnswerTimeout, MaxActivePerUser: cfg.MaxActive,
-		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools,
+		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools, StoreClock: onRealClock(o.Clock),
 		CopyFiles: func(_ context.Context, from, to int64) error { return workspaces.Copy(from, to) }}
 	if l, ok := o.Store.(interface {
 		ListenTasks(ctx context.Context) (<-chan struct{}, error)

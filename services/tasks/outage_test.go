@@ -49,7 +49,8 @@ func startReplica(t *testing.T, url, name string, model plugin.Model) *replica {
 	}
 	// Idle workers poll only once a minute: a task from another replica is
 	// picked up sooner only if the LISTEN connection works.
-	svc := tasks.New(tasks.Options{Runtime: rt, Workers: 2, Lease: 30 * time.Second, Poll: time.Minute, Owner: name, Listen: st.ListenTasks})
+	svc := tasks.New(tasks.Options{Runtime: rt, Workers: 2, Lease: 30 * time.Second, Poll: time.Minute, Owner: name,
+		Listen: st.ListenTasks, StoreClock: true})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,10 @@ type Options struct {
 	// AnswerTimeout is how long a question waits for an answer before the
 	// task goes on without one; 0 means DefaultAnswerTimeout.
 	AnswerTimeout time.Duration
+	// StoreClock measures leases on the store's clock, which every replica
+	// shares, rather than on Runtime's (PRODUCT §9). Tests that move a fake
+	// clock leave it off.
+	StoreClock bool
 	// Retention is how long chat memories are kept; 0 means
 	// DefaultRetention.
 	Retention time.Duration
@@ -312,7 +316,7 @@ func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 	if ok, _ := s.model.allow(start); !ok {
 		return false, nil
 	}
-	task, err := s.store.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: start, Lease: s.opts.Lease})
+	task, err := s.store.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: start, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock})
 	if err == nil || errors.Is(err, plugin.ErrNoTask) {
 		s.opts.Metrics.Claim(s.clk.Now().Sub(start))
 	}
