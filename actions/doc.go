@@ -10,4 +10,6 @@
 // what a tool writes is committed with the iteration's result, under its
 // lease (PRODUCT §10). run_command lays the files out in a temporary
 // directory for its sandbox and writes back what the command changed.
+// Workspaces.Import moves the workspace directories an earlier version
+// kept on disk (TASKLOOM_DATA_DIR/workspaces/task-N) into the store.
 package actions

@@ -6,9 +6,10 @@ import "github.com/taskloom/taskloom/plugin"
 type ToolConfig struct {
 	// Workspaces is ignored: task files live in the store (PRODUCT §10)
 	// and the file tools reach them through plugin.Call.Files. It stays
-	// until its callers drop it.
+	// until its callers drop it; Workspaces.Import moves the files an
+	// earlier version left there into the store.
 	//
-	// Deprecated: leave it unset.
+	// Deprecated: leave it unset; call Workspaces.Import at start-up.
 	Workspaces Workspaces
 	// HTTPAllowPrivate lets http_get reach loopback and private addresses.
 	HTTPAllowPrivate bool
