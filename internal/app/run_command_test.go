@@ -85,13 +85,15 @@ func TestCoreRunsCommandsInTheSandbox(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		core := app.NewCore(app.CoreOptions{Config: cfg, Store: teststore.SQLite(t), Model: testkit.NewScriptedModel(), Owner: "test"})
+		st := teststore.SQLite(t)
+		core := app.NewCore(app.CoreOptions{Config: cfg, Store: st, Model: testkit.NewScriptedModel(), Owner: "test"})
 		if err := core.Runtime.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = core.Runtime.Stop(context.Background()) })
 		params, _ := json.Marshal(map[string]string{"command": connect})
-		res, err := core.Runtime.RunAction(context.Background(), "run_command", &plugin.Call{Task: &plugin.Task{Number: 1}, Params: params})
+		res, err := core.Runtime.RunAction(context.Background(), "run_command", &plugin.Call{Task: &plugin.Task{Number: 1}, Params: params,
+			Files: plugin.NewFileView(st, 1)})
 		want := map[string]string{"false": "/work\noffline\n", "true": "/work\nonline\n"}[network]
 		if err != nil || !res.Success || !strings.HasSuffix(res.Text, want) {
 			t.Errorf("TASKLOOM_RUN_COMMAND_NETWORK=%s: %+v, %v; want output ending %q", network, res, err, want)
