@@ -33,6 +33,9 @@ const (
 	MaxRequestorLen  = 100
 	MaxIterationsCap = 10000 // the most max_iterations a request may ask for
 	MaxStaleCap      = 1000
+	// MaxTextLength bounds, in characters, what a person sends with a
+	// task: an answer, a retry's context, a denial's reason.
+	MaxTextLength = 4000
 	// RequestorHeader names who asks, for the task's requestor_id and the
 	// actor of its events; "api" when absent.
 	RequestorHeader = "X-Taskloom-Requestor"
@@ -40,12 +43,27 @@ const (
 
 // TaskControl is what the API asks of the task service; *tasks.Service
 // implements it. The transitions refuse what a task's state forbids with
-// plugin.ErrInvalidState or plugin.ErrTerminal.
+// plugin.ErrInvalidState or plugin.ErrTerminal (an answer to a task that
+// asked nothing with plugin.ErrNotAwaitingAnswer, a decision on one that
+// awaits none with plugin.ErrNotAwaitingApproval, both ErrInvalidState),
+// Retry a task that has not ended with tasks.ErrNotEnded, and Create and
+// Retry a task past the requestor's limit with plugin.ErrLimit.
+//
+// The holder of the API token is trusted as an admin: whoever the API
+// lets through may decide on any task, as they may pause or cancel it.
 type TaskControl interface {
 	Create(ctx context.Context, in plugin.NewTask) (plugin.Task, error)
 	Pause(ctx context.Context, number int64, actor string) (plugin.Task, error)
 	Resume(ctx context.Context, number int64, actor string) (plugin.Task, error)
 	Cancel(ctx context.Context, number int64, actor string) (plugin.Task, error)
+	// Answer resumes a task waiting on an answer with a person's words.
+	Answer(ctx context.Context, number int64, actor, answer string) (plugin.Task, error)
+	// Retry creates a task continuing the ended task number; in says who
+	// asks and where, and carries the new context.
+	Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error)
+	// Approve and Deny decide on the tool call a task waits to make.
+	Approve(ctx context.Context, number int64, actor string) (plugin.Task, error)
+	Deny(ctx context.Context, number int64, actor, reason string) (plugin.Task, error)
 }
 
 var _ TaskControl = (*tasks.Service)(nil)
@@ -150,6 +168,12 @@ func (a *API) routes() []route {
 		{"POST /api/tasks/{number}/pause", a.control("pause"), true},
 		{"POST /api/tasks/{number}/resume", a.control("resume"), true},
 		{"POST /api/tasks/{number}/cancel", a.control("cancel"), true},
+		{"POST /api/tasks/{number}/answer", a.answerTask, true},
+		{"POST /api/tasks/{number}/retry", a.retryTask, true},
+		{"POST /api/tasks/{number}/approve", a.control("approve"), true},
+		{"POST /api/tasks/{number}/deny", a.denyTask, true},
+		{"GET /api/notifications", a.listNotifications, true},
+		{"POST /api/notifications/{id}/retry", a.retryNotification, true},
 		{"GET /api/events", a.events, true},
 		// Anything else under /api gets a JSON 404 or 405, not the
 		// mux's plain text.
@@ -212,11 +236,11 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d KiB", MaxBodyBytes>>10))
 	case errors.Is(err, plugin.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, plugin.ErrInvalidState), errors.Is(err, plugin.ErrTerminal):
+	case errors.Is(err, plugin.ErrInvalidState), errors.Is(err, plugin.ErrTerminal), errors.Is(err, tasks.ErrNotEnded):
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, plugin.ErrInvalid):
 		writeError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, tasks.ErrTooManyActive):
+	case errors.Is(err, plugin.ErrLimit):
 		writeError(w, http.StatusTooManyRequests, err.Error())
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
@@ -320,14 +344,10 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown order %q: use number, recent or queue", q.Get("order")))
 		return
 	}
-	limit := DefaultPageSize
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxPageSize {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize))
-			return
-		}
-		limit = n
+	limit, msg := pageLimit(q.Get("limit"))
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
 	}
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -368,6 +388,19 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, out)
 }
 
+// pageLimit reads a limit= of a list: DefaultPageSize when empty; a
+// non-empty string says what is wrong.
+func pageLimit(v string) (int, string) {
+	if v == "" {
+		return DefaultPageSize, ""
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPageSize {
+		return 0, fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize)
+	}
+	return n, ""
+}
+
 func (a *API) getTask(w http.ResponseWriter, r *http.Request) {
 	n, ok := taskNumber(w, r)
 	if !ok {
@@ -396,6 +429,15 @@ func notFound(n int64, err error) error {
 		return noTask(n)
 	}
 	return fmt.Errorf("task #%d: %w", n, err)
+}
+
+// refused words an error of the task service for the person asking: its
+// own sentence, or "there is no task #7".
+func refused(n int64, err error) error {
+	if errors.Is(err, plugin.ErrNotFound) {
+		return noTask(n)
+	}
+	return err
 }
 
 // noTask is the 404 sentence: "there is no task #7".
@@ -441,6 +483,9 @@ type createRequest struct {
 	Room               string  `json:"room"`
 	MaxIterations      *int    `json:"max_iterations"`
 	MaxStaleIterations *int    `json:"max_stale_iterations"`
+	// MaxTokens is the token budget: absent for the service's default,
+	// 0 for no limit.
+	MaxTokens *int64 `json:"max_tokens"`
 }
 
 func (a *API) createTask(w http.ResponseWriter, r *http.Request) {
@@ -501,6 +546,13 @@ func (a *API) newTask(req createRequest, who string) (plugin.NewTask, string) {
 			return plugin.NewTask{}, fmt.Sprintf("max_stale_iterations must be from 1 to %d", MaxStaleCap)
 		}
 		in.MaxStaleIterations = *req.MaxStaleIterations
+	}
+	if req.MaxTokens != nil {
+		if *req.MaxTokens < 0 {
+			return plugin.NewTask{}, fmt.Sprintf("max_tokens is %d: use 0 for no limit, or a positive whole number", *req.MaxTokens)
+		}
+		budget := *req.MaxTokens
+		in.MaxTokens = &budget
 	}
 	if room := strings.TrimSpace(req.Room); room != "" {
 		if msg := a.checkRoom(room); msg != "" {
@@ -596,7 +648,8 @@ func jsonKind(goKind string) string {
 	return goKind
 }
 
-// control answers POST /api/tasks/{number}/pause|resume|cancel.
+// control answers POST /api/tasks/{number}/pause|resume|cancel|approve:
+// the transitions that take nothing but the task.
 func (a *API) control(op string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		n, ok := taskNumber(w, r)
@@ -621,12 +674,13 @@ func (a *API) control(op string) http.HandlerFunc {
 			t, err = a.o.Tasks.Resume(r.Context(), n, who)
 		case "cancel":
 			t, err = a.o.Tasks.Cancel(r.Context(), n, who)
+		case "approve":
+			t, err = a.o.Tasks.Approve(r.Context(), n, who)
+		default:
+			err = fmt.Errorf("control task #%d: unknown operation %q", n, op)
 		}
 		if err != nil {
-			if errors.Is(err, plugin.ErrNotFound) {
-				err = notFound(n, err)
-			}
-			a.fail(w, r, err)
+			a.fail(w, r, refused(n, err))
 			return
 		}
 		a.log.Info("task controlled via API", "task", n, "op", op, "actor", who)

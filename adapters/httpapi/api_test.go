@@ -83,13 +83,18 @@ func TestEndpoints(t *testing.T) {
 			}
 			for _, col := range []string{"name", "goal", "previous_progress", "stale_counter", "max_iterations", "max_stale_iterations",
 				"requestor_id", "platform", "room_id", "workspace_id", "last_processed_at", "created_at", "started_at", "completed_at",
-				"summary", "error", "prompt_tokens", "completion_tokens", "lease_owner", "lease_expires_at", "fence"} {
+				"summary", "error", "prompt_tokens", "completion_tokens", "lease_owner", "lease_expires_at", "fence",
+				"waiting_on", "next_attempt_at", "max_tokens", "continues_number", "approval"} {
 				if _, ok := b[col]; !ok {
 					t.Errorf("task has no %q", col)
 				}
 			}
 			if b["completed_at"] != nil || b["lease_owner"] != "" {
 				t.Errorf("unset columns: completed_at %v lease_owner %v", b["completed_at"], b["lease_owner"])
+			}
+			if b["waiting_on"] != "" || b["next_attempt_at"] != nil || b["continues_number"] != nil || b["approval"] != nil || b["max_tokens"] != float64(defaultBudget) {
+				t.Errorf("wave-2 columns: waiting_on %v next_attempt_at %v continues_number %v approval %v max_tokens %v",
+					b["waiting_on"], b["next_attempt_at"], b["continues_number"], b["approval"], b["max_tokens"])
 			}
 			s := steps[0].(map[string]any)
 			if s["iteration"] != 1.0 || s["action"] != "write_file" || s["success"] != true || s["params"].(map[string]any)["path"] != "auth.md" || s["time"] == nil || s["result"] == "" {

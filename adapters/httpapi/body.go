@@ -37,6 +37,22 @@ type taskBody struct {
 	LeaseOwner         string     `json:"lease_owner"`
 	LeaseExpiresAt     *time.Time `json:"lease_expires_at"`
 	Fence              int64      `json:"fence"`
+	// WaitingOn is "" or what a waiting (or paused while waiting) task
+	// waits on: answer, subtasks or approval.
+	WaitingOn     string     `json:"waiting_on"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	// MaxTokens is the token budget; 0 is no limit.
+	MaxTokens       int64         `json:"max_tokens"`
+	ContinuesNumber *int64        `json:"continues_number"`
+	Approval        *approvalBody `json:"approval"`
+}
+
+// approvalBody is the tool call a task asked a person to approve: null
+// when none awaits a decision or waits to run once granted.
+type approvalBody struct {
+	Action  string          `json:"action"`
+	Params  json.RawMessage `json:"params"`
+	Granted bool            `json:"granted"`
 }
 
 type taskWithSteps struct {
@@ -99,11 +115,34 @@ func taskOf(t plugin.Task) taskBody {
 		PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens,
 		LeaseOwner: t.LeaseOwner, LeaseExpiresAt: optTime(t.LeaseExpiresAt), Fence: t.Fence,
 	}
-	if t.ParentNumber != 0 {
-		p := t.ParentNumber
-		b.ParentNumber = &p
+	b.ParentNumber = optNumber(t.ParentNumber)
+	b.WaitingOn, b.NextAttemptAt, b.MaxTokens = string(t.WaitingOn), optTime(t.NextAttemptAt), t.MaxTokens
+	b.ContinuesNumber = optNumber(t.ContinuesNumber)
+	if t.ApprovalAction != "" {
+		b.Approval = &approvalBody{Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted}
 	}
 	return b
+}
+
+// optNumber is a task number, or null for 0 (none).
+func optNumber(n int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+// jsonOf is s when it is JSON, {} when it is empty, and s as a JSON
+// string otherwise, so that a body is always valid JSON.
+func jsonOf(s string) json.RawMessage {
+	switch {
+	case s == "":
+		return json.RawMessage(`{}`)
+	case json.Valid([]byte(s)):
+		return json.RawMessage(s)
+	}
+	raw, _ := json.Marshal(s) // a string always encodes
+	return raw
 }
 
 func stepOf(s plugin.Step) stepBody {
@@ -122,4 +161,34 @@ func eventOf(e plugin.TaskEvent) eventBody {
 	}
 	return eventBody{ID: e.ID, TaskNumber: e.TaskNumber, Sequence: e.Sequence, Type: e.Type,
 		Payload: payload, Actor: e.Actor, Fence: e.Fence, Time: e.Time.UTC()}
+}
+
+// notificationBody is one row of the outbox (PRODUCT §9): a pending
+// update for a room, or a dead letter (status "failed") with why.
+type notificationBody struct {
+	ID         int64           `json:"id"`
+	Room       string          `json:"room"`
+	TaskNumber int64           `json:"task_number"`
+	Category   string          `json:"category"`
+	Payload    json.RawMessage `json:"payload"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Attempts   int             `json:"attempts"`
+	LastError  string          `json:"last_error"`
+	Status     string          `json:"status"`
+	FailedAt   *time.Time      `json:"failed_at"`
+}
+
+type notificationsBody struct {
+	Notifications []notificationBody `json:"notifications"`
+	// Next is the after= of the next page; null on the last one.
+	Next *int64 `json:"next"`
+}
+
+func notificationOf(n plugin.Notification) notificationBody {
+	payload := n.Payload
+	if len(payload) == 0 {
+		payload = json.RawMessage(`{}`)
+	}
+	return notificationBody{ID: n.ID, Room: n.Room, TaskNumber: n.TaskNumber, Category: n.Category, Payload: payload,
+		CreatedAt: n.CreatedAt.UTC(), Attempts: n.Attempts, LastError: n.LastError, Status: n.Status, FailedAt: optTime(n.FailedAt)}
 }

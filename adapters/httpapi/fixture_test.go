@@ -45,6 +45,7 @@ type fixture struct {
 	srv   *httpapi.Server
 	api   *httpapi.API
 	opts  httpapi.APIOptions
+	ts    *httptest.Server // started by net
 }
 
 func newFixture(t *testing.T, open teststore.Opener, configure ...func(*httpapi.APIOptions)) *fixture {
@@ -69,7 +70,11 @@ func newFixtureAt(t *testing.T, open teststore.Opener, start time.Time, configur
 	if err := f.rt.Start(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.tasks = tasks.New(tasks.Options{Runtime: f.rt, Lease: time.Minute, Owner: "worker-1"})
+	// http_get waits for a person's approval, as run_command does by
+	// default; no other test here uses it. Tasks get a token budget of
+	// defaultBudget unless they ask for another.
+	f.tasks = tasks.New(tasks.Options{Runtime: f.rt, Lease: time.Minute, Owner: "worker-1",
+		ApproveTools: []string{"http_get"}, MaxTokens: defaultBudget})
 	f.opts = httpapi.APIOptions{Store: f.store, Tasks: f.tasks, Clock: f.clk, Logger: log, Runtime: f.rt,
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# metrics\n") })}
 	for _, c := range configure {
@@ -80,6 +85,10 @@ func newFixtureAt(t *testing.T, open teststore.Opener, start time.Time, configur
 	f.api.Mount(f.srv)
 	return f
 }
+
+// defaultBudget is the token budget of the fixture's tasks
+// (TASKLOOM_MAX_TOKENS).
+const defaultBudget = 1_000_000
 
 // create makes a task through the service, as chat would.
 func (f *fixture) create(goal string) plugin.Task {
@@ -98,6 +107,44 @@ func (f *fixture) step() {
 		f.t.Fatalf("step: %v", err)
 	}
 	f.clk.Advance(time.Second)
+}
+
+// net sends one request over a real connection to an httptest server of
+// the fixture's Server, as a client on the same machine does (Host
+// 127.0.0.1:port; Content-Type application/json for a change). The header
+// pairs add to it.
+func (f *fixture) net(method, path, body string, header ...string) response {
+	f.t.Helper()
+	if f.ts == nil {
+		f.ts = httptest.NewServer(f.srv)
+		f.t.Cleanup(f.ts.Close)
+	}
+	req, err := http.NewRequestWithContext(f.ctx, method, f.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if method != "GET" && method != "HEAD" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := f.ts.Client().Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatalf("%s %s: read the answer: %v", method, path, err)
+	}
+	r := response{code: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &r.body); err != nil {
+			f.t.Fatalf("%s %s: body %q is not a JSON object: %v", method, path, r.raw, err)
+		}
+	}
+	return r
 }
 
 type response struct {

@@ -2,12 +2,14 @@ package httpapi_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
 )
 
 // openAPIRoutes reads "METHOD /path" pairs from docs/openapi.yaml.
@@ -102,9 +104,13 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	// And each documented route reaches a handler of its own, not the
 	// mux's or the API's "no such endpoint".
 	f.create("a task to address")
+	if _, err := f.store.Enqueue(f.ctx, plugin.Notification{Room: "discord:1", TaskNumber: 1, Category: plugin.NotifyProgress,
+		Payload: json.RawMessage(`{}`), CreatedAt: f.clk.Now()}); err != nil {
+		t.Fatal(err) // notification 1, to address
+	}
 	for _, r := range documented {
 		method, path, _ := strings.Cut(r, " ")
-		path = strings.NewReplacer("{number}", "1", "{file}", "app.css").Replace(path)
+		path = strings.NewReplacer("{number}", "1", "{id}", "1", "{file}", "app.css").Replace(path)
 		if path == "/api/events" {
 			continue // a stream: TestEventStream* cover it
 		}

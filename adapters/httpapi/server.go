@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -43,7 +44,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	patterns []string
-	signed   map[string]bool // patterns mounted with HandleSigned
+	signed   map[string]bool          // patterns mounted with HandleSigned
+	info     map[string]func() string // what /readyz says besides its checks
 }
 
 // New returns a server answering /healthz and /readyz. Readiness fails
@@ -115,6 +117,20 @@ func (s *Server) Patterns() []string {
 	return slices.Clone(s.patterns)
 }
 
+// SetInfo adds name to the body of /readyz, with what fn says at each
+// request, e.g. SetInfo("model", tasks.ModelState) for "model": "ok".
+// It informs people and never changes the status code: a replica whose
+// model is on hold still serves the API and the dashboard. The names
+// "status" and "checks" are the body's own and are not overwritten.
+func (s *Server) SetInfo(name string, fn func() string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.info == nil {
+		s.info = map[string]func() string{}
+	}
+	s.info[name] = fn
+}
+
 // SetReady marks start-up finished (true) or shutdown begun (false).
 func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 
@@ -171,7 +187,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if code != http.StatusOK {
 		status = "not ready"
 	}
-	WriteJSON(w, code, map[string]any{"status": status, "checks": out})
+	body := map[string]any{}
+	s.mu.Lock()
+	info := maps.Clone(s.info)
+	s.mu.Unlock()
+	for name, fn := range info {
+		body[name] = fn()
+	}
+	body["status"], body["checks"] = status, out
+	WriteJSON(w, code, body)
 }
 
 // WriteJSON writes v as a JSON response with status code.

@@ -47,3 +47,32 @@ func TestProbes(t *testing.T) {
 		t.Fatalf("healthz must not depend on the store, got %d", code)
 	}
 }
+
+// TestReadyzSaysTheModelState: what SetInfo names is in the body of
+// /readyz, and it never changes the status code — a replica whose model
+// is on hold is still ready while its store answers.
+func TestReadyzSaysTheModelState(t *testing.T) {
+	t.Parallel()
+	var dbErr error
+	state := "ok"
+	s := httpapi.New(nil, map[string]httpapi.Checker{"store": func(context.Context) error { return dbErr }})
+	s.SetInfo("model", func() string { return state })
+	s.SetReady(true)
+	for _, tc := range []struct {
+		state string
+		dbErr error
+		code  int
+	}{
+		{"ok", nil, 200},
+		{"degraded", nil, 200},
+		{"on hold: the model refused the request (401: invalid key)", nil, 200},
+		{"on hold: the model refused the request (401: invalid key)", errors.New("connection refused"), 503},
+		{"ok", errors.New("connection refused"), 503},
+	} {
+		state, dbErr = tc.state, tc.dbErr
+		code, body := get(t, s, "/readyz")
+		if code != tc.code || body["model"] != tc.state || body["checks"] == nil {
+			t.Errorf("model %q, store error %v: readyz = %d %v; want %d with the model's state", tc.state, tc.dbErr, code, body, tc.code)
+		}
+	}
+}
