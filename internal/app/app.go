@@ -351,6 +351,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	}
 
 	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
+	srv.SetInfo("model", core.Tasks.ModelState) // said, not checked: §7 keeps readiness on the store
 	hostname, _ := os.Hostname()
 	if err := srv.SetIdentity(httpapi.Identity{PublicURL: cfg.PublicURL, ListenAddr: cfg.HTTPAddr, Hostname: hostname}); err != nil {
 		return err

@@ -77,11 +77,14 @@ func TestServeWithNothingConfigured(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var body struct{ Status string }
+		var body struct{ Status, Model string }
 		_ = json.NewDecoder(resp.Body).Decode(&body)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || body.Status != want {
 			t.Fatalf("%s = %d %q", path, resp.StatusCode, body.Status)
+		}
+		if path == "/readyz" && body.Model != "ok" {
+			t.Fatalf("/readyz says the model is %q, want ok", body.Model)
 		}
 	}
 	logs := stderr.String()
