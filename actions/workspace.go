@@ -23,12 +23,6 @@ func (w Workspaces) Dir(task int64) string {
 	return filepath.Join(w.Root, "task-"+strconv.FormatInt(task, 10))
 }
 
-// Copy does nothing: a retry's files are copied by the store as it creates
-// the task (plugin.Store.CreateTask).
-//
-// Deprecated: do not call it; it stays until its callers drop it.
-func (w Workspaces) Copy(from, to int64) error { return nil }
-
 // cleanRel turns a tool's path into the one the task's files keep, or
 // refuses it: relative, cleaned, with "/" between its parts, never
 // climbing out with "..".

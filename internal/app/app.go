@@ -73,7 +73,7 @@ Commands:
 
 Flags (override the environment):
   --character FILE   an elizaOS-style character file (TASKLOOM_CHARACTER)
-  --data-dir DIR     where the SQLite store and task workspaces live (TASKLOOM_DATA_DIR)
+  --data-dir DIR     where the SQLite store lives (TASKLOOM_DATA_DIR)
   --http-addr ADDR   where to serve HTTP (TASKLOOM_HTTP_ADDR)
 
 Configuration is by environment; see README.md.
@@ -285,6 +285,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 		return err
 	}
 	defer st.Close()
+	// Task files live in the store (PRODUCT §10); an earlier version's
+	// workspace directories are moved in once. A failure leaves them for
+	// the next start.
+	ws := actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
+	if err := ws.Import(ctx, st, clk.Now(), log); err != nil {
+		log.Error("cannot import the task workspaces of an earlier version; will try again at the next start", "err", err)
+	}
 
 	model, err := newModel(cfg, log, clk)
 	if err != nil {
@@ -478,11 +485,10 @@ func NewCore(o CoreOptions) *Core {
 	rt := plugin.New(plugin.Options{Store: o.Store, Character: o.Character, Logger: o.Logger, Clock: o.Clock})
 	rec := metrics.New(metrics.Options{Store: o.Store, Logger: o.Logger})
 	notifier := notify.New(notify.Options{Runtime: rt, Interval: cfg.FlushInterval, Owner: o.Owner, Demo: plugin.IsDemo(o.Model), Metrics: rec})
-	workspaces := actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
 	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox, Metrics: rec,
 		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, AnswerTimeout: cfg.AnswerTimeout, MaxActivePerUser: cfg.MaxActive,
 		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools, StoreClock: onRealClock(o.Clock),
-		CopyFiles: func(_ context.Context, from, to int64) error { return workspaces.Copy(from, to) }}
+	}
 	if l, ok := o.Store.(interface {
 		ListenTasks(ctx context.Context) (<-chan struct{}, error)
 	}); ok {
@@ -495,7 +501,6 @@ func NewCore(o CoreOptions) *Core {
 		sandbox = &actions.Sandbox{Network: cfg.RunCommandNetwork}
 	}
 	tools := actions.Tools(actions.ToolConfig{
-		Workspaces:       workspaces,
 		HTTPAllowPrivate: cfg.HTTPAllowPrivate,
 		RunCommand:       cfg.RunCommand,
 		Sandbox:          sandbox,

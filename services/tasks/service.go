@@ -66,11 +66,6 @@ type Options struct {
 	// ApproveTools are the tools a person must approve before a task runs
 	// them (TASKLOOM_APPROVE_TOOLS); nil means none.
 	ApproveTools []string
-	// CopyFiles is not called: a retry's files are copied by the store,
-	// in the transaction that creates it (plugin.Store.CreateTask).
-	//
-	// Deprecated: leave it unset; it stays until its callers drop it.
-	CopyFiles func(ctx context.Context, from, to int64) error
 }
 
 // Metrics receives the measurements of the task service. Its methods must
