@@ -68,6 +68,7 @@ Commands:
   serve     run Taskloom (the default)
   migrate   apply database migrations and exit
   check     replay every task's event log and verify it against the tasks table
+  prune     delete chat memories older than TASKLOOM_RETENTION (task events are kept)
   tasks     drive a running Taskloom over its API (taskloom tasks help)
   version   print the version
 
@@ -99,7 +100,7 @@ func Main(ctx context.Context, o Options) int {
 	case "tasks":
 		// A client of a running Taskloom: it needs no server configuration.
 		return cli.Run(ctx, rest, o.Getenv, o.Stdout, o.Stderr)
-	case "serve", "migrate", "check":
+	case "serve", "migrate", "check", "prune":
 	default:
 		fmt.Fprintf(o.Stderr, "taskloom: unknown command %q\n\n%s", cmd, usage)
 		return ExitUsage
@@ -131,6 +132,8 @@ func Main(ctx context.Context, o Options) int {
 		return runMigrate(ctx, cfg, log, o)
 	case "check":
 		return runCheck(ctx, cfg, log, o)
+	case "prune":
+		return runPrune(ctx, cfg, log, o)
 	}
 	if err := serve(ctx, cfg, log, o, sandbox); err != nil {
 		log.Error("taskloom stopped", "err", err)
@@ -208,6 +211,24 @@ func runMigrate(ctx context.Context, cfg config.Config, log *slog.Logger, o Opti
 	}
 	defer st.Close()
 	fmt.Fprintln(o.Stdout, "migrations applied; the schema is up to date")
+	return ExitOK
+}
+
+// runPrune deletes the chat memories older than TASKLOOM_RETENTION, as a
+// running service does every hour (PRODUCT §9).
+func runPrune(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) int {
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "taskloom prune: %v\n", err)
+		return ExitFailed
+	}
+	defer st.Close()
+	n, err := st.PruneMemories(ctx, time.Now().Add(-cfg.Retention))
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "taskloom prune: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintf(o.Stdout, "deleted %d chat memories older than %s; task events are kept\n", n, tasks.FormatDuration(cfg.Retention))
 	return ExitOK
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -512,5 +513,38 @@ func TestShutdownReleasesAGatedModelCall(t *testing.T) {
 	}
 	if task.LeaseOwner != "" || task.Iteration != 0 || evs[len(evs)-1].Type != plugin.EventReleased {
 		t.Fatalf("task after shutdown = %+v, last event %s; want released unchanged", task, evs[len(evs)-1].Type)
+	}
+}
+
+// TestPruneCommand: `taskloom prune` deletes the memories older than
+// TASKLOOM_RETENTION and keeps the rest.
+func TestPruneCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "taskloom.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, age := range []time.Duration{49 * time.Hour, 47 * time.Hour} {
+		if _, _, err := st.SaveMemory(context.Background(), plugin.Memory{Platform: "console", MessageID: fmt.Sprint(i),
+			Room: "console", Text: fmt.Sprint("m", i), CreatedAt: time.Now().Add(-age)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	code, stdout, stderr := run(t, map[string]string{"TASKLOOM_DATA_DIR": dir, "TASKLOOM_RETENTION": "48h"}, "prune")
+	if code != 0 || !strings.Contains(stdout, "deleted 1 chat memories older than 48h") {
+		t.Fatalf("prune = %d, %q, %q", code, stdout, stderr)
+	}
+	st, err = sqlite.Open(context.Background(), filepath.Join(dir, "taskloom.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if left, err := st.RecentMemories(context.Background(), "console", 0); err != nil || len(left) != 1 || left[0].Text != "m1" {
+		t.Fatalf("memories left = %+v, %v", left, err)
 	}
 }
