@@ -284,12 +284,8 @@ type Outcome struct {
 // The lease is released and last_processed_at set, so the fair queue serves
 // the task again only after every task served before it.
 func Iterated(t Task, o Outcome) (Mutation, error) {
-	if t.Status.Terminal() {
-		return Mutation{}, &TaskError{Op: "commit iteration of", Number: t.Number, Status: t.Status, Err: ErrTerminal}
-	}
-	if t.Fence != o.Fence || t.LeaseOwner != o.Owner {
-		return Mutation{}, &TaskError{Op: "commit iteration of", Number: t.Number,
-			Err: fmt.Errorf("%w (held fence %d by %q, task is at fence %d by %q)", ErrStaleFence, o.Fence, o.Owner, t.Fence, t.LeaseOwner)}
+	if err := holdsLease("commit iteration of", t, o); err != nil {
+		return Mutation{}, err
 	}
 	now := UTC(o.Now)
 	after := t
@@ -403,6 +399,19 @@ func withFiles(detail map[string]any, changes []FileChange) map[string]any {
 	return detail
 }
 
+// holdsLease refuses an outcome for a task that has ended or whose lease
+// its worker no longer holds (same fence, same owner).
+func holdsLease(op string, t Task, o Outcome) error {
+	if t.Status.Terminal() {
+		return &TaskError{Op: op, Number: t.Number, Status: t.Status, Err: ErrTerminal}
+	}
+	if t.Fence != o.Fence || t.LeaseOwner != o.Owner {
+		return &TaskError{Op: op, Number: t.Number,
+			Err: fmt.Errorf("%w (held fence %d by %q, task is at fence %d by %q)", ErrStaleFence, o.Fence, o.Owner, t.Fence, t.LeaseOwner)}
+	}
+	return nil
+}
+
 // withNotifications adds the outbox rows a step's tool asked for to m.
 func withNotifications(m Mutation, t Task, ns []Notification, now time.Time) Mutation {
 	for _, n := range ns {
@@ -488,12 +497,8 @@ func Denied(t Task, actor, reason string, now time.Time) (Mutation, error) {
 // number. It spends no iteration and counts as no stall; like Iterated it
 // needs the lease and releases it.
 func ToolRan(t Task, o Outcome) (Mutation, error) {
-	if t.Status.Terminal() {
-		return Mutation{}, &TaskError{Op: "commit the approved call of", Number: t.Number, Status: t.Status, Err: ErrTerminal}
-	}
-	if t.Fence != o.Fence || t.LeaseOwner != o.Owner {
-		return Mutation{}, &TaskError{Op: "commit the approved call of", Number: t.Number,
-			Err: fmt.Errorf("%w (held fence %d by %q, task is at fence %d by %q)", ErrStaleFence, o.Fence, o.Owner, t.Fence, t.LeaseOwner)}
+	if err := holdsLease("commit the approved call of", t, o); err != nil {
+		return Mutation{}, err
 	}
 	if !t.ApprovalGranted {
 		return Mutation{}, &TaskError{Op: "commit the approved call of", Number: t.Number, Err: ErrNotAwaitingApproval}

@@ -102,6 +102,15 @@ func (c Core) MarkSent(ctx context.Context, owner string, ids []int64, sent []pl
 // Release gives owner's claimed rows back, to be retried at retryAt. Rows
 // no longer owner's are left alone and reported with plugin.ErrStaleFence.
 func (c Core) Release(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) error {
+	return c.someClaimed(ctx, "release", owner, ids, func(tx Tx, ids []int64) (int64, error) {
+		return tx.ReleaseClaimed(ctx, owner, ids, plugin.UTC(retryAt), plugin.CleanText(reason))
+	})
+}
+
+// someClaimed runs an update of owner's claimed rows and commits what it
+// touched; the rows of ids it did not touch (no longer owner's) are
+// reported with plugin.ErrStaleFence.
+func (c Core) someClaimed(ctx context.Context, what, owner string, ids []int64, update func(Tx, []int64) (int64, error)) error {
 	ids = UniqueIDs(ids)
 	if len(ids) == 0 {
 		return nil
@@ -109,15 +118,15 @@ func (c Core) Release(ctx context.Context, owner string, ids []int64, retryAt ti
 	var n int64
 	err := c.D.Write(ctx, func(tx Tx) error {
 		var err error
-		n, err = tx.ReleaseClaimed(ctx, owner, ids, plugin.UTC(retryAt), plugin.CleanText(reason))
+		n, err = update(tx, ids)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("release notifications: %w", err)
+		return fmt.Errorf("%s notifications: %w", what, err)
 	}
 	if int(n) < len(ids) {
-		return fmt.Errorf("release notifications: %d of %d are no longer claimed by %s: %w",
-			len(ids)-int(n), len(ids), owner, plugin.ErrStaleFence)
+		return fmt.Errorf("%s notifications: %d of %d are no longer claimed by %s: %w",
+			what, len(ids)-int(n), len(ids), owner, plugin.ErrStaleFence)
 	}
 	return nil
 }
@@ -171,24 +180,9 @@ func (c Core) allClaimed(ctx context.Context, what, owner string, ids []int64, u
 // reason. Rows no longer owner's are left alone and reported with
 // plugin.ErrStaleFence.
 func (c Core) MarkFailed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) error {
-	ids = UniqueIDs(ids)
-	if len(ids) == 0 {
-		return nil
-	}
-	var n int64
-	err := c.D.Write(ctx, func(tx Tx) error {
-		var err error
-		n, err = tx.FailClaimed(ctx, owner, ids, plugin.UTC(now), plugin.CleanText(reason))
-		return err
+	return c.someClaimed(ctx, "mark failed", owner, ids, func(tx Tx, ids []int64) (int64, error) {
+		return tx.FailClaimed(ctx, owner, ids, plugin.UTC(now), plugin.CleanText(reason))
 	})
-	if err != nil {
-		return fmt.Errorf("mark notifications failed: %w", err)
-	}
-	if int(n) < len(ids) {
-		return fmt.Errorf("mark notifications failed: %d of %d are no longer claimed by %s: %w",
-			len(ids)-int(n), len(ids), owner, plugin.ErrStaleFence)
-	}
-	return nil
 }
 
 // RetryNotification sends the dead letter id back to pending, due at now.

@@ -45,22 +45,12 @@ func newBreaker() *breaker {
 func (b *breaker) allow(now time.Time) (ok bool, wait time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var until time.Time
-	switch {
-	case b.hold != "":
-		until = b.holdUntil
-	case b.failures >= breakerThreshold:
-		until = b.openUntil
-	default:
-		return true, 0
+	if gated, wait := b.gate(now); gated {
+		return false, wait
 	}
-	if now.Before(until) {
-		return false, until.Sub(now)
+	if b.hold != "" || b.failures >= breakerThreshold {
+		b.probing = true
 	}
-	if b.probing {
-		return false, firstModelBackoff
-	}
-	b.probing = true
 	return true, 0
 }
 
@@ -69,6 +59,13 @@ func (b *breaker) allow(now time.Time) (ok bool, wait time.Duration) {
 func (b *breaker) blocked(now time.Time) (bool, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.gate(now)
+}
+
+// gate says, with b.mu held, whether claims are refused at now and for
+// how long: on hold or open until the backoff ends, then while the one
+// probe is out.
+func (b *breaker) gate(now time.Time) (bool, time.Duration) {
 	var until time.Time
 	switch {
 	case b.hold != "":
