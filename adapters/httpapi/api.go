@@ -165,6 +165,8 @@ func (a *API) routes() []route {
 		{"POST /api/tasks", a.createTask, true},
 		{"GET /api/tasks/{number}", a.getTask, true},
 		{"GET /api/tasks/{number}/events", a.taskEvents, true},
+		{"GET /api/tasks/{number}/files", a.taskFiles, true},
+		{"GET /api/tasks/{number}/files/{path...}", a.taskFile, true},
 		{"POST /api/tasks/{number}/pause", a.control("pause"), true},
 		{"POST /api/tasks/{number}/resume", a.control("resume"), true},
 		{"POST /api/tasks/{number}/cancel", a.control("cancel"), true},

@@ -79,6 +79,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			continue // method-less catch-alls (JSON 404/405 under /api/) are not endpoints
 		}
 		path = strings.TrimSuffix(path, "{$}") // "GET /{$}" is the page at "/"
+		// OpenAPI has no "rest of the path" parameter: {path...} is {path}.
+		path = strings.ReplaceAll(path, "...}", "}")
 		if path == "" {
 			path = "/"
 		}
@@ -104,13 +106,15 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	// And each documented route reaches a handler of its own, not the
 	// mux's or the API's "no such endpoint".
 	f.create("a task to address")
+	f.model.Decide("write_file", map[string]string{"path": "notes/plan.md", "content": "the plan"}, 10, "continue")
+	f.step() // a file to address
 	if _, err := f.store.Enqueue(f.ctx, plugin.Notification{Room: "discord:1", TaskNumber: 1, Category: plugin.NotifyProgress,
 		Payload: json.RawMessage(`{}`), CreatedAt: f.clk.Now()}); err != nil {
 		t.Fatal(err) // notification 1, to address
 	}
 	for _, r := range documented {
 		method, path, _ := strings.Cut(r, " ")
-		path = strings.NewReplacer("{number}", "1", "{id}", "1", "{file}", "app.css").Replace(path)
+		path = strings.NewReplacer("{number}", "1", "{id}", "1", "{file}", "app.css", "{path}", "notes/plan.md").Replace(path)
 		if path == "/api/events" {
 			continue // a stream: TestEventStream* cover it
 		}

@@ -34,9 +34,14 @@ Commands:
   show N                one task with its steps
   create "GOAL"         create a task
                           --name NAME  --room PLATFORM:CHANNEL  --max-iterations N  --max-stale N
+                          --max-tokens N (0: no limit)
   pause N               stop serving a task until it is resumed
   resume N              put a paused task back in the queue
   cancel N              end a task for good
+  answer N TEXT...      answer the question a waiting task asked
+  approve N             let a task run the tool call it waits to make
+  deny N [REASON...]    refuse that call; the task decides anew
+  retry N [CONTEXT...]  continue an ended task in a new one, with its files
   events N              a task's event log
                           --follow  draw its progress live until it ends
 
@@ -108,7 +113,8 @@ func (r *runner) flags(cmd string) *flag.FlagSet {
 }
 
 // parse parses flags wherever they stand among the arguments and returns
-// the arguments.
+// the arguments. After "--" every word is an argument, even one that
+// starts with "-" (an answer such as "-1 is fine").
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -118,11 +124,14 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 			}
 			return nil, usageError{err.Error()}
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		rest := fs.Args()
+		if len(rest) == 0 {
 			return pos, nil
 		}
-		pos, args = append(pos, args[0]), args[1:]
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
 }
 
@@ -166,8 +175,14 @@ func (r *runner) run(cmd string, args []string) error {
 		return r.show(args)
 	case "create", "new":
 		return r.create(args)
-	case "pause", "resume", "cancel":
+	case "pause", "resume", "cancel", "approve":
 		return r.control(cmd, args)
+	case "answer":
+		return r.answer(args)
+	case "deny":
+		return r.deny(args)
+	case "retry":
+		return r.retry(args)
 	case "events", "log":
 		return r.events(args)
 	}
@@ -184,6 +199,24 @@ func number(args []string, cmd string) (int64, error) {
 		return 0, usagef("%q is not a task number", args[0])
 	}
 	return n, nil
+}
+
+// numberAndText reads a task number and the words after it, joined. The
+// words are what (e.g. "an answer"), needed unless optional; example
+// shows some.
+func numberAndText(args []string, cmd, what, example string, optional bool) (int64, string, error) {
+	if len(args) == 0 || (!optional && len(args) < 2) {
+		also := "and " + what
+		if optional {
+			also = "and, if you like, " + what
+		}
+		return 0, "", usagef("%s takes a task number %s, e.g. `taskloom tasks %s 3 %s`", cmd, also, cmd, example)
+	}
+	n, err := number(args[:1], cmd)
+	if err != nil {
+		return 0, "", err
+	}
+	return n, strings.Join(args[1:], " "), nil
 }
 
 // printJSON writes an API answer indented.
@@ -278,6 +311,7 @@ func (r *runner) create(args []string) error {
 	room := fs.String("room", "", "a chat room for its notifications, e.g. discord:123")
 	maxIter := fs.Int("max-iterations", 0, "iterations before it is stopped (default the server's)")
 	maxStale := fs.Int("max-stale", 0, "iterations without progress before it is stopped (default the server's)")
+	maxTokens := fs.Int64("max-tokens", -1, "its token budget, 0 for no limit (default the server's)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -297,6 +331,9 @@ func (r *runner) create(args []string) error {
 	}
 	if *maxStale != 0 {
 		body["max_stale_iterations"] = *maxStale
+	}
+	if *maxTokens != -1 {
+		body["max_tokens"] = *maxTokens // the server refuses a negative one
 	}
 	if err := r.connect(); err != nil {
 		return err
@@ -334,8 +371,76 @@ func (r *runner) control(op string, args []string) error {
 	if r.json {
 		return r.printJSON(raw)
 	}
-	fmt.Fprintf(r.out, "Task #%d %q is %s.\n", t.Number, clean(t.Name), statusWord(t.Status))
+	switch {
+	case op == "approve" && t.Approval != nil:
+		fmt.Fprintf(r.out, "Approved %s for task #%d %q; it is %s.\n", callText(*t.Approval), t.Number, clean(t.Name), taskStatus(t))
+	case op == "approve":
+		fmt.Fprintf(r.out, "Approved the tool call of task #%d %q; it is %s.\n", t.Number, clean(t.Name), taskStatus(t))
+	default:
+		fmt.Fprintf(r.out, "Task #%d %q is %s.\n", t.Number, clean(t.Name), taskStatus(t))
+	}
 	return nil
+}
+
+// post sends one change about a task and prints the task it answers with
+// (as JSON with --json); say prints it otherwise.
+func (r *runner) post(path string, body any, say func(t task)) error {
+	if err := r.connect(); err != nil {
+		return err
+	}
+	var t task
+	raw, err := r.c.call(r.ctx, "POST", path, body, &t)
+	if err != nil {
+		return err
+	}
+	if r.json {
+		return r.printJSON(raw)
+	}
+	say(t)
+	return nil
+}
+
+func (r *runner) answer(args []string) error {
+	pos, err := parse(r.flags("answer"), args)
+	if err != nil {
+		return err
+	}
+	n, text, err := numberAndText(pos, "answer", "the answer", "use PostgreSQL", false)
+	if err != nil {
+		return err
+	}
+	return r.post(fmt.Sprintf("/api/tasks/%d/answer", n), map[string]string{"text": text}, func(t task) {
+		fmt.Fprintf(r.out, "Answered task #%d %q; it is %s.\n", t.Number, clean(t.Name), taskStatus(t))
+	})
+}
+
+func (r *runner) deny(args []string) error {
+	pos, err := parse(r.flags("deny"), args)
+	if err != nil {
+		return err
+	}
+	n, reason, err := numberAndText(pos, "deny", "a reason", "not on the production host", true)
+	if err != nil {
+		return err
+	}
+	return r.post(fmt.Sprintf("/api/tasks/%d/deny", n), map[string]string{"reason": reason}, func(t task) {
+		fmt.Fprintf(r.out, "Denied the tool call of task #%d %q; it is %s and decides anew.\n", t.Number, clean(t.Name), taskStatus(t))
+	})
+}
+
+func (r *runner) retry(args []string) error {
+	pos, err := parse(r.flags("retry"), args)
+	if err != nil {
+		return err
+	}
+	n, extra, err := numberAndText(pos, "retry", "more context", "use JWT this time", true)
+	if err != nil {
+		return err
+	}
+	return r.post(fmt.Sprintf("/api/tasks/%d/retry", n), map[string]string{"context": extra}, func(t task) {
+		fmt.Fprintf(r.out, "Created task #%d %q, continuing #%d with its files (%s).\nFollow it with: taskloom tasks events %d --follow\n",
+			t.Number, clean(t.Name), n, taskStatus(t), t.Number)
+	})
 }
 
 func (r *runner) events(args []string) error {

@@ -46,7 +46,10 @@ type server struct {
 	token string
 }
 
-func newServer(t *testing.T, model plugin.Model, token string) *server {
+// newServer starts the API; configure changes its options. http_get
+// waits for a person's approval (no other test here uses it), and tasks
+// get a token budget of a million unless they ask for another.
+func newServer(t *testing.T, model plugin.Model, token string, configure ...func(*httpapi.APIOptions)) *server {
 	t.Helper()
 	s := &server{t: t, ctx: context.Background(), clk: clock.NewFake(t0), store: teststore.SQLite(t), token: token}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -61,9 +64,14 @@ func newServer(t *testing.T, model plugin.Model, token string) *server {
 	if err := rt.Start(s.ctx); err != nil {
 		t.Fatal(err)
 	}
-	s.tasks = tasks.New(tasks.Options{Runtime: rt, Lease: time.Minute, Owner: "worker-1"})
+	s.tasks = tasks.New(tasks.Options{Runtime: rt, Lease: time.Minute, Owner: "worker-1",
+		ApproveTools: []string{"http_get"}, MaxTokens: 1_000_000})
 	srv := httpapi.New(log, nil)
-	httpapi.NewAPI(httpapi.APIOptions{Store: s.store, Tasks: s.tasks, Token: token, Clock: s.clk, Logger: log, Runtime: rt}).Mount(srv)
+	opts := httpapi.APIOptions{Store: s.store, Tasks: s.tasks, Token: token, Clock: s.clk, Logger: log, Runtime: rt}
+	for _, c := range configure {
+		c(&opts)
+	}
+	httpapi.NewAPI(opts).Mount(srv)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	s.url = ts.URL

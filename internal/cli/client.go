@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,6 +42,9 @@ func newClient(base, token string) (*client, error) {
 type apiError struct {
 	Status  int
 	Message string
+	// RetryAfter is how long the server asked to wait before trying
+	// again (its Retry-After header in seconds); 0 when it did not say.
+	RetryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -117,7 +121,19 @@ func (c *client) call(ctx context.Context, method, path string, body, out any) (
 	return raw, nil
 }
 
-func refusal(status int, raw []byte) error {
+// retryAfter reads a Retry-After header given in seconds; 0 when absent
+// or not a number of seconds (an HTTP date is not expected here).
+func retryAfter(v string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// refusal is the apiError of an answer with status code status and body
+// raw: its "error" sentence, or what the body says.
+func refusal(status int, raw []byte) *apiError {
 	var e struct {
 		Error string `json:"error"`
 	}
@@ -160,7 +176,9 @@ func (c *client) events(ctx context.Context, query, lastID string, fn func(sseEv
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return lastID, false, refusal(resp.StatusCode, raw)
+		err := refusal(resp.StatusCode, raw)
+		err.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+		return lastID, false, err
 	}
 	r := bufio.NewReader(resp.Body)
 	var ev sseEvent

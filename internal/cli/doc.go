@@ -1,13 +1,17 @@
 // Package cli is the `taskloom tasks …` client: list, show, create, pause,
-// resume and cancel tasks and read or follow their events, over the HTTP
-// API of a running Taskloom (TASKLOOM_URL, default http://127.0.0.1:8080,
-// with TASKLOOM_API_TOKEN as the bearer token).
+// resume and cancel tasks, answer their questions, approve or deny the
+// tool calls they wait to make, retry those that ended, and read or
+// follow their events, over the HTTP API of a running Taskloom
+// (TASKLOOM_URL, default http://127.0.0.1:8080, with TASKLOOM_API_TOKEN as
+// the bearer token).
 //
 // It speaks only the documented wire format (docs/openapi.yaml): it
 // imports no server package, so its tests check the API as a program sees
 // it. Output is a human table by default and the API's JSON with --json.
 // `events N --follow` draws the task's progress bar live from the
-// /api/events stream until the task ends.
+// /api/events stream until the task ends; a server with no room for
+// another stream (503) is asked again after its Retry-After, a bounded
+// number of times.
 //
 // Exit codes: 0 done, 1 the API refused or could not be reached (its
 // "error" sentence is printed), 2 bad usage.

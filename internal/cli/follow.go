@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -14,6 +16,28 @@ import (
 // maxReconnects bounds how often --follow reconnects a dropped stream
 // before it gives up.
 const maxReconnects = 5
+
+// A server keeps a bounded number of event streams open and refuses one
+// more with 503 and Retry-After. --follow then waits as long as it asks
+// (defaultBusyWait when it does not say, at most maxBusyWait) and tries
+// again, up to maxBusyWaits times in a row.
+const (
+	maxBusyWaits    = 10
+	defaultBusyWait = 2 * time.Second
+	maxBusyWait     = time.Minute
+)
+
+// sleep waits for d or until ctx is done; tests replace it.
+var sleep = func(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // follower prints a task's events and, with --follow, keeps its progress
 // bar up to date from the event stream until the task ends.
@@ -86,7 +110,8 @@ func (f *follower) follow() error {
 		return nil
 	}
 	query := fmt.Sprintf("?task=%d", n)
-	for attempt := 0; ; attempt++ {
+	busy := 0 // 503s in a row
+	for attempt := 0; ; {
 		last, done, err := f.r.c.events(ctx, query, f.lastID, func(ev sseEvent) bool {
 			if ev.Event != "" { // "ready" and any other kind: not a task event
 				return false
@@ -112,6 +137,24 @@ func (f *follower) follow() error {
 		case ctx.Err() != nil:
 			f.endLine()
 			return ctx.Err()
+		case errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable:
+			// The server has no room for another stream just now.
+			if busy++; busy > maxBusyWaits {
+				f.endLine()
+				return fmt.Errorf("follow task #%d: the server refused the event stream %d times in a row: %w", n, busy, err)
+			}
+			wait := ae.RetryAfter
+			if wait <= 0 {
+				wait = defaultBusyWait
+			}
+			wait = min(wait, maxBusyWait)
+			f.endLine()
+			fmt.Fprintf(f.r.errOut, "taskloom tasks: %s (trying again in %s)\n", clean(ae.Message), wait)
+			if err := sleep(ctx, wait); err != nil {
+				f.endLine()
+				return err
+			}
+			continue
 		case errors.As(err, &ae):
 			f.endLine()
 			return err
@@ -123,11 +166,11 @@ func (f *follower) follow() error {
 			return fmt.Errorf("follow task #%d: %w", n, err)
 		}
 		// Dropped (a restart, a proxy): resume after the last event seen.
-		select {
-		case <-ctx.Done():
+		busy = 0
+		attempt++
+		if err := sleep(ctx, time.Duration(attempt)*time.Second); err != nil {
 			f.endLine()
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * time.Second):
+			return err
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,13 +38,45 @@ func cut(s string, n int) string {
 }
 
 func statusWord(s string) string {
-	switch s {
-	case "stalemate":
+	if s == "stalemate" {
 		return "stalled"
-	case "waiting":
-		return "waiting for an answer"
 	}
 	return s
+}
+
+// taskStatus is a task's status as a person reads it, saying what a
+// waiting task waits for.
+func taskStatus(t task) string {
+	if t.Status == "waiting" && t.WaitingOn != "" {
+		return "waiting for " + waitWord(t.WaitingOn)
+	}
+	return statusWord(t.Status)
+}
+
+// waitWord names what a task waits on: "an answer".
+func waitWord(on string) string {
+	switch on {
+	case "answer":
+		return "an answer"
+	case "subtasks":
+		return "its subtasks"
+	case "approval":
+		return "an approval"
+	}
+	return on
+}
+
+// callText is a tool call as it will run: `run_command {"command":"ls"}`.
+func callText(a approval) string {
+	var b bytes.Buffer
+	params := strings.TrimSpace(string(a.Params))
+	if json.Compact(&b, a.Params) == nil {
+		params = b.String()
+	}
+	if params == "" || params == "{}" || params == "null" {
+		return clean(a.Action)
+	}
+	return clean(a.Action) + " " + cut(clean(params), 300)
 }
 
 func bar(progress int) string {
@@ -69,7 +102,7 @@ func writeList(w io.Writer, l taskList, filtered bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tTASK\tPROGRESS\tSTATUS\tITER")
 	for _, t := range l.Tasks {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.Number, cut(clean(t.Name), 40), bar(t.Progress), statusWord(t.Status), iterations(t))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.Number, cut(clean(t.Name), 40), bar(t.Progress), taskStatus(t), iterations(t))
 	}
 	tw.Flush()
 	switch {
@@ -90,7 +123,7 @@ func when(t *time.Time) string {
 }
 
 func writeTask(w io.Writer, t task) {
-	fmt.Fprintf(w, "Task #%d %q — %s\n", t.Number, clean(t.Name), statusWord(t.Status))
+	fmt.Fprintf(w, "Task #%d %q — %s\n", t.Number, clean(t.Name), taskStatus(t))
 	fmt.Fprintf(w, "  %s   iteration %d of %d, %d of %d without progress\n", bar(t.Progress), t.Iteration, t.MaxIterations, t.StaleCounter, t.MaxStaleIterations)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) {
@@ -99,6 +132,22 @@ func writeTask(w io.Writer, t task) {
 		}
 	}
 	row("Goal:", cut(clean(t.Goal), 300))
+	if t.WaitingOn != "" {
+		row("Waiting on:", waitWord(t.WaitingOn))
+	}
+	if a := t.Approval; a != nil {
+		state := fmt.Sprintf("awaits a decision: taskloom tasks approve %d (or deny %d)", t.Number, t.Number)
+		if a.Granted {
+			state = "approved; it runs at the next iteration"
+		}
+		row("Tool call:", callText(*a)+" — "+state)
+	}
+	if t.ContinuesNumber != nil {
+		row("Continues:", fmt.Sprintf("#%d", *t.ContinuesNumber))
+	}
+	if t.NextAttemptAt != nil && !terminal(t.Status) {
+		row("Next attempt:", when(t.NextAttemptAt)+" (the model was unavailable)")
+	}
 	row("Room:", t.RoomID)
 	row("Requested by:", t.RequestorID)
 	row("Created:", when(t.CreatedAt))
@@ -108,7 +157,11 @@ func writeTask(w io.Writer, t task) {
 		row("Took:", render.Duration(t.CompletedAt.Sub(*t.CreatedAt)))
 	}
 	row("Worker:", t.LeaseOwner)
-	row("Tokens:", fmt.Sprintf("%d prompt, %d completion", t.PromptTokens, t.CompletionTokens))
+	budget := "no budget"
+	if t.MaxTokens > 0 {
+		budget = fmt.Sprintf("budget %d", t.MaxTokens)
+	}
+	row("Tokens:", fmt.Sprintf("%d prompt, %d completion; %s", t.PromptTokens, t.CompletionTokens, budget))
 	row("Summary:", cut(clean(t.Summary), 2000))
 	if t.Status != "completed" {
 		row("Error:", cut(clean(t.Error), 2000))
@@ -170,12 +223,14 @@ func eventLine(e event, progressBefore int) string {
 	head := fmt.Sprintf("%3d  %s  %-9s", e.Sequence, e.Time.Local().Format("15:04:05"), e.Type)
 	var rest string
 	switch e.Type {
-	case "iterated":
+	case "iterated", "tool_ran":
 		if s := e.Payload.Step; s != nil {
 			rest = fmt.Sprintf("%s %s", actionText(*s), mark(s.Success))
 			if !s.Success && s.Error != "" {
 				rest += "  " + cut(clean(s.Error), 60)
 			}
+		} else if e.Payload.Detail["wait"] == "approval" {
+			rest = "asks approval: " + detailCall(e.Payload.Detail)
 		}
 		var p int
 		if raw, ok := e.Payload.Changes["progress"]; ok && json.Unmarshal(raw, &p) == nil && p != progressBefore {
@@ -190,6 +245,18 @@ func eventLine(e event, progressBefore int) string {
 		if a, ok := e.Payload.Detail["answer"].(string); ok {
 			rest += ": " + cut(clean(a), 60)
 		}
+	case "approved":
+		rest = "by " + clean(e.Actor) + ": " + detailCall(e.Payload.Detail)
+	case "denied":
+		rest = "by " + clean(e.Actor)
+		if r, ok := e.Payload.Detail["reason"].(string); ok && r != "" {
+			rest += ": " + cut(clean(r), 60)
+		}
+	case "model_unavailable":
+		rest = "the model could not be reached"
+		if r, ok := e.Payload.Detail["reason"].(string); ok && r != "" {
+			rest = "model: " + cut(clean(r), 80)
+		}
 	case "result_rejected":
 		rest = "late result of " + clean(e.Actor)
 	case "claimed", "released":
@@ -198,6 +265,14 @@ func eventLine(e event, progressBefore int) string {
 		rest = "by " + clean(e.Actor)
 	}
 	return strings.TrimRight(head+"  "+rest, " ")
+}
+
+// detailCall is the tool call an event's detail names (its "action" and
+// "params").
+func detailCall(d map[string]any) string {
+	action, _ := d["action"].(string)
+	params, _ := json.Marshal(d["params"])
+	return callText(approval{Action: action, Params: params})
 }
 
 // isTerminal reports whether w is a terminal, where the follow mode redraws

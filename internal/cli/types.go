@@ -29,7 +29,21 @@ type task struct {
 	PromptTokens       int64      `json:"prompt_tokens"`
 	CompletionTokens   int64      `json:"completion_tokens"`
 	LeaseOwner         string     `json:"lease_owner"`
-	Steps              []step     `json:"steps"`
+	// WaitingOn is "", answer, subtasks or approval.
+	WaitingOn     string     `json:"waiting_on"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	// MaxTokens is the token budget; 0 is no limit.
+	MaxTokens       int64     `json:"max_tokens"`
+	ContinuesNumber *int64    `json:"continues_number"`
+	Approval        *approval `json:"approval"`
+	Steps           []step    `json:"steps"`
+}
+
+// approval is the tool call a task waits to make, or, granted, to run.
+type approval struct {
+	Action  string          `json:"action"`
+	Params  json.RawMessage `json:"params"`
+	Granted bool            `json:"granted"`
 }
 
 type step struct {
@@ -109,6 +123,12 @@ func (t *task) apply(changes map[string]json.RawMessage) {
 			t.CompletedAt = timeOf(raw)
 		case "started_at":
 			t.StartedAt = timeOf(raw)
+		case "next_attempt_at":
+			t.NextAttemptAt = timeOf(raw)
+		case "waiting_on":
+			err = json.Unmarshal(raw, &t.WaitingOn)
+		case "max_tokens":
+			err = json.Unmarshal(raw, &t.MaxTokens)
 		}
 		_ = err // a column this client cannot read is left as it was
 	}
