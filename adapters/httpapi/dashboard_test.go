@@ -369,3 +369,101 @@ func screenshot(t *testing.T, ctx context.Context, f *fixture, auth []string) {
 	}
 	t.Logf("dashboard screenshot: %s", out)
 }
+
+// TestDashboardDecides: in Chromium, a person answers a task's question
+// through the answer box, approves the exact call a task waits to make,
+// denies another — which came to wait while the page was open — with a
+// reason, and retries an ended task with more context: each a same-origin
+// JSON POST the guard lets through, each seen in the store.
+func TestDashboardDecides(t *testing.T) {
+	f := newFixtureAt(t, teststore.SQLite, time.Now().UTC().Add(-time.Minute).Truncate(time.Second))
+	f.model.
+		Decide("ask_user", map[string]string{"question": "Which database should the service use?"}, 10, "continue").
+		Decide("http_get", map[string]string{"url": "https://example.com/status"}, 20, "continue").
+		Decide("http_get", map[string]string{"url": "https://example.com/admin"}, 20, "continue")
+	for _, goal := range []string{"Pick a database", "Check the status page"} {
+		f.create(goal)
+		f.step() // the new task, the only one the queue may serve: it waits
+	}
+	f.create("Write the release notes")
+	if _, err := f.tasks.Cancel(f.ctx, 3, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(f.srv)
+	t.Cleanup(ts.Close)
+	ctx := browser(t)
+	row := func(n int) string { return fmt.Sprintf(`#queue li[data-task="%d"] .name`, n) }
+	chip := `document.querySelector('#d-status').textContent`
+
+	run(t, ctx, "open the dashboard and select the task that asks",
+		media(map[string]string{"prefers-reduced-motion": "reduce"}),
+		chromedp.Navigate(ts.URL),
+		chromedp.WaitVisible(chromedp.CSS(`#conn[data-state="live"]`)),
+		chromedp.Click(chromedp.CSS(row(1))),
+		poll(chip+` === "Needs an answer"`),
+		chromedp.WaitVisible(chromedp.CSS("#d-answer-text")),
+		poll(`document.querySelector('#d-question').textContent === "Which database should the service use?"`),
+	)
+	run(t, ctx, "answer it through the box",
+		chromedp.SendKeys(chromedp.CSS("#d-answer-text"), "PostgreSQL, please"),
+		chromedp.Click(chromedp.CSS(`#d-answer button[data-action="answer"]`)),
+		poll(chip+` === "Queued"`),
+		chromedp.WaitNotPresent(chromedp.CSS("#d-answer-text")),
+	)
+	if task := f.task(1); task.Status != plugin.StatusQueued || task.WaitingOn != plugin.WaitNone {
+		t.Fatalf("after the answer #1 is %s on %q", task.Status, task.WaitingOn)
+	}
+	if ev := f.lastEvent(1); ev.Type != plugin.EventAnswered || !strings.Contains(string(ev.Payload), `"answer":"PostgreSQL, please"`) {
+		t.Fatalf("after the answer #1's last event is %s: %s", ev.Type, ev.Payload)
+	}
+
+	run(t, ctx, "select the task that waits on an approval",
+		chromedp.Click(chromedp.CSS(row(2))),
+		poll(chip+` === "Needs approval"`),
+		chromedp.WaitVisible(chromedp.CSS(`#d-decide button[data-action="approve"]`)),
+	)
+	if call := eval[string](t, ctx, `document.querySelector('#d-call').textContent`); !strings.HasPrefix(call, "http_get\n") ||
+		!strings.Contains(call, `"url": "https://example.com/status"`) {
+		t.Fatalf("the call shown = %q; want http_get with its exact params", call)
+	}
+	run(t, ctx, "approve it",
+		chromedp.Click(chromedp.CSS(`#d-decide button[data-action="approve"]`)),
+		poll(`document.querySelector('#d-decide').dataset.mode === "granted"`),
+		poll(chip+` === "Queued"`),
+	)
+	if task := f.task(2); task.Status != plugin.StatusQueued || !task.ApprovalGranted || task.ApprovalAction != "http_get" {
+		t.Fatalf("after Approve #2 is %s, granted %v, action %q", task.Status, task.ApprovalGranted, task.ApprovalAction)
+	}
+
+	// #4 asks while the page is open: its call comes by the event stream.
+	f.create("Check the admin page")
+	f.step()
+	run(t, ctx, "deny the other, with a reason",
+		chromedp.WaitVisible(chromedp.CSS(row(4))),
+		chromedp.Click(chromedp.CSS(row(4))),
+		chromedp.WaitVisible(chromedp.CSS("#d-deny-reason")),
+		poll(`document.querySelector('#d-call').textContent.includes('"url": "https://example.com/admin"')`),
+		chromedp.SendKeys(chromedp.CSS("#d-deny-reason"), "not the admin pages"),
+		chromedp.Click(chromedp.CSS(`#d-decide button[data-action="deny"]`)),
+		poll(chip+` === "Queued"`),
+		poll(`document.querySelector('#d-decide').hidden`),
+	)
+	if ev := f.lastEvent(4); ev.Type != plugin.EventDenied || !strings.Contains(string(ev.Payload), "not the admin pages") {
+		t.Fatalf("after Deny #4's last event is %s: %s", ev.Type, ev.Payload)
+	}
+
+	run(t, ctx, "retry the ended task with more context",
+		chromedp.Click(chromedp.CSS(`#ended li[data-task="3"] .name`)),
+		chromedp.WaitVisible(chromedp.CSS("#d-retry-context")),
+		chromedp.SendKeys(chromedp.CSS("#d-retry-context"), "start from the changelog"),
+		chromedp.Click(chromedp.CSS(`#d-retry button[data-action="retry"]`)),
+		poll(`document.querySelector('#d-num').textContent === "#5"`),
+		chromedp.WaitVisible(chromedp.CSS(`#queue li[data-task="5"]`)),
+	)
+	if task := f.task(5); task.ContinuesNumber != 3 || task.Goal != "Write the release notes" || task.Status != plugin.StatusQueued {
+		t.Fatalf("the retry is %+v", task)
+	}
+	if ev := f.lastEvent(5); ev.Type != plugin.EventCreated || !strings.Contains(string(ev.Payload), "start from the changelog") {
+		t.Fatalf("the retry's created event: %s", ev.Payload)
+	}
+}

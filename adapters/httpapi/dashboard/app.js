@@ -1,5 +1,7 @@
 // Taskloom dashboard: the queue in fair-scheduling order, each task's
-// timeline, and the pause/resume/cancel controls, kept live by the
+// timeline, the pause/resume/cancel controls, and what a person decides
+// about a task — the answer to its question, the tool call it waits to
+// make (approve or deny), another run of one that ended — kept live by the
 // /api/events stream. Plain JavaScript, no dependencies.
 //
 // The stream is read with fetch rather than EventSource, so that the API
@@ -13,6 +15,7 @@ const STATUS_WORD = {
   queued: "Queued", running: "Running", paused: "Paused", waiting: "Waiting",
   completed: "Completed", failed: "Failed", stalemate: "Stalled", canceled: "Canceled",
 };
+const WAIT_WORD = { answer: "Needs an answer", approval: "Needs approval", subtasks: "Waiting on subtasks" };
 const ENDED_SHOWN = 20;
 const TOKEN_KEY = "taskloom.token";
 
@@ -214,12 +217,31 @@ function applyEvent(ev) {
     state.tasks.set(n, t);
   }
   if (!t) { fetchTask(n); return; }
-  for (const [k, v] of Object.entries(changes)) t[k] = norm(v);
+  for (const [k, v] of Object.entries(changes)) {
+    if (k.startsWith("approval_")) continue;
+    t[k] = norm(v);
+  }
+  if ("continues_number" in changes) t.continues_number = changes.continues_number || null;
+  applyApproval(t, changes);
   if (state.selected === n) {
     const last = state.timeline[state.timeline.length - 1];
     if (!last || ev.sequence > last.sequence) state.timeline.push(ev);
   }
   scheduleRender();
+}
+
+// applyApproval keeps t.approval, the API's {action, params, granted},
+// in step with an event's approval_action, approval_params (the call's
+// JSON, as a string) and approval_granted columns.
+function applyApproval(t, changes) {
+  if (!("approval_action" in changes || "approval_params" in changes || "approval_granted" in changes)) return;
+  const a = Object.assign({ action: "", params: {}, granted: false }, t.approval || {});
+  if ("approval_action" in changes) a.action = changes.approval_action || "";
+  if ("approval_params" in changes) {
+    try { a.params = changes.approval_params ? JSON.parse(changes.approval_params) : {}; } catch (_) { a.params = changes.approval_params; }
+  }
+  if ("approval_granted" in changes) a.granted = !!changes.approval_granted;
+  t.approval = a.action ? a : null;
 }
 
 async function fetchTask(n) {
@@ -373,6 +395,7 @@ function fillRow(li, t, isNext, now) {
 
 function statusText(t) {
   if (t.status === "running") return "Running · iter " + t.iteration;
+  if (t.status === "waiting" && WAIT_WORD[t.waiting_on]) return WAIT_WORD[t.waiting_on];
   return STATUS_WORD[t.status] || t.status;
 }
 
@@ -453,6 +476,11 @@ function renderDetail(now) {
     ["Requested by", t.requestor_id || "—"],
     ["Created", t.created_at ? ago(t.created_at, now) : "—"],
   ];
+  if (t.max_tokens) facts.push(["Token budget", compact(t.max_tokens)]);
+  if (t.continues_number) facts.push(["Continues", "#" + t.continues_number]);
+  if (t.next_attempt_at && !TERMINAL.has(t.status) && Date.parse(t.next_attempt_at) > now) {
+    facts.push(["Next attempt", "in " + span(Date.parse(t.next_attempt_at) - now) + " (model unavailable)"]);
+  }
   if (t.started_at) facts.push(["Started", ago(t.started_at, now)]);
   if (t.completed_at) facts.push(["Ended", ago(t.completed_at, now) + " · took " + span(Date.parse(t.completed_at) - Date.parse(t.created_at))]);
   else if (t.lease_owner) facts.push(["Worker", t.lease_owner]);
@@ -472,6 +500,8 @@ function renderDetail(now) {
     note.hidden = true;
   }
 
+  renderDecision(t);
+
   const ctl = $("d-controls");
   const want = t.number + ":" + controlsFor(t.status).join(",");
   if (ctl.dataset.for !== want) {
@@ -479,6 +509,155 @@ function renderDetail(now) {
     ctl.replaceChildren(...controlsFor(t.status).map((op) => controlButton(t.number, op)));
   }
   renderTimeline();
+}
+
+// ---------- decisions ----------
+
+// decisionFor says what a person may decide about t now: "answer" its
+// question, "approval" of the call it waits to make, "granted" (approved,
+// to run next), "retry" an ended task, or "" for nothing.
+function decisionFor(t) {
+  const waits = t.status === "waiting" || t.status === "paused";
+  if (waits && t.waiting_on === "answer") return "answer";
+  if (waits && t.waiting_on === "approval" && t.approval && !t.approval.granted) return "approval";
+  if (t.approval && t.approval.granted && !TERMINAL.has(t.status)) return "granted";
+  if (TERMINAL.has(t.status)) return "retry";
+  return "";
+}
+
+// renderDecision shows the box for what may be decided about t. It is
+// rebuilt only when that changes, so text being typed is kept.
+function renderDecision(t) {
+  const box = $("d-decide");
+  const mode = decisionFor(t);
+  const want = t.number + ":" + mode + ":" + (t.approval ? JSON.stringify(t.approval) : "");
+  if (box.dataset.for !== want) {
+    box.dataset.for = want;
+    box.dataset.mode = mode;
+    box.replaceChildren(...decisionBox(t, mode));
+  }
+  box.hidden = !mode;
+  const q = $("d-question");
+  if (q) {
+    const question = questionOf(t.number);
+    q.textContent = question || "The task is waiting for an answer.";
+  }
+}
+
+function decisionBox(t, mode) {
+  const n = t.number;
+  switch (mode) {
+    case "answer": {
+      const form = el("form", "decide-form");
+      form.id = "d-answer";
+      const text = el("textarea");
+      text.id = "d-answer-text";
+      text.rows = 3;
+      text.maxLength = 4000;
+      text.required = true;
+      text.placeholder = "Your answer";
+      text.setAttribute("aria-label", "Answer to the task's question");
+      const send = el("button", "primary", "Send answer");
+      send.type = "submit";
+      send.dataset.action = "answer";
+      form.append(text, send);
+      form.addEventListener("submit", (e) => {
+        e.preventDefault();
+        const answer = text.value.trim();
+        if (!answer) return;
+        decide(send, n, "answer", { text: answer }, () => { text.value = ""; });
+      });
+      const q = el("p", "question");
+      q.id = "d-question";
+      return [el("h3", "", "The task asks"), q, form];
+    }
+    case "approval": {
+      const a = t.approval;
+      const call = el("pre", "call");
+      call.id = "d-call";
+      call.append(el("code", "", a.action), "\n" + pretty(a.params));
+      const approve = el("button", "primary", "Approve");
+      approve.type = "button";
+      approve.dataset.action = "approve";
+      approve.addEventListener("click", () => decide(approve, n, "approve", {}));
+      const reason = el("input");
+      reason.id = "d-deny-reason";
+      reason.maxLength = 4000;
+      reason.placeholder = "Reason to deny (optional)";
+      reason.setAttribute("aria-label", "Reason to deny the call");
+      const deny = el("button", "danger", "Deny");
+      deny.type = "button";
+      deny.dataset.action = "deny";
+      deny.addEventListener("click", () => decide(deny, n, "deny", { reason: reason.value.trim() }));
+      const row = el("div", "decide-actions");
+      row.append(approve, reason, deny);
+      return [el("h3", "", "Approval needed"), el("p", "lead", "Task #" + n + " wants to run:"), call, row];
+    }
+    case "granted": {
+      const call = el("pre", "call");
+      call.append(el("code", "", t.approval.action), "\n" + pretty(t.approval.params));
+      return [el("h3", "", "Approved"), el("p", "lead", "This call runs at the task's next iteration:"), call];
+    }
+    case "retry": {
+      const form = el("form", "decide-form inline");
+      form.id = "d-retry";
+      const ctx = el("input");
+      ctx.id = "d-retry-context";
+      ctx.maxLength = 4000;
+      ctx.placeholder = "More context for the new run (optional)";
+      ctx.setAttribute("aria-label", "More context for the new run");
+      const retry = el("button", "", "Retry");
+      retry.type = "submit";
+      retry.dataset.action = "retry";
+      form.append(ctx, retry);
+      form.addEventListener("submit", (e) => {
+        e.preventDefault();
+        decide(retry, n, "retry", { context: ctx.value.trim() }, (created) => {
+          ctx.value = "";
+          select(created.number);
+        });
+      });
+      return [el("h3", "", "Run it again"),
+        el("p", "lead", "A new task with the same goal, this one's files and a summary of its run."), form];
+    }
+  }
+  return [];
+}
+
+// decide POSTs a decision about task n (a JSON body, as the server
+// requires of every change) and takes the task it answers with.
+async function decide(button, n, op, body, done) {
+  button.disabled = true;
+  try {
+    const t = await api("/api/tasks/" + n + "/" + op, { method: "POST", body });
+    const cur = state.tasks.get(t.number);
+    if (cur) Object.assign(cur, t); else state.tasks.set(t.number, t);
+    if (done) done(t);
+    scheduleRender();
+  } catch (err) {
+    toast(err.message);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// questionOf finds the question task n asked last, in its timeline.
+function questionOf(n) {
+  for (let i = state.timeline.length - 1; i >= 0; i--) {
+    const ev = state.timeline[i];
+    if (ev.task_number !== n) continue;
+    const p = ev.payload || {};
+    const s = p.step || {};
+    if (s.action === "ask_user" && s.params && s.params.question) return String(s.params.question);
+    if (p.detail && p.detail.question) return String(p.detail.question);
+  }
+  return "";
+}
+
+function pretty(params) {
+  if (params === undefined || params === null) return "";
+  if (typeof params === "string") return params;
+  return JSON.stringify(params, null, 2);
 }
 
 function renderTimeline() {
@@ -517,7 +696,15 @@ function describe(ev, before) {
       kind = "minor";
       head.append("Iteration running on " + ev.actor + "…");
       break;
-    case "iterated": {
+    case "iterated":
+    case "tool_ran": {
+      if (!p.step && d.wait === "approval") {
+        kind = "ctl";
+        head.append("Asks to run ", el("code", "", d.action || "a tool"));
+        const params = paramSummary(d.params);
+        if (params) head.append(el("span", "param", params));
+        break;
+      }
       const s = p.step || {};
       kind = s.success ? "ok" : "bad";
       iter = s.iteration || ch.iteration || 0;
@@ -542,6 +729,24 @@ function describe(ev, before) {
       kind = "ok";
       head.append("Answered by " + ev.actor);
       if (d.answer) what.append(el("span", "detail-text", clip(String(d.answer), 400)));
+      break;
+    case "approved":
+      kind = "ok";
+      head.append("Approved by " + ev.actor + ": ", el("code", "", d.action || "the call"));
+      break;
+    case "denied":
+      kind = "bad";
+      head.append("Denied by " + ev.actor);
+      if (d.reason) what.append(el("span", "detail-text", d.reason));
+      break;
+    case "model_unavailable":
+      kind = "minor";
+      head.append("Model unavailable; tried again later");
+      if (d.reason) what.append(el("span", "detail-text", clip(String(d.reason), 200)));
+      break;
+    case "subtask_ended":
+      kind = "minor";
+      head.append(d.subtask ? "Subtask #" + d.subtask + " " + (STATUS_WORD[d.status] || d.status || "ended").toLowerCase() : "Subtasks ended");
       break;
     case "released": kind = "minor"; head.append("Released by " + ev.actor + " (shutting down)"); break;
     case "result_rejected":
