@@ -42,6 +42,7 @@ Commands:
   approve N             let a task run the tool call it waits to make
   deny N [REASON...]    refuse that call; the task decides anew
   retry N [CONTEXT...]  continue an ended task in a new one, with its files
+  files N [PATH]        a task's files, or one file's bytes
   events N              a task's event log
                           --follow  draw its progress live until it ends
 
@@ -185,6 +186,8 @@ func (r *runner) run(cmd string, args []string) error {
 		return r.retry(args)
 	case "events", "log":
 		return r.events(args)
+	case "files":
+		return r.files(args)
 	}
 	return usagef("unknown command %q", cmd)
 }
