@@ -19,6 +19,10 @@ type Store interface {
 	// to call from several processes at once.
 	Migrate(ctx context.Context) error
 	Ping(ctx context.Context) error
+	// Now is the store's clock: the database server's, which every
+	// replica shares, so claims and leases measured on it agree whatever
+	// each replica's own clock says (PRODUCT §9).
+	Now(ctx context.Context) (time.Time, error)
 	Close() error
 
 	// CreateTask validates in, numbers the task (numbers are never reused)

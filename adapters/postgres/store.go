@@ -68,6 +68,15 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Now is the database server's clock.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, sqlNow).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
+	}
+	return now.UTC(), nil
+}
+
 // Close closes every connection.
 func (s *Store) Close() error {
 	s.pool.Close()

@@ -106,6 +106,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Now is this machine's clock: one process serves an SQLite file.
+func (s *Store) Now(context.Context) (time.Time, error) { return time.Now().UTC(), nil }
+
 // Close closes the database.
 func (s *Store) Close() error {
 	var errs []error

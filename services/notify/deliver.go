@@ -108,7 +108,7 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []plugin
 	if key == "" {
 		key = deliveryKey(ids)
 	}
-	if err := s.store.BeginSend(ctx, s.opts.Owner, ids, key, s.clk.Now()); err != nil {
+	if err := s.store.BeginSend(ctx, s.opts.Owner, ids, key, s.now()); err != nil {
 		if errors.Is(err, plugin.ErrStaleFence) {
 			s.log.Warn("another sender took the notifications before they were sent", "room", room, "key", key, "err", err)
 			return false, nil
@@ -188,7 +188,7 @@ func (s *Service) renew(ctx context.Context, done <-chan struct{}, lose context.
 			return
 		case <-t.C():
 		}
-		err := s.store.RenewClaim(ctx, s.opts.Owner, ids, s.clk.Now().Add(s.opts.Lease))
+		err := s.store.RenewClaim(ctx, s.opts.Owner, ids, s.now().Add(s.opts.Lease))
 		if err == nil {
 			continue
 		}
@@ -255,7 +255,7 @@ func (s *Service) release(ctx context.Context, room string, rows []plugin.Notifi
 		wait = max(rl.RetryAfter, time.Second)
 	}
 	s.log.Warn("notification not delivered; will retry", "room", room, "rows", len(rows), "attempts", attempts+1, "retry_in", wait, "err", cause)
-	if err := s.store.Release(ctx, s.opts.Owner, idsOf(rows), s.clk.Now().Add(wait), cause.Error()); err != nil {
+	if err := s.store.Release(ctx, s.opts.Owner, idsOf(rows), s.now().Add(wait), cause.Error()); err != nil {
 		return fmt.Errorf("release notifications of %s: %w", room, err)
 	}
 	return nil

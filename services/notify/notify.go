@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -49,6 +50,11 @@ type Options struct {
 	GiveUpAfter time.Duration
 	// Demo labels every message as caused by the demo model.
 	Demo bool
+	// StoreClock measures room claims, their renewals and retry times on
+	// the store's clock, which every replica shares, rather than on
+	// Runtime's (PRODUCT §9): each flush reads it and keeps the
+	// difference. Tests that move a fake clock leave it off.
+	StoreClock bool
 	// Metrics, when set, counts deliveries by platform (internal/metrics
 	// implements it).
 	Metrics Metrics
@@ -89,6 +95,9 @@ type Service struct {
 	// cancel ends the loop's context: a send still running at the end of
 	// Stop's deadline.
 	cancel context.CancelFunc
+	// skew is the store's clock minus Runtime's, in nanoseconds, as the
+	// last flush read it (StoreClock).
+	skew atomic.Int64
 }
 
 var _ plugin.Service = (*Service)(nil)
@@ -219,11 +228,24 @@ func (s *Service) FlushUrgent(ctx context.Context) (int, error) {
 	return s.flush(ctx, []string{plugin.NotifyTerminal, plugin.NotifyMessage})
 }
 
+// now is the time claims are measured by: Runtime's clock, moved onto
+// the store's when StoreClock is set.
+func (s *Service) now() time.Time {
+	return s.clk.Now().Add(time.Duration(s.skew.Load()))
+}
+
 func (s *Service) flush(ctx context.Context, categories []string) (int, error) {
+	if s.opts.StoreClock {
+		t, err := s.store.Now(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("read the store's clock: %w", err)
+		}
+		s.skew.Store(int64(t.Sub(s.clk.Now())))
+	}
 	sent := 0
 	for range roomsPerFlush {
 		room, rows, err := s.store.ClaimRoom(ctx, plugin.RoomClaim{
-			Owner: s.opts.Owner, Now: s.clk.Now(), Lease: s.opts.Lease, Categories: categories,
+			Owner: s.opts.Owner, Now: s.now(), Lease: s.opts.Lease, Categories: categories,
 		})
 		if err != nil {
 			return sent, fmt.Errorf("claim room: %w", err)

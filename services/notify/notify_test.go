@@ -443,3 +443,41 @@ func TestStopDoesNotWaitOutAStuckSend(t *testing.T) {
 		}
 	})
 }
+
+// TestRoomClaimsOnTheStoreClock: a replica whose clock is months behind
+// claims a room on the store's clock, so a replica with the right time
+// sees the claim held while the first one sends, and sends nothing twice.
+func TestRoomClaimsOnTheStoreClock(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		replica := func(out plugin.Platform, clk clock.Clock, owner string, storeClock bool) *notify.Service {
+			rt := plugin.New(plugin.Options{Store: st, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err := rt.Register(&plugin.Plugin{Name: "chat", Platforms: []plugin.Platform{out}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := rt.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			return notify.New(notify.Options{Runtime: rt, Owner: owner, Lease: time.Minute, StoreClock: storeClock})
+		}
+		hung := &stuck{entered: make(chan struct{}, 1)}
+		behind := replica(hung, clock.NewFake(t0), "behind", true) // t0 is months before today
+		right := &room{name: "chat"}
+		onTime := replica(right, clock.NewFake(time.Now()), "on-time", false)
+		if _, err := st.Enqueue(t.Context(), plugin.Notification{Room: "chat:1", Category: plugin.NotifyMessage,
+			Payload: []byte(`{"text":"hello"}`), CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := behind.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		behind.Poke()
+		<-hung.entered // the room is claimed, its send under way
+		if n, err := onTime.Flush(t.Context()); err != nil || n != 0 || len(right.messages()) != 0 {
+			t.Fatalf("the second replica sent %d rooms (%q, %v) while the first held the room", n, right.messages(), err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_ = behind.Stop(ctx)
+	})
+}
