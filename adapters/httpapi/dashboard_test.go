@@ -467,3 +467,29 @@ func TestDashboardDecides(t *testing.T) {
 		t.Fatalf("the retry's created event: %s", ev.Payload)
 	}
 }
+
+// TestDashboardShowsFiles: the selected task's files are listed, and a
+// click shows one as text — what a task wrote is never markup.
+func TestDashboardShowsFiles(t *testing.T) {
+	f := newFixtureAt(t, teststore.SQLite, time.Now().UTC().Add(-time.Minute).Truncate(time.Second))
+	f.model.Decide("write_file", map[string]string{"path": "notes/plan.md", "content": "<b>bold</b> plan"}, 30, "continue")
+	f.create("Write the plan")
+	f.step()
+	ts := httptest.NewServer(f.srv)
+	t.Cleanup(ts.Close)
+	ctx := browser(t)
+	run(t, ctx, "select the task and open its file",
+		chromedp.Navigate(ts.URL),
+		chromedp.WaitVisible(chromedp.CSS(`#conn[data-state="live"]`)),
+		chromedp.Click(chromedp.CSS(`#queue li[data-task="1"] .name`)),
+		poll(`[...document.querySelectorAll('#d-files .file')].map((b) => b.textContent).join() === "notes/plan.md"`),
+		chromedp.Click(chromedp.CSS(`#d-files .file`)),
+		poll(`!document.querySelector('#d-preview').hidden`),
+	)
+	if text := eval[string](t, ctx, `document.querySelector('#d-preview').textContent`); !strings.Contains(text, "<b>bold</b> plan") {
+		t.Fatalf("the preview = %q; want the file's text", text)
+	}
+	if n := eval[float64](t, ctx, `document.querySelectorAll('#d-preview b').length`); n != 0 {
+		t.Fatal("the file's text was rendered as markup")
+	}
+}

@@ -194,7 +194,10 @@ async function loadAll() {
       const first = orderedActive()[0];
       if (first) state.selected = first.number;
     }
-    if (state.selected !== null) loadTimeline(state.selected);
+    if (state.selected !== null) {
+      loadTimeline(state.selected);
+      loadFiles(state.selected);
+    }
     render();
   } catch (err) {
     state.buffer = null;
@@ -226,6 +229,7 @@ function applyEvent(ev) {
   if (state.selected === n) {
     const last = state.timeline[state.timeline.length - 1];
     if (!last || ev.sequence > last.sequence) state.timeline.push(ev);
+    if (ev.type === "iterated" || ev.type === "tool_ran" || ev.type === "created") loadFiles(n);
   }
   scheduleRender();
 }
@@ -274,8 +278,59 @@ function select(n) {
   if (state.selected === n) return;
   state.selected = n;
   state.timeline = [];
+  $("d-preview").hidden = true;
   render();
   loadTimeline(n);
+  loadFiles(n);
+}
+
+// ---------- files ----------
+
+// previewBytes is how much of a file the preview shows.
+const previewBytes = 4096;
+
+// loadFiles lists the selected task's files (PRODUCT §10); a click shows
+// the start of one as text. The bytes are what a task wrote: they go into
+// a <pre> as text, never as markup.
+async function loadFiles(n) {
+  let files = [];
+  try {
+    ({ files } = await api("/api/tasks/" + n + "/files"));
+  } catch (err) {
+    if (err.status !== 401 && err.status !== 404) toast(err.message);
+    return;
+  }
+  if (state.selected !== n) return;
+  const ul = $("d-files");
+  ul.replaceChildren();
+  if (files.length === 0) ul.append(el("li", "empty", "No files yet."));
+  for (const f of files) {
+    const li = el("li");
+    const b = el("button", "file", f.path);
+    b.type = "button";
+    b.title = f.size + " bytes, sha256 " + f.sha256;
+    b.addEventListener("click", () => previewFile(n, f.path));
+    li.append(b, el("span", "size", f.size + " B"));
+    ul.append(li);
+  }
+}
+
+async function previewFile(n, path) {
+  const headers = {};
+  if (state.token) headers.Authorization = "Bearer " + state.token;
+  const url = "/api/tasks/" + n + "/files/" + path.split("/").map(encodeURIComponent).join("/");
+  const pre = $("d-preview");
+  try {
+    const res = await fetch(url, { headers, cache: "no-store" });
+    if (!res.ok) throw new Error(res.status + " " + res.statusText);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    let text = new TextDecoder("utf-8", { fatal: false }).decode(bytes.subarray(0, previewBytes));
+    if (bytes.length > previewBytes) text += "\n… " + (bytes.length - previewBytes) + " more bytes";
+    pre.textContent = path + "\n\n" + text;
+    pre.hidden = false;
+  } catch (err) {
+    toast("Cannot show " + path + ": " + err.message);
+  }
 }
 
 // ---------- ordering ----------
