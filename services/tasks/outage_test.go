@@ -141,18 +141,23 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 		}
 	}
 	for _, n := range numbers {
-		row, err := a.store.GetTask(ctx, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, err := a.store.TaskEvents(ctx, n, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps, err := a.store.Steps(ctx, n)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var (
+			row   plugin.Task
+			evs   []plugin.TaskEvent
+			steps []plugin.Step
+		)
+		// A pooled connection killed while idle fails its first query:
+		// reads, like the API's, are simply asked again.
+		readAgain(t, func() (err error) {
+			if row, err = a.store.GetTask(ctx, n); err != nil {
+				return err
+			}
+			if evs, err = a.store.TaskEvents(ctx, n, 0); err != nil {
+				return err
+			}
+			steps, err = a.store.Steps(ctx, n)
+			return err
+		})
 		if v := plugin.Check(row, evs, len(steps)); len(v) > 0 {
 			t.Fatalf("check of #%d after the outage: %v", n, v)
 		}
@@ -178,10 +183,11 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	// for the benchmarks; this says that it happens.
 	time.Sleep(500 * time.Millisecond) // the listeners' reconnect backoff
 	created := time.Now()
-	task, err := a.store.CreateTask(ctx, plugin.NewTask{Goal: "after the outage", Now: created})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var task plugin.Task
+	readAgain(t, func() (err error) {
+		task, err = a.store.CreateTask(ctx, plugin.NewTask{Goal: "after the outage", Now: created})
+		return err
+	})
 	for {
 		mu.Lock()
 		at, ok := firstCall[task.Number]
@@ -195,4 +201,16 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// readAgain runs read until it succeeds, a few times at most.
+func readAgain(t *testing.T, read func() error) {
+	t.Helper()
+	var err error
+	for range 5 {
+		if err = read(); err == nil {
+			return
+		}
+	}
+	t.Fatal(err)
 }
