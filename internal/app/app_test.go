@@ -55,24 +55,9 @@ func run(t *testing.T, env map[string]string, args ...string) (int, string, stri
 func TestServeWithNothingConfigured(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0"}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addr := make(chan string, 1)
-	var stderr syncBuffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &syncBuffer{}, Stderr: &stderr,
-			OnListen: func(a string) { addr <- a }})
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case code := <-exited:
-		t.Fatalf("exited %d before listening:\n%s", code, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("not listening after 30s:\n%s", stderr.String())
-	}
+	srv := launch(t, env)
+	defer srv.stop()
+	base, stderr := srv.base, srv.stderr
 	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready"} {
 		resp, err := http.Get(base + path)
 		if err != nil {
@@ -92,14 +77,9 @@ func TestServeWithNothingConfigured(t *testing.T) {
 	if !strings.Contains(logs, "demo model") || !strings.Contains(logs, "embedded SQLite") {
 		t.Fatalf("the logs do not say what runs:\n%s", logs)
 	}
-	cancel()
-	select {
-	case code := <-exited:
-		if code != 0 {
-			t.Fatalf("exit %d after shutdown:\n%s", code, stderr.String())
-		}
-	case <-time.After(app.ShutdownTimeout + 5*time.Second):
-		t.Fatal("shutdown did not finish in time")
+	srv.stop()
+	if code := srv.wait(t, app.ShutdownTimeout+5*time.Second); code != 0 {
+		t.Fatalf("exit %d after shutdown:\n%s", code, stderr.String())
 	}
 }
 
@@ -313,38 +293,62 @@ func TestConsoleThroughAPipe(t *testing.T) {
 	}
 }
 
-// startServe runs `taskloom serve` with env until the test ends, and
-// returns its base URL.
-func startServe(t *testing.T, env map[string]string) string {
+// served is a `taskloom serve` running in the test: its base URL, what
+// it logs, and how to stop it (SIGTERM) and learn its exit code.
+type served struct {
+	base   string
+	stderr *syncBuffer
+	stop   context.CancelFunc
+	exited chan int
+}
+
+// launch runs `taskloom serve` with env and waits until it listens.
+func launch(t *testing.T, env map[string]string) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	s := &served{stderr: &syncBuffer{}, stop: cancel, exited: make(chan int, 1)}
 	addr := make(chan string, 1)
-	var stderr syncBuffer
-	exited := make(chan int, 1)
 	go func() {
-		exited <- app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &syncBuffer{}, Stderr: &stderr,
+		s.exited <- app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &syncBuffer{}, Stderr: s.stderr,
 			OnListen: func(a string) { addr <- a }})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-exited:
-			if code != 0 {
-				t.Errorf("exit %d:\n%s", code, stderr.String())
-			}
-		case <-time.After(app.ShutdownTimeout + 5*time.Second):
-			t.Error("shutdown did not finish in time")
-		}
-	})
 	select {
 	case a := <-addr:
-		return "http://" + a
-	case code := <-exited:
-		t.Fatalf("exited %d before listening:\n%s", code, stderr.String())
+		s.base = "http://" + a
+	case code := <-s.exited:
+		cancel()
+		t.Fatalf("exited %d before listening:\n%s", code, s.stderr.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("not listening after 30s:\n%s", stderr.String())
+		cancel()
+		t.Fatalf("not listening after 30s:\n%s", s.stderr.String())
 	}
-	return ""
+	return s
+}
+
+// wait stops waiting for the exit code after limit.
+func (s *served) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case code := <-s.exited:
+		return code
+	case <-time.After(limit):
+		t.Fatalf("still running %s after SIGTERM:\n%s", limit, s.stderr.String())
+		return -1
+	}
+}
+
+// startServe runs `taskloom serve` with env until the test ends, when it
+// must exit 0, and returns its base URL.
+func startServe(t *testing.T, env map[string]string) string {
+	t.Helper()
+	s := launch(t, env)
+	t.Cleanup(func() {
+		s.stop()
+		if code := s.wait(t, app.ShutdownTimeout+5*time.Second); code != 0 {
+			t.Errorf("exit %d:\n%s", code, s.stderr.String())
+		}
+	})
+	return s.base
 }
 
 // TestServeWiresSlackHTTPMode: with Slack's bot token and signing secret,
@@ -453,24 +457,9 @@ func TestShutdownReleasesAGatedModelCall(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"TASKLOOM_DATA_DIR": dir, "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
 		"OPENAI_BASE_URL": fake.URL(), "TASKLOOM_SHUTDOWN_TIMEOUT": "1s"}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addr := make(chan string, 1)
-	var stderr syncBuffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &syncBuffer{}, Stderr: &stderr,
-			OnListen: func(a string) { addr <- a }})
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case code := <-exited:
-		t.Fatalf("exited %d before listening:\n%s", code, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("not listening after 30s:\n%s", stderr.String())
-	}
+	srv := launch(t, env)
+	defer srv.stop()
+	base, stderr := srv.base, srv.stderr
 	resp, err := http.Post(base+"/api/tasks", "application/json", strings.NewReader(`{"goal":"Write the plan"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -486,17 +475,12 @@ func TestShutdownReleasesAGatedModelCall(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	stopped := time.Now()
-	cancel() // SIGTERM
-	select {
-	case code := <-exited:
-		if code != 0 {
-			t.Fatalf("exit %d after SIGTERM during a model call:\n%s", code, stderr.String())
-		}
-		if took := time.Since(stopped); took > 10*time.Second {
-			t.Errorf("shutdown took %s with a 1s timeout", took)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("still running 30s after SIGTERM with a 1s shutdown timeout:\n%s", stderr.String())
+	srv.stop() // SIGTERM
+	if code := srv.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM during a model call:\n%s", code, stderr.String())
+	}
+	if took := time.Since(stopped); took > 10*time.Second {
+		t.Errorf("shutdown took %s with a 1s timeout", took)
 	}
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "taskloom.db"))
 	if err != nil {
