@@ -122,7 +122,11 @@ func match(msg *plugin.Message, kind string) (json.RawMessage, bool) {
 	var v any
 	switch kind {
 	case CmdCreate:
-		v = map[string]string{"goal": c.Text}
+		p := map[string]string{"goal": c.Text}
+		if c.Strategy != "" {
+			p["strategy"] = c.Strategy
+		}
+		v = p
 	case CmdSearch:
 		v = map[string]string{"query": c.Text}
 	case CmdList, CmdHelp:

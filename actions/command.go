@@ -12,6 +12,9 @@ type Command struct {
 	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, help
 	Number int64  // the task number, when the command names one (0 when missing or malformed)
 	Text   string // the goal, search query, answer, a retry's context or a denial's reason
+	// Strategy is the word before "task" in `create review task …`
+	// (PRODUCT §8), lower-cased; empty when the command names none.
+	Strategy string
 }
 
 // Command kinds.
@@ -32,14 +35,16 @@ const (
 
 var (
 	// "create task Build auth", "new task: x", "work on building auth", "/task create x", "create goal: x".
-	reCreate   = regexp.MustCompile(`(?is)^(?:(?:create|new|start|add)(?:\s+a)?(?:\s+(?:task|job))?\s*(?:goal)?\s*:?|work\s+on|please\s+work\s+on)(?:\s+(.*))?$`)
-	reList     = regexp.MustCompile(`(?i)^(?:list|show|ls)?\s*(?:all\s+)?(?:tasks|queue|task\s+list|task\s+queue|list)$|^(?:list|show\s+queue|queue)$`)
-	reNumbered = regexp.MustCompile(`(?is)^(status|pause|resume|cancel|abort|stop|unpause|continue)\b(?:\s+(?:of\s+)?(?:task\s*)?(?:number\s*:?\s*)?(\S+))?\s*$`)
-	reSearch   = regexp.MustCompile(`(?is)^(?:search|find)(?:\s+(?:tasks?|for))?(?:\s+query\s*:)?(?:\s+(.*))?$`)
-	reAnswer   = regexp.MustCompile(`(?is)^answer(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:text\s*:\s*)?(.*))?$`)
-	reApprove  = regexp.MustCompile(`(?is)^(approve|allow|deny|reject)\b(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:reason\s*:\s*)?(.*))?$`)
-	reRetry    = regexp.MustCompile(`(?is)^(?:retry|rerun|redo)(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:context\s*:\s*)?(.*))?$`)
-	reHelp     = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
+	reCreate = regexp.MustCompile(`(?is)^(?:(?:create|new|start|add)(?:\s+a)?(?:\s+(?:task|job))?\s*(?:goal)?\s*:?|work\s+on|please\s+work\s+on)(?:\s+(.*))?$`)
+	// "create review task Build auth", "new react task: x" (PRODUCT §8).
+	reCreateStrategy = regexp.MustCompile(`(?is)^(?:create|new|start|add)(?:\s+an?)?\s+([\p{L}\p{N}_-]+)\s+(?:task|job)\b\s*:?(?:\s+(.*))?$`)
+	reList           = regexp.MustCompile(`(?i)^(?:list|show|ls)?\s*(?:all\s+)?(?:tasks|queue|task\s+list|task\s+queue|list)$|^(?:list|show\s+queue|queue)$`)
+	reNumbered       = regexp.MustCompile(`(?is)^(status|pause|resume|cancel|abort|stop|unpause|continue)\b(?:\s+(?:of\s+)?(?:task\s*)?(?:number\s*:?\s*)?(\S+))?\s*$`)
+	reSearch         = regexp.MustCompile(`(?is)^(?:search|find)(?:\s+(?:tasks?|for))?(?:\s+query\s*:)?(?:\s+(.*))?$`)
+	reAnswer         = regexp.MustCompile(`(?is)^answer(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:text\s*:\s*)?(.*))?$`)
+	reApprove        = regexp.MustCompile(`(?is)^(approve|allow|deny|reject)\b(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:reason\s*:\s*)?(.*))?$`)
+	reRetry          = regexp.MustCompile(`(?is)^(?:retry|rerun|redo)(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:context\s*:\s*)?(.*))?$`)
+	reHelp           = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
 )
 
 // ParseCommand recognises a chat command. It reports ok for anything that
@@ -91,11 +96,19 @@ func ParseCommand(text string) (Command, bool) {
 	if m := reSearch.FindStringSubmatch(s); m != nil {
 		return Command{Kind: CmdSearch, Text: strings.TrimSpace(m[1])}, true
 	}
+	if m := reCreateStrategy.FindStringSubmatch(s); m != nil && !notStrategy[strings.ToLower(m[1])] {
+		return Command{Kind: CmdCreate, Strategy: strings.ToLower(m[1]), Text: strings.TrimSpace(m[2])}, true
+	}
 	if m := reCreate.FindStringSubmatch(s); m != nil {
 		return Command{Kind: CmdCreate, Text: strings.TrimSpace(m[1])}, true
 	}
 	return Command{}, false
 }
+
+// notStrategy are words that may stand before "task" in a create
+// command without naming a strategy ("create a new task", "create task
+// task list").
+var notStrategy = map[string]bool{"task": true, "job": true, "new": true, "the": true, "one": true, "another": true, "background": true}
 
 // taskNumber reads "#12", "12" or "task12"; 0 when it is not a positive
 // number.

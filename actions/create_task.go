@@ -25,8 +25,8 @@ func (CreateTask) Info() plugin.ActionInfo {
 		Name:        "create_task",
 		Similes:     []string{"new task", "work on", "start task"},
 		Description: "Create a background task that an agent works on step by step, reporting progress in this room.",
-		Examples:    []string{"create task Build auth", "work on building auth", "/task create Build auth"},
-		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string","minLength":1,"maxLength":4000},"name":{"type":"string","maxLength":80}}}`),
+		Examples:    []string{"create task Build auth", "work on building auth", "/task create Build auth", "create review task Build auth"},
+		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string","minLength":1,"maxLength":4000},"name":{"type":"string","maxLength":80},"strategy":{"type":"string","description":"how the task is worked (PRODUCT §8): loop (default), react, tools, review, supervisor, magentic, group_chat"}}}`),
 	}
 }
 
@@ -40,8 +40,9 @@ func (a CreateTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 		return *refused, nil
 	}
 	var p struct {
-		Goal string `json:"goal"`
-		Name string `json:"name"`
+		Goal     string `json:"goal"`
+		Name     string `json:"name"`
+		Strategy string `json:"strategy"`
 	}
 	if r := decode(call.Params, &p); r != nil {
 		return *r, nil
@@ -50,7 +51,7 @@ func (a CreateTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 		return fail("What should the task do? Say `create task <goal>`, for example `create task Build auth`.")
 	}
 	t, err := a.Tasks.Create(ctx, plugin.NewTask{
-		Name: p.Name, Goal: p.Goal, RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room,
+		Name: p.Name, Goal: p.Goal, Strategy: p.Strategy, RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room,
 		WorkspaceID: WorkspaceOf(msg), MaxIterations: a.MaxIterations, MaxStaleIterations: a.MaxStaleIterations,
 		Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(),
 	})

@@ -125,6 +125,20 @@ type Task struct {
 	ApprovalAction  string `json:"approval_action"`
 	ApprovalParams  string `json:"approval_params"`
 	ApprovalGranted bool   `json:"approval_granted"`
+	// Strategy is how the task's claims are made (PRODUCT §8): loop,
+	// react, tools, review, supervisor, magentic, group_chat, or one a
+	// plugin added.
+	Strategy string `json:"strategy"`
+	// Phase is where the strategy stands (review's analysis, execution,
+	// review, decomposition; react's thought, action, observation; whose
+	// turn it is in a multi-agent strategy). Empty for loop.
+	Phase string `json:"phase"`
+	// State is what a strategy keeps between claims (JSON, empty for
+	// none): attempt counts, a pending instruction, the speaker.
+	State string `json:"strategy_state"`
+	// Ledger is magentic's ledger (JSON: facts, plan, chosen, stalls),
+	// empty for other strategies.
+	Ledger string `json:"ledger"`
 	// EventSeq is the sequence number of the task's latest event. It is
 	// bookkeeping, not state: replay derives it from the event count.
 	EventSeq int64 `json:"-"`
@@ -153,6 +167,10 @@ type Step struct {
 	Error      string          `json:"error,omitempty"`
 	Progress   int             `json:"progress"`
 	Time       time.Time       `json:"time"`
+	// Role is whose turn the step was (PRODUCT §8): agent, thought,
+	// action, observation, analysis, reviewer, supervisor or an agent's
+	// name.
+	Role string `json:"role,omitempty"`
 }
 
 // TaskEvent is one immutable entry of a task's event log. Sequence starts at
@@ -213,6 +231,9 @@ type NewTask struct {
 	ParentNumber       int64
 	MaxIterations      int
 	MaxStaleIterations int
+	// Strategy is how the task's claims are made; empty is loop. The
+	// task service checks it names a strategy it has.
+	Strategy string
 	// MaxTokens is the token budget: nil for the default, 0 for no limit;
 	// negative is invalid.
 	MaxTokens *int64

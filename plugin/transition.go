@@ -122,7 +122,11 @@ func NewTaskRow(in NewTask) (Task, error) {
 		ParentNumber:       in.ParentNumber,
 		MaxTokens:          maxTokens,
 		ContinuesNumber:    in.ContinuesNumber,
+		Strategy:           strings.TrimSpace(in.Strategy),
 		CreatedAt:          UTC(in.Now),
+	}
+	if t.Strategy == "" {
+		t.Strategy = StrategyLoop
 	}
 	if t.MaxIterations <= 0 {
 		t.MaxIterations = DefaultMaxIterations
@@ -267,6 +271,24 @@ type Outcome struct {
 	Files            []FileChange
 	PromptTokens     int64
 	CompletionTokens int64
+
+	// What a strategy other than loop says besides (PRODUCT §8); a loop
+	// iteration leaves them zero. Phase, State and Ledger, when not
+	// empty, are the task's after this claim.
+	Phase, State, Ledger string
+	// Unjudged says the claim estimates no progress (a react thought or
+	// action, a supervisor's decision): progress and the stale counter
+	// stay as they are.
+	Unjudged bool
+	// Cycle, when not zero, is the cycle of several claims this claim
+	// belongs to, counted from 1 (react's THOUGHT → ACTION → OBSERVATION):
+	// max_iterations then counts cycles, reached by a judged claim of
+	// cycle max_iterations, instead of claims.
+	Cycle int
+	// Stalemate, when set, ends the task in stalemate with this reason: a
+	// strategy's own limit (a supervisor's max_steps, magentic's second
+	// stall).
+	Stalemate string
 }
 
 // Iterated applies one iteration's outcome to a task, per PRODUCT §2:
@@ -290,13 +312,32 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	now := UTC(o.Now)
 	after := t
 	after.Iteration++
-	after.PreviousProgress = t.Progress
 	est := min(max(o.Progress, 0), 100)
-	if est > t.Progress && !o.Repeated {
+	switch {
+	case o.Unjudged:
+	case est > t.Progress && !o.Repeated:
+		after.PreviousProgress = t.Progress
 		after.Progress = est
 		after.StaleCounter = 0
-	} else {
+	default:
+		after.PreviousProgress = t.Progress
 		after.StaleCounter++
+	}
+	if o.Phase != "" {
+		after.Phase = o.Phase
+	}
+	if o.State != "" {
+		after.State = o.State
+	}
+	if o.Ledger != "" {
+		after.Ledger = o.Ledger
+	}
+	used := after.Iteration
+	if o.Cycle > 0 {
+		used = o.Cycle
+		if o.Unjudged {
+			used = 0 // a cycle ends with its judged claim
+		}
 	}
 	after.PromptTokens += o.PromptTokens
 	after.CompletionTokens += o.CompletionTokens
@@ -316,10 +357,13 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	case o.Verdict == VerdictStuck:
 		after.Status = StatusFailed
 		after.Error = firstNonEmpty(o.Reason, "the agent reported it is stuck")
-	case after.StaleCounter >= after.MaxStaleIterations:
+	case o.Stalemate != "":
+		after.Status = StatusStalemate
+		after.Error = o.Stalemate
+	case after.StaleCounter >= after.MaxStaleIterations && !o.Unjudged:
 		after.Status = StatusStalemate
 		after.Error = fmt.Sprintf("no progress in %d iterations", after.StaleCounter)
-	case after.Iteration >= after.MaxIterations:
+	case used >= after.MaxIterations:
 		after.Status = StatusStalemate
 		after.Error = fmt.Sprintf("reached the limit of %d iterations", after.MaxIterations)
 	case after.MaxTokens > 0 && after.Tokens() >= after.MaxTokens:

@@ -488,6 +488,8 @@ type createRequest struct {
 	// MaxTokens is the token budget: absent for the service's default,
 	// 0 for no limit.
 	MaxTokens *int64 `json:"max_tokens"`
+	// Strategy is how the task is worked (PRODUCT §8); absent is loop.
+	Strategy string `json:"strategy"`
 }
 
 func (a *API) createTask(w http.ResponseWriter, r *http.Request) {
@@ -535,7 +537,7 @@ func (a *API) newTask(req createRequest, who string) (plugin.NewTask, string) {
 		Goal: goal, Name: req.Name, RequestorID: who, Actor: who,
 		Platform: "api", WorkspaceID: "local",
 		MaxIterations: a.o.MaxIterations, MaxStaleIterations: a.o.MaxStaleIterations,
-		Now: a.clk.Now(),
+		Strategy: strings.TrimSpace(req.Strategy), Now: a.clk.Now(),
 	}
 	if req.MaxIterations != nil {
 		if *req.MaxIterations < 1 || *req.MaxIterations > MaxIterationsCap {

@@ -45,6 +45,12 @@ type taskBody struct {
 	MaxTokens       int64         `json:"max_tokens"`
 	ContinuesNumber *int64        `json:"continues_number"`
 	Approval        *approvalBody `json:"approval"`
+	// Strategy is how the task is worked (PRODUCT §8); Phase where the
+	// strategy stands ("" for loop); Ledger magentic's ledger, null for
+	// the other strategies.
+	Strategy string          `json:"strategy"`
+	Phase    string          `json:"phase"`
+	Ledger   json.RawMessage `json:"ledger"`
 }
 
 // approvalBody is the tool call a task asked a person to approve: null
@@ -70,6 +76,9 @@ type stepBody struct {
 	Thought   string          `json:"thought,omitempty"`
 	Progress  int             `json:"progress"`
 	Time      time.Time       `json:"time"`
+	// Role is whose turn the step was: agent, thought, action,
+	// observation, analysis, reviewer, supervisor or an agent's name.
+	Role string `json:"role"`
 }
 
 type eventBody struct {
@@ -121,6 +130,10 @@ func taskOf(t plugin.Task) taskBody {
 	if t.ApprovalAction != "" {
 		b.Approval = &approvalBody{Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted}
 	}
+	b.Strategy, b.Phase, b.Ledger = t.Strategy, t.Phase, json.RawMessage("null")
+	if t.Ledger != "" {
+		b.Ledger = jsonOf(t.Ledger)
+	}
 	return b
 }
 
@@ -151,7 +164,7 @@ func stepOf(s plugin.Step) stepBody {
 		params = json.RawMessage(`{}`)
 	}
 	return stepBody{Iteration: s.Iteration, Action: s.Action, Params: params, Result: s.Result,
-		Success: s.Success, Error: s.Error, Thought: s.Thought, Progress: s.Progress, Time: s.Time.UTC()}
+		Success: s.Success, Error: s.Error, Thought: s.Thought, Progress: s.Progress, Time: s.Time.UTC(), Role: s.Role}
 }
 
 func eventOf(e plugin.TaskEvent) eventBody {

@@ -107,7 +107,7 @@ WHERE id > $1 ORDER BY id LIMIT $2`
 
 	sqlInsertStep = `
 INSERT INTO task_steps (` + sqlstore.StepColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
 	sqlSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 ORDER BY iteration`
 )

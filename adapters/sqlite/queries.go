@@ -90,7 +90,7 @@ WHERE id > ? ORDER BY id LIMIT ?`
 
 	sqlInsertStep = `
 INSERT INTO task_steps (` + sqlstore.StepColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	sqlSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = ? ORDER BY iteration`
 )

@@ -19,6 +19,7 @@ var TaskColumns = []string{
 	"lease_owner", "lease_expires_at", "fence", "event_seq",
 	"waiting_on", "next_attempt_at", "max_tokens", "continues_number",
 	"approval_action", "approval_params", "approval_granted",
+	"strategy", "phase", "strategy_state", "ledger",
 }
 
 // TimeArg is how a dialect passes a time to its database: NULL when zero.
@@ -41,6 +42,7 @@ func TaskArgs(t plugin.Task, timeArg TimeArg) []any {
 		t.LeaseOwner, timeArg(t.LeaseExpiresAt), t.Fence, t.EventSeq,
 		string(t.WaitingOn), timeArg(t.NextAttemptAt), t.MaxTokens, nullNumber(t.ContinuesNumber),
 		t.ApprovalAction, t.ApprovalParams, t.ApprovalGranted,
+		t.Strategy, t.Phase, t.State, t.Ledger,
 	}
 }
 
@@ -68,6 +70,7 @@ func ScanTask(row Row, extra ...any) (plugin.Task, error) {
 		&t.LeaseOwner, &lease, &t.Fence, &t.EventSeq,
 		&waitingOn, &next, &t.MaxTokens, &continues,
 		&t.ApprovalAction, &t.ApprovalParams, &t.ApprovalGranted,
+		&t.Strategy, &t.Phase, &t.State, &t.Ledger,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return plugin.Task{}, err

@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 
 		{"CreateNumbers", testCreateNumbers},
 		{"CreateFields", testCreateFields},
+		{"StrategyColumns", testStrategyColumns},
 		{"CreateValidation", testCreateValidation},
 		{"CreateConcurrent", testCreateConcurrent},
 		{"GetUnknown", testGetUnknown},
@@ -85,6 +86,7 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"OutboxBeginSend", testOutboxBeginSend},
 		{"OutboxDeadLetters", testOutboxDeadLetters},
 		{"OutboxListNotifications", testOutboxListNotifications},
+		{"MoveTask", testMoveTask},
 
 		{"FilesWithMutation", testFilesWithMutation},
 		{"FileReads", testFileReads},

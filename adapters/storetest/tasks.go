@@ -83,6 +83,7 @@ func testCreateFields(t *testing.T, s plugin.Store) {
 		Status: plugin.StatusQueued, MaxIterations: 7, MaxStaleIterations: 2,
 		RequestorID: "U123", Platform: "slack", RoomID: "C42", WorkspaceID: "T9",
 		ParentNumber: parent.Number, CreatedAt: at(90 * time.Second), EventSeq: 1,
+		Strategy: plugin.StrategyLoop,
 	}
 	sameTask(t, "created task", got, want)
 	sameTask(t, "stored task", get(t, s, got.Number), want)

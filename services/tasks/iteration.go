@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -29,6 +27,8 @@ type Iterator struct {
 	// ApproveTools are the tools a person must approve before a task runs
 	// them (TASKLOOM_APPROVE_TOOLS).
 	ApproveTools []string
+
+	strategies strategies
 }
 
 // DefaultTemperature is TASKLOOM_TEMPERATURE's default; StressStep is what
@@ -49,103 +49,59 @@ type ModelFailure struct {
 func (e *ModelFailure) Error() string { return fmt.Sprintf("model %s: %v", e.Class, e.Err) }
 func (e *ModelFailure) Unwrap() error { return e.Err }
 
-// Run gives a claimed task one iteration: build the prompt, make the one
-// model call, parse the decision, run the chosen tool, and return the
-// outcome. Nothing here fails the task outright: a reply that is not a
-// decision, an unknown tool or a tool error each become a failed step
-// whose progress does not count, so the stale counter — not a crash —
-// ends a task that cannot go on. A model that cannot be used at all is
-// not the task's doing: Run returns a *ModelFailure and no outcome.
+// Run gives a claimed task one iteration: its strategy's claim (for
+// loop: build the prompt, make the one model call, parse the decision,
+// run the chosen tool) and the outcome to commit. Nothing here fails the
+// task outright: a reply that is not a decision, an unknown tool or a
+// tool error each become a failed step whose progress does not count, so
+// the stale counter — not a crash — ends a task that cannot go on. A
+// model that cannot be used at all is not the task's doing: Run returns a
+// *ModelFailure and no outcome.
 func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, error) {
 	rt := it.Runtime
-	o := plugin.Outcome{Owner: task.LeaseOwner, Fence: task.Fence, Progress: task.Progress, Verdict: plugin.VerdictContinue}
 	// The iteration's view of the task's files: what its tool writes is
 	// kept here and committed with the outcome, under the lease.
 	files := plugin.NewFileView(rt.Store(), task.Number)
-	finish := func() (plugin.Outcome, error) {
+	finish := func(o plugin.Outcome) (plugin.Outcome, error) {
 		o.Now = rt.Clock().Now()
 		if len(o.Step.Result) > plugin.MaxResultBytes {
 			o.Step.Result = clipBytes(o.Step.Result, plugin.MaxResultBytes)
 		}
 		return o, nil
 	}
-	failStep := func(action, reason string) (plugin.Outcome, error) {
-		o.Step.Action, o.Step.Success, o.Step.Error = action, false, reason
-		o.Progress, o.Verdict = task.Progress, plugin.VerdictContinue
-		return finish()
-	}
-
+	turn := &Turn{Task: task, Runtime: rt, it: it, files: files}
 	if task.ApprovalGranted {
 		// A person approved the call this task asked to make: run exactly
 		// that, with no new model call (plugin.ToolRan).
+		o := turn.Outcome()
 		o.Approved = true
 		o.Step.Action, o.Step.Params = task.ApprovalAction, json.RawMessage(task.ApprovalParams)
 		if reason, ok := it.runTool(ctx, task, files, &o); !ok {
 			o.Step.Success, o.Step.Error = false, reason
 		}
-		o.Now = rt.Clock().Now()
-		return o, nil
+		return finish(o)
 	}
-
-	msgs, steps, err := it.prompt(ctx, task)
+	strategy, ok := it.strategies.byName[strategyName(task.Strategy)]
+	if !ok {
+		o := turn.Outcome()
+		turn.Fail(&o, "", fmt.Sprintf("%v: %q", errNoStrategy, task.Strategy))
+		return finish(o)
+	}
+	if err := it.load(ctx, turn); err != nil {
+		o := turn.Outcome()
+		turn.Fail(&o, "", "could not build the prompt: "+err.Error())
+		return finish(o)
+	}
+	o, err := strategy.Claim(ctx, turn)
 	if err != nil {
-		return failStep("", "could not build the prompt: "+err.Error())
-	}
-	temp := float32(StressTemperature(it.Temperature, steps))
-	start := rt.Clock().Now()
-	resp, err := rt.UseModel(ctx, plugin.ModelText, plugin.ModelRequest{
-		Messages:    msgs,
-		Schema:      DecisionSchema,
-		Temperature: &temp,
-		Task:        &plugin.TaskRef{Number: task.Number, Goal: task.Goal, Iteration: task.Iteration + 1, Progress: task.Progress},
-	})
-	if it.Metrics != nil {
-		it.Metrics.ModelRequest(rt.Clock().Now().Sub(start), resp.Usage)
-	}
-	o.PromptTokens, o.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
-	if err != nil {
-		class := plugin.ClassifyModelError(err)
-		if class == plugin.ModelCanceled && clock.TimedOut(ctx) {
-			class = plugin.ModelTransient // the iteration's own budget ran out
+		var mf *ModelFailure
+		if errors.As(err, &mf) {
+			return plugin.Outcome{}, err
 		}
-		return plugin.Outcome{}, &ModelFailure{Class: class, Err: err}
+		o = turn.Outcome()
+		turn.Fail(&o, "", err.Error())
 	}
-	d, err := ParseDecision(resp.Text)
-	if err != nil {
-		o.Step.Result = clip(resp.Text, 2000)
-		return failStep("", "the model's reply is not a usable decision: "+err.Error())
-	}
-	o.Step.Thought, o.Step.Action, o.Step.Params = d.Thought, d.Action, d.Params
-	o.Progress, o.Verdict, o.Summary = d.Progress, d.Status, d.Summary
-	if len(steps) > 0 && d.Action != "" && sameStep(steps[len(steps)-1], d.Action, d.Params) {
-		o.Repeated = true // the stall guard: the same step again is no progress
-	}
-	if d.Status == plugin.VerdictStuck {
-		o.Reason = firstNonEmpty(d.Summary, d.Thought)
-	}
-	if d.Action == "" {
-		o.Step.Success = true
-		o.Step.Result = "no action"
-		return finish()
-	}
-	if a, ok := rt.Action(d.Action); !ok || !a.Info().Tool {
-		return failStep(d.Action, fmt.Sprintf("%q is not a tool this task can use", d.Action))
-	}
-	if slices.Contains(it.ApproveTools, d.Action) {
-		// A person decides first (PRODUCT §9): the call is kept as asked,
-		// the room asked, and the task waits.
-		o.Wait, o.Verdict = plugin.WaitApproval, plugin.VerdictContinue
-		n, err := approvalRequest(task, d.Action, d.Params)
-		if err != nil {
-			return failStep(d.Action, err.Error())
-		}
-		o.Notifications = []plugin.Notification{n}
-		return finish()
-	}
-	if reason, ok := it.runTool(ctx, task, files, &o); !ok {
-		return failStep(d.Action, reason)
-	}
-	return finish()
+	return finish(o)
 }
 
 // runTool runs the tool call of o.Step with the iteration's files and
@@ -181,33 +137,29 @@ func approvalRequest(task plugin.Task, action string, params json.RawMessage) (p
 	return plugin.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: plugin.NotifyMessage, Payload: payload}, nil
 }
 
-func (it *Iterator) prompt(ctx context.Context, task plugin.Task) ([]plugin.ChatMessage, []plugin.Step, error) {
+// load reads what a turn knows of its task's past: its steps, the
+// answers it was given, and what a retried task became.
+func (it *Iterator) load(ctx context.Context, turn *Turn) error {
 	st := it.Runtime.Store()
+	task := turn.Task
 	steps, err := st.Steps(ctx, task.Number)
 	if err != nil {
-		return nil, nil, fmt.Errorf("steps of task #%d: %w", task.Number, err)
+		return fmt.Errorf("steps of task #%d: %w", task.Number, err)
 	}
 	events, err := st.TaskEvents(ctx, task.Number, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("events of task #%d: %w", task.Number, err)
+		return fmt.Errorf("events of task #%d: %w", task.Number, err)
 	}
-	system := it.Runtime.Character().SystemPrompt()
+	turn.Steps, turn.Answers = steps, answersFrom(events)
+	turn.system = it.Runtime.Character().SystemPrompt()
 	if task.ContinuesNumber != 0 {
 		c, err := continuation(ctx, st, task.ContinuesNumber, events)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		system += "\n\n" + c
+		turn.system += "\n\n" + c
 	}
-	msgs, err := BuildIterationPrompt(PromptInput{
-		System:  system,
-		Tools:   ToolsOf(it.Runtime),
-		Task:    task,
-		Steps:   steps,
-		Answers: answersFrom(events),
-		History: it.History,
-	})
-	return msgs, steps, err
+	return nil
 }
 
 // continuedSteps is how many of an ended task's last steps a retry's

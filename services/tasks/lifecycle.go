@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -25,6 +26,9 @@ func (s *Service) Create(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 	if in.Now.IsZero() {
 		in.Now = s.clk.Now()
 	}
+	if err := s.it.strategies.check(in.Strategy); err != nil {
+		return plugin.Task{}, err
+	}
 	if in.MaxTokens == nil {
 		d := s.opts.MaxTokens
 		in.MaxTokens = &d
@@ -40,6 +44,10 @@ func (s *Service) Create(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 	s.Wake()
 	return t, nil
 }
+
+// Strategies lists the names of the strategies a task may choose, in
+// the order PRODUCT §8 gives them, then the ones plugins added.
+func (s *Service) Strategies() []string { return slices.Clone(s.it.strategies.names) }
 
 // Pause stops a task from being served until it is resumed. An iteration
 // already running finishes and is kept; the task stays paused.

@@ -80,6 +80,13 @@ type PromptInput struct {
 	Steps   []plugin.Step // every step so far, in order
 	Answers []string      // answers to the task's questions and subtask outcomes, in order
 	History History
+	// What a strategy adds (see Request): the system template (empty:
+	// iteration_system.tmpl), sections after the history, the last
+	// instruction (empty: "Choose the next action.") and the role line.
+	Template    string
+	Notes       []string
+	Instruction string
+	Role        string
 }
 
 type stepView struct {
@@ -102,7 +109,11 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 	if h.Recent <= 0 {
 		h = DefaultHistory
 	}
-	sys, err := prompts.Render("iteration_system.tmpl", map[string]any{"System": in.System, "Tools": in.Tools})
+	tmpl := in.Template
+	if tmpl == "" {
+		tmpl = "iteration_system.tmpl"
+	}
+	sys, err := prompts.Render(tmpl, map[string]any{"System": in.System, "Tools": in.Tools})
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +168,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 	user, err := prompts.Render("iteration_user.tmpl", map[string]any{
 		"Task": in.Task, "Iteration": in.Task.Iteration + 1, "Earlier": earlier,
 		"Condensed": condensed, "Recent": recent, "Answers": clipped,
+		"Notes": in.Notes, "Instruction": firstNonEmpty(in.Instruction, "Choose the next action."), "Role": in.Role,
 	})
 	if err != nil {
 		return nil, err

@@ -66,6 +66,10 @@ type Options struct {
 	// ApproveTools are the tools a person must approve before a task runs
 	// them (TASKLOOM_APPROVE_TOOLS); nil means none.
 	ApproveTools []string
+	// Strategies are strategies a plugin adds to the built-in ones of
+	// PRODUCT §8, by the name a task chooses them with; a built-in name
+	// replaces that strategy.
+	Strategies map[string]Strategy
 }
 
 // Metrics receives the measurements of the task service. Its methods must
@@ -151,7 +155,8 @@ func New(opts Options) *Service {
 		store: rt.Store(),
 		clk:   rt.Clock(),
 		log:   rt.Logger().With("service", "tasks"),
-		it:    &Iterator{Runtime: rt, History: opts.History, Metrics: opts.Metrics, Temperature: opts.Temperature, ApproveTools: opts.ApproveTools},
+		it: &Iterator{Runtime: rt, History: opts.History, Metrics: opts.Metrics, Temperature: opts.Temperature,
+			ApproveTools: opts.ApproveTools, strategies: newStrategies(opts.Strategies)},
 		model: newBreaker(),
 		wake:  make(chan struct{}, 1),
 	}
