@@ -86,7 +86,6 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"OutboxBeginSend", testOutboxBeginSend},
 		{"OutboxDeadLetters", testOutboxDeadLetters},
 		{"OutboxListNotifications", testOutboxListNotifications},
-		{"MoveTask", testMoveTask},
 
 		{"FilesWithMutation", testFilesWithMutation},
 		{"FileReads", testFileReads},
