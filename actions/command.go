@@ -108,7 +108,7 @@ func ParseCommand(text string) (Command, bool) {
 // notStrategy are words that may stand before "task" in a create
 // command without naming a strategy ("create a new task", "create task
 // task list").
-var notStrategy = map[string]bool{"task": true, "job": true, "new": true, "the": true, "one": true, "another": true, "background": true}
+var notStrategy = map[string]bool{"a": true, "an": true, "task": true, "job": true, "new": true, "the": true, "one": true, "another": true, "background": true}
 
 // taskNumber reads "#12", "12" or "task12"; 0 when it is not a positive
 // number.
