@@ -27,7 +27,7 @@ func (s *Server) historyLocked(p url.Values) apiResult {
 	}
 	var msgs []*Message
 	for _, m := range s.messages {
-		if m.Kind == KindPost && m.Channel == channel && m.ThreadTS == "" {
+		if m.Kind == KindPost && m.Channel == channel && m.ThreadTS == "" && !m.Deleted {
 			msgs = append(msgs, m)
 		}
 	}
@@ -51,7 +51,7 @@ func (s *Server) repliesLocked(p url.Values) apiResult {
 	var parent *Message
 	var replies []*Message
 	for _, m := range s.messages {
-		if m.Kind != KindPost || m.Channel != channel {
+		if m.Kind != KindPost || m.Channel != channel || m.Deleted {
 			continue
 		}
 		switch {

@@ -51,6 +51,16 @@ var _ Payload = Event{}
 func (Event) envelopeType() string { return EnvelopeEvents }
 func (Event) path() string         { return "/slack/events" }
 
+// callbackJSON wraps an inner event in the event callback Slack sends.
+func callbackJSON(team, app, eventID string, at time.Time, botUserID string, inner map[string]any) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"token": "deprecated-verification-token", "team_id": team, "api_app_id": app,
+		"event": inner, "type": "event_callback", "event_id": eventID, "event_time": at.Unix(),
+		"authorizations":        []map[string]any{{"team_id": team, "user_id": botUserID, "is_bot": true}},
+		"is_ext_shared_channel": false, "event_context": "4-" + eventID,
+	})
+}
+
 // JSON is the event callback as Slack sends it.
 func (e Event) JSON() ([]byte, error) {
 	inner := map[string]any{
@@ -77,12 +87,7 @@ func (e Event) JSON() ([]byte, error) {
 	if e.Type == "message" && e.SubType == "" && e.User != "" {
 		inner["client_msg_id"] = "msg-" + e.EventID
 	}
-	return json.Marshal(map[string]any{
-		"token": "deprecated-verification-token", "team_id": e.TeamID, "api_app_id": e.APIAppID,
-		"event": inner, "type": "event_callback", "event_id": e.EventID, "event_time": e.EventTime.Unix(),
-		"authorizations":        []map[string]any{{"team_id": e.TeamID, "user_id": e.botUserID, "is_bot": true}},
-		"is_ext_shared_channel": false, "event_context": "4-" + e.EventID,
-	})
+	return callbackJSON(e.TeamID, e.APIAppID, e.EventID, e.EventTime, e.botUserID, inner)
 }
 
 func (e Event) httpBody() (string, []byte, error) {
@@ -157,7 +162,8 @@ func (c Command) httpBody() (string, []byte, error) {
 
 func (c Command) socketPayload() (json.RawMessage, error) { return json.Marshal(c.fields()) }
 
-// Interaction is a block_actions interaction: a button pressed.
+// Interaction is a block_actions interaction: a button pressed in a
+// message, or, when ViewID is set, in a view (the Home tab).
 type Interaction struct {
 	TeamID      string
 	UserID      string
@@ -174,8 +180,12 @@ type Interaction struct {
 	ResponseURL string
 	ActionTS    string
 	APIAppID    string
+	// ViewID is the view the button is in, for a press in the Home tab;
+	// such a press has no channel, message or response URL.
+	ViewID string
 
-	botUserID string // who posted the message
+	botUserID string         // who posted the message
+	view      map[string]any // the view as Slack sends it, with ViewID
 }
 
 var _ Payload = Interaction{}
@@ -185,6 +195,20 @@ func (Interaction) path() string         { return "/slack/interactions" }
 
 // JSON is the interaction payload as Slack sends it.
 func (in Interaction) JSON() ([]byte, error) {
+	actions := []map[string]any{{
+		"type": "button", "action_id": in.ActionID, "block_id": in.BlockID, "value": in.Value,
+		"text": map[string]any{"type": "plain_text", "text": in.Label, "emoji": true}, "action_ts": in.ActionTS,
+	}}
+	if in.ViewID != "" {
+		return json.Marshal(map[string]any{
+			"type": "block_actions", "token": "deprecated-verification-token", "api_app_id": in.APIAppID,
+			"user":      map[string]any{"id": in.UserID, "username": in.UserName, "name": in.UserName, "team_id": in.TeamID},
+			"team":      map[string]any{"id": in.TeamID, "domain": "fake"},
+			"container": map[string]any{"type": "view", "view_id": in.ViewID},
+			"view":      in.view, "trigger_id": in.TriggerID, "actions": actions,
+			"is_enterprise_install": false,
+		})
+	}
 	container := map[string]any{"type": "message", "message_ts": in.MessageTS, "channel_id": in.ChannelID, "is_ephemeral": in.IsEphemeral}
 	message := map[string]any{"type": "message", "ts": in.MessageTS, "user": in.botUserID}
 	if in.ThreadTS != "" {
@@ -203,10 +227,7 @@ func (in Interaction) JSON() ([]byte, error) {
 		"container":  container,
 		"message":    message,
 		"trigger_id": in.TriggerID, "response_url": in.ResponseURL,
-		"actions": []map[string]any{{
-			"type": "button", "action_id": in.ActionID, "block_id": in.BlockID, "value": in.Value,
-			"text": map[string]any{"type": "plain_text", "text": in.Label, "emoji": true}, "action_ts": in.ActionTS,
-		}},
+		"actions": actions,
 	})
 }
 
@@ -276,7 +297,7 @@ func (s *Server) SlashCommand(channel, user, text string) Command {
 		TeamID: s.cfg.teamID, TeamDomain: "fake", ChannelID: channel, ChannelName: name,
 		UserID: user, UserName: u.Name, Command: "/task", Text: text,
 		ResponseURL: s.newResponseURLLocked(channel, user, ""),
-		TriggerID:   fmt.Sprintf("%d.%d.trigger", s.nextLocked(), s.tsBase), APIAppID: s.cfg.appID,
+		TriggerID:   s.triggerLocked(user), APIAppID: s.cfg.appID,
 	}
 }
 
@@ -293,7 +314,7 @@ func (s *Server) ButtonPress(user string, msg Message, actionID, value string) (
 			TeamID: s.cfg.teamID, UserID: user, UserName: u.Name, ChannelID: msg.Channel,
 			MessageTS: msg.TS, ThreadTS: msg.ThreadTS, IsEphemeral: !msg.Visible(),
 			BlockID: b.BlockID, ActionID: actionID, Value: value, Label: b.Label,
-			TriggerID:   fmt.Sprintf("%d.%d.trigger", s.nextLocked(), s.tsBase),
+			TriggerID:   s.triggerLocked(user),
 			ResponseURL: s.newResponseURLLocked(msg.Channel, user, msg.ThreadTS),
 			ActionTS:    s.tsLocked(), APIAppID: s.cfg.appID, botUserID: s.cfg.bot.ID,
 		}, nil

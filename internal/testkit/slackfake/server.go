@@ -38,6 +38,22 @@ const (
 	MaxButtonText       = 75    // a button's label
 	MaxButtonValue      = 2000  // a button's value
 	MaxIDLength         = 255   // block_id and action_id
+	MaxMarkdownText     = 12000 // the markdown blocks of one message, in all
+	MaxHeaderText       = 150   // a header block's text
+	MaxContextElements  = 10    // elements in one context block
+	MaxLabelText        = 2000  // an input block's label
+	MaxInputLength      = 3000  // a plain_text_input's min_length and max_length
+	MaxSelectOptions    = 100   // options of a static_select
+	MaxOptionText       = 75    // an option's text
+	MaxOptionValue      = 150   // an option's value
+	MaxViewBlocks       = 100   // blocks in a modal or a Home tab
+	MaxViewTitle        = 24    // a modal's title, submit and close texts
+	MaxPrivateMetadata  = 3000  // a view's private_metadata
+	MaxSuggestedPrompts = 4     // prompts of one assistant thread
+	TriggerLifetime     = 3 * time.Second
+	// StatusTimeout is how long an assistant thread's status stays when
+	// the app posts nothing in the thread.
+	StatusTimeout       = 2 * time.Minute
 	maxBody             = 1 << 20
 	responseURLMaxUses  = 5
 	responseURLPrefix   = "/response/"
@@ -67,6 +83,7 @@ type config struct {
 	pingInterval       time.Duration
 	now                func() time.Time
 	users              []User
+	noHomeTab          bool
 }
 
 // WithTeam sets the workspace's ID and name.
@@ -95,6 +112,10 @@ func WithPingInterval(d time.Duration) Option { return func(c *config) { c.pingI
 // payloads with, e.g. a fake clock's Now; the wall clock by default.
 func WithNow(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
+// WithoutHomeTab is an app whose Home tab is not enabled: views.publish
+// answers not_enabled.
+func WithoutHomeTab() Option { return func(c *config) { c.noHomeTab = true } }
+
 // Server is a fake Slack. It is safe for concurrent use.
 type Server struct {
 	t   testing.TB
@@ -118,6 +139,10 @@ type Server struct {
 	connects     int
 	envelopes    map[string]Envelope
 	acks         []Ack
+	triggers     map[string]*trigger
+	views        map[string]*View
+	homes        map[string]string // user → their Home tab's view ID
+	threads      map[string]*assistantThread
 }
 
 type fault struct {
@@ -156,6 +181,10 @@ func New(t testing.TB, opts ...Option) *Server {
 		responseURLs: map[string]*responseURL{},
 		tickets:      map[string]bool{},
 		envelopes:    map[string]Envelope{},
+		triggers:     map[string]*trigger{},
+		views:        map[string]*View{},
+		homes:        map[string]string{},
+		threads:      map[string]*assistantThread{},
 	}
 	for _, u := range cfg.users {
 		s.users[u.ID] = u

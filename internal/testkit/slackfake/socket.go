@@ -195,7 +195,9 @@ func (s *Server) Deliver(ctx context.Context, p Payload) (Envelope, error) {
 	s.mu.Lock()
 	id := fmt.Sprintf("env-%d", s.nextLocked())
 	s.mu.Unlock()
-	env := Envelope{ID: id, Type: p.envelopeType(), Payload: raw, AcceptsResponsePayload: p.envelopeType() == EnvelopeSlashCommand}
+	// Slash commands and view submissions may be answered in the ack.
+	_, submission := p.(ViewSubmission)
+	env := Envelope{ID: id, Type: p.envelopeType(), Payload: raw, AcceptsResponsePayload: p.envelopeType() == EnvelopeSlashCommand || submission}
 	return env, s.send(ctx, env)
 }
 

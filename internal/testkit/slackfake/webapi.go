@@ -20,10 +20,18 @@ const kindEdit = "edit"
 type apiResult struct {
 	fields map[string]any
 	err    string
+	// why is what Slack says about an error in
+	// response_metadata.messages, as it does for invalid_arguments.
+	why []string
 }
 
 func ok(fields map[string]any) apiResult { return apiResult{fields: fields} }
 func fail(code string) apiResult         { return apiResult{err: code} }
+
+// invalid is invalid_arguments with Slack's explanation.
+func invalid(format string, args ...any) apiResult {
+	return apiResult{err: "invalid_arguments", why: []string{"[ERROR] " + fmt.Sprintf(format, args...)}}
+}
 
 // serveAPI answers POST (or GET) /api/<method>.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +65,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	if res.err != "" {
-		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": res.err})
+		body := map[string]any{"ok": false, "error": res.err}
+		if len(res.why) > 0 {
+			body["response_metadata"] = map[string]any{"messages": res.why}
+		}
+		writeJSON(w, http.StatusOK, body)
 		return
 	}
 	body := map[string]any{"ok": true}
@@ -88,6 +100,18 @@ func (s *Server) dispatchLocked(method, token string, p url.Values) apiResult {
 		return s.postLocked(KindEphemeral, p)
 	case "chat.update":
 		return s.updateLocked(p)
+	case "chat.delete":
+		return s.deleteLocked(p)
+	case "conversations.open":
+		return s.conversationsOpenLocked(p)
+	case "views.open":
+		return s.viewsOpenLocked(p)
+	case "views.publish":
+		return s.viewsPublishLocked(p)
+	case "assistant.threads.setSuggestedPrompts":
+		return s.setSuggestedPromptsLocked(p)
+	case "assistant.threads.setStatus":
+		return s.setStatusLocked(p)
 	case "conversations.history":
 		return s.historyLocked(p)
 	case "conversations.replies":
@@ -180,7 +204,7 @@ func (s *Server) postLocked(kind string, p url.Values) apiResult {
 func (s *Server) updateLocked(p url.Values) apiResult {
 	channel, ts := p.Get("channel"), p.Get("ts")
 	for _, old := range s.messages {
-		if old.Kind != KindPost || old.Channel != channel || old.TS != ts {
+		if old.Kind != KindPost || old.Channel != channel || old.TS != ts || old.Deleted {
 			continue
 		}
 		m, res := s.messageFromParams(kindEdit, p)
@@ -204,6 +228,39 @@ func (s *Server) updateLocked(p url.Values) apiResult {
 		return ok(map[string]any{"channel": channel, "ts": ts, "text": old.Text, "message": s.wireMessage(old, true)})
 	}
 	return fail("message_not_found")
+}
+
+// deleteLocked answers chat.delete: one of the app's own posts, by channel
+// and ts, is gone from the channel (and from history); deleting it again,
+// or a message the fake does not have, is message_not_found.
+func (s *Server) deleteLocked(p url.Values) apiResult {
+	channel, ts := p.Get("channel"), p.Get("ts")
+	if channel == "" {
+		return fail("channel_not_found")
+	}
+	for _, m := range s.messages {
+		if m.Kind == KindPost && m.Channel == channel && m.TS == ts && !m.Deleted {
+			m.Deleted = true
+			return ok(map[string]any{"channel": channel, "ts": ts})
+		}
+	}
+	return fail("message_not_found")
+}
+
+// conversationsOpenLocked answers conversations.open for one user: the
+// direct-message channel between the bot and that user.
+func (s *Server) conversationsOpenLocked(p url.Values) apiResult {
+	if ch := p.Get("channel"); ch != "" {
+		return ok(map[string]any{"channel": map[string]any{"id": ch}, "already_open": true})
+	}
+	users := strings.Split(p.Get("users"), ",")
+	if len(users) != 1 || users[0] == "" {
+		return fail("users_list_not_supplied")
+	}
+	if _, known := s.users[users[0]]; !known {
+		return fail("user_not_found")
+	}
+	return ok(map[string]any{"channel": map[string]any{"id": s.IMChannel(users[0])}, "already_open": true})
 }
 
 // messageFromParams reads a message's text and blocks and checks them.
