@@ -56,6 +56,8 @@ type Runtime struct {
 	handlers   map[EventType][]EventHandler
 	platforms  map[string]Platform
 	running    []Service // started services, to stop in reverse
+	// sourced names the actions each source gave SetActions.
+	sourced map[string][]string
 }
 
 // MountedRoute is a plugin route with its full path.
@@ -305,6 +307,54 @@ func (rt *Runtime) stopServices(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SetActions makes acts the actions of source, replacing those it set
+// before; none removes them. It is for actions that come and go while the
+// runtime runs, such as an MCP server's tools (source "mcp:<server>"),
+// and is safe for concurrent use. A name that a plugin or another source
+// registered, an action with no name or a name given twice refuses the
+// whole set, and source keeps the actions it had. A call already running
+// is not affected: the runtime finds an action by name when a call starts.
+func (rt *Runtime) SetActions(source string, acts []Action) error {
+	if strings.TrimSpace(source) == "" {
+		return errors.New("set actions: the source has no name")
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	old := rt.sourced[source]
+	names := make([]string, 0, len(acts))
+	for _, a := range acts {
+		name := a.Info().Name
+		if name == "" {
+			return fmt.Errorf("set actions of %s: an action has no name", source)
+		}
+		if slices.Contains(names, name) {
+			return fmt.Errorf("set actions of %s: action %q is given twice", source, name)
+		}
+		if _, taken := rt.actionByID[name]; taken && !slices.Contains(old, name) {
+			return fmt.Errorf("set actions of %s: action %q is already registered", source, name)
+		}
+		names = append(names, name)
+	}
+	// Actions hands out copies, so the list may be changed in place.
+	rt.actions = slices.DeleteFunc(rt.actions, func(a Action) bool { return slices.Contains(old, a.Info().Name) })
+	for _, name := range old {
+		delete(rt.actionByID, name)
+	}
+	for i, a := range acts {
+		rt.actionByID[names[i]] = a
+		rt.actions = append(rt.actions, a)
+	}
+	if rt.sourced == nil {
+		rt.sourced = map[string][]string{}
+	}
+	if len(names) == 0 {
+		delete(rt.sourced, source)
+	} else {
+		rt.sourced[source] = names
+	}
+	return nil
 }
 
 // Actions lists the registered actions in registration order.
