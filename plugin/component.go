@@ -94,6 +94,12 @@ type Message struct {
 	Command     bool   // a slash command
 	Admin       bool   // the platform says the author administers the workspace
 	Time        time.Time
+	// Action, when set, is a command the platform has already parsed into
+	// an action's parameters (Params), as a slash command's options are:
+	// the pipeline runs it as given instead of reading Text, which still
+	// says the command in words for the memory and the logs.
+	Action string
+	Params json.RawMessage
 }
 
 // Addressed reports whether the message is meant for the bot: DMs,

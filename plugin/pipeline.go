@@ -121,6 +121,12 @@ func sentence(s string) string {
 // selectAction picks the action for an addressed message; fallbackText is
 // a model's chat reply when it picked none.
 func (rt *Runtime) selectAction(ctx context.Context, msg *Message, state *State, log *slog.Logger) (name string, params json.RawMessage, fallbackText string) {
+	if msg.Action != "" {
+		if _, ok := rt.Action(msg.Action); ok {
+			return msg.Action, msg.Params, ""
+		}
+		log.Warn("the message names an action nobody registered; reading its text instead", "action", msg.Action)
+	}
 	for _, a := range rt.Actions() {
 		m, ok := a.(CommandMatcher)
 		if !ok {

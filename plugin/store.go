@@ -47,6 +47,11 @@ type Store interface {
 	// what fn returns (row, event, step, notifications) in one transaction.
 	// fn's error is returned as is and nothing is written.
 	UpdateTask(ctx context.Context, number int64, fn MutateFunc) (Task, error)
+	// MoveTask moves a task that has not ended to room (Moved), and with
+	// it the notifications still waiting for its old room that no send has
+	// begun on, in one transaction: they are delivered in the new room.
+	// A Discord task moves into the thread started for it this way.
+	MoveTask(ctx context.Context, number int64, room, actor string, now time.Time) (Task, error)
 
 	Steps(ctx context.Context, number int64) ([]Step, error)
 	// TaskEvents lists one task's events with sequence > after.

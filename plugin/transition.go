@@ -460,7 +460,11 @@ func holdsLease(op string, t Task, o Outcome) error {
 func withNotifications(m Mutation, t Task, ns []Notification, now time.Time) Mutation {
 	for _, n := range ns {
 		n.TaskNumber = t.Number
-		if n.Room == "" {
+		// A tool posts to its task's room as the row says when the
+		// iteration commits: a task moved meanwhile (into its Discord
+		// thread, see Moved) posts there, not where it was when the
+		// iteration was claimed.
+		if t.RoomID != "" {
 			n.Room = t.RoomID
 		}
 		if n.CreatedAt.IsZero() {

@@ -52,6 +52,10 @@ type Tx interface {
 	InsertEvent(ctx context.Context, e plugin.TaskEvent) error
 	InsertStep(ctx context.Context, s plugin.Step) error
 	Enqueue(ctx context.Context, n plugin.Notification) error
+	// MoveNotifications moves the notifications of task waiting for room
+	// from that no sender holds and no send has begun on (no delivery key)
+	// to room to; it says how many it moved.
+	MoveNotifications(ctx context.Context, task int64, from, to string) (int64, error)
 
 	// ReadyRooms lists rooms with a due notification that no sender
 	// holds, the one waiting longest first: only room when it is set, only

@@ -311,3 +311,44 @@ func insertEvent(ctx context.Context, tx Tx, e plugin.TaskEvent) error {
 	}
 	return nil
 }
+
+// MoveTask moves task number to room with plugin.Moved, taking along the
+// notifications still waiting for its old room that no send has begun on;
+// the event says how many.
+func (c Core) MoveTask(ctx context.Context, number int64, room, actor string, now time.Time) (plugin.Task, error) {
+	var out plugin.Task
+	err := c.D.Write(ctx, func(tx Tx) error {
+		cur, err := tx.LockTask(ctx, number)
+		if errors.Is(err, ErrNoRows) {
+			return &plugin.TaskError{Op: "move", Number: number, Err: plugin.ErrNotFound}
+		}
+		if err != nil {
+			return fmt.Errorf("move task #%d: %w", number, err)
+		}
+		// Moved refuses first, so a refused move moves no notification.
+		m, err := plugin.Moved(cur, room, plugin.CleanText(actor), now, nil)
+		if err != nil {
+			return err
+		}
+		plugin.CleanTask(&m.Task)
+		moved, err := tx.MoveNotifications(ctx, number, cur.RoomID, m.Task.RoomID)
+		if err != nil {
+			return fmt.Errorf("move task #%d: its notifications: %w", number, err)
+		}
+		if m, err = plugin.Moved(cur, m.Task.RoomID, plugin.CleanText(actor), now, map[string]any{"notifications_moved": moved}); err != nil {
+			return err
+		}
+		if err := plugin.CheckMutation(cur, m); err != nil {
+			return err
+		}
+		if err := writeMutation(ctx, tx, &m); err != nil {
+			return fmt.Errorf("move task #%d: %w", number, err)
+		}
+		out = m.Task
+		return nil
+	})
+	if err != nil {
+		return plugin.Task{}, err
+	}
+	return out, nil
+}

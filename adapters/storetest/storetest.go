@@ -86,6 +86,7 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"OutboxBeginSend", testOutboxBeginSend},
 		{"OutboxDeadLetters", testOutboxDeadLetters},
 		{"OutboxListNotifications", testOutboxListNotifications},
+		{"MoveTask", testMoveTask},
 
 		{"FilesWithMutation", testFilesWithMutation},
 		{"FileReads", testFileReads},
