@@ -92,6 +92,7 @@ func TestChatCommands(t *testing.T) {
 		k.expect("ann", "list tasks", "📊 Task Queue (2 tasks)")
 		k.expect("ann", "show queue", `Next: #1 "Build auth" (fair scheduling)`)
 		k.expect("bob", "status #1", "Goal: Build auth")
+		k.expect("ann", "create loop task Write the docs", `Created task #3 "Write the docs"`)
 		k.expect("bob", "search tasks LOGIN", `#2 "Fixing the flaky login test"`)
 		k.expect("bob", "search tasks nothing-like-it", "No tasks match")
 		k.expect("bob", "help", "create task")
@@ -111,6 +112,7 @@ func TestBadCommandsChangeNothing(t *testing.T) {
 			{"create task", "What should the task do?"},
 			{"create task    ", "What should the task do?"},
 			{"create task " + strings.Repeat("x", 4001), "Cannot create the task: the goal is 4001 characters; the limit is 4000."},
+			{"create bogus task Build auth", `Cannot create the task: there is no strategy "bogus"; the strategies are loop`},
 			{"search", "Search for what?"},
 			{"answer #1", "Say `answer #3 <your answer>`."},
 			{"answer #1 use JWT", "Task #1 is not waiting for an answer."},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
 )
 
 func body(s string) io.Reader { return strings.NewReader(s) }
@@ -276,6 +277,27 @@ func TestCreateAndListOnBothStores(t *testing.T) {
 			t.Errorf("empty goal = %d", r.code)
 		}
 	})
+}
+
+// TestCreateWithStrategy: the API's strategy field chooses how a task is
+// worked; an unknown one is a 400 that lists the strategies and creates
+// nothing.
+func TestCreateWithStrategy(t *testing.T) {
+	f := newFixture(t, teststore.SQLite)
+	r := f.do("POST", "/api/tasks", body(`{"goal": "Compare the queues", "strategy": "nonsense"}`))
+	if r.code != 400 || !strings.Contains(r.raw, `there is no strategy \"nonsense\"; the strategies are loop`) {
+		t.Fatalf("unknown strategy = %d %s", r.code, r.raw)
+	}
+	if tasks, err := f.store.ListTasks(f.ctx, plugin.TaskFilter{}); err != nil || len(tasks) != 0 {
+		t.Fatalf("after the refusal the store holds %d tasks (%v)", len(tasks), err)
+	}
+	r = f.do("POST", "/api/tasks", body(`{"goal": "Compare the queues", "strategy": "loop"}`))
+	if r.code != 201 || r.body["strategy"] != "loop" || r.body["phase"] != "" || r.body["ledger"] != nil {
+		t.Fatalf("create with strategy loop = %d %s", r.code, r.raw)
+	}
+	if r := f.do("POST", "/api/tasks", body(`{"goal": "No strategy"}`)); r.code != 201 || r.body["strategy"] != "loop" {
+		t.Fatalf("create without a strategy = %d %s", r.code, r.raw)
+	}
 }
 
 // TestTooManyActiveTasks: the task service's per-requestor limit is a 429

@@ -258,6 +258,13 @@ func Status(f Flavor, t plugin.Task, steps []plugin.Step) string {
 	lines = append(lines,
 		indent+"Status: "+StatusWord(t.Status),
 		fmt.Sprintf("%sProgress: %s %d%%", indent, Bar(t.Progress), clampPercent(t.Progress)))
+	if t.Strategy != "" && t.Strategy != plugin.StrategyLoop {
+		st := indent + "Strategy: " + Escape(f, t.Strategy)
+		if t.Phase != "" {
+			st += ", phase: " + Escape(f, t.Phase)
+		}
+		lines = append(lines, st)
+	}
 	it := indent + "Iteration: " + itoa(t.Iteration)
 	if t.MaxIterations > 0 {
 		it += "/" + itoa(t.MaxIterations)

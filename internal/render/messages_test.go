@@ -349,3 +349,18 @@ func TestBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusStrategy: status #N names a strategy other than loop and
+// where it stands; a loop task's status says nothing of it.
+func TestStatusStrategy(t *testing.T) {
+	t.Parallel()
+	task := statusTask()
+	task.Strategy, task.Phase = plugin.StrategyReview, "execution"
+	if got := Status(Plain, task, nil); !strings.Contains(got, "Strategy: review, phase: execution") {
+		t.Errorf("want the strategy and phase in\n%s", got)
+	}
+	task.Strategy, task.Phase = plugin.StrategyLoop, ""
+	if got := Status(Plain, task, nil); strings.Contains(got, "Strategy") {
+		t.Errorf("a loop task's status names its strategy:\n%s", got)
+	}
+}

@@ -221,7 +221,8 @@ function applyEvent(ev) {
   }
   if (!t) { fetchTask(n); return; }
   for (const [k, v] of Object.entries(changes)) {
-    if (k.startsWith("approval_")) continue;
+    if (k.startsWith("approval_") || k === "strategy_state") continue;
+    if (k === "ledger") { t.ledger = parseLedger(v); continue; }
     t[k] = norm(v);
   }
   if ("continues_number" in changes) t.continues_number = changes.continues_number || null;
@@ -232,6 +233,13 @@ function applyEvent(ev) {
     if (ev.type === "iterated" || ev.type === "tool_ran" || ev.type === "created") loadFiles(n);
   }
   scheduleRender();
+}
+
+// parseLedger reads magentic's ledger from an event's change (JSON text,
+// "" for none) into the API's shape (an object, or null).
+function parseLedger(v) {
+  if (!v || typeof v !== "string") return v || null;
+  try { return JSON.parse(v); } catch { return null; }
 }
 
 // applyApproval keeps t.approval, the API's {action, params, granted},
@@ -531,6 +539,7 @@ function renderDetail(now) {
     ["Requested by", t.requestor_id || "—"],
     ["Created", t.created_at ? ago(t.created_at, now) : "—"],
   ];
+  facts.unshift(["Strategy", (t.strategy || "loop") + (t.phase ? " · " + t.phase : "")]);
   if (t.max_tokens) facts.push(["Token budget", compact(t.max_tokens)]);
   if (t.continues_number) facts.push(["Continues", "#" + t.continues_number]);
   if (t.next_attempt_at && !TERMINAL.has(t.status) && Date.parse(t.next_attempt_at) > now) {
