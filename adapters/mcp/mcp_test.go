@@ -1,0 +1,173 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/taskloom/taskloom/adapters/mcp"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// roleVar, in a stdio server's configured env, makes this test binary
+// that server (see TestMain) instead of running the tests.
+const roleVar = "MCP_TEST_ROLE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(roleVar) == "stdio-server" {
+		stdioServer()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// stdioServer is an MCP server on stdin and stdout with the tools "env"
+// (its environment, one variable a line), "pid" and "exit" (it exits at
+// once, as a crashing server would).
+func stdioServer() {
+	s := sdk.NewServer(&sdk.Implementation{Name: "test-stdio", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "env", Description: "the server's environment"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return text(strings.Join(os.Environ(), "\n")), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "pid"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return text(strconv.Itoa(os.Getpid())), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "exit"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		fmt.Fprintln(os.Stderr, "exiting as asked")
+		os.Exit(3)
+		return nil, nil, nil
+	})
+	fmt.Fprintln(os.Stderr, "test stdio server ready")
+	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func text(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+}
+
+// syncBuffer is a log destination the servers' goroutines share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
+}
+
+// kit is a runtime whose "mcp" plugin has started.
+type kit struct {
+	t   *testing.T
+	rt  *plugin.Runtime
+	log *syncBuffer
+}
+
+func start(t *testing.T, opts mcp.Options) *kit {
+	t.Helper()
+	k := &kit{t: t, log: &syncBuffer{}}
+	opts.Logger = slog.New(slog.NewTextHandler(k.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	k.rt = plugin.New(plugin.Options{Logger: opts.Logger})
+	if err := k.rt.Register(mcp.New(opts).Plugin()); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := k.rt.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return k
+}
+
+// call runs an action as a task's tool call.
+func (k *kit) call(ctx context.Context, name string, params string) (plugin.Result, error) {
+	return k.rt.RunAction(ctx, name, &plugin.Call{Task: &plugin.Task{Number: 1}, Params: json.RawMessage(params)})
+}
+
+func (k *kit) tools(prefix string) []string {
+	var names []string
+	for _, a := range k.rt.Actions() {
+		if info := a.Info(); strings.HasPrefix(info.Name, prefix) {
+			if !info.Tool {
+				k.t.Errorf("%s is not offered to tasks", info.Name)
+			}
+			names = append(names, info.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// waitTools waits until the actions named with prefix are want.
+func (k *kit) waitTools(prefix string, want ...string) {
+	k.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Equal(k.tools(prefix), want) {
+		if time.Now().After(deadline) {
+			k.t.Fatalf("tools %s* = %q, want %q; log:\n%s", prefix, k.tools(prefix), want, strings.Join(k.log.lines(), "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// httpServer serves an in-process go-sdk server over streamable HTTP.
+func httpServer(t *testing.T, s *sdk.Server) string {
+	t.Helper()
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+type echoIn struct {
+	Message string `json:"message" jsonschema:"the text to echo"`
+}
+
+// webServer has "echo", "fail" (isError) and "mixed" (text around an
+// image); calls counts the calls it answered.
+func webServer(calls *atomic.Int32) *sdk.Server {
+	s := sdk.NewServer(&sdk.Implementation{Name: "test-web", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echoes a message."}, func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+		calls.Add(1)
+		return text("echo: " + in.Message), nil, nil
+	})
+	s.AddTool(&sdk.Tool{Name: "fail", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		calls.Add(1)
+		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "disk full"}, &sdk.TextContent{Text: "on /srv"}}}, nil
+	})
+	s.AddTool(&sdk.Tool{Name: "mixed", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		calls.Add(1)
+		return &sdk.CallToolResult{Content: []sdk.Content{
+			&sdk.TextContent{Text: "before"},
+			&sdk.ImageContent{MIMEType: "image/png", Data: []byte("PNGDATA")},
+			&sdk.TextContent{Text: "after"},
+		}}, nil
+	})
+	return s
+}
