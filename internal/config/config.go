@@ -1,10 +1,14 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +80,21 @@ type Config struct {
 
 	Character string // path of a character file; "" for the default
 	LogLevel  string // debug, info, warn, error
+
+	// MCPServers are the MCP servers whose tools tasks can call
+	// (TASKLOOM_MCP_SERVERS), sorted by name.
+	MCPServers []MCPServer
+}
+
+// MCPServer is one server of TASKLOOM_MCP_SERVERS: a command spoken to
+// over stdio (Command, Args, Env) or a streamable HTTP endpoint (URL).
+// Its tools are the actions "<Name>.<tool>".
+type MCPServer struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	URL     string
 }
 
 // Defaults (PRODUCT §6).
@@ -141,6 +160,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Retention:            r.duration("TASKLOOM_RETENTION", 720*time.Hour, time.Hour, 100*365*24*time.Hour),
 		Character:            r.str("TASKLOOM_CHARACTER", ""),
 		LogLevel:             strings.ToLower(r.str("TASKLOOM_LOG_LEVEL", "info")),
+		MCPServers:           r.mcpServers("TASKLOOM_MCP_SERVERS"),
 	}
 	c.DiscordShardID, c.DiscordShardCount = r.shard("DISCORD_SHARD_ID", "DISCORD_SHARD_COUNT")
 	if r.err != nil {
@@ -393,4 +413,77 @@ func (r *reader) list(name string) []string {
 		}
 	}
 	return out
+}
+
+// maxMCPServerName bounds a server's name, which begins each of its
+// tools' action names.
+const maxMCPServerName = 64
+
+// mcpServers reads TASKLOOM_MCP_SERVERS: a JSON object from server name
+// to {"command", "args", "env"} or {"url"}. The value is never repeated in
+// an error: a server's env may hold its keys.
+func (r *reader) mcpServers(name string) []MCPServer {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return nil
+	}
+	bad := func(format string, args ...any) []MCPServer {
+		r.fail(&Error{Var: name, Reason: fmt.Sprintf(format, args...)})
+		return nil
+	}
+	var byName map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &byName); err != nil || byName == nil {
+		return bad(`want a JSON object from server name to {"command": ..., "args": [...], "env": {...}} or {"url": "https://..."}, e.g. {"files": {"command": "mcp-files", "args": ["/srv"]}}`)
+	}
+	var out []MCPServer
+	for _, server := range slices.Sorted(maps.Keys(byName)) {
+		raw := byName[server]
+		if !mcpServerName(server) {
+			return bad("the server name %q is not usable in tool names (%s.<tool>): want 1 to %d letters, digits, _ or -", server, server, maxMCPServerName)
+		}
+		var s struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+			URL     string            `json:"url"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			return bad("server %q: want an object with command, args and env, or url: %s", server, strings.TrimPrefix(err.Error(), "json: "))
+		}
+		s.Command, s.URL = strings.TrimSpace(s.Command), strings.TrimSpace(s.URL)
+		switch {
+		case s.Command == "" && s.URL == "":
+			return bad("server %q has neither a command (stdio) nor a url (streamable HTTP)", server)
+		case s.Command != "" && s.URL != "":
+			return bad("server %q has both a command and a url; give one", server)
+		case s.URL != "" && (len(s.Args) > 0 || len(s.Env) > 0):
+			return bad("server %q: args and env are for a command, not a url", server)
+		case s.URL != "" && checkHTTPURL(s.URL) != nil:
+			return bad("server %q: the url is not an http:// or https:// URL", server)
+		}
+		for k := range s.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				return bad("server %q: %q is not an environment variable name", server, k)
+			}
+		}
+		out = append(out, MCPServer{Name: server, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL})
+	}
+	return out
+}
+
+// mcpServerName says whether a server name can begin its tools' names:
+// letters, digits, _ and -, as an MCP tool name has (with no dot, which
+// ends it).
+func mcpServerName(s string) bool {
+	if s == "" || len(s) > maxMCPServerName {
+		return false
+	}
+	for _, c := range s {
+		if c != '_' && c != '-' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
