@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/taskloom/taskloom/adapters/demo"
 	"github.com/taskloom/taskloom/adapters/discord"
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/adapters/mcp"
 	"github.com/taskloom/taskloom/adapters/openai"
 	"github.com/taskloom/taskloom/adapters/postgres"
 	slackadapter "github.com/taskloom/taskloom/adapters/slack"
@@ -324,7 +326,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 			return err
 		}
 	}
-	core := NewCore(CoreOptions{Config: cfg, Store: st, Model: model, Character: character, Clock: clk, Logger: log, Owner: replicaName(), Sandbox: sandbox})
+	core := NewCore(CoreOptions{Config: cfg, Store: st, Model: model, Character: character, Clock: clk, Logger: log, Owner: replicaName(), Sandbox: sandbox,
+		Getenv: o.Getenv})
 	rt := core.Runtime
 	var plugins []*plugin.Plugin
 	if useConsole(cfg, o.Getenv, o.Stdin) {
@@ -415,6 +418,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	for _, r := range rt.Routes() {
 		srv.Handle(r.Pattern, r.Route.Handler)
 	}
+	for _, name := range cfg.ApproveTools {
+		if _, ok := rt.Action(name); !ok && strings.Contains(name, ".") {
+			log.Warn("TASKLOOM_APPROVE_TOOLS names an MCP tool that its server does not offer (now); check the name", "tool", name)
+		}
+	}
 	srv.SetReady(true)
 	log.Info("taskloom is running", "version", version(), "http", "http://"+ln.Addr().String(), "character", character.Name)
 	if o.OnListen != nil {
@@ -455,11 +463,19 @@ func onRealClock(c clock.Clock) bool {
 
 // checkApproveTools refuses a TASKLOOM_APPROVE_TOOLS that names a tool no
 // task has: a typo would otherwise let the tool it meant run unasked.
-// run_command may be named while it is off (it is the default), and an MCP
-// server's tools (server.tool) are listed only once it has started.
+// run_command may be named while it is off (it is the default). An MCP
+// server's tools (server.tool) are listed only once it has started, so
+// only the server is checked: it must be one of TASKLOOM_MCP_SERVERS.
 func checkApproveTools(cfg config.Config, rt *plugin.Runtime) error {
 	for _, name := range cfg.ApproveTools {
-		if name == "run_command" || strings.Contains(name, ".") {
+		if name == "run_command" {
+			continue
+		}
+		if server, _, ok := strings.Cut(name, "."); ok {
+			if !slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == server }) {
+				return &config.Error{Var: "TASKLOOM_APPROVE_TOOLS", Value: strings.Join(cfg.ApproveTools, ","),
+					Reason: fmt.Sprintf("%q names no MCP server of TASKLOOM_MCP_SERVERS", name)}
+			}
 			continue
 		}
 		if a, ok := rt.Action(name); !ok || !a.Info().Tool {
@@ -482,6 +498,9 @@ type CoreOptions struct {
 	// Sandbox runs run_command's commands when Config.RunCommand is set;
 	// nil makes one from Config, unchecked (serve checks it at start-up).
 	Sandbox *actions.Sandbox
+	// Getenv gives the PATH and HOME that stdio MCP servers are started
+	// with; os.Getenv when nil.
+	Getenv func(string) string
 }
 
 // Core is the runtime with the "model" and "orchestrator" plugins
@@ -529,6 +548,15 @@ func NewCore(o CoreOptions) *Core {
 		MaxActive:        cfg.MaxActive,
 		MaxTokens:        cfg.MaxTokens,
 	})
+	// The MCP servers' tools are listed before the task service starts,
+	// so a task's first iteration already sees them.
+	orchestratorDeps := []string{"model"}
+	if len(cfg.MCPServers) > 0 {
+		if err := rt.Register(mcp.New(mcp.Options{Servers: mcpServers(cfg.MCPServers), Logger: o.Logger, Getenv: o.Getenv}).Plugin()); err != nil {
+			panic(err) // the first plugin registered: cannot fail
+		}
+		orchestratorDeps = append(orchestratorDeps, mcp.PluginName)
+	}
 	err := rt.Register(
 		&plugin.Plugin{
 			Name:        "model",
@@ -538,7 +566,7 @@ func NewCore(o CoreOptions) *Core {
 		&plugin.Plugin{
 			Name:         "orchestrator",
 			Description:  "background agent tasks: chat commands, the fair queue, one-call iterations, the tools tasks use, notifications",
-			Dependencies: []string{"model"},
+			Dependencies: orchestratorDeps,
 			Actions:      append(actions.Commands(chat), tools...),
 			Providers:    []plugin.Provider{providers.RoomTasks{Store: o.Store}},
 			Evaluators:   []plugin.Evaluator{evaluators.Answer{Chat: chat}},
@@ -551,6 +579,15 @@ func NewCore(o CoreOptions) *Core {
 		panic(err) // two fixed, distinct names: cannot fail
 	}
 	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Chat: chat, Metrics: rec}
+}
+
+// mcpServers are TASKLOOM_MCP_SERVERS as the mcp adapter takes them.
+func mcpServers(servers []config.MCPServer) []mcp.Server {
+	out := make([]mcp.Server, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, mcp.Server{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL})
+	}
+	return out
 }
 
 // runCommandSandbox makes run_command's sandbox and runs true in it, so

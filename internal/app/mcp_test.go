@@ -1,0 +1,117 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/taskloom/taskloom/internal/app"
+	"github.com/taskloom/taskloom/internal/testkit"
+)
+
+// TestServeWiresMCPServers: with TASKLOOM_MCP_SERVERS, a task's model sees
+// a server's tool as <server>.<tool> and calling it puts the tool's text
+// in the step; a server that cannot start is one log line and the rest
+// runs.
+func TestServeWiresMCPServers(t *testing.T) {
+	t.Parallel()
+	server := sdk.NewServer(&sdk.Implementation{Name: "notes", Version: "1"}, nil)
+	type in struct {
+		Topic string `json:"topic"`
+	}
+	sdk.AddTool(server, &sdk.Tool{Name: "lookup", Description: "Looks up a note."}, func(_ context.Context, _ *sdk.CallToolRequest, args in) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "note about " + args.Topic}}}, nil, nil
+	})
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, nil))
+	defer ts.Close()
+
+	fake := testkit.NewOpenAI(t)
+	fake.Reply(testkit.DecisionJSON("notes.lookup", map[string]string{"topic": "otters"}, 60, "continue"))
+	fake.Reply(testkit.DecisionJSON("", nil, 100, "done"))
+	servers := fmt.Sprintf(`{"notes": {"url": %q}, "missing": {"command": "/nonexistent/mcp-server"}}`, ts.URL)
+	srv := launch(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+		"OPENAI_BASE_URL": fake.URL(), "TASKLOOM_MCP_SERVERS": servers})
+	defer func() {
+		srv.stop()
+		if code := srv.wait(t, app.ShutdownTimeout+5*time.Second); code != 0 {
+			t.Errorf("exit %d:\n%s", code, srv.stderr.String())
+		}
+	}()
+	resp, err := http.Post(srv.base+"/api/tasks", "application/json", strings.NewReader(`{"goal":"Find the note about otters"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create = %d", resp.StatusCode)
+	}
+	var task struct {
+		Status string `json:"status"`
+		Steps  []struct {
+			Action  string `json:"action"`
+			Result  string `json:"result"`
+			Success bool   `json:"success"`
+		} `json:"steps"`
+	}
+	for deadline := time.Now().Add(30 * time.Second); task.Status != "completed"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("task = %+v after 30s:\n%s", task, srv.stderr.String())
+		}
+		resp, err := http.Get(srv.base + "/api/tasks/1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&task)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(task.Steps) < 1 || task.Steps[0].Action != "notes.lookup" || !task.Steps[0].Success || task.Steps[0].Result != "note about otters" {
+		t.Fatalf("steps = %+v; want notes.lookup's text", task.Steps)
+	}
+	if reqs := fake.Requests(); len(reqs) == 0 || !strings.Contains(string(reqs[0].Raw), "notes.lookup") || !strings.Contains(string(reqs[0].Raw), "Looks up a note.") {
+		t.Errorf("the first iteration's prompt does not offer notes.lookup")
+	}
+	logs := srv.stderr.String()
+	if n := strings.Count(logs, "mcp_server=missing"); n != 1 || !strings.Contains(logs, "MCP server did not start; its tools are absent") {
+		t.Errorf("%d log lines name the missing server; want 1:\n%s", n, logs)
+	}
+}
+
+// TestBadMCPConfigurationIsOneLine: a bad TASKLOOM_MCP_SERVERS stops
+// start-up with one line naming it.
+func TestBadMCPConfigurationIsOneLine(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ value, want string }{
+		{`{"files": {}}`, `TASKLOOM_MCP_SERVERS: server "files" has neither a command`},
+		{`{"files": `, "TASKLOOM_MCP_SERVERS: want a JSON object"},
+		{`{"my.files": {"command": "mcp-files"}}`, `TASKLOOM_MCP_SERVERS: the server name "my.files" is not usable`},
+	} {
+		code, _, stderr := run(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_MCP_SERVERS": tt.value})
+		if code != app.ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and one line saying %q", tt.value, code, stderr, app.ExitUsage, tt.want)
+		}
+	}
+}
+
+// TestApprovalOfAnUnknownMCPServerStopsStartUp: TASKLOOM_APPROVE_TOOLS
+// naming server.tool for a server TASKLOOM_MCP_SERVERS does not have is a
+// typo that would let the tool it meant run unasked: serve refuses it.
+func TestApprovalOfAnUnknownMCPServerStopsStartUp(t *testing.T) {
+	t.Parallel()
+	for _, servers := range []string{"", `{"file": {"command": "/nonexistent/mcp-files"}}`} {
+		code, _, stderr := run(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+			"TASKLOOM_MCP_SERVERS": servers, "TASKLOOM_APPROVE_TOOLS": "run_command,files.delete"})
+		if code == app.ExitOK || !strings.Contains(stderr, `taskloom: TASKLOOM_APPROVE_TOOLS="run_command,files.delete": "files.delete" names no MCP server of TASKLOOM_MCP_SERVERS`) {
+			t.Errorf("servers %s: exit %d, stderr:\n%s", servers, code, stderr)
+		}
+	}
+}
