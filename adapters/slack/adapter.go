@@ -62,6 +62,12 @@ type Adapter struct {
 	base   context.Context
 	cancel context.CancelFunc
 	work   tracker
+	// bg counts work that waits on the clock (a Home tab's debounce),
+	// which Drain does not wait for and Stop cancels.
+	bg sync.WaitGroup
+
+	home      homeTabs
+	assistant assistantThreads
 
 	mu      sync.Mutex
 	self    identity
@@ -122,7 +128,9 @@ func New(opts Options) (*Adapter, error) {
 		opts: opts, rt: opts.Runtime, log: log, clk: opts.Clock,
 		api:  slackapi.New(opts.BotToken, apiOpts...),
 		base: base, cancel: cancel,
-		users: map[string]userInfo{},
+		users:     map[string]userInfo{},
+		home:      homeTabs{users: map[string]*homeUser{}},
+		assistant: assistantThreads{threads: map[room]*assistantThread{}},
 	}, nil
 }
 
@@ -131,10 +139,34 @@ func New(opts Options) (*Adapter, error) {
 func (a *Adapter) Plugin() *plugin.Plugin {
 	return &plugin.Plugin{
 		Name:         Platform,
-		Description:  "Slack: app mentions, direct messages, /task and buttons, over Socket Mode or the HTTP Events API",
+		Description:  "Slack: app mentions, direct messages, /task and its modal, buttons, the Home tab and assistant threads, over Socket Mode or the HTTP Events API",
 		Dependencies: []string{"orchestrator"},
 		Platforms:    []plugin.Platform{a},
 		Services:     []plugin.Service{a},
+		Events: map[plugin.EventType][]plugin.EventHandler{
+			plugin.TaskCreated: {a.onTaskEvent},
+			plugin.TaskChanged: {a.onTaskEvent},
+			plugin.TaskEnded:   {a.onTaskEvent},
+		},
+	}
+}
+
+// onTaskEvent follows a task's changes where Slack shows them: its
+// requestor's Home tab, and the status of the assistant thread it was
+// created in. It only schedules work; it never blocks the task service.
+func (a *Adapter) onTaskEvent(_ context.Context, ev plugin.Event) {
+	if ev.Task == nil {
+		return
+	}
+	if _, started := a.identity(); !started {
+		return
+	}
+	t := *ev.Task
+	if t.Platform == Platform {
+		a.homeChanged(t)
+	}
+	if r, err := parseRoom(t.RoomID); err == nil && r.Thread != "" {
+		a.assistantTouched(r)
 	}
 }
 
@@ -183,6 +215,7 @@ func (a *Adapter) Stop(ctx context.Context) error {
 	}
 	err := a.Drain(ctx)
 	a.cancel()
+	a.bg.Wait() // the Home tabs' debounces end with the context
 	if err != nil {
 		return fmt.Errorf("slack: messages still being handled: %w", err)
 	}
@@ -237,6 +270,16 @@ func (t *tracker) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// goBackground runs fn, which waits on the clock within a.base, in a
+// goroutine Stop waits for after cancelling a.base.
+func (a *Adapter) goBackground(fn func()) {
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		fn()
+	}()
 }
 
 // goTracked runs fn in a goroutine counted by the tracker.

@@ -188,7 +188,8 @@ func (a *Adapter) serveCommand(w http.ResponseWriter, r *http.Request, body []by
 }
 
 // serveInteraction acknowledges a button press at once and handles it
-// after.
+// after; a modal's submission is answered when its answer is ready (within
+// AckWindow), since the answer may be errors to show in the modal.
 func (a *Adapter) serveInteraction(w http.ResponseWriter, _ *http.Request, body []byte) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil || form.Get("payload") == "" {
@@ -198,6 +199,18 @@ func (a *Adapter) serveInteraction(w http.ResponseWriter, _ *http.Request, body 
 	var cb slackapi.InteractionCallback
 	if err := json.Unmarshal([]byte(form.Get("payload")), &cb); err != nil {
 		http.Error(w, "malformed payload", http.StatusBadRequest)
+		return
+	}
+	if cb.Type == slackapi.InteractionTypeViewSubmission {
+		a.onViewSubmission(cb, func(answer []byte) {
+			if len(answer) == 0 {
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(answer)
+		})
 		return
 	}
 	w.WriteHeader(http.StatusOK)

@@ -28,6 +28,14 @@ func (a *Adapter) onEvent(ev slackevents.EventsAPIEvent, retry string) {
 	if cb, isCallback := ev.Data.(*slackevents.EventsAPICallbackEvent); isCallback {
 		eventID = cb.EventID
 	}
+	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppHomeOpenedEvent:
+		a.onHomeOpened(ev.TeamID, e)
+		return
+	case *slackevents.AssistantThreadStartedEvent:
+		a.onAssistantThreadStarted(e)
+		return
+	}
 	in, ok := inboundFromEvent(ev.InnerEvent.Data, self)
 	if !ok {
 		a.log.Debug("event ignored", "type", ev.InnerEvent.Type, "event", eventID)
@@ -203,6 +211,10 @@ func (a *Adapter) onCommand(cmd slackapi.SlashCommand, ack func(body []byte)) {
 		ack(nil)
 		return
 	}
+	if cmd.TriggerID != "" && isBareCreate(plainText(cmd.Text, self.UserID)) {
+		a.openCreateModal(cmd, ack)
+		return
+	}
 	r := room{Channel: cmd.ChannelID}
 	id := "command:" + cmd.TriggerID
 	if cmd.TriggerID == "" {
@@ -323,11 +335,15 @@ func (a *Adapter) sendResponses(ctx context.Context, responseURL string, msgs []
 
 // onInteraction takes an interaction, already acknowledged: a press of one
 // of the task buttons becomes "pause #N" (or resume, cancel) from the
-// person who pressed it.
+// person who pressed it. A press in the Home tab, which has no channel, is
+// answered in the person's direct messages with the app, and is about the
+// task as they see it there: a direct-message task of theirs as from their
+// direct messages.
 func (a *Adapter) onInteraction(cb slackapi.InteractionCallback) {
 	if _, ok := a.identity(); !ok || cb.Type != slackapi.InteractionTypeBlockActions {
 		return
 	}
+	home := cb.View.Type == slackapi.VTHomeTab
 	channel := cb.Container.ChannelID
 	if channel == "" {
 		channel = cb.Channel.ID
@@ -351,15 +367,25 @@ func (a *Adapter) onInteraction(cb slackapi.InteractionCallback) {
 		text := fmt.Sprintf("%s #%d", verb, n)
 		a.goTracked(func() {
 			ctx := a.base
+			r, dm := r, isDMChannel(channel)
+			if home {
+				var err error
+				if r, err = a.homeRoom(ctx, cb.User.ID); err != nil {
+					a.log.Error("cannot answer a press in the Home tab", "user", cb.User.ID, "task", n, "err", err)
+					return
+				}
+				t, err := a.rt.Store().GetTask(ctx, n)
+				dm = err == nil && t.WorkspaceID == dmWorkspace(cb.User.ID)
+			}
 			msg := a.message(ctx, id, cb.Team.ID, cb.User.ID, r, text)
 			msg.Command = true
-			msg.DM = isDMChannel(channel)
+			msg.DM = dm
 			if msg.AuthorName == "" {
 				msg.AuthorName = cb.User.Name
 			}
 			reply := func(ctx context.Context, resp plugin.Response) error {
 				return a.retryRateLimited(ctx, func() error {
-					if resp.Ephemeral {
+					if resp.Ephemeral && !home {
 						return a.postEphemeral(ctx, r, cb.User.ID, resp.Text)
 					}
 					_, err := a.post(ctx, r, resp.Text, replyTasks(resp), buttons{})

@@ -71,7 +71,7 @@ func TestMessageBlocksStayWithinBlockKit(t *testing.T) {
 		{"two sections", string(make([]byte, 0)) + repeat("a\n", 2000), nil, 2},
 		{"many tasks", "x", seq(60), 50},
 	} {
-		got := messageBlocks(tc.text, tc.tasks, buttons{})
+		got := messageBlocks(tc.text, tc.tasks, buttons{}, nil)
 		if len(got) != tc.wantBlocks {
 			t.Errorf("%s: %d blocks, want %d", tc.name, len(got), tc.wantBlocks)
 		}

@@ -257,7 +257,11 @@ func (a *Adapter) postTagged(ctx context.Context, r room, text string, tasks []i
 			slackapi.MsgOptionText(part, false),
 			slackapi.MsgOptionDisableLinkUnfurl(),
 		}
-		if blocks := messageBlocks(part, controls, extra); len(blocks) > 0 {
+		var summaries map[int64]string
+		if len(parts) == 1 {
+			summaries = a.longSummaries(ctx, extra.ended)
+		}
+		if blocks := messageBlocks(part, controls, extra, summaries); len(blocks) > 0 {
 			opts = append(opts, slackapi.MsgOptionBlocks(blocks...))
 		}
 		if r.Thread != "" {
@@ -271,6 +275,7 @@ func (a *Adapter) postTagged(ctx context.Context, r room, text string, tasks []i
 			return ids, apiError("chat.postMessage", err)
 		}
 		ids = append(ids, ts)
+		a.posted(r)
 	}
 	return ids, nil
 }
@@ -288,7 +293,7 @@ func (d *delivery) done(i int) (string, bool) {
 func (a *Adapter) postEphemeral(ctx context.Context, r room, user, text string) error {
 	for _, part := range render.Split(text, render.SlackTextLimit) {
 		opts := []slackapi.MsgOption{slackapi.MsgOptionText(part, false)}
-		if blocks := messageBlocks(part, nil, buttons{}); len(blocks) > 0 {
+		if blocks := messageBlocks(part, nil, buttons{}, nil); len(blocks) > 0 {
 			opts = append(opts, slackapi.MsgOptionBlocks(blocks...))
 		}
 		if r.Thread != "" {
@@ -343,7 +348,7 @@ func responseMessages(resp plugin.Response) []commandResponse {
 		if i == len(parts)-1 {
 			controls = tasks
 		}
-		out = append(out, commandResponse{ResponseType: typ, Text: part, Blocks: messageBlocks(part, controls, buttons{})})
+		out = append(out, commandResponse{ResponseType: typ, Text: part, Blocks: messageBlocks(part, controls, buttons{}, nil)})
 	}
 	return out
 }
@@ -367,17 +372,15 @@ func ackBody(resp plugin.Response) (json.RawMessage, []commandResponse, bool) {
 }
 
 // messageBlocks lays text out as section blocks of at most SlackBlockLimit
-// characters, then Approve / Deny per tool call waiting for a person, one
-// row of control buttons per task and a Retry button per ended task,
-// within Block Kit's 50 blocks (buttons go first, the text field still
-// carries it all).
-func messageBlocks(text string, tasks []int64, more buttons) []slackapi.Block {
-	var blocks []slackapi.Block
-	for _, chunk := range render.Split(text, render.SlackBlockLimit) {
-		if strings.TrimSpace(chunk) == "" {
-			continue
-		}
-		blocks = append(blocks, slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, chunk, false, false), nil, nil))
+// characters — except the summaries of tasks in summaries, which go in a
+// markdown block each (see summaryBlocks) — then Approve / Deny per tool
+// call waiting for a person, one row of control buttons per task and a
+// Retry button per ended task, within Block Kit's 50 blocks (buttons go
+// first, the text field still carries it all).
+func messageBlocks(text string, tasks []int64, more buttons, summaries map[int64]string) []slackapi.Block {
+	blocks := summaryBlocks(text, summaries)
+	if blocks == nil {
+		blocks = sectionBlocks(text)
 	}
 	if len(blocks) > maxBlocks {
 		return nil // the text alone, unformatted, rather than a refused message
@@ -404,28 +407,52 @@ func messageBlocks(text string, tasks []int64, more buttons) []slackapi.Block {
 		if len(blocks) >= maxBlocks {
 			break
 		}
-		num := strconv.FormatInt(n, 10)
-		blocks = append(blocks, slackapi.NewActionBlock("taskloom_ended_"+num, slackapi.NewButtonBlockElement(ActionRetry, num,
-			slackapi.NewTextBlockObject(slackapi.PlainTextType, "🔁 Retry #"+num, true, false))))
+		blocks = append(blocks, slackapi.NewActionBlock("taskloom_ended_"+strconv.FormatInt(n, 10), taskButton(ActionRetry, n)))
+	}
+	return blocks
+}
+
+// sectionBlocks lays text out as section blocks of at most
+// SlackBlockLimit characters.
+func sectionBlocks(text string) []slackapi.Block {
+	var blocks []slackapi.Block
+	for _, chunk := range render.Split(text, render.SlackBlockLimit) {
+		if strings.TrimSpace(chunk) == "" {
+			continue
+		}
+		blocks = append(blocks, slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, chunk, false, false), nil, nil))
 	}
 	return blocks
 }
 
 // controls is the Pause / Resume / Cancel row for task n.
 func controls(n int64) slackapi.Block {
+	return slackapi.NewActionBlock("taskloom_task_"+strconv.FormatInt(n, 10),
+		taskButton(ActionPause, n), taskButton(ActionResume, n), taskButton(ActionCancel, n))
+}
+
+// taskButton is the button for one of the task actions (Pause, Resume,
+// Cancel, Retry) of task n: the value is the number, and Cancel is red and
+// asks first.
+func taskButton(action string, n int64) *slackapi.ButtonBlockElement {
 	num := strconv.FormatInt(n, 10)
 	label := func(s string) *slackapi.TextBlockObject {
 		return slackapi.NewTextBlockObject(slackapi.PlainTextType, s, true, false)
 	}
-	pause := slackapi.NewButtonBlockElement(ActionPause, num, label("⏸ Pause #"+num))
-	resume := slackapi.NewButtonBlockElement(ActionResume, num, label("▶ Resume #"+num))
-	cancel := slackapi.NewButtonBlockElement(ActionCancel, num, label("✖ Cancel #"+num)).
+	switch action {
+	case ActionPause:
+		return slackapi.NewButtonBlockElement(ActionPause, num, label("⏸ Pause #"+num))
+	case ActionResume:
+		return slackapi.NewButtonBlockElement(ActionResume, num, label("▶ Resume #"+num))
+	case ActionRetry:
+		return slackapi.NewButtonBlockElement(ActionRetry, num, label("🔁 Retry #"+num))
+	}
+	return slackapi.NewButtonBlockElement(ActionCancel, num, label("✖ Cancel #"+num)).
 		WithStyle(slackapi.StyleDanger).
 		WithConfirm(slackapi.NewConfirmationBlockObject(
 			label("Cancel task #"+num+"?"),
 			slackapi.NewTextBlockObject(slackapi.MarkdownType, "The task stops for good; it cannot be resumed.", false, false),
 			label("Cancel it"), label("Keep it")))
-	return slackapi.NewActionBlock("taskloom_task_"+num, pause, resume, cancel)
 }
 
 // apiError wraps a Slack Web API error with the method, turning a rate

@@ -106,7 +106,22 @@ func (a *Adapter) onSocketEvent(ctx context.Context, client *socketmode.Client, 
 			})
 		})
 	case socketmode.EventTypeInteractive:
-		if cb, ok := ev.Data.(slackapi.InteractionCallback); ok {
+		cb, ok := ev.Data.(slackapi.InteractionCallback)
+		if ok && cb.Type == slackapi.InteractionTypeViewSubmission {
+			// Its answer, which may be errors for the modal, rides in the
+			// ack; waiting for it must not hold up other envelopes.
+			a.goTracked(func() {
+				a.onViewSubmission(cb, func(body []byte) {
+					if len(body) == 0 {
+						ack(nil)
+						return
+					}
+					ack(json.RawMessage(body))
+				})
+			})
+			return
+		}
+		if ok {
 			a.onInteraction(cb) // as quick as onEvent
 		}
 		ack(nil)

@@ -1,0 +1,147 @@
+package slack_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/internal/testkit/slackfake"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+func TestAssistantThreads(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, e *env) {
+		started := e.fake.AssistantThreadStarted(alice, "C1")
+		e.deliver(started)
+		e.settle()
+		title, prompts := e.fake.SuggestedPrompts(started.Channel, started.ThreadTS)
+		var messages []string
+		for _, p := range prompts {
+			messages = append(messages, p.Message)
+		}
+		if title == "" || strings.Join(messages, "|") != "create task|list tasks|help" {
+			t.Errorf("suggested prompts = %q %+v", title, prompts)
+		}
+
+		// A message in the thread is a direct message: answered there, its
+		// task private to alice and reporting there.
+		thread := inThread(started.Channel, started.ThreadTS)
+		e.deliver(e.fake.DirectMessage(alice, "create task Build auth").InThread(started.ThreadTS))
+		reply := e.waitMessages(1, both(thread, saying("Created task #1")))
+		if reply[0].Kind != slackfake.KindPost {
+			t.Errorf("reply is %s; want a post in the thread", reply[0].Kind)
+		}
+		task := e.task(1)
+		if want := "slack:" + started.Channel + ":" + started.ThreadTS; task.RoomID != want || task.WorkspaceID != "dm:slack:"+alice {
+			t.Errorf("task in %q, workspace %q; want %s, dm:slack:%s", task.RoomID, task.WorkspaceID, want, alice)
+		}
+		e.settle()
+		status := func() string { return e.fake.AssistantStatus(started.Channel, started.ThreadTS) }
+		if got := status(); got != "is working on #1…" {
+			t.Fatalf("while #1 is queued the thread shows %q", got)
+		}
+
+		// Progress posted in the thread ends the status on Slack; it is
+		// set again while the task works.
+		e.model.Decide("list_files", nil, 40, "continue")
+		e.step()
+		e.clk.Advance(5 * time.Second)
+		if _, err := e.core.Notify.Flush(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.waitMessages(1, both(thread, saying("Progress: 0% → 40%")))
+		e.settle()
+		if got := status(); got != "is working on #1…" {
+			t.Errorf("after a progress message the thread shows %q", got)
+		}
+
+		// Its end clears it.
+		e.model.Decide("list_files", nil, 100, "done")
+		e.step()
+		e.settle()
+		calls := e.fake.CallsTo("assistant.threads.setStatus")
+		if last := calls[len(calls)-1]; last.Params.Get("status") != "" {
+			t.Errorf("last status set = %q; want it cleared when the task ended", last.Params.Get("status"))
+		}
+		if _, err := e.core.Notify.FlushUrgent(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.waitMessages(1, both(thread, saying("completed!")))
+		e.settle()
+		if got := status(); got != "" {
+			t.Errorf("after the task ended the thread shows %q", got)
+		}
+		for _, c := range e.fake.CallsTo("assistant.threads.setStatus") {
+			if c.Error != "" {
+				t.Errorf("setStatus answered %s", c.Error)
+			}
+		}
+
+		// A thread that is not an assistant's gets no status.
+		before := len(e.fake.CallsTo("assistant.threads.setStatus"))
+		e.mention("create task Elsewhere")
+		e.settle()
+		if n := len(e.fake.CallsTo("assistant.threads.setStatus")); n != before {
+			t.Errorf("a channel thread's task set a status %d times", n-before)
+		}
+	})
+}
+
+func TestLongSummaryInAMarkdownBlock(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, e *env) {
+		finish := func(summary string) slackfake.Message {
+			t.Helper()
+			ev, _ := e.mention("create task Write the report")
+			raw, err := json.Marshal(map[string]any{"thought": "done", "action": "list_files", "params": map[string]any{},
+				"progress": 100, "status": "done", "summary": summary})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.model.Reply(string(raw))
+			e.step()
+			if _, err := e.core.Notify.FlushUrgent(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			return e.waitMessages(1, both(inThread("C1", ev.TS), saying("completed!")))[0]
+		}
+		long := "## What changed\n\n- **login** and `logout` endpoints\n- tests for both, <!channel> @here\n\n" +
+			"| file | lines |\n|---|---|\n| auth.go | 120 |\n\n" + strings.Repeat("The rest of the report goes on. ", 10)
+		if len([]rune(long)) <= slack.MarkdownSummaryAfter {
+			t.Fatalf("the long summary is only %d characters", len([]rune(long)))
+		}
+		m := finish(long)
+		md := m.MarkdownTexts()
+		if len(md) != 1 || !strings.Contains(md[0], "## What changed") || !strings.Contains(md[0], "| auth.go | 120 |") || !strings.Contains(md[0], "**login**") {
+			t.Fatalf("markdown blocks = %q; want the summary as the model wrote it", md)
+		}
+		for _, s := range m.SectionTexts() {
+			if strings.Contains(s, "Summary:") || strings.Contains(s, "What changed") {
+				t.Errorf("the summary is in a section too: %q", s)
+			}
+		}
+		if !strings.Contains(m.BlockText(), `Task #1 "Write the report" completed!`) || !strings.Contains(m.BlockText(), "Total steps: 1") {
+			t.Errorf("the blocks lost the rest of the message: %q", m.BlockText())
+		}
+		if !strings.Contains(m.Text, "Summary: ## What changed") || !strings.Contains(m.Text, "completed!") {
+			t.Errorf("the fallback text = %q; want all of it, the summary included", m.Text)
+		}
+		if p := m.Pings(); len(p) != 0 {
+			t.Errorf("the message pings %v", p)
+		}
+		if b := m.Buttons(); len(b) != 1 || b[0].ActionID != slack.ActionRetry {
+			t.Errorf("buttons = %+v; want Retry", b)
+		}
+
+		short := finish("Done: two endpoints and their tests.")
+		if md := short.MarkdownTexts(); len(md) != 0 || short.BlockText() != short.Text {
+			t.Errorf("a short summary: markdown %q, blocks %q; want sections that repeat the text", md, short.BlockText())
+		}
+		if got := e.task(2).Status; got != plugin.StatusCompleted {
+			t.Errorf("task #2 is %s", got)
+		}
+	})
+}

@@ -1,0 +1,140 @@
+package slack_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/internal/testkit/slackfake"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// homeTasks reads a Home tab: the task numbers its sections list, in
+// order, and the action IDs of each task's buttons.
+func homeTasks(v slackfake.View) ([]string, map[string][]string) {
+	var order []string
+	buttons := map[string][]string{}
+	for _, b := range v.Blocks {
+		if n, ok := strings.CutPrefix(b.BlockID, "taskloom_home_"); ok && b.Type == "section" {
+			order = append(order, "#"+n)
+		}
+	}
+	for _, b := range v.Buttons() {
+		buttons["#"+b.Value] = append(buttons["#"+b.Value], b.ActionID)
+	}
+	return order, buttons
+}
+
+func TestHomeTabListsTheUsersTasksAndFollowsThem(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, e *env) {
+		// Alice: #1 in a channel, #2 in her DMs, #4 ended; bob: #3.
+		e.mention("create task Build auth")
+		dm := e.fake.DirectMessage(alice, "create task Write notes")
+		e.deliver(dm)
+		e.waitMessages(1, inThread(dm.Channel, ""))
+		e.deliver(e.fake.SlashCommand("C7", bob, "create Bob's errand"))
+		e.deliver(e.fake.SlashCommand("C7", alice, "create Old idea"))
+		e.deliver(e.fake.SlashCommand("C7", alice, "cancel 4"))
+		e.settle()
+		if got := e.task(4).Status; got != plugin.StatusCanceled {
+			t.Fatalf("task #4 is %s, want canceled", got)
+		}
+		ctx, cancel := context.WithTimeout(e.ctx, wait)
+		defer cancel()
+
+		// The Messages tab is not the Home tab.
+		e.deliver(e.fake.AppHomeOpened(alice, "messages"))
+		e.settle()
+		if n := len(e.fake.CallsTo("views.publish")); n != 0 {
+			t.Fatalf("opening the Messages tab published %d views", n)
+		}
+		e.deliver(e.fake.AppHomeOpened(alice, "home"))
+		if _, err := e.fake.WaitCalls(ctx, "views.publish", 1); err != nil {
+			t.Fatal(err)
+		}
+		e.settle()
+		v, ok := e.fake.HomeView(alice)
+		if !ok {
+			t.Fatal("no Home tab published for alice")
+		}
+		order, buttons := homeTasks(v)
+		if got := strings.Join(order, " "); got != "#2 #1 #4" {
+			t.Errorf("Home tab lists %q; want alice's tasks only, active first, newest first: #2 #1 #4", got)
+		}
+		text := strings.Join(v.Texts(), "\n")
+		for _, want := range []string{`"Write notes"`, "[░░░░░░░░░░] 0%  Queued", `"Old idea"`, "Canceled", "2 active, 3 in all"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("Home tab does not say %q:\n%s", want, text)
+			}
+		}
+		if strings.Contains(text, "Bob") {
+			t.Errorf("Home tab shows bob's task:\n%s", text)
+		}
+		if got := strings.Join(buttons["#1"], ","); got != slack.ActionPause+","+slack.ActionCancel {
+			t.Errorf("#1's buttons = %s; want pause, cancel", got)
+		}
+		if got := strings.Join(buttons["#4"], ","); got != slack.ActionRetry {
+			t.Errorf("#4's buttons = %s; want retry", got)
+		}
+
+		// Several changes — two presses in the Home tab (one of them on
+		// a DM task, which alice may control from there), a command in
+		// her DMs, and a change to bob's task — refresh her tab once, at
+		// the end of the debounce.
+		waiters := e.clk.Waiters()
+		press := func(action, n string) {
+			t.Helper()
+			in, err := e.fake.HomeButtonPress(alice, action, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.deliver(in)
+			e.settle()
+		}
+		press(slack.ActionPause, "1")
+		press(slack.ActionPause, "2")
+		e.deliver(e.fake.DirectMessage(alice, "resume #2"))
+		e.deliver(e.fake.SlashCommand("C7", bob, "pause 3"))
+		e.settle()
+		if got := e.task(1).Status; got != plugin.StatusPaused {
+			t.Fatalf("after the press task #1 is %s, want paused", got)
+		}
+		e.waitMessages(1, both(inThread(e.fake.IMChannel(alice), ""), saying("Task #1 \"Build auth\" paused")))
+		e.waitMessages(1, both(inThread(e.fake.IMChannel(alice), ""), saying("Task #2 \"Write notes\" resumed")))
+		if err := e.clk.BlockUntil(ctx, waiters+1); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(e.fake.CallsTo("views.publish")); n != 1 {
+			t.Fatalf("%d publishes before the debounce ended; want only the first", n)
+		}
+		e.clk.Advance(slack.HomeDebounce)
+		if _, err := e.fake.WaitCalls(ctx, "views.publish", 2); err != nil {
+			t.Fatal(err)
+		}
+		e.settle()
+		e.clk.Advance(slack.HomeDebounce)
+		e.settle()
+		calls := e.fake.CallsTo("views.publish")
+		if len(calls) != 2 {
+			t.Errorf("%d publishes; want the first and one refresh", len(calls))
+		}
+		for _, c := range calls {
+			if c.Params.Get("user_id") != alice {
+				t.Errorf("published a Home tab for %s, who never opened it", c.Params.Get("user_id"))
+			}
+		}
+		v, _ = e.fake.HomeView(alice)
+		_, buttons = homeTasks(v)
+		if got := strings.Join(buttons["#1"], ","); got != slack.ActionResume+","+slack.ActionCancel {
+			t.Errorf("after the refresh #1's buttons = %s; want resume, cancel", got)
+		}
+		if got := strings.Join(buttons["#2"], ","); got != slack.ActionPause+","+slack.ActionCancel {
+			t.Errorf("after the refresh #2's buttons = %s; want pause, cancel", got)
+		}
+		if !strings.Contains(strings.Join(v.Texts(), "\n"), "Paused") {
+			t.Errorf("the refreshed tab does not show #1 paused:\n%s", strings.Join(v.Texts(), "\n"))
+		}
+	})
+}
