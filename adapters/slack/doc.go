@@ -50,6 +50,38 @@
 // who pressed it, so the runtime's authorization applies; a refusal is
 // shown to that person only (chat.postEphemeral).
 //
+// Beyond the chat itself (PRODUCT §12):
+//
+//   - The App Home tab: app_home_opened (tab "home") publishes the person's
+//     tasks (views.publish) — those they asked for that they may see from
+//     Slack, in the workspace or their direct messages, active first, newest
+//     first, HomeTasks of them — each with its bar (render.Bar) and the
+//     buttons its status allows, with the same action IDs as in messages.
+//     The adapter follows the runtime's TASK_CREATED, TASK_CHANGED and
+//     TASK_ENDED events: a change to a task of someone who opened the tab
+//     (MaxHomeUsers are remembered) refreshes it at the end of HomeDebounce,
+//     once for however many changes. A press in the tab is answered in the
+//     person's direct messages with the app. Changes made by another replica
+//     reach the tab when this replica hears of one of its own or the person
+//     opens it again.
+//   - `/task create` with nothing after it opens a modal (views.open with
+//     the command's trigger): goal, strategy, max iterations (the last two
+//     only when the create_task action takes them). Its view_submission runs
+//     create_task — as `create task` does, with its limits — for the person
+//     who submitted, in the command's channel (carried in private_metadata).
+//     Input that is not valid, and a refusal of the action within AckWindow,
+//     are answered with response_action "errors" on the field; nothing is
+//     created. A submission is acted on once, however often it is delivered.
+//   - Assistant threads (AI apps): assistant_thread_started gets
+//     SuggestedPrompts; a message there is a direct message; while a task
+//     created there is queued or running, assistant.threads.setStatus shows
+//     "is working on #N…", set again after each post there (which ends a
+//     status on Slack) and at least every StatusRefresh while it changes,
+//     and cleared when it stops working.
+//   - A completion whose summary is longer than MarkdownSummaryAfter
+//     carries the summary in a markdown block, as the model wrote it (with
+//     mentions defused), the rest in sections; the text field keeps it all.
+//
 // Send never retries: a rate limit (HTTP 429) is returned as a
 // *plugin.RateLimitedError carrying Slack's Retry-After, and the outbox
 // retries then. Replies to a person, which have no outbox, wait out a rate
