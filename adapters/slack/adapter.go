@@ -273,8 +273,14 @@ func (t *tracker) wait(ctx context.Context) error {
 }
 
 // goBackground runs fn, which waits on the clock within a.base, in a
-// goroutine Stop waits for after cancelling a.base.
+// goroutine Stop waits for after cancelling a.base. Once Stop has begun it
+// runs nothing: the count may not grow while Stop waits on it.
 func (a *Adapter) goBackground(fn func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.started {
+		return
+	}
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
