@@ -381,6 +381,31 @@ func TestServeWiresSlackHTTPMode(t *testing.T) {
 	if _, err := fake.WaitMessages(ctx, 1, func(m slackfake.Message) bool { return strings.Contains(m.Text, "Created task #1") }); err != nil {
 		t.Fatalf("no reply in Slack: %v", err)
 	}
+	// The Home tab (PRODUCT §12) is wired too: opening it publishes U1's
+	// tasks, and their next change refreshes it.
+	send := func(p slackfake.Payload) {
+		t.Helper()
+		req, err := fake.Request(ctx, base, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%T: %v %v", p, resp, err)
+		}
+		resp.Body.Close()
+	}
+	send(fake.AppHomeOpened("U1", "home"))
+	if _, err := fake.WaitCalls(ctx, "views.publish", 1); err != nil {
+		t.Fatalf("the Home tab was not published: %v", err)
+	}
+	send(fake.AppMention("C1", "U1", fake.Mention()+" create task Second"))
+	if _, err := fake.WaitCalls(ctx, "views.publish", 2); err != nil {
+		t.Fatalf("the Home tab was not refreshed: %v", err)
+	}
+	if v, _ := fake.HomeView("U1"); !strings.Contains(strings.Join(v.Texts(), "\n"), `"Second"`) {
+		t.Errorf("the refreshed Home tab = %q", v.Texts())
+	}
 }
 
 // TestServeWiresDiscord: with DISCORD_BOT_TOKEN, serve connects to the
