@@ -9,13 +9,35 @@ import (
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/plugin"
 )
 
 // CommandName is the one application command, /task.
 const CommandName = "task"
 
+// Strategies are the choices of /task create's strategy option (PRODUCT
+// §8), loop first: the default.
+var Strategies = []string{
+	plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, plugin.StrategyReview,
+	plugin.StrategySupervisor, plugin.StrategyMagentic, plugin.StrategyGroupChat,
+}
+
+// Where /task can be used (PRODUCT §12): the app is installable to a
+// server and to a user's account, and the command works in servers, in
+// DMs with the bot and — installed to a user — in group DMs and other DMs.
+var (
+	IntegrationTypes = []discordgo.ApplicationIntegrationType{
+		discordgo.ApplicationIntegrationGuildInstall, discordgo.ApplicationIntegrationUserInstall,
+	}
+	Contexts = []discordgo.InteractionContextType{
+		discordgo.InteractionContextGuild, discordgo.InteractionContextBotDM, discordgo.InteractionContextPrivateChannel,
+	}
+)
+
 // Commands are the application commands the bot registers: /task and its
-// subcommands (PRODUCT §3).
+// subcommands (PRODUCT §3), the task numbers autocompleted.
 func Commands() []*discordgo.ApplicationCommand {
 	one := 1.0
 	minLen := 1
@@ -23,6 +45,7 @@ func Commands() []*discordgo.ApplicationCommand {
 		return &discordgo.ApplicationCommandOption{
 			Type: discordgo.ApplicationCommandOptionInteger, Name: "number",
 			Description: "The task's number, as in #3, of the task to " + what, Required: true, MinValue: &one,
+			Autocomplete: true,
 		}
 	}
 	text := func(name, desc string, maxLen int) *discordgo.ApplicationCommandOption {
@@ -40,13 +63,23 @@ func Commands() []*discordgo.ApplicationCommand {
 			Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts,
 		}
 	}
+	strategy := &discordgo.ApplicationCommandOption{
+		Type: discordgo.ApplicationCommandOptionString, Name: "strategy",
+		Description: "How the task is worked; loop when not given",
+	}
+	for _, s := range Strategies {
+		strategy.Choices = append(strategy.Choices, &discordgo.ApplicationCommandOptionChoice{Name: s, Value: s})
+	}
+	integrationTypes, contexts := slices.Clone(IntegrationTypes), slices.Clone(Contexts)
 	return []*discordgo.ApplicationCommand{{
-		Type:        discordgo.ChatApplicationCommand,
-		Name:        CommandName,
-		Description: "Hand long, multi-step work to an agent and follow it",
+		Type:             discordgo.ChatApplicationCommand,
+		Name:             CommandName,
+		Description:      "Hand long, multi-step work to an agent and follow it",
+		IntegrationTypes: &integrationTypes,
+		Contexts:         &contexts,
 		Options: []*discordgo.ApplicationCommandOption{
 			sub("create", "Create a task; progress is posted in this channel",
-				text("goal", "What the task should do", 4000)),
+				text("goal", "What the task should do", 4000), strategy),
 			sub("list", "The task queue, in the order tasks are served"),
 			sub("status", "One task in detail", number("show")),
 			sub("pause", "Pause a task (its creator or a server manager)", number("pause")),
@@ -106,24 +139,27 @@ func sameCommands(have, want []*discordgo.ApplicationCommand) bool {
 }
 
 type canonCommand struct {
-	Type        discordgo.ApplicationCommandType
-	Name        string
-	Description string
-	Permissions *int64
-	Options     []canonOption
+	Type             discordgo.ApplicationCommandType
+	Name             string
+	Description      string
+	Permissions      *int64
+	IntegrationTypes []discordgo.ApplicationIntegrationType
+	Contexts         []discordgo.InteractionContextType
+	Options          []canonOption
 }
 
 type canonOption struct {
-	Type        discordgo.ApplicationCommandOptionType
-	Name        string
-	Description string
-	Required    bool
-	MinValue    *float64
-	MaxValue    float64
-	MinLength   int
-	MaxLength   int
-	Choices     []string
-	Options     []canonOption
+	Type         discordgo.ApplicationCommandOptionType
+	Name         string
+	Description  string
+	Required     bool
+	MinValue     *float64
+	MaxValue     float64
+	MinLength    int
+	MaxLength    int
+	Autocomplete bool
+	Choices      []string
+	Options      []canonOption
 }
 
 func canonicalCommand(c *discordgo.ApplicationCommand) canonCommand {
@@ -131,15 +167,25 @@ func canonicalCommand(c *discordgo.ApplicationCommand) canonCommand {
 	if t == 0 {
 		t = discordgo.ChatApplicationCommand
 	}
-	return canonCommand{Type: t, Name: c.Name, Description: c.Description,
+	cc := canonCommand{Type: t, Name: c.Name, Description: c.Description,
 		Permissions: c.DefaultMemberPermissions, Options: canonicalOptions(c.Options)}
+	// Unset, Discord fills in defaults of its own; set, the order does not
+	// matter.
+	if c.IntegrationTypes != nil {
+		cc.IntegrationTypes = slices.Sorted(slices.Values(*c.IntegrationTypes))
+	}
+	if c.Contexts != nil {
+		cc.Contexts = slices.Sorted(slices.Values(*c.Contexts))
+	}
+	return cc
 }
 
 func canonicalOptions(opts []*discordgo.ApplicationCommandOption) []canonOption {
 	var out []canonOption
 	for _, o := range opts {
 		co := canonOption{Type: o.Type, Name: o.Name, Description: o.Description, Required: o.Required,
-			MinValue: o.MinValue, MaxValue: o.MaxValue, MaxLength: o.MaxLength, Options: canonicalOptions(o.Options)}
+			MinValue: o.MinValue, MaxValue: o.MaxValue, MaxLength: o.MaxLength, Autocomplete: o.Autocomplete,
+			Options: canonicalOptions(o.Options)}
 		if o.MinLength != nil {
 			co.MinLength = *o.MinLength
 		}
@@ -198,6 +244,30 @@ func commandText(data discordgo.ApplicationCommandInteractionData) (string, erro
 		return "retry " + num(), nil
 	}
 	return "", fmt.Errorf("unknown subcommand /%s %s", data.Name, sub.Name)
+}
+
+// commandAction is the action and parameters of a /task invocation
+// whose options say more than its text can — create, with its strategy —
+// which the runtime then runs as given (plugin.Message.Action); "" for
+// the others, read through their text.
+func commandAction(data discordgo.ApplicationCommandInteractionData) (string, json.RawMessage) {
+	if data.Name != CommandName || len(data.Options) == 0 || data.Options[0].Type != discordgo.ApplicationCommandOptionSubCommand ||
+		data.Options[0].Name != "create" {
+		return "", nil
+	}
+	params := map[string]string{}
+	for _, o := range data.Options[0].Options {
+		if (o.Name == "goal" || o.Name == "strategy") && o.Type == discordgo.ApplicationCommandOptionString {
+			if v := strings.TrimSpace(o.StringValue()); v != "" {
+				params[o.Name] = v
+			}
+		}
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return "", nil // unreachable: strings
+	}
+	return actions.CreateTask{}.Info().Name, raw
 }
 
 // Button custom IDs are "taskloom:<op>:<task number>".

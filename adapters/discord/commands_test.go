@@ -2,11 +2,15 @@ package discord
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/plugin"
 )
 
 // invocation builds the data of a /task invocation as discordgo decodes
@@ -152,6 +156,22 @@ func TestSameCommands(t *testing.T) {
 		{"another command too", func(cs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
 			return append(cs, &discordgo.ApplicationCommand{Name: "ping", Description: "Ping"})
 		}, false},
+		{"registered before user installs", func(cs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
+			cs[0].IntegrationTypes, cs[0].Contexts = nil, nil
+			return cs
+		}, false},
+		{"contexts listed in another order", func(cs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
+			slices.Reverse(*cs[0].Contexts)
+			return cs
+		}, true},
+		{"numbers not autocompleted", func(cs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
+			cs[0].Options[2].Options[0].Autocomplete = false
+			return cs
+		}, false},
+		{"no strategy option", func(cs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
+			cs[0].Options[0].Options = cs[0].Options[0].Options[:1]
+			return cs
+		}, false},
 	}
 	for _, tt := range tests {
 		if got := sameCommands(tt.change(listed()), Commands()); got != tt.same {
@@ -194,5 +214,39 @@ func TestStripMention(t *testing.T) {
 		if got := stripMention(tt.in, "42"); got != tt.want {
 			t.Errorf("stripMention(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestCommandAction(t *testing.T) {
+	t.Parallel()
+	action, params := commandAction(invocation(t, "create", map[string]any{"goal": " Build auth ", "strategy": "react"}))
+	if action != "create_task" || string(params) != `{"goal":"Build auth","strategy":"react"}` {
+		t.Errorf("create = %s %s", action, params)
+	}
+	if action, params = commandAction(invocation(t, "create", map[string]any{"goal": "Fix it"})); string(params) != `{"goal":"Fix it"}` {
+		t.Errorf("create without a strategy = %s %s", action, params)
+	}
+	if action, _ := commandAction(invocation(t, "status", map[string]any{"number": 3})); action != "" {
+		t.Errorf("status = %s, want it read from its text", action)
+	}
+}
+
+func TestThreadAndChoiceNamesFitDiscord(t *testing.T) {
+	t.Parallel()
+	long := plugin.Task{Number: 1234, Name: strings.Repeat("é", 150), Status: plugin.StatusRunning}
+	for name, got := range map[string]string{"thread": threadName(long), "choice": choiceName(long)} {
+		if n := utf8.RuneCountInString(got); n > 100 || !strings.HasPrefix(got, "#1234 éé") || !strings.Contains(got, "…") {
+			t.Errorf("%s name = %q (%d characters)", name, got, n)
+		}
+	}
+	if got := choiceName(long); !strings.HasSuffix(got, "… — running") {
+		t.Errorf("choice name = %q, want the status kept", got)
+	}
+	short := plugin.Task{Number: 3, Name: "Build\nauth", Status: plugin.StatusPaused}
+	if got := threadName(short); got != "#3 Build auth" {
+		t.Errorf("thread name = %q", got)
+	}
+	if got := choiceName(short); got != "#3 Build auth — paused" {
+		t.Errorf("choice name = %q", got)
 	}
 }

@@ -57,6 +57,10 @@ type Options struct {
 	// DeferAfter is how long an interaction's reply may take before the
 	// interaction is deferred; DefaultDeferAfter when zero.
 	DeferAfter time.Duration
+	// Threads gives a task created in a guild text channel a thread of its
+	// own, started from the acknowledgement, where it reports
+	// (TASKLOOM_DISCORD_THREADS).
+	Threads bool
 }
 
 // Adapter is Taskloom's Discord bot: a plugin.Platform for rooms
@@ -76,6 +80,8 @@ type Adapter struct {
 	cancel   context.CancelFunc
 	inflight sync.WaitGroup // event handlers running; Add under mu
 	partial  map[string]partialSend
+	created  map[string]int64  // message or interaction ID → the task it created, until its reply
+	dms      map[string]string // user ID → the DM channel with the bot
 }
 
 var (
@@ -139,6 +145,8 @@ func New(opts Options) (*Adapter, error) {
 		clk:     opts.Clock,
 		sess:    sess,
 		partial: map[string]partialSend{},
+		created: map[string]int64{},
+		dms:     map[string]string{},
 	}
 	sess.AddHandler(a.onMessageCreate)
 	sess.AddHandler(a.onInteractionCreate)
@@ -154,6 +162,7 @@ func (a *Adapter) Plugin() *plugin.Plugin {
 		Dependencies: []string{"orchestrator"},
 		Platforms:    []plugin.Platform{a},
 		Services:     []plugin.Service{a},
+		Events:       map[plugin.EventType][]plugin.EventHandler{plugin.ActionCompleted: {a.noteCreated}},
 	}
 }
 

@@ -5,9 +5,11 @@
 // New builds an Adapter; its Plugin (named "discord", depending on
 // "orchestrator") registers it as the platform that delivers rooms
 // "discord:<channel id>" and as the service that holds the gateway
-// connection. A thread is a channel in Discord, so a thread's room is
-// "discord:<thread id>"; the workspace is the guild, and a DM has none
-// (Message.DM), which keeps DM tasks private to their requestor.
+// connection. A thread's room is "discord:<channel id>:<thread id>" (the
+// thread is a channel of its own in Discord; its parent comes from the
+// gateway's state, or once from the REST API); the workspace is the
+// guild, and a DM has none (Message.DM), which keeps DM tasks private to
+// their requestor.
 //
 // Incoming:
 //
@@ -21,13 +23,28 @@
 //     mention it, which is all it reads. GUILDS keeps the guilds' roles and
 //     owners current, for the Manage Server check.
 //   - The /task command (create, list, status, pause, resume, cancel,
-//     search, answer) is registered as a global command at start-up with
-//     one bulk overwrite, skipped when the registered commands are already
-//     the same, so restarts and replicas do not churn them. An invocation
-//     becomes a Command message whose text is the chat command it stands
-//     for ("status #3"); the reply is the interaction's response when it is
-//     ready within DeferAfter (2 s), else the interaction is deferred and
-//     the reply edits the deferred response. Refusals are ephemeral.
+//     search, answer, retry) is registered as a global command at start-up
+//     with one bulk overwrite, skipped when the registered commands are
+//     already the same, so restarts and replicas do not churn them. It is
+//     user-installable: its integration types are guild and user install,
+//     its contexts servers, DMs with the bot and other DMs and group DMs.
+//     An invocation becomes a Command message whose text is the chat
+//     command it stands for ("status #3"); /task create, whose strategy
+//     option the text cannot say, also names create_task and its
+//     parameters (Message.Action). The reply is the interaction's response
+//     when it is ready within DeferAfter (2 s), else the interaction is
+//     deferred and the reply edits the deferred response. Refusals are
+//     ephemeral. Where the bot is not (a group DM, a server the app is
+//     installed in only by the user), the interaction is answered there
+//     but its tasks report in the user's DM with the bot, private to them.
+//   - The number option autocompletes (autocomplete.go): the caller's
+//     visible tasks that the subcommand can act on, newest first, at most
+//     25, filtered by the digits typed, each "#N name — status".
+//   - With Options.Threads (TASKLOOM_DISCORD_THREADS) a task created in a
+//     guild text channel gets a thread, "#N <name>", started from the
+//     acknowledgement, and moves there (Store.MoveTask): its notifications
+//     follow, and in that thread a message that mentions the bot answers
+//     the waiting task, as a reply to its question does (threads.go).
 //   - Pause / Resume / Cancel buttons (custom IDs "taskloom:pause:12")
 //     are put on messages about tasks. A press is a Command message
 //     "pause #12" from the presser, so the commands' authorisation

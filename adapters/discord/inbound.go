@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 
@@ -30,10 +31,23 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, mc *discordgo.MessageCre
 	}
 	defer a.inflight.Done()
 	if !msg.DM {
+		msg.Room = a.roomOf(ctx, mc.ChannelID, mc.GuildID)
 		msg.Admin = a.memberIsAdmin(ctx, mc.GuildID, mc.Author.ID, mc.Member)
+		// In a task's thread, addressing the bot is answering the task
+		// there, as a reply to its question is: without the privileged
+		// MESSAGE_CONTENT intent the bot reads nothing else.
+		if msg.Mentioned && !msg.ReplyToBot && a.taskReportsIn(ctx, msg.Room) {
+			msg.ReplyToBot = true
+		}
 	}
+	defer a.takeCreated(mc.ID) // a task created without a reply gets no thread
 	reply := func(ctx context.Context, r plugin.Response) error {
-		return a.reply(ctx, mc.ChannelID, mc.GuildID, mc.ID, r)
+		first, err := a.reply(ctx, mc.ChannelID, mc.GuildID, mc.ID, r)
+		if err != nil {
+			return err
+		}
+		a.acknowledged(ctx, mc.ID, r, msg.Room, msg.DM, func() (string, error) { return first, nil })
+		return nil
 	}
 	if err := a.rt.HandleMessage(ctx, msg, reply); err != nil {
 		a.log.Error("handling a message failed", "channel", mc.ChannelID, "message", mc.ID, "err", err)
@@ -159,11 +173,16 @@ func (a *Adapter) stateGuild(guildID string) (owner string, roles map[string]int
 	return "", nil, false
 }
 
-// onInteractionCreate answers /task and the task buttons. discordgo runs
-// it in a goroutine of its own.
+// onInteractionCreate answers /task, its autocompletes and the task
+// buttons. discordgo runs it in a goroutine of its own.
 func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ic *discordgo.InteractionCreate) {
 	in := ic.Interaction
-	if in == nil || (in.Type != discordgo.InteractionApplicationCommand && in.Type != discordgo.InteractionMessageComponent) {
+	if in == nil {
+		return
+	}
+	switch in.Type {
+	case discordgo.InteractionApplicationCommand, discordgo.InteractionMessageComponent, discordgo.InteractionApplicationCommandAutocomplete:
+	default:
 		return
 	}
 	ctx, ok := a.begin()
@@ -171,6 +190,10 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ic *discordgo.Intera
 		return
 	}
 	defer a.inflight.Done()
+	if in.Type == discordgo.InteractionApplicationCommandAutocomplete {
+		a.autocomplete(ctx, in)
+		return
+	}
 	a.handleInteraction(ctx, in)
 }
 
@@ -180,7 +203,9 @@ func (a *Adapter) onInteractionCreate(_ *discordgo.Session, ic *discordgo.Intera
 // then completes.
 func (a *Adapter) handleInteraction(ctx context.Context, in *discordgo.Interaction) {
 	r := &interactionReply{a: a, in: in, component: in.Type == discordgo.InteractionMessageComponent}
-	msg, refusal := a.interactionMessage(in)
+	msg, refusal := a.interactionMessage(ctx, in)
+	r.room, r.dm = msg.Room, msg.DM
+	defer a.takeCreated(in.ID) // a task created without a reply gets no thread
 	if refusal != "" {
 		if err := r.reply(ctx, plugin.Response{Text: refusal, Ephemeral: true}); err != nil {
 			a.log.Error("answering an interaction failed", "interaction", in.ID, "err", err)
@@ -203,21 +228,106 @@ func (a *Adapter) handleInteraction(ctx context.Context, in *discordgo.Interacti
 	r.finish(ctx, err)
 }
 
-// interactionMessage turns an interaction into a Command message, or
-// says why it cannot be one.
-func (a *Adapter) interactionMessage(in *discordgo.Interaction) (plugin.Message, string) {
-	user := in.User
-	admin := false
+// caller is who invoked an interaction, and what the bot can do where it
+// came from.
+type caller struct {
+	user  *discordgo.User
+	admin bool // Manage Server (or Administrator) in the guild
+	// away: the bot is not where the interaction came from — a group DM,
+	// someone else's DM, or a server the app is installed in only by the
+	// user — so it can answer the interaction but not post there later.
+	away bool
+	// dm: a DM with the bot, or away; either way the tasks made there are
+	// the caller's own, seen by no one else.
+	dm bool
+}
+
+// caller reads who invoked an interaction: the member in a guild, the
+// user elsewhere (DMs, group DMs); false when neither is there.
+func (a *Adapter) caller(in *discordgo.Interaction) (caller, bool) {
+	c := caller{user: in.User}
 	if in.Member != nil { // in a guild: the member, with its permissions there
 		if in.Member.User != nil {
-			user = in.Member.User
+			c.user = in.Member.User
 		}
-		admin = in.Member.Permissions&adminPermissions != 0
+		c.admin = in.Member.Permissions&adminPermissions != 0
 	}
-	if user == nil {
+	if c.user == nil {
+		return caller{}, false
+	}
+	c.away = !botPresent(in)
+	c.dm = in.GuildID == "" || c.away
+	if c.away {
+		c.admin = false // the bot's server is not this one
+	}
+	return c, true
+}
+
+// botPresent reports whether the bot is where an interaction came from: a
+// DM with it, or a server the app is installed to. A group DM (context
+// PRIVATE_CHANNEL) never has it, nor a server whose
+// authorizing_integration_owners lacks GUILD_INSTALL (the app installed
+// there only to the user's account).
+func botPresent(in *discordgo.Interaction) bool {
+	if in.Context == discordgo.InteractionContextPrivateChannel {
+		return false
+	}
+	if in.GuildID != "" && in.AuthorizingIntegrationOwners != nil {
+		_, ok := in.AuthorizingIntegrationOwners[discordgo.ApplicationIntegrationGuildInstall]
+		return ok
+	}
+	return true
+}
+
+// interactionRoom is the room an interaction's tasks report in: its
+// channel or thread, or — where the bot cannot post — the caller's DM
+// with the bot.
+func (a *Adapter) interactionRoom(ctx context.Context, in *discordgo.Interaction, who caller) string {
+	switch {
+	case who.away:
+		ch, err := a.dmChannel(ctx, who.user.ID)
+		if err != nil {
+			a.log.Warn("cannot open a DM with the user, where the bot would report: its messages for this channel will not be delivered",
+				"user", who.user.ID, "channel", in.ChannelID, "err", err)
+			return Name + ":" + in.ChannelID
+		}
+		return Name + ":" + ch
+	case in.GuildID != "":
+		return a.roomOf(ctx, in.ChannelID, in.GuildID)
+	}
+	return Name + ":" + in.ChannelID
+}
+
+// dmChannel is the DM channel between the bot and a user, opened once.
+func (a *Adapter) dmChannel(ctx context.Context, userID string) (string, error) {
+	a.mu.Lock()
+	id, ok := a.dms[userID]
+	a.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	ch, err := a.sess.UserChannelCreate(userID, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", rateLimited(err)
+	}
+	a.mu.Lock()
+	a.dms[userID] = ch.ID
+	a.mu.Unlock()
+	return ch.ID, nil
+}
+
+// interactionMessage turns an interaction into a Command message, or
+// says why it cannot be one.
+func (a *Adapter) interactionMessage(ctx context.Context, in *discordgo.Interaction) (plugin.Message, string) {
+	who, ok := a.caller(in)
+	if !ok {
 		return plugin.Message{}, "I cannot tell who you are, so I cannot do that."
 	}
-	var text string
+	var (
+		text   string
+		action string
+		params json.RawMessage
+	)
 	switch in.Type {
 	case discordgo.InteractionApplicationCommand:
 		t, err := commandText(in.ApplicationCommandData())
@@ -226,6 +336,7 @@ func (a *Adapter) interactionMessage(in *discordgo.Interaction) (plugin.Message,
 			return plugin.Message{}, "I only know `/task`; try `/task list`."
 		}
 		text = t
+		action, params = commandAction(in.ApplicationCommandData())
 	case discordgo.InteractionMessageComponent:
 		t, ok := buttonText(in.MessageComponentData().CustomID)
 		if !ok {
@@ -236,15 +347,17 @@ func (a *Adapter) interactionMessage(in *discordgo.Interaction) (plugin.Message,
 	return plugin.Message{
 		ID:          in.ID, // a replayed interaction is acted on once
 		Platform:    Name,
-		Room:        Name + ":" + in.ChannelID,
+		Room:        a.interactionRoom(ctx, in, who),
 		WorkspaceID: in.GuildID,
-		AuthorID:    user.ID,
-		AuthorName:  displayName(user, in.Member),
+		AuthorID:    who.user.ID,
+		AuthorName:  displayName(who.user, in.Member),
 		Text:        text,
-		DM:          in.GuildID == "",
+		DM:          who.dm,
 		Command:     true,
-		Admin:       admin,
+		Admin:       who.admin,
 		Time:        a.clk.Now(),
+		Action:      action,
+		Params:      params,
 	}, ""
 }
 
@@ -256,6 +369,8 @@ type interactionReply struct {
 	a         *Adapter
 	in        *discordgo.Interaction
 	component bool
+	room      string // the room of the interaction's message
+	dm        bool   // and whether it is a DM's
 
 	mu                sync.Mutex
 	state             replyState
@@ -291,6 +406,9 @@ func (r *interactionReply) reply(ctx context.Context, resp plugin.Response) erro
 	}
 	opt := discordgo.WithContext(ctx)
 	next := 0
+	// first is the reply's first message, once its ID is known: a
+	// response's is not until it is asked for (@original).
+	var first string
 	switch r.state {
 	case unanswered:
 		err := r.a.sess.InteractionRespond(r.in, &discordgo.InteractionResponse{
@@ -309,13 +427,13 @@ func (r *interactionReply) reply(ctx context.Context, resp plugin.Response) erro
 			if comps == nil {
 				comps = []discordgo.MessageComponent{}
 			}
-			_, err := r.a.sess.InteractionResponseEdit(r.in, &discordgo.WebhookEdit{
+			m, err := r.a.sess.InteractionResponseEdit(r.in, &discordgo.WebhookEdit{
 				Content: &content, Components: &comps, AllowedMentions: noMentions(),
 			}, opt)
 			if err != nil {
 				return interactionError("complete the deferred response to", r.in, err)
 			}
-			next = 1
+			first, next = m.ID, 1
 		} else if err := r.a.sess.InteractionResponseDelete(r.in, opt); err != nil {
 			// A deferred response cannot become ephemeral: its place is
 			// taken by an ephemeral follow-up.
@@ -324,13 +442,28 @@ func (r *interactionReply) reply(ctx context.Context, resp plugin.Response) erro
 	}
 	r.state = answered
 	for i := next; i < len(parts); i++ {
-		_, err := r.a.sess.FollowupMessageCreate(r.in, true, &discordgo.WebhookParams{
+		m, err := r.a.sess.FollowupMessageCreate(r.in, true, &discordgo.WebhookParams{
 			Content: parts[i], Flags: flags, AllowedMentions: noMentions(), Components: last(i),
 		}, opt)
 		if err != nil {
 			return interactionError("follow up on", r.in, err)
 		}
+		if i == 0 {
+			first = m.ID
+		}
 	}
+	ack := resp
+	ack.Ephemeral = ephemeral
+	r.a.acknowledged(ctx, r.in.ID, ack, r.room, r.dm, func() (string, error) {
+		if first != "" {
+			return first, nil
+		}
+		m, err := r.a.sess.InteractionResponse(r.in, opt)
+		if err != nil {
+			return "", interactionError("read the response to", r.in, err)
+		}
+		return m.ID, nil
+	})
 	return nil
 }
 

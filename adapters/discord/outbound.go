@@ -184,10 +184,12 @@ func channelOf(room string) (string, error) {
 }
 
 // reply answers a message in its channel, as a reply to it on the first
-// part. Discord has no ephemeral messages outside interactions, so
-// Ephemeral is not applied. A short rate limit is waited out once.
-func (a *Adapter) reply(ctx context.Context, channelID, guildID, messageID string, r plugin.Response) error {
+// part, and returns that part's ID. Discord has no ephemeral messages
+// outside interactions, so Ephemeral is not applied. A short rate limit is
+// waited out once.
+func (a *Adapter) reply(ctx context.Context, channelID, guildID, messageID string, r plugin.Response) (string, error) {
 	parts := splitText(r.Text)
+	var first string
 	controls := a.controls(ctx, taskNumbers(r.TaskNumber))
 	for i, p := range parts {
 		var ref *discordgo.MessageReference
@@ -199,19 +201,22 @@ func (a *Adapter) reply(ctx context.Context, channelID, guildID, messageID strin
 		if i == len(parts)-1 {
 			comps = controls
 		}
-		_, err := a.post(ctx, channelID, p, ref, comps, "")
+		id, err := a.post(ctx, channelID, p, ref, comps, "")
 		var rl *plugin.RateLimitedError
 		if errors.As(err, &rl) && rl.RetryAfter <= maxReplyWait {
 			if err := clock.Sleep(ctx, a.clk, rl.RetryAfter); err != nil {
-				return fmt.Errorf("discord: reply in %s: %w", channelID, err)
+				return first, fmt.Errorf("discord: reply in %s: %w", channelID, err)
 			}
-			_, err = a.post(ctx, channelID, p, ref, comps, "")
+			id, err = a.post(ctx, channelID, p, ref, comps, "")
 		}
 		if err != nil {
-			return fmt.Errorf("discord: reply in %s: %w", channelID, err)
+			return first, fmt.Errorf("discord: reply in %s: %w", channelID, err)
+		}
+		if i == 0 {
+			first = id
 		}
 	}
-	return nil
+	return first, nil
 }
 
 // post sends one message of at most 2,000 characters and returns its ID;

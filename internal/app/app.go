@@ -348,6 +348,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 			APIURL:        cfg.DiscordAPIURL,
 			ShardID:       cfg.DiscordShardID,
 			ShardCount:    cfg.DiscordShardCount,
+			Threads:       cfg.DiscordThreads,
 			Runtime:       rt,
 			Logger:        log,
 			Clock:         clk,
@@ -356,7 +357,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 			return err
 		}
 		plugins = append(plugins, bot.Plugin())
-		log.Info("discord enabled", "api", cfg.DiscordAPIURL)
+		log.Info("discord enabled", "api", cfg.DiscordAPIURL, "threads", cfg.DiscordThreads)
 	}
 	var slackApp *slackadapter.Adapter
 	if cfg.SlackBotToken != "" {

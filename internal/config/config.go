@@ -42,6 +42,9 @@ type Config struct {
 	// sharding (one gateway connection for every guild).
 	DiscordShardID    int
 	DiscordShardCount int
+	// DiscordThreads gives a task created in a Discord channel a thread of
+	// its own, where it reports (TASKLOOM_DISCORD_THREADS).
+	DiscordThreads bool
 
 	SlackBotToken      string
 	SlackAppToken      string
@@ -138,6 +141,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DiscordToken:         r.str("DISCORD_BOT_TOKEN", ""),
 		DiscordApplicationID: r.str("DISCORD_APPLICATION_ID", ""),
 		DiscordAPIURL:        r.str("DISCORD_API_URL", DefaultDiscordAPIURL),
+		DiscordThreads:       r.boolean("TASKLOOM_DISCORD_THREADS"),
 		SlackBotToken:        r.str("SLACK_BOT_TOKEN", ""),
 		SlackAppToken:        r.str("SLACK_APP_TOKEN", ""),
 		SlackSigningSecret:   r.str("SLACK_SIGNING_SECRET", ""),

@@ -75,6 +75,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"SLACK_BOT_TOKEN", "xoxb-1"}, `SLACK_SIGNING_SECRET`},
 		{[]string{"TASKLOOM_LOG_LEVEL", "loud"}, `TASKLOOM_LOG_LEVEL`},
 		{[]string{"TASKLOOM_RUN_COMMAND", "yes please"}, `TASKLOOM_RUN_COMMAND="yes please": want true or false`},
+		{[]string{"TASKLOOM_DISCORD_THREADS", "sometimes"}, `TASKLOOM_DISCORD_THREADS="sometimes": want true or false`},
 		{[]string{"TASKLOOM_RUN_COMMAND_NETWORK", "on"}, `TASKLOOM_RUN_COMMAND_NETWORK="on": want true or false`},
 		{[]string{"DISCORD_SHARD_ID", "1"}, `DISCORD_SHARD_COUNT: must be set with DISCORD_SHARD_ID (both or neither)`},
 		{[]string{"DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID: must be set with DISCORD_SHARD_COUNT (both or neither)`},
@@ -198,6 +199,19 @@ func TestRunCommandSwitches(t *testing.T) {
 		c, err := config.Load(env(tt.env...))
 		if err != nil || c.RunCommand != tt.command || c.RunCommandNetwork != tt.network {
 			t.Errorf("%v: RunCommand %v, RunCommandNetwork %v, err %v; want %v, %v", tt.env, c.RunCommand, c.RunCommandNetwork, err, tt.command, tt.network)
+		}
+	}
+}
+
+func TestDiscordThreads(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		value string
+		want  bool
+	}{{"", false}, {"true", true}, {"1", true}, {"false", false}} {
+		c, err := config.Load(env("TASKLOOM_DISCORD_THREADS", tt.value))
+		if err != nil || c.DiscordThreads != tt.want {
+			t.Errorf("TASKLOOM_DISCORD_THREADS=%q: %v, %v; want %v", tt.value, c.DiscordThreads, err, tt.want)
 		}
 	}
 }

@@ -22,10 +22,21 @@
 // REST calls are recorded (Calls, CallsTo, WaitCalls) and answered as
 // Discord answers them, error codes included: messages (kept, see
 // Messages, with whom they ping under allowed_mentions and Discord's
-// limits on content, embeds and buttons), application commands (bulk
-// overwrite keeps IDs), interaction callbacks within the three-second
-// window (Responses), follow-ups and @original edits through the
-// interaction webhook, channels, guilds, members. The bot's own messages
+// limits on content, embeds and buttons; edited and deleted), application
+// commands (bulk overwrite keeps IDs; integration_types, contexts and
+// autocomplete kept and checked), interaction callbacks within the
+// three-second window (Responses), follow-ups and @original edits through
+// the interaction webhook, channels, guilds, members. Start Thread from
+// Message makes a public thread with the message's ID (Threads), announced
+// with THREAD_CREATE and listed in GUILD_CREATE; its messages are a
+// channel of their own whose parent_id is the channel; a DM, a thread, a
+// message with a thread already or a missing Create Public Threads
+// (DenyPermissions) is refused with Discord's codes. Autocomplete
+// dispatches type 4 interactions, answered by type 8 with at most 25
+// choices; SlashCommand and Autocomplete in a DM carry user, not member
+// (context BOT_DM), and in a group DM (AddGroupDM, a channel the bot is
+// not in and cannot post to) context PRIVATE_CHANNEL, offered only for
+// commands installable to users. The bot's own messages
 // come back over the gateway as on Discord. A message created with a
 // nonce and enforce_nonce, when the bot created one with the same nonce in
 // the past few minutes (DefaultNonceWindow, measured on WithNow's clock),

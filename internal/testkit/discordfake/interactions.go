@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +43,10 @@ type interaction struct {
 	kind               discordgo.InteractionType
 	channelID, guildID string
 	user               User
-	messageID          string // the message a component is on
+	context            discordgo.InteractionContextType
+	userInstall        bool                                   // the user installed the app (authorizing_integration_owners "1")
+	focusedType        discordgo.ApplicationCommandOptionType // an autocomplete's focused option
+	messageID          string                                 // the message a component is on
 	created            time.Time
 	acked              bool
 	original           string // the message @original names
@@ -51,9 +55,17 @@ type interaction struct {
 // SlashCommand is a user running a chat-input command, for SlashCommand.
 type SlashCommand struct {
 	ChannelID string
-	GuildID   string // "" for a DM with the bot
-	User      User   // ID required
-	Name      string // "task" when empty
+	// GuildID is "" for a DM with the bot, or for a group DM (AddGroupDM):
+	// there the interaction's context is PRIVATE_CHANNEL, which Discord
+	// offers only for commands that list USER_INSTALL in integration_types
+	// and PRIVATE_CHANNEL in contexts.
+	GuildID string
+	User    User // ID required
+	// UserInstall says the user installed the app to their account, so
+	// authorizing_integration_owners has "1": the user's ID. It is implied
+	// in a group DM.
+	UserInstall bool
+	Name        string // "task" when empty
 	// Subcommand, when set, wraps Options in a subcommand option (type 1).
 	Subcommand string
 	Options    []CommandOption
@@ -102,18 +114,48 @@ func (s *Server) SlashCommand(c SlashCommand) Interaction {
 	if len(resolved) > 0 {
 		data["resolved"] = map[string]any{"users": resolved}
 	}
-	for _, scope := range []string{c.GuildID, ""} {
-		if cmd := findCommand(s.commands[scope], c.Name, discordgo.ChatApplicationCommand); cmd != nil {
+	cmd := s.commandForLocked(data, c.GuildID, c.Name)
+	in := s.newInteractionLocked(discordgo.InteractionApplicationCommand, c.ChannelID, c.GuildID, c.User)
+	in.userInstall = c.UserInstall || in.context == discordgo.InteractionContextPrivateChannel
+	if !offered(cmd, in.context) {
+		s.t.Errorf("discordfake: /%s is not offered in interaction context %d: its contexts and integration_types leave it out, so Discord's client would not show it", c.Name, in.context)
+		return Interaction{}
+	}
+	s.dispatchInteractionLocked(in, data, nil)
+	return Interaction{ID: in.id, Token: in.token}
+}
+
+// commandForLocked finds the registered command an invocation names, a
+// guild's before a global one, and puts its ID (and guild) in data.
+func (s *Server) commandForLocked(data map[string]any, guildID, name string) *discordgo.ApplicationCommand {
+	for _, scope := range []string{guildID, ""} {
+		if cmd := findCommand(s.commands[scope], name, discordgo.ChatApplicationCommand); cmd != nil {
 			data["id"] = cmd.ID
 			if scope != "" {
 				data["guild_id"] = scope
 			}
-			break
+			return cmd
 		}
 	}
-	in := s.newInteractionLocked(discordgo.InteractionApplicationCommand, c.ChannelID, c.GuildID, c.User)
-	s.dispatchInteractionLocked(in, data, nil)
-	return Interaction{ID: in.id, Token: in.token}
+	return nil
+}
+
+// offered reports whether Discord offers a registered command in an
+// interaction context: contexts, when set, must list it (unset, a global
+// command is offered in all); PRIVATE_CHANNEL also needs USER_INSTALL in
+// integration_types (unset, the app's default: GUILD_INSTALL only). A
+// command the fake does not know is let through, as before registration.
+func offered(cmd *discordgo.ApplicationCommand, ctx discordgo.InteractionContextType) bool {
+	if cmd == nil {
+		return true
+	}
+	if cmd.Contexts != nil && !slices.Contains(*cmd.Contexts, ctx) {
+		return false
+	}
+	if ctx == discordgo.InteractionContextPrivateChannel {
+		return cmd.IntegrationTypes != nil && slices.Contains(*cmd.IntegrationTypes, discordgo.ApplicationIntegrationUserInstall)
+	}
+	return true
 }
 
 // ButtonClick dispatches INTERACTION_CREATE of type 3 (MESSAGE_COMPONENT)
@@ -160,6 +202,13 @@ func (s *Server) newInteractionLocked(kind discordgo.InteractionType, channelID,
 	in := &interaction{
 		id: s.newID(), token: "fake-interaction-token-" + hex.EncodeToString(tok), kind: kind,
 		channelID: channelID, guildID: guildID, user: user, created: time.Now(),
+		context: discordgo.InteractionContextBotDM,
+	}
+	switch {
+	case guildID != "":
+		in.context = discordgo.InteractionContextGuild
+	case s.channels[channelID].kind == discordgo.ChannelTypeGroupDM:
+		in.context = discordgo.InteractionContextPrivateChannel
 	}
 	s.interactions[in.id] = in
 	return in
@@ -174,7 +223,14 @@ func (s *Server) dispatchInteractionLocked(in *interaction, data, message map[st
 	if message != nil {
 		w["message"] = message
 	}
-	if in.guildID != "" {
+	owners := map[string]any{}
+	if in.userInstall {
+		owners["1"] = in.user.ID
+	}
+	w["channel"] = s.wireChannelLocked(s.channels[in.channelID])
+	w["context"] = in.context
+	switch in.context {
+	case discordgo.InteractionContextGuild:
 		g := s.guilds[in.guildID]
 		mem := wireMember(g.members[in.user.ID], &in.user)
 		mem["permissions"] = strconv.FormatInt(s.permissionsLocked(g, in.user.ID), 10)
@@ -182,15 +238,15 @@ func (s *Server) dispatchInteractionLocked(in *interaction, data, message map[st
 		w["guild_locale"] = "en-US"
 		w["guild"] = map[string]any{"id": in.guildID, "locale": "en-US", "features": []any{}}
 		w["member"] = mem
-		w["channel"] = wireChannel(s.channels[in.channelID], 0)
-		w["context"] = 0
-		w["authorizing_integration_owners"] = map[string]any{"0": in.guildID}
-	} else {
+		owners["0"] = in.guildID
+	case discordgo.InteractionContextBotDM:
 		w["user"] = wireUser(in.user)
-		w["channel"] = s.wireChannelLocked(s.channels[in.channelID])
-		w["context"] = 1
-		w["authorizing_integration_owners"] = map[string]any{"0": "0"}
+		owners["0"] = "0"
+	default: // a group DM: only the user's installation reaches it
+		w["user"] = wireUser(in.user)
+		w["app_permissions"] = strconv.FormatInt(discordgo.PermissionAttachFiles|discordgo.PermissionEmbedLinks|discordgo.PermissionMentionEveryone, 10)
 	}
+	w["authorizing_integration_owners"] = owners
 	sent := false
 	s.dispatchLocked("INTERACTION_CREATE", func(ss *session) any {
 		if !ss.ownsGuild(in.guildID) {
@@ -278,6 +334,11 @@ func (s *Server) interactionCallback(w http.ResponseWriter, r *http.Request, c *
 	resp := InteractionResponse{InteractionID: in.id, Type: body.Type, Data: body.Data, After: time.Since(in.created)}
 	component := in.kind == discordgo.InteractionMessageComponent
 	invalid := formError("type", "INTERACTION_RESPONSE_TYPE_INVALID", "Invalid interaction response type")
+	if in.kind == discordgo.InteractionApplicationCommandAutocomplete && body.Type != discordgo.InteractionApplicationCommandAutocompleteResult {
+		// An autocomplete is answered with choices, and nothing else.
+		writeAPIError(w, invalid)
+		return
+	}
 	switch body.Type {
 	case discordgo.InteractionResponseChannelMessageWithSource, discordgo.InteractionResponseDeferredChannelMessageWithSource:
 		m := &Message{
@@ -328,8 +389,17 @@ func (s *Server) interactionCallback(w http.ResponseWriter, r *http.Request, c *
 			s.editedLocked(m)
 		}
 	case discordgo.InteractionResponseModal:
-	case discordgo.InteractionResponsePong, discordgo.InteractionApplicationCommandAutocompleteResult:
-		writeAPIError(w, invalid) // no PING or autocomplete interactions here
+	case discordgo.InteractionApplicationCommandAutocompleteResult:
+		if in.kind != discordgo.InteractionApplicationCommandAutocomplete {
+			writeAPIError(w, invalid)
+			return
+		}
+		if aerr := validateChoices(body.Data, in.focusedType); aerr != nil {
+			writeAPIError(w, aerr)
+			return
+		}
+	case discordgo.InteractionResponsePong:
+		writeAPIError(w, invalid) // no PING interactions here
 		return
 	default:
 		writeAPIError(w, invalid)
@@ -629,6 +699,20 @@ func validateCommand(c *discordgo.ApplicationCommand, path string) *apiError {
 	if aerr := validateName(c.Name, p("name")); aerr != nil {
 		return aerr
 	}
+	if c.Contexts != nil {
+		for i, ctx := range *c.Contexts {
+			if ctx > discordgo.InteractionContextPrivateChannel {
+				return formError(fmt.Sprintf("%s.%d", p("contexts"), i), "BASE_TYPE_CHOICES", "Value must be one of {0, 1, 2}.")
+			}
+		}
+	}
+	if c.IntegrationTypes != nil {
+		for i, it := range *c.IntegrationTypes {
+			if it > discordgo.ApplicationIntegrationUserInstall {
+				return formError(fmt.Sprintf("%s.%d", p("integration_types"), i), "BASE_TYPE_CHOICES", "Value must be one of {0, 1}.")
+			}
+		}
+	}
 	if n := utf8.RuneCountInString(c.Description); n < 1 || n > 100 {
 		return formError(p("description"), "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
 	}
@@ -664,6 +748,15 @@ func validateOptions(opts []*discordgo.ApplicationCommandOption, path string, de
 		}
 		if len(o.Choices) > 25 {
 			return formError(p+".choices", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
+		}
+		if o.Autocomplete {
+			switch {
+			case len(o.Choices) > 0:
+				return formError(p+".autocomplete", "APPLICATION_COMMAND_OPTION_AUTOCOMPLETE_CHOICES", "Autocomplete cannot be enabled on an option with choices")
+			case o.Type != discordgo.ApplicationCommandOptionString && o.Type != discordgo.ApplicationCommandOptionInteger &&
+				o.Type != discordgo.ApplicationCommandOptionNumber:
+				return formError(p+".autocomplete", "APPLICATION_COMMAND_OPTION_AUTOCOMPLETE_TYPE", "Autocomplete is only available on string, integer and number options")
+			}
 		}
 		switch o.Type {
 		case discordgo.ApplicationCommandOptionSubCommandGroup:

@@ -660,6 +660,9 @@ func (s *Server) wireMessageLocked(m *Message, withGuild bool) map[string]any {
 			w["referenced_message"] = rw
 		}
 	}
+	if th, ok := s.threadFieldLocked(m); ok {
+		w["thread"] = th
+	}
 	if m.InteractionID != "" {
 		w["webhook_id"] = s.cfg.appID
 		w["application_id"] = s.cfg.appID
@@ -723,6 +726,12 @@ func wireChannel(c *channel, position int) map[string]any {
 }
 
 func (s *Server) wireChannelLocked(c *channel) map[string]any {
+	switch {
+	case c.isThread():
+		return s.wireThread(c)
+	case c.kind == discordgo.ChannelTypeGroupDM:
+		return s.wireGroupDM(c)
+	}
 	if c.guildID != "" {
 		g := s.guilds[c.guildID]
 		return wireChannel(c, slices.Index(g.channels, c.id))
@@ -757,8 +766,12 @@ func (s *Server) wireGuildLocked(g *guild, gateway bool) map[string]any {
 			channels = append(channels, wireChannel(s.channels[id], i))
 		}
 		bot := s.cfg.bot
+		threads := []any{}
+		for _, th := range s.threadsLocked(func(c *channel) bool { return c.guildID == g.id }) {
+			threads = append(threads, s.wireThread(th))
+		}
 		w["channels"] = channels
-		w["threads"] = []any{}
+		w["threads"] = threads
 		w["members"] = []any{wireMember(g.members[bot.ID], &bot)}
 		w["member_count"] = len(g.members)
 		w["joined_at"] = g.joined.Format(discordTime)

@@ -338,6 +338,7 @@ func (s *Server) routes() {
 	api("GET /channels/{channel}/messages/{message}", true, s.getMessage)
 	api("PATCH /channels/{channel}/messages/{message}", true, s.patchMessage)
 	api("DELETE /channels/{channel}/messages/{message}", true, s.deleteMessage)
+	api("POST /channels/{channel}/messages/{message}/threads", true, s.startThread)
 	api("POST /channels/{channel}/typing", true, s.typing)
 	api("GET /guilds/{guild}", true, s.getGuild)
 	api("GET /guilds/{guild}/roles", true, s.getRoles)
@@ -412,7 +413,7 @@ func (s *Server) getChannel(w http.ResponseWriter, r *http.Request, _ *Call) {
 		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
 		return
 	}
-	if s.denied[ch.id] {
+	if s.denied[ch.id] || ch.kind == discordgo.ChannelTypeGroupDM {
 		writeError(w, http.StatusForbidden, 50001, "Missing Access")
 		return
 	}
@@ -432,8 +433,12 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *Call) {
 		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
 		return
 	}
-	if s.denied[ch.id] {
+	if s.denied[ch.id] || ch.kind == discordgo.ChannelTypeGroupDM {
 		writeError(w, http.StatusForbidden, 50001, "Missing Access")
+		return
+	}
+	if ch.isThread() && s.botPermissionsLocked(ch)&discordgo.PermissionSendMessagesInThreads == 0 {
+		writeError(w, http.StatusForbidden, 50013, "Missing Permissions")
 		return
 	}
 	now := s.cfg.now().UTC()

@@ -40,14 +40,18 @@ const (
 )
 
 // everyonePermissions is what the @everyone role of a guild the fake makes
-// up allows: what a new server gives its members, and no more.
+// up allows: what a new server gives its members, threads included, and
+// no more.
 const everyonePermissions = discordgo.PermissionViewChannel |
 	discordgo.PermissionSendMessages |
 	discordgo.PermissionReadMessageHistory |
 	discordgo.PermissionAddReactions |
 	discordgo.PermissionEmbedLinks |
 	discordgo.PermissionAttachFiles |
-	discordgo.PermissionUseSlashCommands
+	discordgo.PermissionUseSlashCommands |
+	discordgo.PermissionCreatePublicThreads |
+	discordgo.PermissionCreatePrivateThreads |
+	discordgo.PermissionSendMessagesInThreads
 
 // privilegedIntents need a switch in the developer portal; IDENTIFY asking
 // for one that is not switched on is closed with 4014.
@@ -175,6 +179,8 @@ type Server struct {
 	faults       []*fault
 	nonces       map[string]*Message // author and nonce → the message created with them
 	denied       map[string]bool     // channels the bot has lost access to
+	deniedPerms  map[string]int64    // channel → permissions an overwrite denies there
+	archiveAfter map[string]int      // thread → auto_archive_duration
 
 	conns      map[*conn]struct{}
 	sessions   map[string]*session
@@ -203,7 +209,21 @@ type member struct {
 
 type channel struct {
 	id, guildID, name string
-	recipient         string // DMs
+	recipient         string // DMs with the bot
+	// kind is the channel's type: GUILD_TEXT for guild channels, DM,
+	// GROUP_DM, or PUBLIC_THREAD.
+	kind discordgo.ChannelType
+	// Threads: the channel they are in and who started them.
+	parentID, ownerID string
+	created           time.Time
+	// recipients are a group DM's members; the bot is never one.
+	recipients []string
+}
+
+// isThread reports whether the channel is a thread.
+func (c *channel) isThread() bool {
+	return c.kind == discordgo.ChannelTypeGuildPublicThread || c.kind == discordgo.ChannelTypeGuildPrivateThread ||
+		c.kind == discordgo.ChannelTypeGuildNewsThread
 }
 
 // New starts a fake Discord and closes it when the test ends.
@@ -238,6 +258,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		interactions: map[string]*interaction{},
 		nonces:       map[string]*Message{},
 		denied:       map[string]bool{},
+		deniedPerms:  map[string]int64{},
+		archiveAfter: map[string]int{},
 		conns:        map[*conn]struct{}{},
 		sessions:     map[string]*session{},
 	}
@@ -427,11 +449,22 @@ func (s *Server) DenyChannel(channelID string) {
 }
 
 // AllowChannel gives the bot back its access to a channel DenyChannel
-// took.
+// took, and the permissions DenyPermissions took there.
 func (s *Server) AllowChannel(channelID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.denied, channelID)
+	delete(s.deniedPerms, channelID)
+}
+
+// DenyPermissions takes permissions away from everyone in a guild channel,
+// the bot included, as a permission overwrite on @everyone denying them
+// does: e.g. discordgo.PermissionCreatePublicThreads, after which starting
+// a thread there answers 403 Missing Permissions (50013).
+func (s *Server) DenyPermissions(channelID string, perms int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deniedPerms[channelID] |= perms
 }
 
 // AddDM makes the DM channel between the bot and a user known, so that
@@ -531,8 +564,9 @@ func (s *Server) ensureChannelLocked(id, guildID, recipient string) *channel {
 	if c, ok := s.channels[id]; ok {
 		return c
 	}
-	c := &channel{id: id, guildID: guildID, recipient: recipient}
+	c := &channel{id: id, guildID: guildID, recipient: recipient, kind: discordgo.ChannelTypeGuildText}
 	if guildID == "" {
+		c.kind = discordgo.ChannelTypeDM
 		if recipient != "" {
 			s.ensureUserLocked(recipient)
 			if _, ok := s.dms[recipient]; !ok {
