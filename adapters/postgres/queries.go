@@ -85,13 +85,48 @@ WHERE t.number = old.number
 RETURNING ` + qualified("t", taskColumns) + `,
     old.status, old.lease_owner, old.lease_expires_at, old.started_at`
 
-// eventOrderLockKey serializes, from the event insert to commit, the
-// transactions that write task events (pg_advisory_xact_lock), so event IDs
-// commit in increasing order and EventsSince never skips one.
-const eventOrderLockKey = 0x7461736b6576656e // "taskeven"
+// Event IDs come from a sequence, so a transaction may commit an event
+// with a higher ID before another commits a lower one. A reader resuming
+// after the last ID it saw (EventsSince, the SSE stream) must not pass
+// over the lower one while it is in flight. Writers do not wait for one
+// another for this; readers stop short of what may still be in flight:
+//
+//   - sqlEventFloorLock: before a transaction draws its first event ID, it
+//     takes a shared advisory lock (held to its end; shared locks never wait
+//     for each other) whose key carries the sequence's last value at that
+//     moment, its floor: every ID it draws is above its floor.
+//   - sqlEventBound: a reader first reads the sequence's last value L, then
+//     the lowest floor F among the locks held, then (sqlEventsSince, in a
+//     later statement, so a later snapshot) the events with IDs up to
+//     min(L, F). An event with such an ID was drawn before L was read
+//     (ID <= L), by a transaction that was not holding its lock when F was
+//     read (ID <= F, and its floor is below its ID): it had ended, so it is
+//     in the snapshot if it committed. Nothing at or below the bound can
+//     appear later, and a reader that resumes after any ID it was given
+//     misses nothing.
+//
+// A reader waits at most for the writes in flight when it reads: the lock
+// is taken in the transaction's last batch, just before its commit.
+
+// eventFloorSpace is the advisory key space of the floor locks: the high
+// 16 bits of the key ("te"), the floor in the low 48.
+const eventFloorSpace = 0x7465 << 48
 
 const (
-	sqlEventOrderLock = `SELECT pg_advisory_xact_lock($1)`
+	sqlEventFloorLock = `SELECT pg_advisory_xact_lock_shared($1::bigint | COALESCE(pg_sequence_last_value('task_events_id_seq'), 0))`
+
+	// sqlEventBound returns L and F ($1 is eventFloorSpace; F is NULL
+	// when no writer is in flight). The subquery refers to l.last, so it
+	// runs after L is read (a subquery with a volatile function is not
+	// pulled up).
+	sqlEventBound = `
+SELECT l.last, (
+    SELECT min(((k.classid::bigint << 32) | k.objid::bigint) & ((1::bigint << 48) - 1))
+    FROM pg_locks k
+    WHERE k.locktype = 'advisory' AND k.objsubid = 1 AND l.last >= 0
+      AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND ((k.classid::bigint << 32) | k.objid::bigint) >> 48 = $1::bigint >> 48)
+FROM (SELECT COALESCE(pg_sequence_last_value('task_events_id_seq'), 0) AS last) AS l`
 
 	sqlInsertEvent = `
 INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
@@ -102,8 +137,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	sqlTaskEvents = `SELECT ` + eventCols + ` FROM task_events
 WHERE task_number = $1 AND sequence > $2 ORDER BY sequence`
 
+	// sqlEventsSince: $3 is the bound of sqlEventBound.
 	sqlEventsSince = `SELECT ` + eventCols + ` FROM task_events
-WHERE id > $1 ORDER BY id LIMIT $2`
+WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2`
 
 	sqlInsertStep = `
 INSERT INTO task_steps (` + sqlstore.StepColumns + `)

@@ -7,33 +7,58 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// Write implements sqlstore.Dialect: fn's writes are queued in one batch,
-// sent before the next read of the transaction or before the commit, so a
-// mutation costs one round trip besides its lock.
+// Write implements sqlstore.Dialect. The transaction costs as few round
+// trips as its reads allow: BEGIN goes with its first statement, fn's
+// writes are queued and sent with the next read, and the last of them go
+// with the COMMIT. A claim or a mutation takes two round trips: its read,
+// then its writes and the commit.
 func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		t := &txn{tx: tx, batch: &pgx.Batch{}}
-		if err := fn(t); err != nil {
-			return err
-		}
-		return t.flush(ctx)
-	})
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer c.Release()
+	t := &txn{tx: c.Conn(), batch: &pgx.Batch{}}
+	t.batch.Queue("begin")
+	if err := fn(t); err != nil {
+		t.rollback(ctx)
+		return err
+	}
+	t.batch.Queue("commit")
+	if err := t.flush(ctx); err != nil {
+		t.rollback(ctx)
+		return fmt.Errorf("write and commit: %w", err)
+	}
+	return nil
 }
 
-// txn is a sqlstore.Tx on a pgx transaction.
+// txn is a sqlstore.Tx on a connection with a transaction open, or queued
+// to open.
 type txn struct {
-	tx    pgx.Tx
+	tx    *pgx.Conn
 	batch *pgx.Batch
+	// floored: this transaction holds its event floor lock (InsertEvent).
+	floored bool
 }
 
 var _ sqlstore.Tx = (*txn)(nil)
 
-// flush sends the queued writes.
+// rollback ends the transaction if one was opened. A connection it
+// cannot bring back idle is closed by the pool when released.
+func (t *txn) rollback(ctx context.Context) {
+	if t.tx.PgConn().TxStatus() == 'I' {
+		return
+	}
+	_, _ = t.tx.Exec(context.WithoutCancel(ctx), "rollback")
+}
+
+// flush sends the queued statements.
 func (t *txn) flush(ctx context.Context) error {
 	if t.batch.Len() == 0 {
 		return nil
@@ -43,12 +68,33 @@ func (t *txn) flush(ctx context.Context) error {
 	return t.tx.SendBatch(ctx, b).Close()
 }
 
-// queryRow flushes the queued writes, then runs a query.
+// queryRow returns a row whose Scan sends the queued statements and the
+// query together.
 func (t *txn) queryRow(ctx context.Context, q string, args ...any) pgx.Row {
-	if err := t.flush(ctx); err != nil {
-		return errRow{err}
+	return pipedRow{t: t, ctx: ctx, q: q, args: args}
+}
+
+// pipedRow is a query queued behind the transaction's pending statements.
+type pipedRow struct {
+	t    *txn
+	ctx  context.Context
+	q    string
+	args []any
+}
+
+func (r pipedRow) Scan(dest ...any) error {
+	var scanErr error
+	r.t.batch.Queue(r.q, r.args...).QueryRow(func(row pgx.Row) error {
+		scanErr = row.Scan(dest...)
+		if errors.Is(scanErr, pgx.ErrNoRows) {
+			return nil // not a failure of the batch
+		}
+		return scanErr
+	})
+	if err := r.t.flush(r.ctx); err != nil {
+		return err
 	}
-	return t.tx.QueryRow(ctx, q, args...)
+	return scanErr
 }
 
 func (t *txn) query(ctx context.Context, q string, args ...any) (pgx.Rows, error) {
@@ -57,10 +103,6 @@ func (t *txn) query(ctx context.Context, q string, args ...any) (pgx.Rows, error
 	}
 	return t.tx.Query(ctx, q, args...)
 }
-
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
 
 // Now is the database server's clock.
 func (t *txn) Now(ctx context.Context) (time.Time, error) {
@@ -83,10 +125,7 @@ func (t *txn) Children(ctx context.Context, parent int64) ([]plugin.Task, error)
 }
 
 func (t *txn) LockRequestor(ctx context.Context, requestor string) error {
-	if err := t.flush(ctx); err != nil {
-		return err
-	}
-	_, err := t.tx.Exec(ctx, sqlLockRequestor, requestor)
+	_, err := t.exec(ctx, sqlLockRequestor, requestor)
 	return err
 }
 
@@ -128,12 +167,14 @@ func (t *txn) UpdateTask(_ context.Context, row plugin.Task) error {
 	return nil
 }
 
-// InsertEvent queues the insert of e after the event-order lock: event IDs
-// must become visible in order, or a reader resuming after ID n could miss
-// an n-1 that committed later. The lock, held to commit, makes
-// transactions take IDs in the order they commit.
+// InsertEvent queues the insert of e. Before its first event, the
+// transaction takes its event floor lock, which EventsSince reads: see
+// sqlEventFloorLock.
 func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
-	t.batch.Queue(sqlEventOrderLock, int64(eventOrderLockKey))
+	if !t.floored {
+		t.batch.Queue(sqlEventFloorLock, int64(eventFloorSpace))
+		t.floored = true
+	}
 	t.batch.Queue(sqlInsertEvent, sqlstore.EventArgs(e, timeArg)...)
 	return nil
 }
@@ -182,19 +223,11 @@ func (t *txn) ClaimRoom(ctx context.Context, room, owner string, now, until time
 }
 
 func (t *txn) DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error) {
-	if err := t.flush(ctx); err != nil {
-		return 0, err
-	}
-	tag, err := t.tx.Exec(ctx, sqlMarkSent, ids, owner)
-	return tag.RowsAffected(), err
+	return t.exec(ctx, sqlMarkSent, ids, owner)
 }
 
 func (t *txn) ReleaseClaimed(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) (int64, error) {
-	if err := t.flush(ctx); err != nil {
-		return 0, err
-	}
-	tag, err := t.tx.Exec(ctx, sqlRelease, ids, owner, timeArg(retryAt), reason)
-	return tag.RowsAffected(), err
+	return t.exec(ctx, sqlRelease, ids, owner, timeArg(retryAt), reason)
 }
 
 func (t *txn) RenewClaimed(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error) {
@@ -217,14 +250,16 @@ func (t *txn) RetryFailed(ctx context.Context, id int64, now time.Time) (plugin.
 	return sqlstore.ScanNotification(t.queryRow(ctx, sqlRetryNotification, id, timeArg(now)))
 }
 
-// exec flushes the queued writes, then runs a statement and says how many
-// rows it changed.
+// exec sends the queued statements and one more together, and says how
+// many rows the last one changed.
 func (t *txn) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	if err := t.flush(ctx); err != nil {
-		return 0, err
-	}
-	tag, err := t.tx.Exec(ctx, q, args...)
-	return tag.RowsAffected(), err
+	var n int64
+	t.batch.Queue(q, args...).Exec(func(tag pgconn.CommandTag) error {
+		n = tag.RowsAffected()
+		return nil
+	})
+	err := t.flush(ctx)
+	return n, err
 }
 
 func (t *txn) SaveRoomProgress(_ context.Context, p plugin.RoomProgress) error {
@@ -283,13 +318,28 @@ func (s *Store) TaskEvents(ctx context.Context, number int64, after int64) ([]pl
 }
 
 // EventsSince lists every task's events with ID > after, oldest first, at
-// most limit of them (all of them when limit <= 0).
+// most limit of them (all of them when limit <= 0). It stops short of the
+// events that transactions in flight may still commit below the highest
+// committed ID (see sqlEventBound), so a reader resuming after the last ID
+// it was given misses none.
 func (s *Store) EventsSince(ctx context.Context, after int64, limit int) ([]plugin.TaskEvent, error) {
 	var lim any
 	if limit > 0 {
 		lim = limit
 	}
-	out, err := collect(ctx, s.pool, sqlEventsSince, []any{after, lim}, sqlstore.ScanEvent)
+	var last int64
+	var floor *int64
+	if err := s.pool.QueryRow(ctx, sqlEventBound, int64(eventFloorSpace)).Scan(&last, &floor); err != nil {
+		return nil, fmt.Errorf("events since %d: %w", after, err)
+	}
+	bound := last
+	if floor != nil {
+		bound = min(bound, *floor)
+	}
+	if bound <= after {
+		return nil, nil
+	}
+	out, err := collect(ctx, s.pool, sqlEventsSince, []any{after, lim, bound}, sqlstore.ScanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("events since %d: %w", after, err)
 	}

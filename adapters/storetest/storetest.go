@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"PruneMemories", testPruneMemories},
 		{"EventsSince", testEventsSince},
 		{"EventsSinceWhileWriting", testEventsSinceWhileWriting},
+		{"EventStreamExactlyOnce", testEventStreamExactlyOnce},
 
 		{"OutboxEnqueue", testOutboxEnqueue},
 		{"OutboxClaimExclusive", testOutboxClaimExclusive},
