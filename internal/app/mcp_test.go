@@ -95,7 +95,7 @@ func TestBadMCPConfigurationIsOneLine(t *testing.T) {
 		{`{"files": `, "TASKLOOM_MCP_SERVERS: want a JSON object"},
 		{`{"my.files": {"command": "mcp-files"}}`, `TASKLOOM_MCP_SERVERS: the server name "my.files" is not usable`},
 	} {
-		code, _, stderr := run(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_MCP_SERVERS": tt.value})
+		code, stderr := refusedServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_MCP_SERVERS": tt.value})
 		if code != app.ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d and one line saying %q", tt.value, code, stderr, app.ExitUsage, tt.want)
 		}
@@ -108,10 +108,22 @@ func TestBadMCPConfigurationIsOneLine(t *testing.T) {
 func TestApprovalOfAnUnknownMCPServerStopsStartUp(t *testing.T) {
 	t.Parallel()
 	for _, servers := range []string{"", `{"file": {"command": "/nonexistent/mcp-files"}}`} {
-		code, _, stderr := run(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+		code, stderr := refusedServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
 			"TASKLOOM_MCP_SERVERS": servers, "TASKLOOM_APPROVE_TOOLS": "run_command,files.delete"})
 		if code == app.ExitOK || !strings.Contains(stderr, `taskloom: TASKLOOM_APPROVE_TOOLS="run_command,files.delete": "files.delete" names no MCP server of TASKLOOM_MCP_SERVERS`) {
 			t.Errorf("servers %s: exit %d, stderr:\n%s", servers, code, stderr)
 		}
 	}
+}
+
+// refusedServe runs `taskloom serve` with env, which is expected to refuse
+// to start; one that starts anyway is stopped after a while rather than
+// left running.
+func refusedServe(t *testing.T, env map[string]string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stdout, stderr syncBuffer
+	code := app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &stdout, Stderr: &stderr})
+	return code, stderr.String()
 }
