@@ -273,19 +273,21 @@ func (t *tracker) wait(ctx context.Context) error {
 }
 
 // goBackground runs fn, which waits on the clock within a.base, in a
-// goroutine Stop waits for after cancelling a.base. Once Stop has begun it
-// runs nothing: the count may not grow while Stop waits on it.
-func (a *Adapter) goBackground(fn func()) {
+// goroutine Stop waits for after cancelling a.base, and reports whether it
+// did: once Stop has begun it runs nothing, since the count may not grow
+// while Stop waits on it.
+func (a *Adapter) goBackground(fn func()) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.started {
-		return
+		return false
 	}
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
 		fn()
 	}()
+	return true
 }
 
 // goTracked runs fn in a goroutine counted by the tracker.

@@ -38,11 +38,16 @@ type assistantThreads struct {
 	threads map[room]*assistantThread
 }
 
+// statusUnknown is an assistant thread's status when the adapter cannot
+// know it: a status was set while the app posted in the thread, and which
+// came first decides whether the post ended it.
+const statusUnknown = "\x00unknown"
+
 type assistantThread struct {
 	started time.Time
 	// status is what the thread shows as far as the adapter knows ("" for
-	// nothing), set at statusAt; posts counts the app's posts in the
-	// thread, each of which ends the status on Slack.
+	// nothing, or statusUnknown), set at statusAt; posts counts the app's
+	// posts in the thread, each of which ends the status on Slack.
 	status   string
 	statusAt time.Time
 	posts    int
@@ -116,7 +121,9 @@ func (a *Adapter) posted(r room) {
 	th := a.assistant.threads[r]
 	if th != nil {
 		th.posts++
-		th.status = ""
+		if th.status != statusUnknown {
+			th.status = ""
+		}
 	}
 	a.assistant.mu.Unlock()
 	if th != nil {
@@ -156,9 +163,13 @@ func (a *Adapter) reconcileStatus(ctx context.Context, r room, th *assistantThre
 			continue
 		}
 		a.assistant.mu.Lock()
-		if th.posts == posts {
-			th.status, th.statusAt = want, now
-		} // else a post may have ended it meanwhile: posted asked to look again
+		th.status, th.statusAt = want, now
+		if th.posts != posts {
+			// A post went out meanwhile, before or after the status
+			// reached Slack: posted asked to look again, which sets or
+			// clears it whatever it is.
+			th.status = statusUnknown
+		}
 		a.assistant.mu.Unlock()
 	}
 }

@@ -1,6 +1,7 @@
 package slack_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -38,11 +39,16 @@ func TestAssistantThreads(t *testing.T) {
 		if want := "slack:" + started.Channel + ":" + started.ThreadTS; task.RoomID != want || task.WorkspaceID != "dm:slack:"+alice {
 			t.Errorf("task in %q, workspace %q; want %s, dm:slack:%s", task.RoomID, task.WorkspaceID, want, alice)
 		}
-		e.settle()
-		status := func() string { return e.fake.AssistantStatus(started.Channel, started.ThreadTS) }
-		if got := status(); got != "is working on #1…" {
-			t.Fatalf("while #1 is queued the thread shows %q", got)
+		ctx, cancel := context.WithTimeout(e.ctx, wait)
+		defer cancel()
+		status := func(want string) {
+			t.Helper()
+			if err := e.fake.WaitAssistantStatus(ctx, started.Channel, started.ThreadTS, want); err != nil {
+				t.Fatal(err)
+			}
 		}
+		working := "is working on #1…"
+		status(working)
 
 		// Progress posted in the thread ends the status on Slack; it is
 		// set again while the task works.
@@ -53,25 +59,37 @@ func TestAssistantThreads(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitMessages(1, both(thread, saying("Progress: 0% → 40%")))
+		status(working)
+
+		// Paused, it does not work: the status is cleared, though nothing
+		// is posted in the thread to end it. Resumed, it shows again.
 		e.settle()
-		if got := status(); got != "is working on #1…" {
-			t.Errorf("after a progress message the thread shows %q", got)
+		posts := len(e.fake.Messages())
+		if _, err := e.core.Tasks.Pause(e.ctx, 1, alice); err != nil {
+			t.Fatal(err)
 		}
+		status("")
+		if n := len(e.fake.Messages()); n != posts {
+			t.Logf("%d messages posted on the pause", n-posts)
+		}
+		if calls := e.fake.CallsTo("assistant.threads.setStatus"); calls[len(calls)-1].Params.Get("status") != "" {
+			t.Errorf("last status set = %q; want it cleared when the task paused", calls[len(calls)-1].Params.Get("status"))
+		}
+		if _, err := e.core.Tasks.Resume(e.ctx, 1, alice); err != nil {
+			t.Fatal(err)
+		}
+		status(working)
 
 		// Its end clears it.
 		e.model.Decide("list_files", nil, 100, "done")
 		e.step()
-		e.settle()
-		calls := e.fake.CallsTo("assistant.threads.setStatus")
-		if last := calls[len(calls)-1]; last.Params.Get("status") != "" {
-			t.Errorf("last status set = %q; want it cleared when the task ended", last.Params.Get("status"))
-		}
 		if _, err := e.core.Notify.FlushUrgent(e.ctx); err != nil {
 			t.Fatal(err)
 		}
 		e.waitMessages(1, both(thread, saying("completed!")))
+		status("")
 		e.settle()
-		if got := status(); got != "" {
+		if got := e.fake.AssistantStatus(started.Channel, started.ThreadTS); got != "" {
 			t.Errorf("after the task ended the thread shows %q", got)
 		}
 		for _, c := range e.fake.CallsTo("assistant.threads.setStatus") {

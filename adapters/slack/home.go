@@ -12,7 +12,6 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
-	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -88,9 +87,14 @@ func (a *Adapter) homeChanged(t plugin.Task) {
 	if u == nil || u.scheduled || (t.WorkspaceID != u.team && t.WorkspaceID != dmWorkspace(user)) {
 		return
 	}
-	u.scheduled = true
-	a.goBackground(func() {
-		if err := clock.Sleep(a.base, a.clk, HomeDebounce); err != nil {
+	// The timer starts now, in the task service's goroutine, so the wait
+	// is on the clock as soon as the change is made.
+	timer := a.clk.NewTimer(HomeDebounce)
+	started := a.goBackground(func() {
+		defer timer.Stop()
+		select {
+		case <-timer.C():
+		case <-a.base.Done():
 			return
 		}
 		a.home.mu.Lock()
@@ -99,6 +103,11 @@ func (a *Adapter) homeChanged(t plugin.Task) {
 		a.home.mu.Unlock()
 		a.publishHome(a.base, user, team)
 	})
+	if started {
+		u.scheduled = true
+	} else {
+		timer.Stop()
+	}
 }
 
 // dmWorkspace is the workspace of a person's direct-message tasks.

@@ -1,6 +1,7 @@
 package slackfake
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -174,6 +175,24 @@ func (s *Server) assistantThreadLocked(p url.Values) (*assistantThread, apiResul
 func (s *Server) AssistantStatus(channel, threadTS string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.statusLocked(channel, threadTS)
+}
+
+// WaitAssistantStatus waits until an assistant thread shows status ("" for
+// none), as AssistantStatus tells it.
+func (s *Server) WaitAssistantStatus(ctx context.Context, channel, threadTS, status string) error {
+	var got string
+	err := s.wait(ctx, func() bool {
+		got = s.statusLocked(channel, threadTS)
+		return got == status
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the status %q of thread %s (it shows %q): %w", status, threadTS, got, err)
+	}
+	return nil
+}
+
+func (s *Server) statusLocked(channel, threadTS string) string {
 	th, found := s.threads[threadKey(channel, threadTS)]
 	if !found || th.status == "" {
 		return ""
