@@ -26,7 +26,7 @@ func (CreateTask) Info() plugin.ActionInfo {
 		Similes:     []string{"new task", "work on", "start task"},
 		Description: "Create a background task that an agent works on step by step, reporting progress in this room.",
 		Examples:    []string{"create task Build auth", "work on building auth", "/task create Build auth", "create review task Build auth"},
-		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string","minLength":1,"maxLength":4000},"name":{"type":"string","maxLength":80},"strategy":{"type":"string","description":"how the task is worked (PRODUCT §8): loop (default), react, tools, review, supervisor, magentic, group_chat"}}}`),
+		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string","minLength":1,"maxLength":4000},"name":{"type":"string","maxLength":80},"strategy":{"type":"string","description":"how the task is worked (PRODUCT §8): loop (default), react, tools, review, supervisor, magentic, group_chat"},"max_iterations":{"type":"integer","minimum":1,"maximum":10000}}}`),
 	}
 }
 
@@ -43,16 +43,26 @@ func (a CreateTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 		Goal     string `json:"goal"`
 		Name     string `json:"name"`
 		Strategy string `json:"strategy"`
+		// MaxIterations, when set (the Slack modal's field), replaces the
+		// configured limit.
+		MaxIterations int `json:"max_iterations"`
 	}
 	if r := decode(call.Params, &p); r != nil {
 		return *r, nil
+	}
+	maxIterations := a.MaxIterations
+	switch {
+	case p.MaxIterations < 0 || p.MaxIterations > MaxIterationsCap:
+		return fail("Cannot create the task: max iterations must be from 1 to %d.", MaxIterationsCap)
+	case p.MaxIterations > 0:
+		maxIterations = p.MaxIterations
 	}
 	if strings.TrimSpace(p.Goal) == "" {
 		return fail("What should the task do? Say `create task <goal>`, for example `create task Build auth`.")
 	}
 	t, err := a.Tasks.Create(ctx, plugin.NewTask{
 		Name: p.Name, Goal: p.Goal, Strategy: p.Strategy, RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room,
-		WorkspaceID: WorkspaceOf(msg), MaxIterations: a.MaxIterations, MaxStaleIterations: a.MaxStaleIterations,
+		WorkspaceID: WorkspaceOf(msg), MaxIterations: maxIterations, MaxStaleIterations: a.MaxStaleIterations,
 		Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(),
 	})
 	switch {
@@ -68,6 +78,10 @@ func (a CreateTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 			t.Number, quoted(f, t.Name), inlineCode(f, fmt.Sprintf("status #%d", t.Number))),
 	}, nil
 }
+
+// MaxIterationsCap is the most max_iterations a person may ask for, as
+// on the API.
+const MaxIterationsCap = 10000
 
 // reason is what an error says after the sentinel it wraps ("create
 // task: invalid input: the goal is empty" → "the goal is empty"), to end a
