@@ -15,7 +15,8 @@ type Violation struct {
 
 func (v Violation) String() string { return fmt.Sprintf("task #%d: %s", v.TaskNumber, v.Problem) }
 
-// Replay rebuilds a task by applying its events' changes in order.
+// Replay rebuilds a task by applying its events' changes in order, and
+// folds them into its digest.
 func Replay(events []TaskEvent) (Task, error) {
 	var t Task
 	for _, ev := range events {
@@ -28,6 +29,7 @@ func Replay(events []TaskEvent) (Task, error) {
 		}
 		t.EventSeq = ev.Sequence
 	}
+	t.Digest = DigestOf(events).String()
 	return t, nil
 }
 
@@ -47,8 +49,9 @@ func applyChanges(t *Task, changes map[string]json.RawMessage) error {
 // against the stored row and its step count: a contiguous sequence from 1
 // that starts with "created"; terminal states absorb; progress within
 // 0–100; stale counter and iteration within their bounds; fence tokens never
-// decrease; a terminal task holds no lease; one step per step event; and
-// the rebuilt task equals the row.
+// decrease; a terminal task holds no lease; one step per step event; the
+// rebuilt task equals the row; and the row's digest, when it has one, is
+// the fold of its events.
 func Check(row Task, events []TaskEvent, steps int) []Violation {
 	var out []Violation
 	bad := func(format string, args ...any) {
@@ -62,6 +65,7 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 		bad("first event is %q, not %q", events[0].Type, EventCreated)
 	}
 	var t Task
+	var digest Digest
 	stepEvents := 0
 	var fence int64
 	for i, ev := range events {
@@ -83,6 +87,7 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 		if p.Step != nil {
 			stepEvents++
 		}
+		digest.AddEvent(ev)
 		wasTerminal := t.Status.Terminal()
 		prevFence := t.Fence
 		if err := applyChanges(&t, p.Changes); err != nil {
@@ -106,6 +111,13 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 	}
 	if row.EventSeq != t.EventSeq {
 		bad("row says its last event is %d, the log has %d", row.EventSeq, t.EventSeq)
+	}
+	if row.Digest != "" {
+		if d, ok := ParseDigest(row.Digest); !ok {
+			bad("has an unreadable digest %q", row.Digest)
+		} else if d.String() != digest.String() {
+			bad("digest is %s in the row but %s from the events", d, digest)
+		}
 	}
 	if d, err := diff(t, row); err != nil {
 		bad("cannot compare with the row: %v", err)

@@ -54,6 +54,15 @@ type Store interface {
 	MoveTask(ctx context.Context, number int64, room, actor string, now time.Time) (Task, error)
 
 	Steps(ctx context.Context, number int64) ([]Step, error)
+	// RecentSteps lists a task's last k steps (k > 0), oldest first: a
+	// read bounded by k however many steps the task has (PRODUCT §11).
+	RecentSteps(ctx context.Context, number int64, k int) ([]Step, error)
+	// Step reads the step of one iteration of a task; ErrNotFound when it
+	// has none.
+	Step(ctx context.Context, number int64, iteration int) (Step, error)
+	// EventsAt lists the task's events with the given sequences, in
+	// sequence order; a sequence it has no event for is left out.
+	EventsAt(ctx context.Context, number int64, sequences []int64) ([]TaskEvent, error)
 	// TaskEvents lists one task's events with sequence > after.
 	TaskEvents(ctx context.Context, number int64, after int64) ([]TaskEvent, error)
 	// EventsSince lists every task's events with ID > after, oldest first,

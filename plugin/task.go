@@ -142,6 +142,10 @@ type Task struct {
 	// EventSeq is the sequence number of the task's latest event. It is
 	// bookkeeping, not state: replay derives it from the event count.
 	EventSeq int64 `json:"-"`
+	// Digest condenses the task's history for its prompt (a Digest's
+	// String; "" for a task created before digests). Like EventSeq it is
+	// derived from the events (DigestOf), so it is in none of them.
+	Digest string `json:"-"`
 }
 
 // Tokens is what the task has used, prompt and completion together.

@@ -39,7 +39,7 @@ func Change(before, after Task, typ, actor string, now time.Time, detail map[str
 	if err != nil {
 		return Mutation{}, fmt.Errorf("%s task #%d: encode event: %w", typ, before.Number, err)
 	}
-	return Mutation{
+	m := Mutation{
 		Task: after,
 		Event: TaskEvent{
 			TaskNumber: after.Number,
@@ -50,7 +50,11 @@ func Change(before, after Task, typ, actor string, now time.Time, detail map[str
 			Fence:      after.Fence,
 			Time:       UTC(now),
 		},
-	}, nil
+	}
+	if _, ok := EventAnswer(m.Event); ok {
+		digested(&m.Task, func(d *Digest) { d.addAnswer(m.Event.Sequence) })
+	}
+	return m, nil
 }
 
 // diff returns the columns of after that differ from before, by JSON name.
@@ -128,6 +132,7 @@ func NewTaskRow(in NewTask) (Task, error) {
 	if t.Strategy == "" {
 		t.Strategy = StrategyLoop
 	}
+	t.Digest = Digest{}.String()
 	if t.MaxIterations <= 0 {
 		t.MaxIterations = DefaultMaxIterations
 	}
@@ -584,7 +589,8 @@ func nonEmptyJSON(s string) string {
 }
 
 // attachStep records the step in the event without its result, which is
-// stored once, in the step (up to MaxResultBytes).
+// stored once, in the step (up to MaxResultBytes), and counts it in the
+// task's digest.
 func attachStep(m *Mutation) error {
 	var p EventPayload
 	if err := json.Unmarshal(m.Event.Payload, &p); err != nil {
@@ -598,6 +604,7 @@ func attachStep(m *Mutation) error {
 		return err
 	}
 	m.Event.Payload = raw
+	digested(&m.Task, func(d *Digest) { d.AddStep(st) })
 	return nil
 }
 

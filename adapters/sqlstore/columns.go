@@ -20,6 +20,7 @@ var TaskColumns = []string{
 	"waiting_on", "next_attempt_at", "max_tokens", "continues_number",
 	"approval_action", "approval_params", "approval_granted",
 	"strategy", "phase", "strategy_state", "ledger",
+	"digest",
 }
 
 // TimeArg is how a dialect passes a time to its database: NULL when zero.
@@ -43,6 +44,7 @@ func TaskArgs(t plugin.Task, timeArg TimeArg) []any {
 		string(t.WaitingOn), timeArg(t.NextAttemptAt), t.MaxTokens, nullNumber(t.ContinuesNumber),
 		t.ApprovalAction, t.ApprovalParams, t.ApprovalGranted,
 		t.Strategy, t.Phase, t.State, t.Ledger,
+		t.Digest,
 	}
 }
 
@@ -71,6 +73,7 @@ func ScanTask(row Row, extra ...any) (plugin.Task, error) {
 		&waitingOn, &next, &t.MaxTokens, &continues,
 		&t.ApprovalAction, &t.ApprovalParams, &t.ApprovalGranted,
 		&t.Strategy, &t.Phase, &t.State, &t.Ledger,
+		&t.Digest,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return plugin.Task{}, err

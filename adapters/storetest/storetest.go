@@ -60,6 +60,8 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"Lifecycle", testLifecycle},
 		{"Terminal", testTerminal},
 		{"Steps", testSteps},
+		{"HistoryReads", testHistoryReads},
+		{"Digest", testDigest},
 		{"Times", testTimes},
 		{"DirtyText", testDirtyText},
 

@@ -1,0 +1,190 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// testHistoryReads: the bounded reads an iteration makes (PRODUCT §11) —
+// a task's last k steps, one step by iteration, events by sequence —
+// return what the full reads return, for that task only.
+func testHistoryReads(t *testing.T, s plugin.Store) {
+	a := create(t, s, newTask("Seven steps"))
+	b := create(t, s, newTask("Interleaved"))
+	for i := 1; i <= 7; i++ {
+		for _, n := range []int64{a.Number, b.Number} {
+			now := at(time.Duration(2*i) * time.Minute)
+			if n == b.Number {
+				now = now.Add(time.Minute)
+			}
+			c := claim(t, s, "w1", now, time.Minute)
+			if c.Number != n {
+				t.Fatalf("claimed #%d, want #%d", c.Number, n)
+			}
+			o := outcome(c, now.Add(time.Second), 10*i, plugin.VerdictContinue)
+			o.Step.Action = fmt.Sprintf("tool_%d", i)
+			o.Step.Result = fmt.Sprintf("result %d of #%d", i, n)
+			o.Step.Success = i%3 != 0
+			update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+		}
+	}
+	all, err := s.Steps(t.Context(), a.Number)
+	if err != nil || len(all) != 7 {
+		t.Fatalf("Steps = %d steps, %v", len(all), err)
+	}
+	for _, k := range []int{1, 3, 7, 100} {
+		got, err := s.RecentSteps(t.Context(), a.Number, k)
+		if err != nil {
+			t.Fatalf("RecentSteps(k=%d): %v", k, err)
+		}
+		if want := all[max(0, len(all)-k):]; !reflect.DeepEqual(got, want) {
+			t.Errorf("RecentSteps(k=%d) = iterations %v, want %v", k, iterations(got), iterations(want))
+		}
+	}
+	if got, err := s.RecentSteps(t.Context(), a.Number, 0); err != nil || len(got) != 0 {
+		t.Errorf("RecentSteps(k=0) = %v, %v; want none", iterations(got), err)
+	}
+	if got, err := s.RecentSteps(t.Context(), 999, 5); err != nil || len(got) != 0 {
+		t.Errorf("RecentSteps of no task = %v, %v; want none", iterations(got), err)
+	}
+
+	for _, want := range all {
+		got, err := s.Step(t.Context(), a.Number, want.Iteration)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("Step(%d) = %+v, %v; want %+v", want.Iteration, got, err, want)
+		}
+	}
+	for _, it := range []int{0, 8} {
+		if _, err := s.Step(t.Context(), a.Number, it); !errors.Is(err, plugin.ErrNotFound) {
+			t.Errorf("Step(%d) of a task with 7 steps: %v, want ErrNotFound", it, err)
+		}
+	}
+
+	evs := events(t, s, a.Number)
+	got, err := s.EventsAt(t.Context(), a.Number, []int64{9, 1, 4, 999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []plugin.TaskEvent{evs[0], evs[3], evs[8]}; !reflect.DeepEqual(got, want) {
+		t.Errorf("EventsAt(9, 1, 4, 999) = sequences %v of #%v, want 1, 4, 9 of #%d", sequences(got), taskNumbers(got), a.Number)
+	}
+	if got, err := s.EventsAt(t.Context(), a.Number, nil); err != nil || len(got) != 0 {
+		t.Errorf("EventsAt(none) = %v, %v", sequences(got), err)
+	}
+	check(t, s, a.Number, b.Number)
+}
+
+// testDigest: the digest a task's row keeps is written in the commit of
+// each step and answer — steps counted by action, failed or not,
+// approval denials included, the latest answers' event sequences — and
+// `taskloom check` finds it equal to the fold of the events, and reports
+// a row whose digest is not.
+func testDigest(t *testing.T, s plugin.Store) {
+	task := create(t, s, newTask("Keep a digest"))
+	n := task.Number
+	if d, ok := plugin.ParseDigest(get(t, s, n).Digest); !ok || d.Steps != 0 {
+		t.Fatalf("a new task's digest = %q", get(t, s, n).Digest)
+	}
+	progress := 0
+	step := func(now time.Time, action string, ok bool, wait plugin.WaitOn) {
+		t.Helper()
+		c := claim(t, s, "w1", now, time.Minute)
+		progress += 10
+		o := outcome(c, now.Add(time.Second), progress, plugin.VerdictContinue)
+		o.Step.Action, o.Step.Success, o.Wait = action, ok, wait
+		update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+	}
+	step(at(time.Minute), "write_file", true, plugin.WaitNone)
+	step(at(2*time.Minute), "http_get", false, plugin.WaitNone)
+	step(at(3*time.Minute), "ask_user", true, plugin.WaitAnswer)
+	answered := update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Answered(cur, "u1", "use JWT", at(4*time.Minute))
+	})
+	step(at(5*time.Minute), "run_command", true, plugin.WaitApproval) // asks; no step yet
+	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Denied(cur, "u1", "not now", at(6*time.Minute))
+	})
+	step(at(7*time.Minute), "write_file", true, plugin.WaitNone)
+
+	row := get(t, s, n)
+	want := plugin.Digest{Steps: 5, Actions: map[string]plugin.ActionCount{
+		"write_file": {Runs: 2, Succeeded: 2}, "http_get": {Runs: 1}, "ask_user": {Runs: 1, Succeeded: 1}, "run_command": {Runs: 1},
+	}, Answers: []int64{answered.EventSeq}}
+	if got, ok := plugin.ParseDigest(row.Digest); !ok || got.String() != want.String() {
+		t.Fatalf("digest = %s, want %s", row.Digest, want)
+	}
+	if got := plugin.DigestOf(events(t, s, n)); got.String() != row.Digest {
+		t.Errorf("the events fold to %s, the row has %s", got, row.Digest)
+	}
+	check(t, s, n)
+
+	// A digest that is not the fold of the events is reported.
+	wrong := want
+	wrong.Steps = 4
+	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
+		m, err := plugin.Paused(cur, "u1", at(8*time.Minute))
+		m.Task.Digest = wrong.String()
+		return m, err
+	})
+	steps, err := s.Steps(t.Context(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := plugin.Check(get(t, s, n), events(t, s, n), len(steps))
+	if len(v) != 1 || !slices.ContainsFunc(v, func(x plugin.Violation) bool { return containsAll(x.Problem, "digest", `"steps":4`) }) {
+		t.Errorf("check of a row with a wrong digest = %v", v)
+	}
+
+	// A task from before digests (none in its row) keeps none, and checks.
+	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
+		m, err := plugin.Resumed(cur, "u1", at(9*time.Minute))
+		m.Task.Digest = ""
+		return m, err
+	})
+	step(at(10*time.Minute), "write_file", true, plugin.WaitNone)
+	if d := get(t, s, n).Digest; d != "" {
+		t.Errorf("a task with no digest has %q after a step", d)
+	}
+	check(t, s, n)
+}
+
+func iterations(steps []plugin.Step) []int {
+	out := make([]int, len(steps))
+	for i, s := range steps {
+		out[i] = s.Iteration
+	}
+	return out
+}
+
+func sequences(evs []plugin.TaskEvent) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Sequence
+	}
+	return out
+}
+
+func taskNumbers(evs []plugin.TaskEvent) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.TaskNumber
+	}
+	return out
+}
+
+// containsAll reports whether s contains every one of parts.
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
