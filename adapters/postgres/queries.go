@@ -85,6 +85,15 @@ WHERE t.number = old.number
 RETURNING ` + qualified("t", taskColumns) + `,
     old.status, old.lease_owner, old.lease_expires_at, old.started_at`
 
+// sqlClaimTaskOnStoreClock is sqlClaimTask at the server's clock: $1 owner,
+// $2 the lease (an interval). It returns the time it claimed at last.
+var sqlClaimTaskOnStoreClock = strings.NewReplacer(
+	"$1", "statement_timestamp()",
+	"$2", "$1",
+	"$3", "(statement_timestamp() + $2::interval)",
+).Replace(sqlClaimTask) + `,
+    statement_timestamp()`
+
 // Event IDs come from a sequence, so a transaction may commit an event
 // with a higher ID before another commits a lower one. A reader resuming
 // after the last ID it saw (EventsSince, the SSE stream) must not pass

@@ -145,12 +145,26 @@ func (t *txn) InsertTask(ctx context.Context, row plugin.Task) (int64, error) {
 // the pre-claim values of the columns it sets, from which the row before
 // is rebuilt.
 func (t *txn) ClaimHead(ctx context.Context, owner string, now, until time.Time) (before, after plugin.Task, err error) {
+	before, after, _, err = t.claim(ctx, sqlClaimTask, false, timeArg(now), owner, timeArg(until))
+	return before, after, err
+}
+
+// ClaimHeadOnStoreClock runs sqlClaimTaskOnStoreClock: ClaimHead at the
+// server's statement_timestamp().
+func (t *txn) ClaimHeadOnStoreClock(ctx context.Context, owner string, lease time.Duration) (before, after plugin.Task, now time.Time, err error) {
+	return t.claim(ctx, sqlClaimTaskOnStoreClock, true, owner, lease)
+}
+
+func (t *txn) claim(ctx context.Context, q string, withNow bool, args ...any) (before, after plugin.Task, now time.Time, err error) {
 	var oldStatus, oldOwner string
-	var oldExpiry, oldStarted sqlstore.Time
-	after, err = noRows(sqlstore.ScanTask(t.queryRow(ctx, sqlClaimTask, timeArg(now), owner, timeArg(until)),
-		&oldStatus, &oldOwner, &oldExpiry, &oldStarted))
+	var oldExpiry, oldStarted, at sqlstore.Time
+	extra := []any{&oldStatus, &oldOwner, &oldExpiry, &oldStarted}
+	if withNow {
+		extra = append(extra, &at)
+	}
+	after, err = noRows(sqlstore.ScanTask(t.queryRow(ctx, q, args...), extra...))
 	if err != nil {
-		return before, after, err
+		return before, after, now, err
 	}
 	before = after
 	before.Status = plugin.Status(oldStatus)
@@ -159,7 +173,7 @@ func (t *txn) ClaimHead(ctx context.Context, owner string, now, until time.Time)
 	before.StartedAt = oldStarted.T
 	before.Fence--
 	before.EventSeq--
-	return before, after, nil
+	return before, after, at.T, nil
 }
 
 func (t *txn) UpdateTask(_ context.Context, row plugin.Task) error {

@@ -103,3 +103,13 @@ type Tx interface {
 	// statement, keeping the files to already has.
 	CopyFiles(ctx context.Context, from, to int64) error
 }
+
+// StoreClockClaimer is a Tx whose claim statement can read the database's
+// clock itself. ClaimTask uses it for a claim on the store's clock, which
+// then costs no separate read of Now.
+type StoreClockClaimer interface {
+	// ClaimHeadOnStoreClock is ClaimHead at the database's clock when the
+	// statement runs, until that time plus lease (whole microseconds); it
+	// returns that time as now.
+	ClaimHeadOnStoreClock(ctx context.Context, owner string, lease time.Duration) (before, after plugin.Task, now time.Time, err error)
+}
