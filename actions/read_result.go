@@ -91,23 +91,18 @@ func (ReadResult) Handle(ctx context.Context, call *plugin.Call) (plugin.Result,
 
 var errNoStep = errors.New("no such step")
 
-// stepOf finds step number iteration of task. The store lists a task's
-// steps in order, so the scan stops at the first step past it.
+// stepOf reads step number iteration of task: one row, however many
+// steps the task has (PRODUCT §11).
 func stepOf(ctx context.Context, rt *plugin.Runtime, task int64, iteration int) (plugin.Step, error) {
 	if rt == nil || rt.Store() == nil {
 		return plugin.Step{}, fmt.Errorf("read step %d of task #%d: no store", iteration, task)
 	}
-	steps, err := rt.Store().Steps(ctx, task)
+	s, err := rt.Store().Step(ctx, task, iteration)
+	if errors.Is(err, plugin.ErrNotFound) {
+		return plugin.Step{}, errNoStep
+	}
 	if err != nil {
 		return plugin.Step{}, fmt.Errorf("read step %d of task #%d: %w", iteration, task, err)
 	}
-	for _, s := range steps {
-		if s.Iteration == iteration {
-			return s, nil
-		}
-		if s.Iteration > iteration {
-			break
-		}
-	}
-	return plugin.Step{}, errNoStep
+	return s, nil
 }

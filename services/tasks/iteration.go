@@ -137,23 +137,41 @@ func approvalRequest(task plugin.Task, action string, params json.RawMessage) (p
 	return plugin.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: plugin.NotifyMessage, Payload: payload}, nil
 }
 
-// load reads what a turn knows of its task's past: its steps, the
-// answers it was given, and what a retried task became.
+// load reads what a turn knows of its task's past, in reads bounded
+// however old the task is (PRODUCT §11): the latest steps the prompt
+// shows, what the task's digest counts of the steps before them, the
+// latest answers it was given (the events the digest points to), and
+// what a retried task became.
 func (it *Iterator) load(ctx context.Context, turn *Turn) error {
 	st := it.Runtime.Store()
 	task := turn.Task
-	steps, err := st.Steps(ctx, task.Number)
+	steps, err := st.RecentSteps(ctx, task.Number, it.History.Window())
 	if err != nil {
 		return fmt.Errorf("steps of task #%d: %w", task.Number, err)
 	}
-	events, err := st.TaskEvents(ctx, task.Number, 0)
-	if err != nil {
-		return fmt.Errorf("events of task #%d: %w", task.Number, err)
+	digest, ok := plugin.ParseDigest(task.Digest)
+	if !ok {
+		// A task from before digests: fold its events, as every
+		// iteration of it did.
+		events, err := st.TaskEvents(ctx, task.Number, 0)
+		if err != nil {
+			return fmt.Errorf("events of task #%d: %w", task.Number, err)
+		}
+		digest = plugin.DigestOf(events)
 	}
-	turn.Steps, turn.Answers = steps, answersFrom(events)
+	shown := digest.Answers[max(0, len(digest.Answers)-it.History.withDefaults().Answers):]
+	answered, err := st.EventsAt(ctx, task.Number, shown)
+	if err != nil {
+		return fmt.Errorf("answers of task #%d: %w", task.Number, err)
+	}
+	turn.Steps, turn.older, turn.Answers = steps, digest.Without(steps), answersFrom(answered)
 	turn.system = it.Runtime.Character().SystemPrompt()
 	if task.ContinuesNumber != 0 {
-		c, err := continuation(ctx, st, task.ContinuesNumber, events)
+		created, err := st.EventsAt(ctx, task.Number, []int64{1})
+		if err != nil {
+			return fmt.Errorf("events of task #%d: %w", task.Number, err)
+		}
+		c, err := continuation(ctx, st, task.ContinuesNumber, created)
 		if err != nil {
 			return err
 		}
@@ -168,13 +186,14 @@ const continuedSteps = 10
 
 // continuation tells a retry what became of the task it continues: its
 // outcome, its last steps and what the person who retried it added (in
-// the retry's created event). It is part of the prompt's stable prefix.
-func continuation(ctx context.Context, st plugin.Store, number int64, events []plugin.TaskEvent) (string, error) {
+// created, the retry's created event). It is part of the prompt's stable
+// prefix.
+func continuation(ctx context.Context, st plugin.Store, number int64, created []plugin.TaskEvent) (string, error) {
 	old, err := st.GetTask(ctx, number)
 	if err != nil {
 		return "", fmt.Errorf("the task #%d continues: %w", number, err)
 	}
-	steps, err := st.Steps(ctx, number)
+	steps, err := st.RecentSteps(ctx, number, continuedSteps)
 	if err != nil {
 		return "", fmt.Errorf("steps of task #%d: %w", number, err)
 	}
@@ -188,7 +207,7 @@ func continuation(ctx context.Context, st plugin.Store, number int64, events []p
 	}
 	if len(steps) > 0 {
 		b.WriteString("\nIts last steps (its files were copied into this task's workspace):")
-		for _, s := range steps[max(0, len(steps)-continuedSteps):] {
+		for _, s := range steps {
 			mark := "✓"
 			if !s.Success {
 				mark = "✗ " + clip(s.Error, 140)
@@ -196,9 +215,9 @@ func continuation(ctx context.Context, st plugin.Store, number int64, events []p
 			fmt.Fprintf(&b, "\n- step %d: %s %s %s", s.Iteration, firstNonEmpty(s.Action, "(no action)"), clip(string(s.Params), 140), mark)
 		}
 	}
-	if len(events) > 0 && events[0].Type == plugin.EventCreated {
+	if len(created) > 0 && created[0].Type == plugin.EventCreated {
 		var p plugin.EventPayload
-		if json.Unmarshal(events[0].Payload, &p) == nil {
+		if json.Unmarshal(created[0].Payload, &p) == nil {
 			if c, _ := p.Detail["context"].(string); c != "" {
 				fmt.Fprintf(&b, "\nThe person who asked to continue it adds: %s", clip(c, 2000))
 			}

@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,6 +30,22 @@ type History struct {
 // four steps before it up to 1,200 characters of result each, and 15 more
 // steps as one line each.
 var DefaultHistory = History{Recent: 5, LatestChars: ResultPage, RecentChars: 1200, Condensed: 15, CondensedChars: 140, Answers: 5, AnswerChars: 600, ParamsChars: 300}
+
+// withDefaults is h, or DefaultHistory when h shows no recent step.
+func (h History) withDefaults() History {
+	if h.Recent <= 0 {
+		return DefaultHistory
+	}
+	return h
+}
+
+// Window is how many of a task's latest steps a prompt shows, in full or
+// condensed: all an iteration reads of its steps (PRODUCT §11). What is
+// older the prompt only counts, from the task's digest.
+func (h History) Window() int {
+	h = h.withDefaults()
+	return h.Recent + h.Condensed
+}
 
 // ResultPage is how many characters (runes, not bytes) of a step's result
 // the prompt shows for the latest step, and how many read_result returns
@@ -74,11 +89,14 @@ func ToolsOf(rt *plugin.Runtime) []Tool {
 
 // PromptInput is what an iteration prompt is built from.
 type PromptInput struct {
-	System  string // the character's system prompt
-	Tools   []Tool
-	Task    plugin.Task
-	Steps   []plugin.Step // every step so far, in order
-	Answers []string      // answers to the task's questions and subtask outcomes, in order
+	System string // the character's system prompt
+	Tools  []Tool
+	Task   plugin.Task
+	// Steps are the task's latest steps, in order: all of them, or the
+	// History.Window latest. Older counts the steps before them.
+	Steps   []plugin.Step
+	Older   plugin.Digest
+	Answers []string // answers to the task's questions and subtask outcomes, in order
 	History History
 	// What a strategy adds (see Request): the system template (empty:
 	// iteration_system.tmpl), sections after the history, the last
@@ -105,10 +123,7 @@ type stepView struct {
 // and a bounded history — the latest steps in full, older ones condensed to
 // a line, the oldest only counted.
 func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
-	h := in.History
-	if h.Recent <= 0 {
-		h = DefaultHistory
-	}
+	h := in.History.withDefaults()
 	tmpl := in.Template
 	if tmpl == "" {
 		tmpl = "iteration_system.tmpl"
@@ -142,20 +157,24 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		line := fmt.Sprintf("%d. %s %s → %s: %s", s.Iteration, orNone(s.Action), clip(string(s.Params), 60), mark, oneLine(resultText(s), h.CondensedChars))
 		condensed = append(condensed, clip(line, h.CondensedChars))
 	}
+	// The steps older than those shown are only counted: those before
+	// Steps (Older) and those of Steps before the condensed ones.
+	counted := in.Older
+	counted.Actions = maps.Clone(counted.Actions)
+	for _, s := range steps[:condensedFrom] {
+		counted.AddStep(s)
+	}
 	earlier := ""
-	if condensedFrom > 0 {
-		ok, actions := 0, map[string]int{}
-		for _, s := range steps[:condensedFrom] {
-			if s.Success {
-				ok++
-			}
-			actions[orNone(s.Action)]++
+	if counted.Steps > 0 {
+		actions := map[string]int{}
+		for a, c := range counted.Actions {
+			actions[orNone(a)] += c.Runs
 		}
 		var names []string
 		for _, k := range slices.Sorted(maps.Keys(actions)) {
 			names = append(names, fmt.Sprintf("%s ×%d", k, actions[k]))
 		}
-		earlier = fmt.Sprintf("Before that, %d earlier steps (%d succeeded): %s.", condensedFrom, ok, strings.Join(names, ", "))
+		earlier = fmt.Sprintf("Before that, %d earlier steps (%d succeeded): %s.", counted.Steps, counted.Succeeded(), strings.Join(names, ", "))
 	}
 	answers := in.Answers
 	if len(answers) > h.Answers {
@@ -296,20 +315,7 @@ func clip(s string, n int) string {
 func answersFrom(events []plugin.TaskEvent) []string {
 	var out []string
 	for _, ev := range events {
-		key := ""
-		switch ev.Type {
-		case plugin.EventAnswered:
-			key = "answer"
-		case plugin.EventSubtaskEnded:
-			key = "outcomes"
-		default:
-			continue
-		}
-		var p plugin.EventPayload
-		if json.Unmarshal(ev.Payload, &p) != nil {
-			continue
-		}
-		if a, ok := p.Detail[key].(string); ok {
+		if a, ok := plugin.EventAnswer(ev); ok {
 			out = append(out, a)
 		}
 	}

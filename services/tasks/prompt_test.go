@@ -368,3 +368,166 @@ func TestReadingALongFileBack(t *testing.T) {
 		f.check()
 	})
 }
+
+// TestPromptFromTheWindowIsThePromptFromEveryStep: the prompt built from
+// the steps an iteration reads — the History.Window latest, and the
+// task's digest for the rest — is the prompt built from every step, at
+// every age.
+func TestPromptFromTheWindowIsThePromptFromEveryStep(t *testing.T) {
+	t.Parallel()
+	task := plugin.Task{Number: 7, Name: "Build auth", Goal: "Build the login and logout endpoints with tests.", MaxIterations: 100}
+	for n := 0; n <= 70; n++ {
+		all := history(n)
+		for i := range all {
+			if i%5 == 3 {
+				all[i].Action = "" // a step with no action
+			}
+		}
+		var d plugin.Digest
+		for _, s := range all {
+			d.AddStep(s)
+		}
+		window := all[max(0, n-tasks.DefaultHistory.Window()):]
+		task.Iteration = n
+		full, err := tasks.BuildIterationPrompt(tasks.PromptInput{System: "You are Taskloom.", Tools: testTools, Task: task, Steps: all, Answers: []string{"use JWT"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bounded, err := tasks.BuildIterationPrompt(tasks.PromptInput{System: "You are Taskloom.", Tools: testTools, Task: task, Steps: window,
+			Older: d.Without(window), Answers: []string{"use JWT"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full[1].Content != bounded[1].Content {
+			t.Fatalf("at iteration %d the prompt from the window differs:\n%s\n---- from every step:\n%s", n+1, bounded[1].Content, full[1].Content)
+		}
+	}
+}
+
+// page is what the test site serves at path i: between 2 and 6 KB of
+// text that differs from page to page, as fetched pages and command
+// output do.
+func page(i int) string {
+	words := []string{"queue", "lease", "fence", "token", "replica", "worker", "commit", "event", "claim", "task", "step", "prompt", "cache", "index", "row"}
+	size := 2048 + (i*1637)%4096
+	var b strings.Builder
+	for w := i; b.Len() < size; w = w*31 + 7 {
+		b.WriteString(words[(w%len(words)+len(words))%len(words)])
+		if w%11 == 0 {
+			b.WriteString(".\n")
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()[:size]
+}
+
+// promptStats are the sizes of the prompts (system and user text) a task's
+// iterations sent, and how long a prefix each shares with the one before.
+type promptStats struct {
+	size, prefix []int // by iteration, from 1
+	head         int   // the system message, the task and its goal
+}
+
+// share is how much of the prompt of iteration it is the prefix it shares
+// with the prompt before it.
+func (s promptStats) share(it int) float64 { return float64(s.prefix[it-1]) / float64(s.size[it-1]) }
+
+// overall is how much of all the prompts from iteration from on were a
+// prefix the prompt before had: what a provider's prompt cache serves.
+func (s promptStats) overall(from int) float64 {
+	var p, n int
+	for it := from; it <= len(s.size); it++ {
+		p += s.prefix[it-1]
+		n += s.size[it-1]
+	}
+	return float64(p) / float64(n)
+}
+
+// fetchPage is a tool that returns page(n): a web page or a command's
+// output as far as the prompt is concerned.
+type fetchPage struct{}
+
+func (fetchPage) Info() plugin.ActionInfo {
+	return plugin.ActionInfo{Name: "fetch_page", Tool: true, Description: "Fetch page n of the site.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}
+}
+
+func (fetchPage) Handle(_ context.Context, call *plugin.Call) (plugin.Result, error) {
+	var p struct{ N int }
+	if err := json.Unmarshal(call.Params, &p); err != nil {
+		return plugin.Result{}, err
+	}
+	return plugin.Result{Success: true, Text: page(p.N)}, nil
+}
+
+// measurePrompts runs one task through iterations iterations with every
+// tool of a real service and fetch_page, each step a page of 2–6 KB, and
+// measures the prompts the model was sent.
+func measurePrompts(t *testing.T, open teststore.Opener, iterations int) promptStats {
+	t.Helper()
+	f := newFixture(t, open)
+	if err := f.rt.SetActions("test", []plugin.Action{fetchPage{}}); err != nil {
+		t.Fatal(err)
+	}
+	f.model.Default(func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+		it := req.Task.Iteration
+		return plugin.ModelResponse{Text: testkit.DecisionJSON("fetch_page", map[string]int{"n": it}, min(it, 99), "continue")}, nil
+	})
+	n := f.create("Survey the pages of the site one by one and write down what each says about leases and fences.",
+		func(in *plugin.NewTask) { in.MaxIterations = iterations }).Number
+	for f.step("test") {
+	}
+	if got := f.task(n); got.Iteration != iterations {
+		t.Fatalf("the task ended %s at iteration %d: %s", got.Status, got.Iteration, got.Error)
+	}
+	var s promptStats
+	prev := ""
+	for _, req := range f.model.Requests() {
+		p := req.Messages[0].Content + "\n" + req.Messages[1].Content
+		common := 0
+		for common < len(p) && common < len(prev) && p[common] == prev[common] {
+			common++
+		}
+		s.size, s.prefix = append(s.size, len(p)), append(s.prefix, common)
+		prev = p
+		goal := strings.Index(p, "Goal:\n") + len("Goal:\n") + len(f.task(n).Goal)
+		if s.head == 0 || goal < s.head {
+			s.head = goal
+		}
+	}
+	for _, st := range f.steps(n) {
+		if !st.Success || len(st.Result) < 2048 {
+			t.Fatalf("step %d: %v %d bytes: %s", st.Iteration, st.Success, len(st.Result), st.Error)
+		}
+	}
+	f.check()
+	return s
+}
+
+// TestPromptTargets measures PRODUCT §11's prompt targets on a task of 60
+// iterations whose every step fetched 2–6 KB, and holds what it can:
+// the prompt at iteration 50 is at most 1.5 times the prompt at
+// iteration 5, and every prompt begins with what the prompt before it
+// began with — the system message, the task and its goal — so that what
+// changes comes after what does not. It logs how much of the prompts is
+// a prefix the prompt before had (what a provider's prompt cache reuses)
+// against §11's 80%, and the most any layout could reach at iteration 50:
+// that prompt must hold the latest result, new bytes shown whole (§7),
+// within 1.5 times the prompt at iteration 5.
+func TestPromptTargets(t *testing.T) {
+	s := measurePrompts(t, teststore.SQLite, 60)
+	for it := 2; it <= len(s.size); it++ {
+		t.Logf("iteration %2d: %6d bytes, %6d a stable prefix (%.0f%%)", it, s.size[it-1], s.prefix[it-1], 100*s.share(it))
+		if s.prefix[it-1] < s.head {
+			t.Errorf("iteration %d shares %d bytes with the prompt before, less than its %d bytes of system message, task and goal", it, s.prefix[it-1], s.head)
+		}
+	}
+	t.Logf("prompt at iteration 50 / 5: %.2f; stable prefix over iterations 2–60: %.1f%%", float64(s.size[49])/float64(s.size[4]), 100*s.overall(2))
+	ceiling := 1 - float64(len(page(49)))/(1.5*float64(s.size[4]))
+	t.Logf("iteration 50: %.0f%% a stable prefix; no layout could exceed %.0f%% (its new %d-byte result in at most 1.5 × %d bytes)",
+		100*s.share(50), 100*ceiling, len(page(49)), s.size[4])
+	if s.size[49]*2 > s.size[4]*3 {
+		t.Errorf("the prompt is %d bytes at iteration 50, more than 1.5 times its %d at iteration 5", s.size[49], s.size[4])
+	}
+}

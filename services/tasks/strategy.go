@@ -91,7 +91,9 @@ func (ss strategies) check(name string) error {
 type Turn struct {
 	// Task is the task as claimed.
 	Task plugin.Task
-	// Steps are the task's steps, oldest first.
+	// Steps are the task's latest steps, oldest first: the window the
+	// prompt shows (History.Window), not every step — an iteration reads
+	// no more of a task however old it is (PRODUCT §11).
 	Steps []plugin.Step
 	// Answers are the answers the task was resumed with and the outcomes
 	// of the subtasks it waited on, oldest first.
@@ -102,6 +104,7 @@ type Turn struct {
 	it     *Iterator
 	system string // the character's system prompt, with a retry's context
 	files  *plugin.FileView
+	older  plugin.Digest // what the task's steps before Steps count
 }
 
 // Outcome starts the claim's outcome: the lease it commits under, the
@@ -148,6 +151,7 @@ func (t *Turn) Messages(r Request) ([]plugin.ChatMessage, error) {
 		Tools:       tools,
 		Task:        t.Task,
 		Steps:       t.Steps,
+		Older:       t.older,
 		Answers:     t.Answers,
 		History:     t.it.History,
 		Notes:       r.Notes,
