@@ -103,6 +103,8 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 	}
 	t.EventSeq = int64(len(events))
 	checkBounds(row, "the row", bad)
+	// A review task moves between phases only as its table says.
+	out = append(out, checkReviewPhases(row.Number, events)...)
 	if row.Status.Terminal() && row.LeaseOwner != "" {
 		bad("has ended (%s) but is leased by %q", row.Status, row.LeaseOwner)
 	}

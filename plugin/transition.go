@@ -294,6 +294,11 @@ type Outcome struct {
 	// strategy's own limit (a supervisor's max_steps, magentic's second
 	// stall).
 	Stalemate string
+	// Restart says the claim starts the task's progress anew: progress
+	// becomes its estimate even when that is lower, and the stale counter
+	// 0 (review's execution once a reviewer has sent the work back: what
+	// it estimated before the review no longer holds).
+	Restart bool
 }
 
 // Iterated applies one iteration's outcome to a task, per PRODUCT §2:
@@ -320,6 +325,10 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	est := min(max(o.Progress, 0), 100)
 	switch {
 	case o.Unjudged:
+	case o.Restart:
+		after.PreviousProgress = t.Progress
+		after.Progress = est
+		after.StaleCounter = 0
 	case est > t.Progress && !o.Repeated:
 		after.PreviousProgress = t.Progress
 		after.Progress = est

@@ -39,6 +39,7 @@ func (f StrategyFunc) Claim(ctx context.Context, turn *Turn) (plugin.Outcome, er
 func builtinStrategies() []namedStrategy {
 	return []namedStrategy{
 		{plugin.StrategyLoop, loop{}},
+		{plugin.StrategyReview, review{}},
 	}
 }
 
