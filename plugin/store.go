@@ -82,6 +82,7 @@ type Store interface {
 
 	Outbox
 	FileStore
+	TaskCards
 }
 
 // FileStore keeps the files of tasks (PRODUCT §10). An iteration's changes

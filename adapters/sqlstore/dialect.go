@@ -69,6 +69,9 @@ type Tx interface {
 	// how many it deleted.
 	DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error)
 	SaveRoomProgress(ctx context.Context, p plugin.RoomProgress) error
+	// SaveTaskCard records c as the card of its room and task, replacing
+	// the one before.
+	SaveTaskCard(ctx context.Context, c plugin.TaskCard) error
 	// ReleaseClaimed gives the rows of ids that owner still holds back,
 	// due again at retryAt, counting a failed attempt with reason; it says
 	// how many it released.

@@ -69,6 +69,12 @@ func (c Core) ClaimRoom(ctx context.Context, rc plugin.RoomClaim) (string, []plu
 // sender took them) are left alone and reported with plugin.ErrStaleFence;
 // when none is owner's, nothing is written.
 func (c Core) MarkSent(ctx context.Context, owner string, ids []int64, sent []plugin.RoomProgress) error {
+	return c.markSent(ctx, owner, ids, sent, nil)
+}
+
+// markSent is MarkSent, recording card in the same transaction when it
+// is set (MarkCardSent).
+func (c Core) markSent(ctx context.Context, owner string, ids []int64, sent []plugin.RoomProgress, card *plugin.TaskCard) error {
 	ids = UniqueIDs(ids)
 	var deleted int64
 	err := c.D.Write(ctx, func(tx Tx) error {
@@ -86,6 +92,9 @@ func (c Core) MarkSent(ctx context.Context, owner string, ids []int64, sent []pl
 			if err := tx.SaveRoomProgress(ctx, p); err != nil {
 				return err
 			}
+		}
+		if card != nil {
+			return tx.SaveTaskCard(ctx, *card)
 		}
 		return nil
 	})

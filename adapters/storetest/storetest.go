@@ -90,6 +90,7 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"OutboxDeadLetters", testOutboxDeadLetters},
 		{"OutboxListNotifications", testOutboxListNotifications},
 		{"MoveTask", testMoveTask},
+		{"TaskCards", testTaskCards},
 
 		{"FilesWithMutation", testFilesWithMutation},
 		{"FileReads", testFileReads},
