@@ -244,11 +244,17 @@ func TestAServerThatEndsLosesItsTools(t *testing.T) {
 func TestCallDeadlineAndContext(t *testing.T) {
 	t.Parallel()
 	s := sdk.NewServer(&sdk.Implementation{Name: "slow", Version: "1"}, nil)
+	release := make(chan struct{})
+	defer close(release) // before the cleanups: closing a session or the server waits for its handlers
 	s.AddTool(&sdk.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		<-ctx.Done() // the client's cancellation, or the test's end
-		return nil, ctx.Err()
+		select { // the client's cancellation, if it arrives, or the test's end
+		case <-ctx.Done():
+		case <-release:
+		}
+		return text("too late"), nil
 	})
-	k := start(t, mcp.Options{CallTimeout: 300 * time.Millisecond, Servers: []mcp.Server{{Name: "slow", URL: httpServer(t, s)}}})
+	url := httpServer(t, s)
+	k := start(t, mcp.Options{CallTimeout: 300 * time.Millisecond, Servers: []mcp.Server{{Name: "slow", URL: url}}})
 
 	began := time.Now()
 	_, err := k.call(context.Background(), "slow.wait", `{}`)
@@ -261,7 +267,7 @@ func TestCallDeadlineAndContext(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	k2 := start(t, mcp.Options{CallTimeout: time.Hour, Servers: []mcp.Server{{Name: "slow", URL: httpServer(t, s)}}})
+	k2 := start(t, mcp.Options{CallTimeout: time.Hour, Servers: []mcp.Server{{Name: "slow", URL: url}}})
 	began = time.Now()
 	_, err = k2.call(ctx, "slow.wait", `{}`)
 	if !errors.Is(err, context.Canceled) {
