@@ -29,6 +29,7 @@ type Iterator struct {
 	ApproveTools []string
 
 	strategies strategies
+	team       team // the agents of the multi-agent strategies
 }
 
 // DefaultTemperature is TASKLOOM_TEMPERATURE's default; StressStep is what

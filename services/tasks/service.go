@@ -70,6 +70,12 @@ type Options struct {
 	// PRODUCT §8, by the name a task chooses them with; a built-in name
 	// replaces that strategy.
 	Strategies map[string]Strategy
+	// Agents are the team of the multi-agent strategies (PRODUCT §8:
+	// supervisor, magentic, group_chat; TASKLOOM_AGENTS); nil means
+	// BuiltinAgents. Team sets their limits and how a group chat chooses
+	// who speaks.
+	Agents []Agent
+	Team   TeamOptions
 }
 
 // Metrics receives the measurements of the task service. Its methods must
@@ -156,7 +162,8 @@ func New(opts Options) *Service {
 		clk:   rt.Clock(),
 		log:   rt.Logger().With("service", "tasks"),
 		it: &Iterator{Runtime: rt, History: opts.History, Metrics: opts.Metrics, Temperature: opts.Temperature,
-			ApproveTools: opts.ApproveTools, strategies: newStrategies(opts.Strategies)},
+			ApproveTools: opts.ApproveTools, strategies: newStrategies(opts.Strategies),
+			team: newTeam(opts.Agents, opts.Team)},
 		model: newBreaker(),
 		wake:  make(chan struct{}, 1),
 	}

@@ -40,6 +40,9 @@ func builtinStrategies() []namedStrategy {
 	return []namedStrategy{
 		{plugin.StrategyLoop, loop{}},
 		{plugin.StrategyReview, review{}},
+		{plugin.StrategySupervisor, supervisor{}},
+		{plugin.StrategyMagentic, magentic()},
+		{plugin.StrategyGroupChat, groupChat{}},
 	}
 }
 
