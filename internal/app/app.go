@@ -381,6 +381,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	if err := checkApproveTools(cfg, rt); err != nil {
 		return err
 	}
+	if err := checkAgents(cfg, rt); err != nil {
+		return err
+	}
 
 	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
 	srv.SetInfo("model", core.Tasks.ModelState) // said, not checked: §7 keeps readiness on the store
@@ -424,6 +427,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 			log.Warn("TASKLOOM_APPROVE_TOOLS names an MCP tool that its server does not offer (now); check the name", "tool", name)
 		}
 	}
+	warnAgentTools(cfg, rt, log)
 	srv.SetReady(true)
 	log.Info("taskloom is running", "version", version(), "http", "http://"+ln.Addr().String(), "character", character.Name)
 	if o.OnListen != nil {
@@ -531,6 +535,7 @@ func NewCore(o CoreOptions) *Core {
 		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, AnswerTimeout: cfg.AnswerTimeout, MaxActivePerUser: cfg.MaxActive,
 		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools, StoreClock: onRealClock(o.Clock),
 	}
+	taskOpts.Agents, taskOpts.Team = teamOf(cfg)
 	if l, ok := o.Store.(interface {
 		ListenTasks(ctx context.Context) (<-chan struct{}, error)
 	}); ok {

@@ -87,6 +87,14 @@ type Config struct {
 	// MCPServers are the MCP servers whose tools tasks can call
 	// (TASKLOOM_MCP_SERVERS), sorted by name.
 	MCPServers []MCPServer
+
+	// Agents are the team of the multi-agent strategies, from the file
+	// AgentsFile (TASKLOOM_AGENTS); nil for the built-in researcher,
+	// writer and reviewer. GroupChatSpeaker is how a group chat chooses
+	// who speaks (TASKLOOM_GROUP_CHAT_SPEAKER: round_robin or model).
+	Agents           []Agent
+	AgentsFile       string
+	GroupChatSpeaker string
 }
 
 // MCPServer is one server of TASKLOOM_MCP_SERVERS: a command spoken to
@@ -165,6 +173,9 @@ func Load(getenv func(string) string) (Config, error) {
 		Character:            r.str("TASKLOOM_CHARACTER", ""),
 		LogLevel:             strings.ToLower(r.str("TASKLOOM_LOG_LEVEL", "info")),
 		MCPServers:           r.mcpServers("TASKLOOM_MCP_SERVERS"),
+		Agents:               r.agents("TASKLOOM_AGENTS"),
+		AgentsFile:           r.str("TASKLOOM_AGENTS", ""),
+		GroupChatSpeaker:     r.speaker("TASKLOOM_GROUP_CHAT_SPEAKER"),
 	}
 	c.DiscordShardID, c.DiscordShardCount = r.shard("DISCORD_SHARD_ID", "DISCORD_SHARD_COUNT")
 	if r.err != nil {
