@@ -70,7 +70,7 @@ func progressBlock(f Flavor, u Update) string {
 		lines = append(lines, indent+"Status: "+StatusWord(t.Status))
 	}
 	if u.LastAction != nil {
-		lines = append(lines, indent+"Last action: "+action(f, *u.LastAction))
+		lines = append(lines, indent+"Last action: "+actor(f, t, *u.LastAction)+action(f, *u.LastAction))
 	}
 	if t.Iteration > 0 {
 		lines = append(lines, indent+"Iteration: "+itoa(t.Iteration))
@@ -136,7 +136,7 @@ func Stalled(f Flavor, t plugin.Task, last *plugin.Step) string {
 		lines = append(lines, indent+"Attempts without progress: "+itoa(t.StaleCounter))
 	}
 	if last != nil {
-		lines = append(lines, indent+"Last action: "+action(f, *last))
+		lines = append(lines, indent+"Last action: "+actor(f, t, *last)+action(f, *last))
 	}
 	if byLimit {
 		lines = append(lines, indent+"Try: `status #"+n+"` to see how far it got, then create a task for what is left.")
@@ -305,7 +305,7 @@ func Status(f Flavor, t plugin.Task, steps []plugin.Step) string {
 		lines = append(lines, "", head)
 		first := max(len(steps)-lastSteps, 0)
 		for i, s := range steps[first:] {
-			line := fmt.Sprintf("%sStep %d: %s", indent, first+i+1, action(f, s))
+			line := fmt.Sprintf("%sStep %d: %s%s", indent, first+i+1, actor(f, t, s), action(f, s))
 			if e := oneLine(s.Error); !s.Success && e != "" {
 				line += " — " + Escape(f, clip(e, stepErrorRune))
 			}
@@ -410,6 +410,16 @@ func elapsed(t plugin.Task) (time.Duration, bool) {
 
 // action shows a step as a code span and a mark: `write_file src/a.ts` ✓.
 // The parameter shown is the most telling one (see paramSummary), clipped.
+// actor names whose turn step s was (PRODUCT §8: "Last action:
+// researcher → http_get …"), for a task whose strategy is not loop: in a
+// loop task every step is the one agent's.
+func actor(f Flavor, t plugin.Task, s plugin.Step) string {
+	if s.Role == "" || t.Strategy == "" || t.Strategy == plugin.StrategyLoop {
+		return ""
+	}
+	return Escape(f, oneLine(s.Role)) + " → "
+}
+
 func action(f Flavor, s plugin.Step) string {
 	text := oneLine(s.Action)
 	if text == "" {

@@ -772,6 +772,9 @@ function describe(ev, before) {
       const s = p.step || {};
       kind = s.success ? "ok" : "bad";
       iter = s.iteration || ch.iteration || 0;
+      // Whose turn it was, in a task whose strategy is not loop (PRODUCT §8).
+      const task = state.tasks.get(ev.task_number);
+      if (s.role && task && task.strategy && task.strategy !== "loop") head.append(el("span", "role", s.role + " →"));
       head.append(el("code", "", s.action || "no action"));
       const params = paramSummary(s.params);
       if (params) head.append(el("span", "param", params));
