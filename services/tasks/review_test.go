@@ -189,7 +189,7 @@ func TestReviewChangesRequestedThenApproved(t *testing.T) {
 
 		reqs := fake.Requests()
 		rvRoles(t, reqs, goal, "analysis", "agent", "agent", "reviewer", "agent", "agent", "reviewer")
-		if u := rvUser(reqs[4]); !strings.Contains(u, notes) || !strings.Contains(u, "changes_requested") {
+		if u := rvUser(reqs[4]); !strings.Contains(u, "The latest review's notes (verdict changes_requested):\n"+notes) {
 			t.Fatalf("the execution after the review does not carry its notes:\n%s", u)
 		}
 		if u := rvUser(reqs[1]); strings.Contains(u, notes) || !strings.Contains(u, "Write haiku.md, then read it back.") {
@@ -245,7 +245,7 @@ func TestReviewWrongApproachGoesBackToAnalysis(t *testing.T) {
 		}
 		reqs := fake.Requests()
 		rvRoles(t, reqs, goal, "analysis", "agent", "reviewer", "analysis", "agent", "reviewer")
-		if u := rvUser(reqs[3]); !strings.Contains(u, notes) || !strings.Contains(u, "wrong_approach") || !strings.Contains(u, "Describe each library in prose.") {
+		if u := rvUser(reqs[3]); !strings.Contains(u, "The latest review's notes (verdict wrong_approach):\n"+notes) || !strings.Contains(u, "The plan of the previous analysis:\nDescribe each library in prose.") {
 			t.Fatalf("the second analysis lacks the review's notes or the old plan:\n%s", u)
 		}
 		if u := rvUser(reqs[4]); !strings.Contains(u, "Write one table, a row per library.") {
