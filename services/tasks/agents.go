@@ -54,8 +54,8 @@ const (
 	// speaks: in turn, or as the model decides (TASKLOOM_GROUP_CHAT_SPEAKER).
 	SpeakerRoundRobin = "round_robin"
 	SpeakerModel      = "model"
-	// Done is what a supervisor answers as next when the goal is met.
-	Done = "DONE"
+	// NextDone is what a supervisor answers as next when the goal is met.
+	NextDone = "DONE"
 )
 
 // TeamOptions are the limits of the multi-agent strategies; zero values

@@ -97,8 +97,8 @@ func (tt *teamTurn) chooseSpeaker(ctx context.Context) (plugin.Outcome, error) {
 		return o, nil
 	}
 	o.Step.Thought, o.Step.Params = d.Thought, instructionParams(d.Instruction)
-	if d.Next == Done {
-		o.Step.Action, o.Step.Success, o.Step.Result = Done, true, "the goal is met"
+	if d.Next == NextDone {
+		o.Step.Action, o.Step.Success, o.Step.Result = NextDone, true, "the goal is met"
 		o.Verdict, o.Summary = plugin.VerdictDone, firstNonEmpty(d.Summary, d.Instruction, d.Thought)
 		return o, nil
 	}

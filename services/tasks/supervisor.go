@@ -48,7 +48,7 @@ func (s supervisor) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) 
 // facts and the plan of its ledger.
 type SupervisorDecision struct {
 	Thought     string
-	Next        string // an agent's name, or Done
+	Next        string // an agent's name, or NextDone
 	Instruction string
 	Summary     string
 	// Facts replace the ledger's when not nil; Plan replaces its plan
@@ -63,7 +63,7 @@ var ErrBadSupervisorDecision = errors.New("unusable supervisor decision")
 
 // ParseSupervisorDecision reads a supervisor's reply as ParseDecision
 // reads §2's: a JSON object as is, fenced, or embedded in prose. next is
-// required; "done" in any case is Done; an instruction left out is the
+// required; "done" in any case is NextDone; an instruction left out is the
 // thought. facts may be a list or one string, plan a string or a list of
 // steps. It never panics; anything unusable is an
 // ErrBadSupervisorDecision saying why. Whether next names an agent is
@@ -92,8 +92,8 @@ func ParseSupervisorDecision(text string) (SupervisorDecision, error) {
 	switch {
 	case d.Next == "":
 		return SupervisorDecision{}, fmt.Errorf("%w: it names no next agent (or DONE)", ErrBadSupervisorDecision)
-	case strings.EqualFold(d.Next, Done):
-		d.Next = Done
+	case strings.EqualFold(d.Next, NextDone):
+		d.Next = NextDone
 	}
 	d.Instruction = firstNonEmpty(d.Instruction, d.Thought)
 	var err error
@@ -139,7 +139,7 @@ func textList(raw json.RawMessage) ([]string, error) {
 func supervisorSchema(tm team, ledger bool) *plugin.JSONSchema {
 	props := map[string]any{
 		"thought":     map[string]any{"type": "string", "description": "one or two sentences of reasoning"},
-		"next":        map[string]any{"type": "string", "enum": append(tm.names(), Done), "description": "the agent that acts next, or DONE when the goal is met"},
+		"next":        map[string]any{"type": "string", "enum": append(tm.names(), NextDone), "description": "the agent that acts next, or DONE when the goal is met"},
 		"instruction": map[string]any{"type": "string", "description": "what that agent should do in its next step, specifically"},
 		"summary":     map[string]any{"type": "string", "description": "when DONE: what was achieved"},
 	}
@@ -206,7 +206,7 @@ func (tt *teamTurn) decide(ctx context.Context, magentic bool) (plugin.Outcome, 
 		return fail("replan", "the supervisor was asked to replan and gave no new plan")
 	}
 	var a Agent
-	if d.Next != Done {
+	if d.Next != NextDone {
 		var ok bool
 		if a, ok = tt.team.agent(d.Next); !ok {
 			return fail(d.Next, fmt.Sprintf("the supervisor chose %q, which is not one of the agents; %s", d.Next, tt.team.listed()))
@@ -219,8 +219,8 @@ func (tt *teamTurn) decide(ctx context.Context, magentic bool) (plugin.Outcome, 
 		}
 		o.Ledger = led.encode()
 	}
-	if d.Next == Done {
-		o.Step.Action, o.Step.Success, o.Step.Result = Done, true, "the supervisor says the goal is met"
+	if d.Next == NextDone {
+		o.Step.Action, o.Step.Success, o.Step.Result = NextDone, true, "the supervisor says the goal is met"
 		o.Verdict, o.Summary = plugin.VerdictDone, firstNonEmpty(d.Summary, d.Instruction, d.Thought)
 		o.Phase, o.State = plugin.RoleSupervisor, st.encode()
 		return o, nil
