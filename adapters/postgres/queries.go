@@ -71,7 +71,8 @@ FOR UPDATE SKIP LOCKED`
 // sqlClaimTask claims the head of the queue in one statement: $1 now, $2
 // owner, $3 lease expiry. It returns the row after the claim, then the
 // pre-claim values of the columns the claim sets, from which the store
-// rebuilds the row before it for the "claimed" event.
+// rebuilds the row before it for the "claimed" event, then the event_seq
+// of the row in the statement's snapshot (see txn.claim: the turn check).
 var sqlClaimTask = `
 UPDATE tasks AS t
 SET status = 'running',
@@ -83,7 +84,8 @@ SET status = 'running',
 FROM (` + sqlClaimPick + `) AS old
 WHERE t.number = old.number
 RETURNING ` + qualified("t", taskColumns) + `,
-    old.status, old.lease_owner, old.lease_expires_at, old.started_at`
+    old.status, old.lease_owner, old.lease_expires_at, old.started_at,
+    (SELECT s.event_seq FROM tasks AS s WHERE s.number = t.number)`
 
 // sqlClaimTaskOnStoreClock is sqlClaimTask at the server's clock: $1 owner,
 // $2 the lease (an interval). It returns the time it claimed at last.

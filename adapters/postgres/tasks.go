@@ -155,25 +155,48 @@ func (t *txn) ClaimHeadOnStoreClock(ctx context.Context, owner string, lease tim
 	return t.claim(ctx, sqlClaimTaskOnStoreClock, true, owner, lease)
 }
 
+// claimRetries is how many times a claim is taken again after the turn
+// check failed, before the last one is kept.
+const claimRetries = 3
+
+// claim runs a claim statement, then the turn check. The statement walks
+// the queue in the order of its snapshot; a row another worker claimed
+// and gave back after that snapshot is locked in its latest version, and
+// PostgreSQL rechecks only the WHERE clause on it (EvalPlanQual), not the
+// order, so the statement may take a row now served more recently than
+// tasks it passed over: an out-of-turn claim. The statement returns the
+// row's event_seq in its snapshot; when the row changed since, and the
+// claim is the first statement of the transaction, the transaction is
+// rolled back (which gives back every row the statement locked) and begun
+// again, and the claim runs on a fresh snapshot, in the same round trip.
 func (t *txn) claim(ctx context.Context, q string, withNow bool, args ...any) (before, after plugin.Task, now time.Time, err error) {
-	var oldStatus, oldOwner string
-	var oldExpiry, oldStarted, at sqlstore.Time
-	extra := []any{&oldStatus, &oldOwner, &oldExpiry, &oldStarted}
-	if withNow {
-		extra = append(extra, &at)
+	first := t.batch.Len() == 1 // only the BEGIN is queued
+	for try := 0; ; try++ {
+		var oldStatus, oldOwner string
+		var oldExpiry, oldStarted, at sqlstore.Time
+		var seen int64
+		extra := []any{&oldStatus, &oldOwner, &oldExpiry, &oldStarted, &seen}
+		if withNow {
+			extra = append(extra, &at)
+		}
+		after, err = noRows(sqlstore.ScanTask(t.queryRow(ctx, q, args...), extra...))
+		if err != nil {
+			return before, after, now, err
+		}
+		if seen != after.EventSeq-1 && first && try < claimRetries {
+			t.batch.Queue("rollback")
+			t.batch.Queue("begin")
+			continue
+		}
+		before = after
+		before.Status = plugin.Status(oldStatus)
+		before.LeaseOwner = oldOwner
+		before.LeaseExpiresAt = oldExpiry.T
+		before.StartedAt = oldStarted.T
+		before.Fence--
+		before.EventSeq--
+		return before, after, at.T, nil
 	}
-	after, err = noRows(sqlstore.ScanTask(t.queryRow(ctx, q, args...), extra...))
-	if err != nil {
-		return before, after, now, err
-	}
-	before = after
-	before.Status = plugin.Status(oldStatus)
-	before.LeaseOwner = oldOwner
-	before.LeaseExpiresAt = oldExpiry.T
-	before.StartedAt = oldStarted.T
-	before.Fence--
-	before.EventSeq--
-	return before, after, at.T, nil
 }
 
 func (t *txn) UpdateTask(_ context.Context, row plugin.Task) error {

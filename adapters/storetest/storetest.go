@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"Release", testRelease},
 		{"StaleFence", testStaleFence},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"ClaimsTakeTurns", testClaimsTakeTurns},
 
 		{"LimitActive", testLimitActive},
 		{"LimitConcurrent", testLimitConcurrent},
