@@ -153,6 +153,9 @@ func (m *Model) Name() string { return m.model }
 // (json_schema, then json_object, then the prompt alone), and every later
 // call starts there. The caller sees only the answer.
 func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+	if len(req.Tools) > 0 {
+		return m.generateWithTools(ctx, req)
+	}
 	if req.Schema == nil {
 		return m.complete(ctx, m.request(req, withJSONSchema))
 	}
@@ -280,9 +283,11 @@ func (m *Model) request(req plugin.ModelRequest, mode structured) goopenai.ChatC
 		Messages:  make([]goopenai.ChatCompletionMessage, len(req.Messages)),
 		MaxTokens: req.MaxTokens,
 	}
+	names := newToolNames(req.Tools)
 	for i, msg := range req.Messages {
-		creq.Messages[i] = goopenai.ChatCompletionMessage{Role: msg.Role, Content: msg.Content}
+		creq.Messages[i] = names.message(msg)
 	}
+	creq.Tools, creq.ToolChoice = names.tools(req)
 	if req.Temperature != nil {
 		// go-openai omits a zero temperature, so 0 means the server's
 		// default rather than greedy decoding.
@@ -349,8 +354,9 @@ func (m *Model) response(resp goopenai.ChatCompletionResponse, attempts int) (pl
 		text = msg.Refusal
 	}
 	out := plugin.ModelResponse{
-		Text:  text,
-		Model: resp.Model,
+		Text:      text,
+		ToolCalls: toolNames{}.calls(msg.ToolCalls), // as named on the wire; Generate names them back
+		Model:     resp.Model,
 		Usage: plugin.Usage{
 			PromptTokens:     int64(resp.Usage.PromptTokens),
 			CompletionTokens: int64(resp.Usage.CompletionTokens),

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -223,7 +224,7 @@ func TestGenerateResponse(t *testing.T) {
 		Model: "gpt-4o-mini",
 		Usage: plugin.Usage{PromptTokens: 1200, CompletionTokens: 7, CachedTokens: 1024},
 	}
-	if resp != want {
+	if !reflect.DeepEqual(resp, want) {
 		t.Errorf("Generate = %+v, want %+v", resp, want)
 	}
 }
@@ -390,7 +391,7 @@ func TestRefusalIsAnAnswer(t *testing.T) {
 	}
 	want := plugin.ModelResponse{Text: "I can't help with that request.", Model: "gpt-4o-mini",
 		Usage: plugin.Usage{PromptTokens: 40, CompletionTokens: 9}}
-	if r.resp != want {
+	if !reflect.DeepEqual(r.resp, want) {
 		t.Errorf("Generate = %+v, want %+v", r.resp, want)
 	}
 }

@@ -6,7 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,8 +29,10 @@ import (
 //
 // Some answers do not depend on the order of calls and take nothing from the
 // queue, as on a real server: an outage (StartOutage until EndOutage), a
-// wrong key (RequireKey) and a response_format the model does not support
-// (RejectResponseFormat), checked in that order.
+// wrong key (RequireKey), a response_format the model does not support
+// (RejectResponseFormat) and tools offered to a model that cannot call them
+// (RejectTools), checked in that order, and a request the real API refuses
+// as malformed tool calling (see ReplyToolCalls).
 //
 // It records every request it receives. It is safe for concurrent use.
 type OpenAI struct {
@@ -39,6 +44,7 @@ type OpenAI struct {
 	key     string
 	outage  int             // status every request gets; 0: none
 	formats map[string]bool // response_format types answered with a 400
+	noTools bool            // requests with tools answered with a 400
 	script  []scripted
 	def     *scripted
 	reqs    []OpenAIRequest
@@ -82,6 +88,18 @@ func (r OpenAIRequest) ResponseFormat() string {
 	return string(r.Body.ResponseFormat.Type)
 }
 
+// ToolNames returns the names of the functions the request offered as
+// tools, in order.
+func (r OpenAIRequest) ToolNames() []string {
+	var out []string
+	for _, t := range r.Body.Tools {
+		if t.Function != nil {
+			out = append(out, t.Function.Name)
+		}
+	}
+	return out
+}
+
 // Temperature returns the temperature the request carried and whether it
 // carried one (go-openai leaves a zero temperature out).
 func (r OpenAIRequest) Temperature() (float64, bool) {
@@ -107,6 +125,7 @@ const (
 type scripted struct {
 	kind       scriptKind
 	text       string
+	calls      []OpenAIToolCall
 	usage      *plugin.Usage
 	status     int
 	retryAfter string
@@ -148,6 +167,41 @@ func (o *OpenAI) Reply(text string) { o.push(scripted{kind: kindReply, text: tex
 // ReplyWithUsage queues a successful answer reporting exactly u.
 func (o *OpenAI) ReplyWithUsage(text string, u plugin.Usage) {
 	o.push(scripted{kind: kindReply, text: text, usage: &u})
+}
+
+// OpenAIToolCall is one tool call of a scripted answer: the function's
+// name as the request offered it, its arguments (JSON text, sent as is:
+// a model may write invalid JSON) and the call's ID; an empty ID is
+// replaced by one of the API's shape ("call_…").
+type OpenAIToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ReplyToolCalls queues an answer that calls tools, as the API sends one:
+// the assistant message's tool_calls (type function), its content text or
+// null when text is empty, and finish_reason "tool_calls".
+//
+// As the real API does, the server refuses with a 400, and takes nothing
+// from the script for, a request whose tools are not functions with names
+// matching ^[a-zA-Z0-9_-]{1,64}$, that sets tool_choice without tools, or
+// whose messages break the tool-calling conversation: a "tool" message
+// that answers no call of the assistant message before it, or an
+// assistant message whose calls are not each answered by a "tool" message
+// right after it.
+func (o *OpenAI) ReplyToolCalls(text string, calls ...OpenAIToolCall) {
+	o.push(scripted{kind: kindReply, text: text, calls: append([]OpenAIToolCall(nil), calls...)})
+}
+
+// RejectTools makes the server refuse, with a 400, every request that
+// offers tools, as Ollama's OpenAI-compatible API does for a model that
+// cannot call them ("… does not support tools"). Refused requests take
+// nothing from the script.
+func (o *OpenAI) RejectTools() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.noTools = true
 }
 
 // ReplyRaw queues an answer with the given status and body, sent as
@@ -275,6 +329,7 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	o.reqs = append(o.reqs, rec)
 	key, outage := o.key, o.outage
 	rejected := o.formats[rec.ResponseFormat()]
+	noTools := o.noTools
 	o.mu.Unlock()
 
 	if r.URL.Path != "/v1/chat/completions" {
@@ -303,6 +358,15 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIErrorParam(w, http.StatusBadRequest,
 			fmt.Sprintf("Invalid parameter: 'response_format' of type '%s' is not supported with this model.", rec.ResponseFormat()),
 			"invalid_request_error", nil, "response_format")
+		return
+	}
+	if noTools && len(rec.Body.Tools) > 0 {
+		// Ollama's words and shape (it has no param or code for it).
+		writeOpenAIError(w, http.StatusBadRequest, "registry.ollama.ai/library/"+rec.Body.Model+" does not support tools", "api_error", nil)
+		return
+	}
+	if bad := invalidToolUse(rec.Body); bad != nil {
+		writeOpenAIErrorParam(w, http.StatusBadRequest, bad.msg, "invalid_request_error", bad.code, bad.param)
 		return
 	}
 
@@ -380,9 +444,19 @@ type (
 		FinishReason string      `json:"finish_reason"`
 	}
 	wireMessage struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-		Refusal any    `json:"refusal"`
+		Role      string         `json:"role"`
+		Content   *string        `json:"content"`
+		Refusal   any            `json:"refusal"`
+		ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+	}
+	wireToolCall struct {
+		ID       string       `json:"id"`
+		Type     string       `json:"type"`
+		Function wireFunction `json:"function"`
+	}
+	wireFunction struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
 	}
 	wireUsage struct {
 		PromptTokens            int                   `json:"prompt_tokens"`
@@ -403,6 +477,23 @@ type (
 
 func writeCompletion(w http.ResponseWriter, n int, req goopenai.ChatCompletionRequest, s scripted) {
 	u := plugin.Usage{CompletionTokens: roughTokens(s.text)}
+	msg := wireMessage{Role: goopenai.ChatMessageRoleAssistant, Content: &s.text}
+	finish := goopenai.FinishReasonStop
+	if len(s.calls) > 0 {
+		finish = goopenai.FinishReasonToolCalls
+		if s.text == "" {
+			msg.Content = nil
+		}
+		for i, c := range s.calls {
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("call_testkit%06d%c", n, 'a'+rune(i%26))
+			}
+			msg.ToolCalls = append(msg.ToolCalls, wireToolCall{ID: id, Type: string(goopenai.ToolTypeFunction),
+				Function: wireFunction{Name: c.Name, Arguments: c.Arguments}})
+			u.CompletionTokens += roughTokens(c.Name + c.Arguments)
+		}
+	}
 	if s.usage != nil {
 		u = *s.usage
 	} else {
@@ -416,8 +507,8 @@ func writeCompletion(w http.ResponseWriter, n int, req goopenai.ChatCompletionRe
 		Created: time.Now().Unix(),
 		Model:   req.Model,
 		Choices: []wireChoice{{
-			Message:      wireMessage{Role: goopenai.ChatMessageRoleAssistant, Content: s.text},
-			FinishReason: string(goopenai.FinishReasonStop),
+			Message:      msg,
+			FinishReason: string(finish),
 		}},
 		Usage: wireUsage{
 			PromptTokens:        int(u.PromptTokens),
@@ -430,6 +521,79 @@ func writeCompletion(w http.ResponseWriter, n int, req goopenai.ChatCompletionRe
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", "req_testkit"+strconv.Itoa(n))
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// functionNamePattern is what the API takes as a function's name.
+var functionNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// apiRefusal is a 400 the API gives a malformed request.
+type apiRefusal struct {
+	msg   string
+	param string
+	code  any
+}
+
+// invalidToolUse is the API's refusal of req's tools and tool messages,
+// or nil when they are well formed (see ReplyToolCalls).
+func invalidToolUse(req goopenai.ChatCompletionRequest) *apiRefusal {
+	badName := func(where, name string) *apiRefusal {
+		switch {
+		case len(name) > 64:
+			return &apiRefusal{fmt.Sprintf("Invalid '%s': string too long. Expected a string with maximum length 64, but got a string with length %d instead.", where, len(name)), where, "string_above_max_length"}
+		case !functionNamePattern.MatchString(name):
+			return &apiRefusal{fmt.Sprintf("Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", where), where, "invalid_value"}
+		}
+		return nil
+	}
+	for i, t := range req.Tools {
+		if t.Type != goopenai.ToolTypeFunction || t.Function == nil {
+			where := fmt.Sprintf("tools[%d].type", i)
+			return &apiRefusal{fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function' and 'custom'.", t.Type), where, "invalid_value"}
+		}
+		if bad := badName(fmt.Sprintf("tools[%d].function.name", i), t.Function.Name); bad != nil {
+			return bad
+		}
+	}
+	if req.ToolChoice != nil && len(req.Tools) == 0 {
+		return &apiRefusal{"Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", "tool_choice", nil}
+	}
+	var pending []string // calls of the last assistant message not answered yet
+	answered := -1       // index of that assistant message
+	for i, m := range req.Messages {
+		if m.Role == goopenai.ChatMessageRoleTool {
+			if answered < 0 {
+				return &apiRefusal{"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", fmt.Sprintf("messages.[%d].role", i), nil}
+			}
+			j := slices.Index(pending, m.ToolCallID)
+			if j < 0 {
+				return &apiRefusal{fmt.Sprintf("Invalid parameter: 'tool_call_id' of '%s' not found in 'tool_calls' of previous message.", m.ToolCallID), fmt.Sprintf("messages.[%d].tool_call_id", i), nil}
+			}
+			pending = append(pending[:j], pending[j+1:]...)
+			continue
+		}
+		if len(pending) > 0 {
+			return unanswered(answered, pending)
+		}
+		answered, pending = -1, nil
+		if m.Role == goopenai.ChatMessageRoleAssistant && len(m.ToolCalls) > 0 {
+			answered = i
+			for j, c := range m.ToolCalls {
+				if bad := badName(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, j), c.Function.Name); bad != nil {
+					return bad
+				}
+				pending = append(pending, c.ID)
+			}
+		}
+	}
+	if len(pending) > 0 {
+		return unanswered(answered, pending)
+	}
+	return nil
+}
+
+func unanswered(i int, ids []string) *apiRefusal {
+	return &apiRefusal{"An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. " +
+		"The following tool_call_ids did not have response messages: " + strings.Join(ids, ", "), fmt.Sprintf("messages.[%d].role", i), nil}
 }
 
 // roughTokens counts a token per four bytes, at least one.
