@@ -67,6 +67,10 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 	var t Task
 	var digest Digest
 	stepEvents := 0
+	// cycles is the cycle the latest iterated event counted, for a
+	// strategy whose claims come in cycles (react): max_iterations bounds
+	// its cycles, not its claims.
+	cycles := 0
 	var fence int64
 	for i, ev := range events {
 		if ev.Sequence != int64(i+1) {
@@ -87,6 +91,9 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 		if p.Step != nil {
 			stepEvents++
 		}
+		if c, ok := p.Detail["cycle"].(float64); ok && ev.Type == EventIterated {
+			cycles = int(c)
+		}
 		digest.AddEvent(ev)
 		wasTerminal := t.Status.Terminal()
 		prevFence := t.Fence
@@ -99,10 +106,10 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 		if t.Fence < prevFence {
 			bad("event %d (%s) lowers the fence token from %d to %d", ev.Sequence, ev.Type, prevFence, t.Fence)
 		}
-		checkBounds(t, fmt.Sprintf("after event %d (%s)", ev.Sequence, ev.Type), bad)
+		checkBounds(t, cycles, fmt.Sprintf("after event %d (%s)", ev.Sequence, ev.Type), bad)
 	}
 	t.EventSeq = int64(len(events))
-	checkBounds(row, "the row", bad)
+	checkBounds(row, cycles, "the row", bad)
 	// A review task moves between phases only as its table says.
 	out = append(out, checkReviewPhases(row.Number, events)...)
 	if row.Status.Terminal() && row.LeaseOwner != "" {
@@ -132,15 +139,18 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 	return out
 }
 
-func checkBounds(t Task, where string, bad func(string, ...any)) {
+func checkBounds(t Task, cycles int, where string, bad func(string, ...any)) {
 	if t.Progress < 0 || t.Progress > 100 {
 		bad("%s: progress %d is outside 0–100", where, t.Progress)
 	}
 	if t.StaleCounter < 0 || (t.MaxStaleIterations > 0 && t.StaleCounter > t.MaxStaleIterations) {
 		bad("%s: stale counter %d is outside 0–%d", where, t.StaleCounter, t.MaxStaleIterations)
 	}
-	if t.Iteration < 0 || (t.MaxIterations > 0 && t.Iteration > t.MaxIterations) {
+	switch {
+	case t.Iteration < 0 || (t.MaxIterations > 0 && cycles == 0 && t.Iteration > t.MaxIterations):
 		bad("%s: iteration %d is outside 0–%d", where, t.Iteration, t.MaxIterations)
+	case t.MaxIterations > 0 && cycles > t.MaxIterations:
+		bad("%s: cycle %d is beyond max_iterations %d", where, cycles, t.MaxIterations)
 	}
 	if t.Status != "" && !t.Status.Valid() {
 		bad("%s: unknown status %q", where, t.Status)

@@ -411,6 +411,9 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	if o.Repeated {
 		detail["repeated"] = true
 	}
+	if o.Cycle > 0 {
+		detail["cycle"] = o.Cycle // what check bounds by max_iterations
+	}
 	if o.Wait == WaitApproval && !after.Status.Terminal() {
 		// The call waits for a person: it is kept on the task, and its
 		// step is written when it has run or been denied.
