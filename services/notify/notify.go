@@ -312,6 +312,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 		shown        []plugin.RoomProgress
 		tasks        []int64
 	)
+	var why []reasoning // a react task's latest thought and observation, parallel to updates
 	for _, n := range order {
 		if n == 0 {
 			// A message of the service itself (tasks on hold), about no
@@ -332,6 +333,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 			return plugin.Outgoing{}, nil, fmt.Errorf("task #%d: %w", n, err)
 		}
 		u := render.Update{Task: t, From: last[n]}
+		var said reasoning
 		terminal, changed := false, false
 		for _, r := range byTask[n] {
 			switch r.Category {
@@ -350,6 +352,10 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 			case plugin.NotifyAction:
 				var p actionPayload
 				if json.Unmarshal(r.Payload, &p) == nil {
+					if said.add(p.Step) {
+						changed = true // a thought or an observation, not an action
+						continue
+					}
 					step := p.Step
 					u.LastAction, changed = &step, true
 				}
@@ -373,10 +379,11 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 			ended = append(ended, render.Terminal(f, t, len(steps), lastStep))
 			endedTasks = append(endedTasks, n)
 		case changed && !t.Status.Terminal():
-			if u.LastAction == nil && len(u.Errors) == 0 && u.From == t.Progress {
+			if u.LastAction == nil && len(u.Errors) == 0 && u.From == t.Progress && said.empty() {
 				continue // nothing new to show
 			}
 			updates = append(updates, u)
+			why = append(why, said)
 			tasks = append(tasks, n)
 		default:
 			continue
@@ -385,7 +392,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 	}
 	parts := append(posts, ended...)
 	if len(updates) > 0 {
-		parts = append(parts, render.Progress(f, updates))
+		parts = append(parts, progressWithReasoning(f, updates, why))
 	}
 	if len(parts) == 0 {
 		return plugin.Outgoing{}, shown, nil

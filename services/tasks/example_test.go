@@ -64,7 +64,7 @@ func ExampleStrategy() {
 	_, err = svc.Create(ctx, plugin.NewTask{Goal: "A limerick", Strategy: "limerick"})
 	fmt.Println(err)
 	// Output:
-	// [loop review supervisor magentic group_chat haiku]
+	// [loop react tools review supervisor magentic group_chat haiku]
 	// completed — Queues wait in line / each task served in its own turn / the oldest goes first
-	// create task: invalid input: there is no strategy "limerick"; the strategies are loop, review, supervisor, magentic, group_chat, haiku
+	// create task: invalid input: there is no strategy "limerick"; the strategies are loop, react, tools, review, supervisor, magentic, group_chat, haiku
 }

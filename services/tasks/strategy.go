@@ -39,6 +39,8 @@ func (f StrategyFunc) Claim(ctx context.Context, turn *Turn) (plugin.Outcome, er
 func builtinStrategies() []namedStrategy {
 	return []namedStrategy{
 		{plugin.StrategyLoop, loop{}},
+		{plugin.StrategyReact, react{}},
+		{plugin.StrategyTools, nativeTools{}},
 		{plugin.StrategyReview, review{}},
 		{plugin.StrategySupervisor, supervisor{}},
 		{plugin.StrategyMagentic, magentic()},
