@@ -52,6 +52,9 @@ type Config struct {
 	SlackAPIURL        string
 
 	FlushInterval time.Duration
+	// NotifyStyle is how progress reaches chat rooms
+	// (TASKLOOM_NOTIFY_STYLE): NotifyBatch or NotifyCard.
+	NotifyStyle   string
 	Workers       int
 	MaxIterations int
 	MaxStale      int
@@ -155,6 +158,7 @@ func Load(getenv func(string) string) (Config, error) {
 		SlackSigningSecret:   r.str("SLACK_SIGNING_SECRET", ""),
 		SlackAPIURL:          r.str("SLACK_API_URL", DefaultSlackAPIURL),
 		FlushInterval:        r.duration("TASKLOOM_FLUSH_INTERVAL", 5*time.Second, time.Second, time.Hour),
+		NotifyStyle:          r.notifyStyle("TASKLOOM_NOTIFY_STYLE"),
 		Workers:              r.integer("TASKLOOM_WORKERS", 1, 1, 256),
 		MaxIterations:        r.integer("TASKLOOM_MAX_ITERATIONS", 50, 1, 10000),
 		MaxStale:             r.integer("TASKLOOM_MAX_STALE", 3, 1, 1000),

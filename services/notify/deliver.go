@@ -54,6 +54,9 @@ func undeliverable(err error) bool {
 // key), that message first and the rest in another. It reports whether a
 // message went out.
 func (s *Service) deliver(ctx context.Context, room string, rows []plugin.Notification) (bool, error) {
+	if ed, ok := s.cardEditor(room); ok {
+		return s.deliverCards(ctx, room, ed, rows)
+	}
 	sent := false
 	var errs []error
 	for _, msg := range byMessage(rows) {
@@ -145,32 +148,44 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []plugin
 // the send is canceled with errClaimLost rather than risk two senders
 // posting at once; whoever sends the rows next uses the same key.
 func (s *Service) send(ctx context.Context, p plugin.Platform, room string, m plugin.Outgoing, key string, since time.Time, ids []int64) (plugin.SentMessage, error) {
+	var out plugin.SentMessage
+	err := s.guarded(ctx, "send to", room, ids, func(ctx context.Context) error {
+		var err error
+		if once, ok := p.(OnceSender); ok {
+			out, err = once.SendOnce(ctx, room, m, key, since)
+		} else {
+			out, err = p.Send(ctx, room, m)
+		}
+		return err
+	})
+	return out, err
+}
+
+// guarded runs call, one platform call about the rows of ids (a send, a
+// card's edit), as send describes: under a deadline, with the claim
+// renewed, canceled with errClaimLost when a renewal fails. what names
+// the call in its errors ("send to").
+func (s *Service) guarded(ctx context.Context, what, room string, ids []int64, call func(context.Context) error) error {
 	sendCtx, lose := context.WithCancelCause(ctx)
 	defer lose(nil)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { s.renew(sendCtx, done, lose, room, ids) })
 	tctx, cancel := clock.WithTimeout(sendCtx, s.clk, s.opts.SendTimeout)
-	var out plugin.SentMessage
-	var err error
-	if once, ok := p.(OnceSender); ok {
-		out, err = once.SendOnce(tctx, room, m, key, since)
-	} else {
-		out, err = p.Send(tctx, room, m)
-	}
+	err := call(tctx)
 	timedOut := clock.TimedOut(tctx)
 	cancel()
 	close(done)
 	wg.Wait()
 	switch cause := context.Cause(sendCtx); {
 	case err == nil:
-		return out, nil
+		return nil
 	case errors.Is(cause, errClaimLost):
-		return out, fmt.Errorf("send to %s: %w: %w", room, cause, err)
+		return fmt.Errorf("%s %s: %w: %w", what, room, cause, err)
 	case timedOut:
-		return out, fmt.Errorf("send to %s: no answer within %s: %w", room, s.opts.SendTimeout, err)
+		return fmt.Errorf("%s %s: no answer within %s: %w", what, room, s.opts.SendTimeout, err)
 	}
-	return out, err
+	return err
 }
 
 // renew extends the claim on ids every Lease/3 until done, and cancels

@@ -50,6 +50,10 @@ type Options struct {
 	GiveUpAfter time.Duration
 	// Demo labels every message as caused by the demo model.
 	Demo bool
+	// Style is how progress reaches a room (TASKLOOM_NOTIFY_STYLE):
+	// StyleBatch (the default, also when empty) or StyleCard, each task's
+	// card edited in place on platforms that can edit (Editor).
+	Style string
 	// StoreClock measures room claims, their renewals and retry times on
 	// the store's clock, which every replica shares, rather than on
 	// Runtime's (PRODUCT §9): each flush reads it and keeps the
@@ -399,7 +403,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 	}
 	text := strings.Join(parts, "\n\n")
 	if s.opts.Demo {
-		text += "\n\n(demo model — set OPENAI_API_KEY or OPENAI_BASE_URL for real work)"
+		text += demoNote
 	}
 	return plugin.Outgoing{Text: text, Tasks: tasks, Ended: endedTasks, Approvals: approvals}, shown, nil
 }
@@ -439,7 +443,12 @@ func (s *Service) Outbox(before, after plugin.Task, m *plugin.Mutation) []plugin
 			Payload: raw, CreatedAt: now, NextAttemptAt: now}
 	}
 	if after.Status.Terminal() && !before.Status.Terminal() {
-		return []plugin.Notification{mk(plugin.NotifyTerminal, terminalPayload{Status: after.Status})}
+		out := []plugin.Notification{mk(plugin.NotifyTerminal, terminalPayload{Status: after.Status})}
+		if s.opts.Style == StyleCard {
+			// The task's card gets its final state as well.
+			out = append(out, mk(plugin.NotifyProgress, progressPayload{Progress: after.Progress, Iteration: after.Iteration}))
+		}
+		return out
 	}
 	if m.Event.Type != plugin.EventIterated {
 		return nil

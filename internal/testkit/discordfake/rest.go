@@ -466,10 +466,15 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *Call) {
 	writeJSON(w, http.StatusOK, s.wireMessageLocked(m, false))
 }
 
-// channelMessageLocked finds a message in a channel, answering 404 for you.
+// channelMessageLocked finds a message in a channel, answering 404 (or,
+// in a channel the bot may not see, 403 Missing Access) for you.
 func (s *Server) channelMessageLocked(w http.ResponseWriter, r *http.Request) *Message {
 	if _, ok := s.channels[r.PathValue("channel")]; !ok {
 		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
+		return nil
+	}
+	if s.denied[r.PathValue("channel")] {
+		writeError(w, http.StatusForbidden, 50001, "Missing Access")
 		return nil
 	}
 	m, ok := s.byID[r.PathValue("message")]
