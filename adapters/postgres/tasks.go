@@ -30,8 +30,19 @@ func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 		t.rollback(ctx)
 		return err
 	}
-	t.batch.Queue("commit")
+	// The COMMIT may complete and the connection fail before the batch's
+	// end (a terminated backend reports FATAL at the Sync that follows):
+	// its tag says the transaction committed, so the write is not
+	// reported failed — a claim taken so is used, not left leased.
+	committed := false
+	t.batch.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
+		committed = tag.String() == "COMMIT"
+		return nil
+	})
 	if err := t.flush(ctx); err != nil {
+		if committed {
+			return nil
+		}
 		t.rollback(ctx)
 		return fmt.Errorf("write and commit: %w", err)
 	}
@@ -124,9 +135,11 @@ func (t *txn) Children(ctx context.Context, parent int64) ([]plugin.Task, error)
 	return sqlstore.Collect(rows, scanTask)
 }
 
-func (t *txn) LockRequestor(ctx context.Context, requestor string) error {
-	_, err := t.exec(ctx, sqlLockRequestor, requestor)
-	return err
+// LockRequestor queues the lock: it is taken, in order, before the next
+// read (CountActive) in the same round trip.
+func (t *txn) LockRequestor(_ context.Context, requestor string) error {
+	t.batch.Queue(sqlLockRequestor, requestor)
+	return nil
 }
 
 func (t *txn) CountActive(ctx context.Context, requestor string) (int, error) {
