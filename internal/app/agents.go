@@ -32,12 +32,52 @@ func checkAgents(cfg config.Config, rt *plugin.Runtime) error {
 	if len(cfg.Agents) == 0 {
 		return nil
 	}
-	// The runtime adds the plugins' actions as it starts them, and the
-	// task service is one of them: the tools are read from the plugins,
-	// so no task runs before the team is checked.
-	plugins, err := rt.StartOrder()
+	tools, err := newToolCheck(cfg, rt)
 	if err != nil {
 		return err
+	}
+	for _, a := range cfg.Agents {
+		for _, tool := range a.Tools {
+			if reason := tools.check(tool); reason != "" {
+				return &config.Error{Var: "TASKLOOM_AGENTS", Value: cfg.AgentsFile, Reason: fmt.Sprintf("agent %q: %s", a.Name, reason)}
+			}
+		}
+	}
+	return nil
+}
+
+// checkApproveTools refuses a TASKLOOM_APPROVE_TOOLS that names a tool no
+// task has (run_command is always allowed: it is the default, whether or
+// not TASKLOOM_RUN_COMMAND turns it on): a typo would let the tool meant
+// run unapproved.
+func checkApproveTools(cfg config.Config, rt *plugin.Runtime) error {
+	tools, err := newToolCheck(cfg, rt)
+	if err != nil {
+		return err
+	}
+	for _, name := range cfg.ApproveTools {
+		if name == "run_command" {
+			continue
+		}
+		if reason := tools.check(name); reason != "" {
+			return &config.Error{Var: "TASKLOOM_APPROVE_TOOLS", Value: strings.Join(cfg.ApproveTools, ","), Reason: reason}
+		}
+	}
+	return nil
+}
+
+// toolCheck knows, before the runtime starts, which tools tasks will
+// have: the tool actions of the registered plugins (the runtime adds them
+// only as it starts each plugin) and the MCP servers configured.
+type toolCheck struct {
+	cfg   config.Config
+	known map[string]bool
+}
+
+func newToolCheck(cfg config.Config, rt *plugin.Runtime) (toolCheck, error) {
+	plugins, err := rt.StartOrder()
+	if err != nil {
+		return toolCheck{}, err
 	}
 	known := map[string]bool{}
 	for _, p := range plugins {
@@ -47,22 +87,22 @@ func checkAgents(cfg config.Config, rt *plugin.Runtime) error {
 			}
 		}
 	}
-	for _, a := range cfg.Agents {
-		for _, tool := range a.Tools {
-			if server, _, ok := strings.Cut(tool, "."); ok {
-				if !slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == server }) {
-					return &config.Error{Var: "TASKLOOM_AGENTS", Value: cfg.AgentsFile,
-						Reason: fmt.Sprintf("agent %q: %q names no MCP server of TASKLOOM_MCP_SERVERS", a.Name, tool)}
-				}
-				continue
-			}
-			if !known[tool] {
-				return &config.Error{Var: "TASKLOOM_AGENTS", Value: cfg.AgentsFile,
-					Reason: fmt.Sprintf("agent %q: %q is not a tool tasks can use; they are %s", a.Name, tool, strings.Join(slices.Sorted(maps.Keys(known)), ", "))}
-			}
+	return toolCheck{cfg: cfg, known: known}, nil
+}
+
+// check says why tool is not one tasks can use, or "" when it is. For
+// server.tool only the server can be checked before it starts.
+func (c toolCheck) check(tool string) string {
+	if server, _, ok := strings.Cut(tool, "."); ok {
+		if !slices.ContainsFunc(c.cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == server }) {
+			return fmt.Sprintf("%q names no MCP server of TASKLOOM_MCP_SERVERS", tool)
 		}
+		return ""
 	}
-	return nil
+	if !c.known[tool] {
+		return fmt.Sprintf("%q is not a tool tasks can use; they are %s", tool, strings.Join(slices.Sorted(maps.Keys(c.known)), ", "))
+	}
+	return ""
 }
 
 // warnAgentTools logs, once the runtime has started, each MCP tool an

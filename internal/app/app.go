@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -464,31 +463,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 func onRealClock(c clock.Clock) bool {
 	_, real := c.(clock.Real)
 	return c == nil || real
-}
-
-// checkApproveTools refuses a TASKLOOM_APPROVE_TOOLS that names a tool no
-// task has: a typo would otherwise let the tool it meant run unasked.
-// run_command may be named while it is off (it is the default). An MCP
-// server's tools (server.tool) are listed only once it has started, so
-// only the server is checked: it must be one of TASKLOOM_MCP_SERVERS.
-func checkApproveTools(cfg config.Config, rt *plugin.Runtime) error {
-	for _, name := range cfg.ApproveTools {
-		if name == "run_command" {
-			continue
-		}
-		if server, _, ok := strings.Cut(name, "."); ok {
-			if !slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == server }) {
-				return &config.Error{Var: "TASKLOOM_APPROVE_TOOLS", Value: strings.Join(cfg.ApproveTools, ","),
-					Reason: fmt.Sprintf("%q names no MCP server of TASKLOOM_MCP_SERVERS", name)}
-			}
-			continue
-		}
-		if a, ok := rt.Action(name); !ok || !a.Info().Tool {
-			return &config.Error{Var: "TASKLOOM_APPROVE_TOOLS", Value: strings.Join(cfg.ApproveTools, ","),
-				Reason: fmt.Sprintf("%q is not a tool tasks can use", name)}
-		}
-	}
-	return nil
 }
 
 // CoreOptions are what the core of Taskloom is built from.

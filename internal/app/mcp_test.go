@@ -127,3 +127,21 @@ func refusedServe(t *testing.T, env map[string]string) (int, string) {
 	code := app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &stdout, Stderr: &stderr})
 	return code, stderr.String()
 }
+
+// TestApprovalOfABuiltInTool: TASKLOOM_APPROVE_TOOLS may name any built-in
+// tool — they are checked against the plugins' actions before the runtime
+// has added them — and a name that is no tool is refused.
+func TestApprovalOfABuiltInTool(t *testing.T) {
+	t.Parallel()
+	s := launch(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+		"TASKLOOM_APPROVE_TOOLS": "http_get,write_file"})
+	s.stop()
+	if code := s.wait(t, 20*time.Second); code != app.ExitOK {
+		t.Fatalf("TASKLOOM_APPROVE_TOOLS=http_get,write_file: exit %d\n%s", code, s.stderr.String())
+	}
+	code, stderr := refusedServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+		"TASKLOOM_APPROVE_TOOLS": "htp_get"})
+	if code == app.ExitOK || !strings.Contains(stderr, `"htp_get" is not a tool tasks can use; they are `) {
+		t.Errorf("TASKLOOM_APPROVE_TOOLS=htp_get: exit %d, stderr:\n%s", code, stderr)
+	}
+}
