@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,3 +81,78 @@ FROM generate_series(1, $2) AS g`
 		})
 	}
 }
+
+// BenchmarkQueueClaimLatency measures the latency of a claim (its whole
+// transaction, on the store's clock as serve claims) on a table of 1,000
+// and one of 1,000,000 tasks, 1,000 of them active, in two databases
+// claimed from in turn so that both see the same load, and prints the ratio
+// (PRODUCT §11: at most 1.3). Each claimed task is served (untimed) so the
+// queue keeps turning. It runs a fixed number of claims whatever b.N is:
+//
+//	go test -run XXX -bench QueueClaimLatency -benchtime 1x ./adapters/postgres/
+func BenchmarkQueueClaimLatency(b *testing.B) {
+	const claims = 2000
+	ctx := context.Background()
+	sizes := []int{1_000, 1_000_000}
+	stores := make([]*Store, len(sizes))
+	for i, rows := range sizes {
+		s, err := Open(ctx, testkit.PostgresURL(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		if err := s.Migrate(ctx); err != nil {
+			b.Fatal(err)
+		}
+		const active = 1_000
+		fill := `INSERT INTO tasks (name, goal, status, max_iterations, max_stale_iterations, created_at, completed_at, last_processed_at, event_seq)
+SELECT 'task ' || g, 'goal ' || g, $1, 1000, 1000, now(), CASE WHEN $1 = 'completed' THEN now() END,
+       CASE WHEN $1 = 'completed' THEN now() - make_interval(secs => g) END, 0
+FROM generate_series(1, $2) AS g`
+		if _, err := s.pool.Exec(ctx, fill, "completed", rows-active); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.pool.Exec(ctx, fill, "queued", active); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE tasks"); err != nil {
+			b.Fatal(err)
+		}
+		stores[i] = s
+	}
+	lat := make([][]time.Duration, len(sizes))
+	for i := range claims * len(sizes) {
+		k := i % len(sizes)
+		s := stores[k]
+		start := time.Now()
+		t, err := s.ClaimTask(ctx, plugin.Claim{Owner: "bench", Lease: time.Hour, StoreClock: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat[k] = append(lat[k], time.Since(start))
+		_, err = s.UpdateTask(ctx, t.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+			return plugin.Iterated(cur, plugin.Outcome{Owner: "bench", Fence: cur.Fence, Now: time.Now(), Progress: int(cur.Fence % 100),
+				Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "noop", Success: true}})
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	p50 := make([]time.Duration, len(sizes))
+	var out strings.Builder
+	fmt.Fprintf(&out, "claim latency, %d claims each, in turn:\n", claims)
+	for k, rows := range sizes {
+		slices.Sort(lat[k])
+		p50[k] = lat[k][len(lat[k])/2]
+		p99 := lat[k][len(lat[k])*99/100]
+		fmt.Fprintf(&out, "%9d rows: p50 %6.3f ms  p99 %6.3f ms\n", rows, ms(p50[k]), ms(p99))
+		b.ReportMetric(ms(p50[k]), fmt.Sprintf("p50-ms-%d-rows", rows))
+	}
+	ratio := float64(p50[1]) / float64(p50[0])
+	fmt.Fprintf(&out, "ratio of the p50s (1M / 1k): %.2f\n", ratio)
+	b.ReportMetric(ratio, "p50-ratio")
+	b.ReportMetric(0, "ns/op")
+	b.Log(out.String())
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

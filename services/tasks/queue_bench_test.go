@@ -1,11 +1,17 @@
 package tasks_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,11 +97,13 @@ func (q *rawQueue) step(ctx context.Context, owner string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("raw claim: %w", err)
 	}
-	var k time.Time
-	if key != nil {
-		k = *key
+	if q.led != nil {
+		var k time.Time
+		if key != nil {
+			k = *key
+		}
+		q.led.Claimed(number, fence, k, start, time.Now())
 	}
-	q.led.Claimed(number, fence, k, start, time.Now())
 	now := plugin.UTC(time.Now())
 	tag, err := q.pool.Exec(ctx, rawCommit, number, fence, now, int(fence%100))
 	if err != nil {
@@ -104,7 +112,9 @@ func (q *rawQueue) step(ctx context.Context, owner string) (bool, error) {
 	if tag.RowsAffected() != 1 {
 		return false, fmt.Errorf("raw commit of %d: fence %d lost", number, fence)
 	}
-	q.led.Released(number, fence, now, time.Now())
+	if q.led != nil {
+		q.led.Released(number, fence, now, time.Now())
+	}
 	return true, nil
 }
 
@@ -294,7 +304,7 @@ func BenchmarkQueue(b *testing.B) {
 	for _, workers := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			url := benchDB(b)
-			raw := &rawQueue{pool: rawPool(b, url), led: &storetest.Ledger{}}
+			raw := &rawQueue{pool: rawPool(b, url)}
 			rep := newBenchReplica(b, url, &instant{}, nil, workers)
 			var rawTime, tlTime time.Duration
 			var rawCPU, tlCPU cpuUse
@@ -454,4 +464,163 @@ func (s *ledgerStore) UpdateTask(ctx context.Context, number int64, fn plugin.Mu
 		s.led.Released(t.Number, t.Fence, t.LastProcessedAt, time.Now())
 	}
 	return t, err
+}
+
+// BenchmarkQueuePickup measures how long a new task waits for its first
+// model call on an idle replica (one worker, as serve starts by default,
+// LISTEN/NOTIFY on): from the call that creates it to the model's call,
+// when it is created on the same replica (the worker is woken in-process)
+// and when it is created on another one (the worker is woken by the
+// database's NOTIFY). Each sample waits for the replica to be idle again.
+func BenchmarkQueuePickup(b *testing.B) {
+	const samples = 200
+	url := benchDB(b)
+	calls := make(chan int64, 16)
+	model := &instant{done: true, called: func(req plugin.ModelRequest) { calls <- req.Task.Number }}
+	served := newBenchReplica(b, url, model, nil, 1)
+	other := newBenchReplica(b, url, model, nil, 1) // creates only; never started
+	ctx := context.Background()
+	if err := served.svc.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = served.svc.Stop(ctx) })
+	type result struct {
+		name     string
+		p50, p99 time.Duration
+	}
+	var results []result
+	for _, c := range []struct {
+		name string
+		via  *benchReplica
+	}{{"local", served}, {"other_replica", other}} {
+		var lat []time.Duration
+		for i := range samples {
+			time.Sleep(20 * time.Millisecond) // let the worker go idle
+			start := time.Now()
+			t, err := c.via.svc.Create(ctx, plugin.NewTask{Goal: fmt.Sprintf("pickup %s %d", c.name, i)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for got := int64(0); got != t.Number; {
+				select {
+				case got = <-calls:
+				case <-time.After(10 * time.Second):
+					b.Fatalf("task #%d was not picked up within 10s", t.Number)
+				}
+			}
+			lat = append(lat, time.Since(start))
+		}
+		slices.Sort(lat)
+		r := result{c.name, lat[len(lat)/2], lat[len(lat)*99/100]}
+		results = append(results, r)
+		b.ReportMetric(float64(r.p50.Microseconds())/1000, c.name+"-p50-ms")
+		b.ReportMetric(float64(r.p99.Microseconds())/1000, c.name+"-p99-ms")
+	}
+	b.ReportMetric(0, "ns/op")
+	var t strings.Builder
+	fmt.Fprintf(&t, "pickup latency, creation to first model call, %d samples each:\n", samples)
+	for _, r := range results {
+		fmt.Fprintf(&t, "%-14s p50 %6.1f ms   p99 %6.1f ms\n", r.name, float64(r.p50.Microseconds())/1000, float64(r.p99.Microseconds())/1000)
+	}
+	b.Log(t.String())
+}
+
+// BenchmarkQueueIdleRSS builds the taskloom binary, fills a database with
+// 10,000 ended tasks (with their events and a step each), starts `taskloom
+// serve` on it, asks it once for the task list and the metrics, as a
+// dashboard and a scrape would, lets it idle and reads its resident memory
+// (VmRSS in /proc/PID/status; PRODUCT §11: at most 60 MB).
+func BenchmarkQueueIdleRSS(b *testing.B) {
+	const tasks = 10_000
+	ctx := context.Background()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "taskloom")
+	build := exec.Command("go", "build", "-o", bin, "github.com/taskloom/taskloom/cmd/taskloom")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build taskloom: %v\n%s", err, out)
+	}
+	url := benchDB(b)
+	pool := rawPool(b, url)
+	for _, q := range []string{
+		`INSERT INTO tasks (name, goal, status, progress, iteration, max_iterations, max_stale_iterations, requestor_id, platform, room_id,
+		                    workspace_id, created_at, started_at, completed_at, last_processed_at, summary, fence, event_seq)
+		 SELECT 'Task ' || g, 'Find out what the logs of service ' || g || ' say about last night', 'completed', 100, 1, 50, 3,
+		        'user-' || (g % 50), 'discord', 'discord:room-' || (g % 20), 'guild-1', now(), now(), now(), now(),
+		        'Done: the logs of service ' || g || ' were read and summed up.', 1, 4
+		 FROM generate_series(1, $1::int) AS g`,
+		`INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
+		 SELECT t.number, s, (ARRAY['` + plugin.EventCreated + `', '` + plugin.EventClaimed + `', '` + plugin.EventIterated + `', '` + plugin.EventIterated + `'])[s],
+		        '{"changes": {"status": "completed", "progress": 100}}', 'worker', 1, now()
+		 FROM tasks t, generate_series(1, 4) AS s WHERE $1::int > 0`,
+		`INSERT INTO task_steps (task_number, iteration, thought, action, params, result, success, progress, time)
+		 SELECT number, 1, 'read the logs', 'http_get', '{"url": "https://example.com/logs"}', 'ok', true, 100, now()
+		 FROM tasks WHERE $1::int > 0`,
+		`VACUUM ANALYZE`,
+	} {
+		args := []any{tasks}
+		if strings.HasPrefix(q, "VACUUM") {
+			args = nil
+		}
+		if _, err := pool.Exec(ctx, q, args...); err != nil {
+			b.Fatalf("fill: %v", err)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	serve := exec.Command(bin, "serve")
+	serve.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DATABASE_URL=" + url,
+		"TASKLOOM_HTTP_ADDR=" + addr, "TASKLOOM_DATA_DIR=" + filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=false"}
+	var logs bytes.Buffer
+	serve.Stdout, serve.Stderr = &logs, &logs
+	if err := serve.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = serve.Process.Signal(syscall.SIGTERM)
+		_ = serve.Wait()
+	})
+	get := func(path string) int {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	for deadline := time.Now().Add(60 * time.Second); get("/readyz") != http.StatusOK; {
+		if time.Now().After(deadline) {
+			b.Fatalf("taskloom serve not ready after 60s:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, path := range []string{"/api/tasks", "/metrics"} {
+		if code := get(path); code != http.StatusOK {
+			b.Fatalf("GET %s: %d", path, code)
+		}
+	}
+	time.Sleep(5 * time.Second)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", serve.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	kb := func(field string) float64 {
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
+				n, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				return n
+			}
+		}
+		b.Fatalf("no %s in /proc/PID/status", field)
+		return 0
+	}
+	rss, peak := kb("VmRSS")/1024, kb("VmHWM")/1024
+	b.ReportMetric(rss, "rss-MB")
+	b.ReportMetric(peak, "peak-rss-MB")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("idle replica with %d tasks: VmRSS %.1f MB (peak %.1f MB)", tasks, rss, peak)
 }
