@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -86,21 +85,19 @@ func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.M
 		return plugin.ModelResponse{}, fmt.Errorf("demo model: %w", err)
 	}
 	text := ChatReply
+	var calls []plugin.ToolCall
 	if req.Task != nil {
-		b, err := json.Marshal(Decide(*req.Task))
-		if err != nil {
-			return plugin.ModelResponse{}, fmt.Errorf("demo model: encode decision for task #%d: %w", req.Task.Number, err)
-		}
-		text = string(b)
+		text, calls = answer(*req.Task, req.Tools)
 	}
 	var prompt int64
 	for _, msg := range req.Messages {
 		prompt += tokens(msg.Content)
 	}
 	return plugin.ModelResponse{
-		Text:  text,
-		Model: Name,
-		Usage: plugin.Usage{PromptTokens: prompt, CompletionTokens: tokens(text)},
+		Text:      text,
+		ToolCalls: calls,
+		Model:     Name,
+		Usage:     plugin.Usage{PromptTokens: prompt, CompletionTokens: tokens(text)},
 	}, nil
 }
 
