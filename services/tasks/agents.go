@@ -210,13 +210,19 @@ func (tt *teamTurn) ask(ctx context.Context, o *plugin.Outcome, r Request, syste
 	return tt.Call(ctx, o, plugin.ModelRequest{Messages: msgs, Schema: r.Schema}, r.Role, r.Temperature)
 }
 
+// SupervisorHistory is the history a supervisor's prompt shows: it
+// routes the work rather than doing it, so it sees the latest steps in
+// short and fewer older ones, and its prompt stays within §11's bound
+// (at step 50 at most 1.5× its size at step 5) however long the task.
+var SupervisorHistory = History{Recent: 3, LatestChars: 2000, RecentChars: 600, Condensed: 5, CondensedChars: 140,
+	Answers: 3, AnswerChars: 400, ParamsChars: 200}
+
 // speakers is the note that says who took the steps the prompt shows
 // where the transcript does not (a step handed on by the supervisor's
 // step just before it is named there), newest last, so that an agent or
 // the supervisor knows who did what. It covers the steps the history
 // shows, so it is bounded as the history is.
-func (tt *teamTurn) speakers() string {
-	h := tt.it.History
+func (tt *teamTurn) speakers(h History) string {
 	if h.Recent <= 0 {
 		h = DefaultHistory
 	}
@@ -238,10 +244,11 @@ func (tt *teamTurn) speakers() string {
 	return "Who took those steps (step, agent): " + strings.Join(parts, ", ") + "."
 }
 
-// notes are the notes of a request with the speakers note first.
-func (tt *teamTurn) notes(more ...string) []string {
+// notes are the notes of a request whose history is h, with the
+// speakers note first.
+func (tt *teamTurn) notes(h History, more ...string) []string {
 	var out []string
-	if s := tt.speakers(); s != "" {
+	if s := tt.speakers(h); s != "" {
 		out = append(out, s)
 	}
 	for _, n := range more {
@@ -262,7 +269,7 @@ func (tt *teamTurn) agentStep(ctx context.Context, a Agent, note, instruction st
 	o := tt.Outcome()
 	o.Step.Role = a.Name
 	tools := agentTools(tt.Runtime, a)
-	resp, err := tt.ask(ctx, &o, Request{Role: a.Name, Tools: tools, Notes: tt.notes(note), Instruction: instruction, Schema: DecisionSchema},
+	resp, err := tt.ask(ctx, &o, Request{Role: a.Name, Tools: tools, Notes: tt.notes(tt.it.History, note), Instruction: instruction, Schema: DecisionSchema},
 		"team_agent_system.tmpl", map[string]any{"Agent": viewOf(a), "Tools": tools, "Team": tt.team.views()})
 	if err != nil {
 		return plugin.Outcome{}, Decision{}, err

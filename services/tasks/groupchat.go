@@ -82,7 +82,7 @@ func (tt *teamTurn) chooseSpeaker(ctx context.Context) (plugin.Outcome, error) {
 	st := tt.state
 	n := len(tt.team.agents)
 	note := fmt.Sprintf("Turn %d of %d (round %d of %d).", st.Turns+1, tt.team.Rounds*n, st.Turns/n+1, tt.team.Rounds)
-	resp, err := tt.ask(ctx, &o, Request{Role: plugin.RoleSupervisor, Tools: []Tool{}, Notes: tt.notes(note),
+	resp, err := tt.ask(ctx, &o, Request{Role: plugin.RoleSupervisor, Tools: []Tool{}, History: &SupervisorHistory, Notes: tt.notes(SupervisorHistory, note),
 		Instruction: "Choose the agent that speaks next and say what you expect of it, or answer DONE with a summary when the goal is met.",
 		Schema:      supervisorSchema(tt.team, false)},
 		"group_chat_speaker.tmpl", map[string]any{"Agents": tt.team.views()})

@@ -142,6 +142,17 @@ type Request struct {
 	// Temperature, when set, is the request's temperature; nil is the
 	// base temperature raised by the failed steps in a row (§7).
 	Temperature *float64
+	// History, when set, bounds the history the prompt shows instead of
+	// the service's History (a supervisor, which routes, sees less).
+	History *History
+}
+
+// history is the window r's prompt shows.
+func (t *Turn) history(r Request) History {
+	if r.History != nil {
+		return *r.History
+	}
+	return t.it.History
 }
 
 // Messages builds the prompt of r: the fixed system message, then the
@@ -159,7 +170,7 @@ func (t *Turn) Messages(r Request) ([]plugin.ChatMessage, error) {
 		Steps:       t.Steps,
 		Older:       t.older,
 		Answers:     t.Answers,
-		History:     t.it.History,
+		History:     t.history(r),
 		Notes:       r.Notes,
 		Instruction: r.Instruction,
 		Role:        r.Role,

@@ -179,7 +179,7 @@ func (tt *teamTurn) decide(ctx context.Context, magentic bool) (plugin.Outcome, 
 			notes = append(notes, replanNote)
 		}
 	}
-	resp, err := tt.ask(ctx, &o, Request{Role: plugin.RoleSupervisor, Tools: []Tool{}, Notes: tt.notes(notes...),
+	resp, err := tt.ask(ctx, &o, Request{Role: plugin.RoleSupervisor, Tools: []Tool{}, History: &SupervisorHistory, Notes: tt.notes(SupervisorHistory, notes...),
 		Instruction: "Choose the agent that takes the next step and tell it what to do, or answer DONE with a summary when the goal is met.",
 		Schema:      supervisorSchema(tt.team, magentic)},
 		"supervisor_system.tmpl", map[string]any{"Agents": tt.team.views(), "Magentic": magentic})
