@@ -143,6 +143,16 @@ FROM (SELECT COALESCE(pg_sequence_last_value('task_events_id_seq'), 0) AS last) 
 INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
+	// sqlInsertFirstEvent is sqlInsertEvent with sqlEventFloorLock in one
+	// statement ($8 is eventFloorSpace): the lock is taken as the row
+	// source is read, before the ID's default (nextval) is computed for the
+	// row it yields. (A subquery with a volatile function is neither pulled
+	// up nor left out.)
+	sqlInsertFirstEvent = `
+INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
+SELECT $1::bigint, $2::bigint, $3::text, $4::jsonb, $5::text, $6::bigint, $7::timestamptz
+FROM (SELECT pg_advisory_xact_lock_shared($8::bigint | COALESCE(pg_sequence_last_value('task_events_id_seq'), 0)) AS locked) AS floor`
+
 	eventCols = sqlstore.EventColumns
 
 	sqlTaskEvents = `SELECT ` + eventCols + ` FROM task_events

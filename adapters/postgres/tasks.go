@@ -222,8 +222,9 @@ func (t *txn) UpdateTask(_ context.Context, row plugin.Task) error {
 // sqlEventFloorLock.
 func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
 	if !t.floored {
-		t.batch.Queue(sqlEventFloorLock, int64(eventFloorSpace))
 		t.floored = true
+		t.batch.Queue(sqlInsertFirstEvent, append(sqlstore.EventArgs(e, timeArg), int64(eventFloorSpace))...)
+		return nil
 	}
 	t.batch.Queue(sqlInsertEvent, sqlstore.EventArgs(e, timeArg)...)
 	return nil
