@@ -207,6 +207,21 @@ func (e *env) waitMessages(n int, match func(slackfake.Message) bool) []slackfak
 	return got
 }
 
+// waitCalls waits until the fake has had at least n calls to method
+// (a send the notification service's own schedule started), and returns
+// them.
+func (e *env) waitCalls(method string, n int) []slackfake.Call {
+	e.t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		calls := e.fake.CallsTo(method)
+		if len(calls) >= n || time.Now().After(deadline) {
+			return calls
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // step runs one iteration of the next task in the queue.
 func (e *env) step() {
 	e.t.Helper()

@@ -246,7 +246,9 @@ func TestRateLimitedNotificationIsDelayedNotLost(t *testing.T) {
 		if _, err := e.core.Notify.Flush(e.ctx); err != nil {
 			t.Fatal(err)
 		}
-		calls := e.fake.CallsTo("chat.postMessage")
+		// The service's own schedule may be the one that flushed (the
+		// advance woke it too): wait for its send to reach the fake.
+		calls := e.waitCalls("chat.postMessage", 2)
 		if len(calls) != 2 || calls[1].Status != 429 {
 			t.Fatalf("chat.postMessage calls: %+v; want the reply, then a 429", calls)
 		}
