@@ -45,7 +45,10 @@ type Store interface {
 
 	// UpdateTask locks the task, calls fn with its current row and writes
 	// what fn returns (row, event, step, notifications) in one transaction.
-	// fn's error is returned as is and nothing is written.
+	// fn's error is returned as is and nothing is written. A store may try
+	// fn first on the row it last claimed, writing the result only if the
+	// row is still current, so fn may be called more than once: it must
+	// depend on its row alone.
 	UpdateTask(ctx context.Context, number int64, fn MutateFunc) (Task, error)
 	// MoveTask moves a task that has not ended to room (Moved), and with
 	// it the notifications still waiting for its old room that no send has

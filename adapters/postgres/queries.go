@@ -43,6 +43,14 @@ VALUES (` + placeholders(1, len(taskColumns)-1) + `) RETURNING number`
 	// sqlUpdateTask writes every column of a locked row ($1 is its number).
 	sqlUpdateTask = `UPDATE tasks SET ` + assignments(taskColumns[1:], 2) + ` WHERE number = $1`
 
+	// sqlUpdateTaskIfUnchanged is sqlUpdateTask on a row whose event_seq
+	// is still $N (the last argument): when it is not, it fails with a
+	// division by zero, and the transaction with it.
+	sqlUpdateTaskIfUnchanged = `WITH u AS (
+` + sqlUpdateTask + ` AND event_seq = $` + fmt.Sprint(len(taskColumns)+1) + `
+RETURNING 1)
+SELECT 1 / count(*)::int FROM u`
+
 	sqlChildren = `SELECT ` + taskCols + ` FROM tasks WHERE parent_number = $1 ORDER BY number`
 
 	sqlNow = `SELECT statement_timestamp()`

@@ -26,6 +26,9 @@ var migrations embed.FS
 type Store struct {
 	sqlstore.Core
 	pool *pgxpool.Pool
+	// claimed are the rows this store claimed, which a task's next
+	// mutation starts from (sqlstore.RowCache).
+	claimed rowCache
 }
 
 var _ plugin.Store = (*Store)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,19 +17,36 @@ import (
 // Write implements sqlstore.Dialect. The transaction costs as few round
 // trips as its reads allow: BEGIN goes with its first statement, fn's
 // writes are queued and sent with the next read, and the last of them go
-// with the COMMIT. A claim or a mutation takes two round trips: its read,
-// then its writes and the commit.
+// with the COMMIT. A claim takes two round trips: its statement, then its
+// event and the commit. The mutation of a task this store claimed takes
+// one: it starts from the claimed row (sqlstore.RowCache) and writes it
+// only if it has not changed since; if it has, or anything fails after the
+// claimed row was used, the transaction runs again from a locked read.
 func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	for cached := true; ; cached = false {
+		again, err := s.write(ctx, fn, cached)
+		if !again {
+			return err
+		}
+	}
+}
+
+// write runs fn in one transaction; again says to run it once more,
+// without the claimed rows, as it failed after using one.
+func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, cached bool) (again bool, err error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
+		return false, fmt.Errorf("begin transaction: %w", err)
 	}
 	defer c.Release()
 	t := &txn{tx: c.Conn(), batch: &pgx.Batch{}}
+	if cached {
+		t.cache = &s.claimed
+	}
 	t.batch.Queue("begin")
 	if err := fn(t); err != nil {
 		t.rollback(ctx)
-		return err
+		return t.usedCache(), err
 	}
 	// The COMMIT may complete and the connection fail before the batch's
 	// end (a terminated backend reports FATAL at the Sync that follows):
@@ -39,14 +57,17 @@ func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 		committed = tag.String() == "COMMIT"
 		return nil
 	})
-	if err := t.flush(ctx); err != nil {
-		if committed {
-			return nil
-		}
+	if err := t.flush(ctx); err != nil && !committed {
 		t.rollback(ctx)
-		return fmt.Errorf("write and commit: %w", err)
+		return t.usedCache(), fmt.Errorf("write and commit: %w", err)
 	}
-	return nil
+	for _, n := range t.written {
+		s.claimed.drop(n)
+	}
+	for _, row := range t.claims {
+		s.claimed.put(row)
+	}
+	return false, nil
 }
 
 // txn is a sqlstore.Tx on a connection with a transaction open, or queued
@@ -56,6 +77,14 @@ type txn struct {
 	batch *pgx.Batch
 	// floored: this transaction holds its event floor lock (InsertEvent).
 	floored bool
+	// cache, when set, hands out claimed rows (CachedTask); expect holds
+	// the event_seq each row handed out must still have when written.
+	cache  *rowCache
+	expect map[int64]int64
+	// written are the tasks this transaction wrote, claims the rows it
+	// claimed: the cache learns of them once it commits.
+	written []int64
+	claims  []plugin.Task
 }
 
 var _ sqlstore.Tx = (*txn)(nil)
@@ -201,6 +230,7 @@ func (t *txn) claim(ctx context.Context, q string, withNow bool, args ...any) (b
 			t.batch.Queue("begin")
 			continue
 		}
+		t.claims = append(t.claims, after)
 		before = after
 		before.Status = plugin.Status(oldStatus)
 		before.LeaseOwner = oldOwner
@@ -212,9 +242,68 @@ func (t *txn) claim(ctx context.Context, q string, withNow bool, args ...any) (b
 	}
 }
 
+// UpdateTask queues the write of row. A row CachedTask handed out is
+// written only if its event_seq is still the one it had; otherwise the
+// statement fails the transaction (sqlUpdateTaskIfUnchanged).
 func (t *txn) UpdateTask(_ context.Context, row plugin.Task) error {
+	t.written = append(t.written, row.Number)
+	if seq, ok := t.expect[row.Number]; ok {
+		t.batch.Queue(sqlUpdateTaskIfUnchanged, append(sqlstore.TaskArgs(row, timeArg), seq)...)
+		return nil
+	}
 	t.batch.Queue(sqlUpdateTask, sqlstore.TaskArgs(row, timeArg)...)
 	return nil
+}
+
+// CachedTask implements sqlstore.RowCache: the row this store last
+// claimed of number, once.
+func (t *txn) CachedTask(number int64) (plugin.Task, bool) {
+	if t.cache == nil {
+		return plugin.Task{}, false
+	}
+	row, ok := t.cache.take(number)
+	if !ok {
+		return plugin.Task{}, false
+	}
+	if t.expect == nil {
+		t.expect = map[int64]int64{}
+	}
+	t.expect[number] = row.EventSeq
+	return row, true
+}
+
+func (t *txn) usedCache() bool { return len(t.expect) > 0 }
+
+// rowCache keeps the rows a store claimed, as the claim statement returned
+// them, until they are written or claimed again; at most rowCacheSize.
+type rowCache struct {
+	mu   sync.Mutex
+	rows map[int64]plugin.Task
+}
+
+const rowCacheSize = 10_000
+
+func (c *rowCache) put(row plugin.Task) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rows == nil || len(c.rows) >= rowCacheSize {
+		c.rows = map[int64]plugin.Task{} // the rest are read again
+	}
+	c.rows[row.Number] = row
+}
+
+func (c *rowCache) take(number int64) (plugin.Task, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	row, ok := c.rows[number]
+	delete(c.rows, number)
+	return row, ok
+}
+
+func (c *rowCache) drop(number int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.rows, number)
 }
 
 // InsertEvent queues the insert of e. Before its first event, the

@@ -116,3 +116,17 @@ type StoreClockClaimer interface {
 	// returns that time as now.
 	ClaimHeadOnStoreClock(ctx context.Context, owner string, lease time.Duration) (before, after plugin.Task, now time.Time, err error)
 }
+
+// RowCache is a Tx that may know a task's row without reading it: the row
+// as its dialect last claimed it. UpdateTask starts from that row rather
+// than locking and reading it, one round trip fewer. The Tx then writes
+// the row only if it has not changed since (its event_seq is the same, so
+// no other change was written), and otherwise fails the transaction, which
+// its dialect's Write runs again, with LockTask. The mutation written is
+// therefore always computed from the current row; a MutateFunc may be
+// called twice.
+type RowCache interface {
+	// CachedTask returns the row of number to write in this transaction,
+	// if the Tx has one.
+	CachedTask(number int64) (plugin.Task, bool)
+}

@@ -191,7 +191,7 @@ func onStoreClock(ctx context.Context, tx Tx, asked bool, now *time.Time) error 
 func (c Core) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
 	var out plugin.Task
 	err := c.D.Write(ctx, func(tx Tx) error {
-		cur, err := tx.LockTask(ctx, number)
+		cur, err := lockToWrite(ctx, tx, number)
 		if errors.Is(err, ErrNoRows) {
 			return &plugin.TaskError{Op: "update", Number: number, Err: plugin.ErrNotFound}
 		}
@@ -218,6 +218,18 @@ func (c Core) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc
 		return plugin.Task{}, err
 	}
 	return out, nil
+}
+
+// lockToWrite is LockTask for a row the transaction goes on to write, or
+// to roll back: a Tx that knows the row (RowCache) hands it over unread,
+// and writes it only if it has not changed meanwhile.
+func lockToWrite(ctx context.Context, tx Tx, number int64) (plugin.Task, error) {
+	if c, ok := tx.(RowCache); ok {
+		if row, ok := c.CachedTask(number); ok {
+			return row, nil
+		}
+	}
+	return tx.LockTask(ctx, number)
 }
 
 // settleSubtasks applies, in the transaction of mutation m of task cur,

@@ -1,0 +1,110 @@
+package postgres
+
+import (
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// TestMutationStartsFromTheClaimedRow: the mutation of a task the store
+// claimed starts from the claimed row, without reading it again.
+func TestMutationStartsFromTheClaimedRow(t *testing.T) {
+	ctx := t.Context()
+	s := open(t)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "one", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w1", Now: now, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.claimed.take(claimed.Number); !ok {
+		t.Fatal("the claim left no row for the mutation to start from")
+	}
+	s.claimed.put(claimed)
+	var got plugin.Task
+	if _, err := s.UpdateTask(ctx, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		got = cur
+		return plugin.Released(cur, "w1", claimed.Fence, now.Add(time.Second))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got != claimed {
+		t.Errorf("the mutation started from %+v, want the claimed row %+v", got, claimed)
+	}
+	if _, ok := s.claimed.take(claimed.Number); ok {
+		t.Error("the written row is still kept: the next mutation would start from a row that is gone")
+	}
+}
+
+// TestMutationOfAChangedClaimedRow: when another replica changed a task
+// after this one claimed it, the mutation does not start from the claimed
+// row: it is computed again from the current one, and nothing the other
+// replica wrote is lost.
+func TestMutationOfAChangedClaimedRow(t *testing.T) {
+	ctx := t.Context()
+	url := testkit.PostgresURL(t)
+	a, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := a.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := a.CreateTask(ctx, plugin.NewTask{Goal: "one", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := a.ClaimTask(ctx, plugin.Claim{Owner: "w1", Now: now, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replica b pauses the task while a's iteration runs.
+	paused, err := b.UpdateTask(ctx, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Paused(cur, "someone", now.Add(time.Second))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []plugin.Task
+	after, err := a.UpdateTask(ctx, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		seen = append(seen, cur)
+		return plugin.Iterated(cur, plugin.Outcome{Owner: "w1", Fence: claimed.Fence, Now: now.Add(2 * time.Second),
+			Progress: 10, Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "noop", Success: true}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != claimed || seen[1] != paused {
+		t.Errorf("the mutation was computed from %d rows; want the claimed one, then the current one", len(seen))
+	}
+	if after.Status != plugin.StatusPaused || after.EventSeq != paused.EventSeq+1 {
+		t.Errorf("after the iteration the task is %s with event %d; want it still paused, with event %d", after.Status, after.EventSeq, paused.EventSeq+1)
+	}
+	evs, err := a.TaskEvents(ctx, claimed.Number, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for i, e := range evs {
+		types = append(types, e.Type)
+		if e.Sequence != int64(i+1) {
+			t.Errorf("event %d has sequence %d", i+1, e.Sequence)
+		}
+	}
+	if len(evs) != 4 || evs[2].Type != plugin.EventPaused || evs[3].Type != plugin.EventIterated {
+		t.Errorf("events %v; want created, claimed, paused, iterated", types)
+	}
+}
