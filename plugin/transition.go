@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -57,24 +58,57 @@ func Change(before, after Task, typ, actor string, now time.Time, detail map[str
 	return m, nil
 }
 
-// diff returns the columns of after that differ from before, by JSON name.
+// diff returns the columns of after that differ from before, by JSON name,
+// with after's JSON: what columns gives, compared column by column. It
+// encodes only the fields whose values differ (every event's payload is
+// one, so this is on every write's path).
 func diff(before, after Task) (map[string]json.RawMessage, error) {
-	b, err := columns(before)
-	if err != nil {
-		return nil, err
-	}
-	a, err := columns(after)
-	if err != nil {
-		return nil, err
-	}
+	b, a := reflect.ValueOf(before), reflect.ValueOf(after)
 	out := map[string]json.RawMessage{}
-	for k, v := range a {
-		if !bytes.Equal(b[k], v) {
-			out[k] = v
+	for _, f := range taskFields {
+		va, vb := a.Field(f.index).Interface(), b.Field(f.index).Interface()
+		if f.comparable && va == vb {
+			continue
+		}
+		ja, err := json.Marshal(va)
+		if err != nil {
+			return nil, err
+		}
+		jb, err := json.Marshal(vb)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(ja, jb) {
+			out[f.name] = ja
 		}
 	}
 	return out, nil
 }
+
+// taskField is a field of Task with a JSON name.
+type taskField struct {
+	index      int
+	name       string
+	comparable bool
+}
+
+// taskFields are the fields columns encodes, in order.
+var taskFields = func() []taskField {
+	var out []taskField
+	t := reflect.TypeFor[Task]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, taskField{i, name, f.Type.Comparable()})
+	}
+	return out
+}()
 
 func columns(t Task) (map[string]json.RawMessage, error) {
 	raw, err := json.Marshal(t)
