@@ -28,6 +28,9 @@ func (s *Store) RecentSteps(ctx context.Context, number int64, k int) ([]plugin.
 	if k <= 0 {
 		return nil, nil
 	}
+	if out, ok := s.steps.take(number, k); ok {
+		return out, nil // read with the claim (prefetch.go)
+	}
 	out, err := collect(ctx, s.pool, sqlRecentSteps, []any{number, k}, sqlstore.ScanStep)
 	if err != nil {
 		return nil, fmt.Errorf("last %d steps of task #%d: %w", k, number, err)

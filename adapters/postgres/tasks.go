@@ -61,11 +61,20 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, cached bo
 		t.rollback(ctx)
 		return t.usedCache(), fmt.Errorf("write and commit: %w", err)
 	}
+	if len(t.missed) > 0 {
+		// Cannot happen: the event of a row that changed meanwhile fails
+		// the transaction (sqlUpdateTaskIfUnchanged).
+		return false, fmt.Errorf("write and commit: task #%d changed since it was claimed, yet its event was written", t.missed[0])
+	}
 	for _, n := range t.written {
 		s.claimed.drop(n)
+		s.steps.drop(n)
 	}
 	for _, row := range t.claims {
 		s.claimed.put(row)
+	}
+	for n, steps := range t.steps {
+		s.steps.put(n, steps)
 	}
 	return false, nil
 }
@@ -85,6 +94,11 @@ type txn struct {
 	// claimed: the cache learns of them once it commits.
 	written []int64
 	claims  []plugin.Task
+	// steps are the latest steps of the tasks claimed, read ahead
+	// (prefetch), newest first.
+	steps map[int64][]plugin.Step
+	// missed are the rows sqlUpdateTaskIfUnchanged found changed.
+	missed []int64
 }
 
 var _ sqlstore.Tx = (*txn)(nil)
@@ -231,6 +245,7 @@ func (t *txn) claim(ctx context.Context, q string, withNow bool, args ...any) (b
 			continue
 		}
 		t.claims = append(t.claims, after)
+		t.prefetch(after.Number)
 		before = after
 		before.Status = plugin.Status(oldStatus)
 		before.LeaseOwner = oldOwner
@@ -244,11 +259,16 @@ func (t *txn) claim(ctx context.Context, q string, withNow bool, args ...any) (b
 
 // UpdateTask queues the write of row. A row CachedTask handed out is
 // written only if its event_seq is still the one it had; otherwise the
-// statement fails the transaction (sqlUpdateTaskIfUnchanged).
+// transaction fails (sqlUpdateTaskIfUnchanged).
 func (t *txn) UpdateTask(_ context.Context, row plugin.Task) error {
 	t.written = append(t.written, row.Number)
 	if seq, ok := t.expect[row.Number]; ok {
-		t.batch.Queue(sqlUpdateTaskIfUnchanged, append(sqlstore.TaskArgs(row, timeArg), seq)...)
+		t.batch.Queue(sqlUpdateTaskIfUnchanged, append(sqlstore.TaskArgs(row, timeArg), seq)...).Exec(func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() != 1 {
+				t.missed = append(t.missed, row.Number)
+			}
+			return nil
+		})
 		return nil
 	}
 	t.batch.Queue(sqlUpdateTask, sqlstore.TaskArgs(row, timeArg)...)

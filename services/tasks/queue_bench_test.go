@@ -311,15 +311,15 @@ func BenchmarkQueue(b *testing.B) {
 			for left := total; left > 0; left -= roundIterations {
 				n := min(left, roundIterations)
 				newRound(b, raw.pool, []*benchReplica{rep}, queueTasks)
-				c := readCPU()
+				c := readCPU(b, raw.pool)
 				rawTime += drive(b, n, workers, []func(context.Context, string) (bool, error){raw.step})
-				c2 := readCPU()
+				c2 := readCPU(b, raw.pool)
 				tlTime += drive(b, n, workers, []func(context.Context, string) (bool, error){rep.svc.Step})
-				rawCPU, tlCPU = rawCPU.add(c2.sub(c)), tlCPU.add(readCPU().sub(c2))
+				rawCPU, tlCPU = rawCPU.add(c2.sub(c)), tlCPU.add(readCPU(b, raw.pool).sub(c2))
 			}
 			r := row{workers, float64(total) / rawTime.Seconds(), float64(total) / tlTime.Seconds()}
-			// CPU per iteration, this process and the PostgreSQL server
-			// (which other clients of the server may add to).
+			// CPU per iteration, in this process and in the database's
+			// backends.
 			b.ReportMetric(float64(rawCPU.self.Microseconds())/float64(total), "raw-go-µs/it")
 			b.ReportMetric(float64(rawCPU.server.Microseconds())/float64(total), "raw-pg-µs/it")
 			b.ReportMetric(float64(tlCPU.self.Microseconds())/float64(total), "taskloom-go-µs/it")
@@ -341,34 +341,38 @@ func BenchmarkQueue(b *testing.B) {
 	fmt.Print(t.String())
 }
 
-// cpuUse is CPU time used by this process and by the PostgreSQL server's
-// processes on this machine.
+// cpuUse is CPU time used by this process and by the PostgreSQL backends
+// serving the benchmark's database.
 type cpuUse struct{ self, server time.Duration }
 
 func (c cpuUse) add(d cpuUse) cpuUse { return cpuUse{c.self + d.self, c.server + d.server} }
 func (c cpuUse) sub(d cpuUse) cpuUse { return cpuUse{c.self - d.self, c.server - d.server} }
 
-// readCPU reads the CPU time of this process (getrusage) and of every
-// process named postgres (/proc/PID/stat, in clock ticks of 10ms; the
-// exited ones are not counted, PostgreSQL's backends live as long as their
-// connection).
-func readCPU() cpuUse {
+// readCPU reads the CPU time of this process (getrusage) and of the
+// backends connected to pool's database (/proc/PID/stat, in clock ticks of
+// 10ms; the server must run on this machine). Other databases' clients are
+// not counted, nor the server's shared processes (WAL writer,
+// checkpointer).
+func readCPU(tb testing.TB, pool *pgxpool.Pool) cpuUse {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	self := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	rows, err := pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		tb.Fatal(err)
+	}
 	var ticks int64
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		raw, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+	for _, pid := range pids {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			continue
 		}
 		line := string(raw)
-		open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
-		if open < 0 || end < open || line[open+1:end] != "postgres" {
-			continue
-		}
-		f := strings.Fields(line[end+1:])
+		f := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
 		// utime and stime are fields 14 and 15 of stat, 12 and 13 after
 		// the command.
 		if len(f) > 12 {
