@@ -15,13 +15,14 @@ import (
 )
 
 // Write implements sqlstore.Dialect. The transaction costs as few round
-// trips as its reads allow: BEGIN goes with its first statement, fn's
-// writes are queued and sent with the next read, and the last of them go
-// with the COMMIT. A claim takes two round trips: its statement, then its
-// event and the commit. The mutation of a task this store claimed takes
-// one: it starts from the claimed row (sqlstore.RowCache) and writes it
-// only if it has not changed since; if it has, or anything fails after the
-// claimed row was used, the transaction runs again from a locked read.
+// trips as its reads allow: its writes are queued and sent with its next
+// read, BEGIN with the first, and the last of them with the COMMIT. A
+// transaction that reads nothing is one pipeline, which PostgreSQL runs as
+// one implicit transaction. A claim takes two round trips: its statement,
+// then its event and the commit. The mutation of a task this store claimed
+// takes one: it starts from the claimed row (sqlstore.RowCache) and writes
+// it only if it has not changed since; if it has, or anything fails after
+// the claimed row was used, the transaction runs again from a locked read.
 func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	for cached := true; ; cached = false {
 		again, err := s.write(ctx, fn, cached)
@@ -43,23 +44,33 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, cached bo
 	if cached {
 		t.cache = &s.claimed
 	}
-	t.batch.Queue("begin")
 	if err := fn(t); err != nil {
 		t.rollback(ctx)
 		return t.usedCache(), err
 	}
-	// The COMMIT may complete and the connection fail before the batch's
-	// end (a terminated backend reports FATAL at the Sync that follows):
-	// its tag says the transaction committed, so the write is not
-	// reported failed — a claim taken so is used, not left leased.
-	committed := false
-	t.batch.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
-		committed = tag.String() == "COMMIT"
-		return nil
-	})
-	if err := t.flush(ctx); err != nil && !committed {
-		t.rollback(ctx)
-		return t.usedCache(), fmt.Errorf("write and commit: %w", err)
+	if !t.begun {
+		// Nothing was sent yet: the statements go in one pipeline, which
+		// PostgreSQL runs as one implicit transaction, committed at its
+		// Sync, with no BEGIN and COMMIT to send.
+		if err := t.flush(ctx); err != nil {
+			t.rollback(ctx)
+			return t.usedCache(), fmt.Errorf("write: %w", err)
+		}
+	} else {
+		// The COMMIT may complete and the connection fail before the
+		// batch's end (a terminated backend reports FATAL at the Sync that
+		// follows): its tag says the transaction committed, so the write
+		// is not reported failed — a claim taken so is used, not left
+		// leased.
+		committed := false
+		t.batch.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
+			committed = tag.String() == "COMMIT"
+			return nil
+		})
+		if err := t.flush(ctx); err != nil && !committed {
+			t.rollback(ctx)
+			return t.usedCache(), fmt.Errorf("write and commit: %w", err)
+		}
 	}
 	if len(t.missed) > 0 {
 		// Cannot happen: the event of a row that changed meanwhile fails
@@ -84,6 +95,8 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, cached bo
 type txn struct {
 	tx    *pgx.Conn
 	batch *pgx.Batch
+	// begun: a BEGIN was sent; the transaction spans round trips.
+	begun bool
 	// floored: this transaction holds its event floor lock (InsertEvent).
 	floored bool
 	// cache, when set, hands out claimed rows (CachedTask); expect holds
@@ -112,7 +125,20 @@ func (t *txn) rollback(ctx context.Context) {
 	_, _ = t.tx.Exec(context.WithoutCancel(ctx), "rollback")
 }
 
-// flush sends the queued statements.
+// send sends the queued statements, after a BEGIN the first time: the
+// transaction goes on after them.
+func (t *txn) send(ctx context.Context) error {
+	if t.batch.Len() == 0 {
+		return nil
+	}
+	if !t.begun {
+		t.begun = true
+		t.batch.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: "begin"}}, t.batch.QueuedQueries...)
+	}
+	return t.flush(ctx)
+}
+
+// flush sends the queued statements as they are.
 func (t *txn) flush(ctx context.Context) error {
 	if t.batch.Len() == 0 {
 		return nil
@@ -145,14 +171,14 @@ func (r pipedRow) Scan(dest ...any) error {
 		}
 		return scanErr
 	})
-	if err := r.t.flush(r.ctx); err != nil {
+	if err := r.t.send(r.ctx); err != nil {
 		return err
 	}
 	return scanErr
 }
 
 func (t *txn) query(ctx context.Context, q string, args ...any) (pgx.Rows, error) {
-	if err := t.flush(ctx); err != nil {
+	if err := t.send(ctx); err != nil {
 		return nil, err
 	}
 	return t.tx.Query(ctx, q, args...)
@@ -226,7 +252,7 @@ const claimRetries = 3
 // rolled back (which gives back every row the statement locked) and begun
 // again, and the claim runs on a fresh snapshot, in the same round trip.
 func (t *txn) claim(ctx context.Context, q string, withNow bool, args ...any) (before, after plugin.Task, now time.Time, err error) {
-	first := t.batch.Len() == 1 // only the BEGIN is queued
+	first := !t.begun && t.batch.Len() == 0
 	for try := 0; ; try++ {
 		var oldStatus, oldOwner string
 		var oldExpiry, oldStarted, at sqlstore.Time
@@ -418,7 +444,7 @@ func (t *txn) exec(ctx context.Context, q string, args ...any) (int64, error) {
 		n = tag.RowsAffected()
 		return nil
 	})
-	err := t.flush(ctx)
+	err := t.send(ctx)
 	return n, err
 }
 
