@@ -110,8 +110,8 @@ var sqlClaimTaskOnStoreClock = strings.NewReplacer(
 // over the lower one while it is in flight. Writers do not wait for one
 // another for this; readers stop short of what may still be in flight:
 //
-//   - sqlEventFloorLock: before a transaction draws its first event ID, it
-//     takes a shared advisory lock (held to its end; shared locks never wait
+//   - sqlInsertFirstEvent: before a transaction draws its first event ID,
+//     it takes a shared advisory lock (held to its end; shared locks never wait
 //     for each other) whose key carries the sequence's last value at that
 //     moment, its floor: every ID it draws is above its floor.
 //   - sqlEventBound: a reader first reads the sequence's last value L, then
@@ -126,14 +126,15 @@ var sqlClaimTaskOnStoreClock = strings.NewReplacer(
 //
 // A reader waits at most for the writes in flight when it reads: the lock
 // is taken in the transaction's last batch, just before its commit.
+// (Before this, every event write took one exclusive advisory lock to its
+// commit, so that IDs committed in order: writers waited for each other's
+// commits, and more workers meant fewer iterations a second.)
 
 // eventFloorSpace is the advisory key space of the floor locks: the high
 // 16 bits of the key ("te"), the floor in the low 48.
 const eventFloorSpace = 0x7465 << 48
 
 const (
-	sqlEventFloorLock = `SELECT pg_advisory_xact_lock_shared($1::bigint | COALESCE(pg_sequence_last_value('task_events_id_seq'), 0))`
-
 	// sqlEventBound returns L and F ($1 is eventFloorSpace; F is NULL
 	// when no writer is in flight). The subquery refers to l.last, so it
 	// runs after L is read (a subquery with a volatile function is not
@@ -151,7 +152,7 @@ FROM (SELECT COALESCE(pg_sequence_last_value('task_events_id_seq'), 0) AS last) 
 INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
-	// sqlInsertFirstEvent is sqlInsertEvent with sqlEventFloorLock in one
+	// sqlInsertFirstEvent is sqlInsertEvent after the floor lock, in one
 	// statement ($8 is eventFloorSpace): the lock is taken as the row
 	// source is read, before the ID's default (nextval) is computed for the
 	// row it yields. (A subquery with a volatile function is neither pulled

@@ -354,7 +354,7 @@ func (c *rowCache) drop(number int64) {
 
 // InsertEvent queues the insert of e. Before its first event, the
 // transaction takes its event floor lock, which EventsSince reads: see
-// sqlEventFloorLock.
+// sqlInsertFirstEvent.
 func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
 	if !t.floored {
 		t.floored = true
