@@ -133,16 +133,10 @@ func Decide(task plugin.TaskRef) Decision {
 	d := Decision{
 		Thought:  "(demo model) " + mv.thought,
 		Action:   mv.action,
-		Params:   mv.params,
+		Params:   p.params(mv),
 		Progress: 100 * i / p.n,
 		Status:   plugin.VerdictContinue,
 		Summary:  fmt.Sprintf("(demo model) Step %d of %d: %s.", i, p.n, mv.did),
-	}
-	if d.Params == nil {
-		d.Params = map[string]string{}
-	}
-	if mv.action == "write_file" {
-		d.Params["content"] = p.file()
 	}
 	if i == p.n {
 		d.Status = plugin.VerdictDone

@@ -3,6 +3,7 @@ package demo
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -54,14 +55,7 @@ func (p plan) react(task plugin.TaskRef) string {
 		if c == p.n || mv.action == "none" {
 			return encode(map[string]any{"final_answer": p.finalSummary()})
 		}
-		params := map[string]string{}
-		for k, v := range mv.params {
-			params[k] = v
-		}
-		if mv.action == "write_file" {
-			params["content"] = p.file()
-		}
-		return encode(map[string]any{"action": mv.action, "params": params})
+		return encode(map[string]any{"action": mv.action, "params": p.params(mv)})
 	}
 	return encode(map[string]any{"observation": "(demo model) " + mv.did, "progress": min(100*c/p.n, 99), "status": "continue"})
 }
@@ -74,15 +68,8 @@ func (p plan) toolCalls(iteration int) (string, []plugin.ToolCall) {
 	if i == p.n || mv.action == "none" {
 		return p.finalSummary(), nil
 	}
-	params := map[string]string{}
-	for k, v := range mv.params {
-		params[k] = v
-	}
-	if mv.action == "write_file" {
-		params["content"] = p.file()
-	}
 	return "", []plugin.ToolCall{
-		{ID: fmt.Sprintf("call_%d_1", i), Name: mv.action, Arguments: encode(params)},
+		{ID: fmt.Sprintf("call_%d_1", i), Name: mv.action, Arguments: encode(p.params(mv))},
 		{ID: fmt.Sprintf("call_%d_2", i), Name: "report_progress", Arguments: encode(map[string]any{"progress": 100 * i / p.n, "note": mv.did})},
 	}
 }
@@ -116,6 +103,19 @@ func (p plan) agentTurn(task plugin.TaskRef) plugin.TaskRef {
 		}
 	}
 	return t
+}
+
+// params are a move's tool parameters, with the plan file's content for
+// write_file, as Decide gives them.
+func (p plan) params(mv move) map[string]string {
+	params := maps.Clone(mv.params)
+	if params == nil {
+		params = map[string]string{}
+	}
+	if mv.action == "write_file" {
+		params["content"] = p.file()
+	}
+	return params
 }
 
 func encode(v any) string {
