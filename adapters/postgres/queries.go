@@ -92,17 +92,52 @@ SET status = 'running',
 FROM (` + sqlClaimPick + `) AS old
 WHERE t.number = old.number
 RETURNING ` + qualified("t", taskColumns) + `,
-    old.status, old.lease_owner, old.lease_expires_at, old.started_at,
-    (SELECT s.event_seq FROM tasks AS s WHERE s.number = t.number)`
+    old.status AS old_status, old.lease_owner AS old_owner,
+    old.lease_expires_at AS old_expiry, old.started_at AS old_started,
+    (SELECT s.event_seq FROM tasks AS s WHERE s.number = t.number) AS seen`
 
-// sqlClaimTaskOnStoreClock is sqlClaimTask at the server's clock: $1 owner,
-// $2 the lease (an interval). It returns the time it claimed at last.
-var sqlClaimTaskOnStoreClock = strings.NewReplacer(
+// sqlClaimWithEvent claims the head of the queue and writes the claim's
+// "claimed" event in one statement, so that a claim is one round trip,
+// committed on its own: $1 now, $2 owner, $3 lease expiry, $4 whether the
+// turn check raises (taskloom_in_turn, migration 0013), $5
+// eventFloorSpace. The event's payload is what plugin.Claimed writes: the
+// columns the claim changed, as encoding/json writes them; the store
+// checks the two agree (sqlstore.EventClaimer). The event takes its floor
+// lock before its ID is drawn, as sqlInsertFirstEvent does. It returns
+// what sqlClaimTask returns, then the event's payload and the claim's
+// time.
+var sqlClaimWithEvent = `
+WITH claimed AS (` + sqlClaimTask + `),
+event AS (
+    INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
+    SELECT c.number, c.event_seq, 'claimed',
+        jsonb_build_object('changes', jsonb_strip_nulls(jsonb_build_object(
+            'status', NULLIF(c.status, c.old_status),
+            'lease_owner', NULLIF(c.lease_owner, c.old_owner),
+            'lease_expires_at', CASE WHEN c.lease_expires_at IS DISTINCT FROM c.old_expiry
+                THEN taskloom_json_time(c.lease_expires_at) END,
+            'fence', c.fence,
+            'started_at', CASE WHEN c.old_started IS NULL
+                THEN taskloom_json_time(c.started_at) END))),
+        $2, c.fence, $1::timestamptz
+    FROM claimed AS c,
+        (SELECT pg_advisory_xact_lock_shared($5::bigint | COALESCE(pg_sequence_last_value('task_events_id_seq'), 0))) AS floor
+    WHERE taskloom_in_turn(NOT $4::boolean OR c.seen = c.event_seq - 1)
+    RETURNING payload)
+SELECT ` + qualified("c", taskColumns) + `, c.old_status, c.old_owner, c.old_expiry, c.old_started, c.seen, e.payload,
+    $1::timestamptz
+FROM claimed AS c, event AS e`
+
+// sqlClaimWithEventOnStoreClock is sqlClaimWithEvent at the server's
+// clock: $1 owner, $2 the lease (an interval), $3 the turn check, $4
+// eventFloorSpace.
+var sqlClaimWithEventOnStoreClock = strings.NewReplacer(
 	"$1", "statement_timestamp()",
 	"$2", "$1",
 	"$3", "(statement_timestamp() + $2::interval)",
-).Replace(sqlClaimTask) + `,
-    statement_timestamp()`
+	"$4", "$3",
+	"$5", "$4",
+).Replace(sqlClaimWithEvent)
 
 // Event IDs come from a sequence, so a transaction may commit an event
 // with a higher ID before another commits a lower one. A reader resuming

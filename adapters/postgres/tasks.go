@@ -18,11 +18,14 @@ import (
 // trips as its reads allow: its writes are queued and sent with its next
 // read, BEGIN with the first, and the last of them with the COMMIT. A
 // transaction that reads nothing is one pipeline, which PostgreSQL runs as
-// one implicit transaction. A claim takes two round trips: its statement,
-// then its event and the commit. The mutation of a task this store claimed
-// takes one: it starts from the claimed row (sqlstore.RowCache) and writes
-// it only if it has not changed since; if it has, or anything fails after
-// the claimed row was used, the transaction runs again from a locked read.
+// one implicit transaction. A claim is one statement that writes its
+// event too, so one round trip (ClaimWithEvent). The mutation of a task
+// this store claimed takes one: it starts from the claimed row
+// (sqlstore.RowCache) and writes it only if it has not changed since; if
+// it has, or anything fails after the claimed row was used, the
+// transaction runs again from a locked read. An iteration is therefore
+// two round trips, as the bare claim and commit of PRODUCT §2 are, and
+// reads none of the task's steps when this store wrote them (stepCache).
 func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	for cached := true; ; cached = false {
 		again, err := s.write(ctx, fn, cached)
@@ -77,15 +80,21 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, cached bo
 		// the transaction (sqlUpdateTaskIfUnchanged).
 		return false, fmt.Errorf("write and commit: task #%d changed since it was claimed, yet its event was written", t.missed[0])
 	}
-	for _, n := range t.written {
+	for n, seq := range t.seqs {
 		s.claimed.drop(n)
-		s.steps.drop(n)
+		s.steps.wrote(n, seq, t.events[n], t.steps[n])
+	}
+	for n := range t.events {
+		if _, ok := t.seqs[n]; !ok {
+			s.steps.forget(n)
+		}
+	}
+	for n, seq := range t.inserted {
+		s.steps.created(n, seq)
 	}
 	for _, row := range t.claims {
 		s.claimed.put(row)
-	}
-	for n, steps := range t.steps {
-		s.steps.put(n, steps)
+		s.steps.claimed(row.Number, row.EventSeq)
 	}
 	return false, nil
 }
@@ -97,19 +106,24 @@ type txn struct {
 	batch *pgx.Batch
 	// begun: a BEGIN was sent; the transaction spans round trips.
 	begun bool
+	// sealed: a statement that commits on its own was sent (a claim
+	// with its event); nothing may follow it.
+	sealed bool
 	// floored: this transaction holds its event floor lock (InsertEvent).
 	floored bool
 	// cache, when set, hands out claimed rows (CachedTask); expect holds
 	// the event_seq each row handed out must still have when written.
 	cache  *rowCache
 	expect map[int64]int64
-	// written are the tasks this transaction wrote, claims the rows it
-	// claimed: the cache learns of them once it commits.
-	written []int64
-	claims  []plugin.Task
-	// steps are the latest steps of the tasks claimed, read ahead
-	// (prefetch), newest first.
-	steps map[int64][]plugin.Step
+	// What the transaction wrote, which the store's caches learn once it
+	// commits: the event_seq each task's row was written with last, how
+	// many events and which steps (oldest first) it wrote of each task,
+	// the tasks it created (with their event_seq) and the rows it claimed.
+	seqs     map[int64]int64
+	events   map[int64]int
+	steps    map[int64][]plugin.Step
+	inserted map[int64]int64
+	claims   []plugin.Task
 	// missed are the rows sqlUpdateTaskIfUnchanged found changed.
 	missed []int64
 }
@@ -220,58 +234,78 @@ func (t *txn) CountActive(ctx context.Context, requestor string) (int, error) {
 func (t *txn) InsertTask(ctx context.Context, row plugin.Task) (int64, error) {
 	var n int64
 	err := t.queryRow(ctx, sqlInsertTask, sqlstore.TaskArgs(row, timeArg)[1:]...).Scan(&n)
+	if err == nil {
+		t.inserted = setIn(t.inserted, n, row.EventSeq)
+	}
 	return n, err
 }
 
-// ClaimHead runs sqlClaimTask, which returns the row after the claim and
-// the pre-claim values of the columns it sets, from which the row before
-// is rebuilt.
-func (t *txn) ClaimHead(ctx context.Context, owner string, now, until time.Time) (before, after plugin.Task, err error) {
-	before, after, _, err = t.claim(ctx, sqlClaimTask, false, timeArg(now), owner, timeArg(until))
-	return before, after, err
-}
-
-// ClaimHeadOnStoreClock runs sqlClaimTaskOnStoreClock: ClaimHead at the
-// server's statement_timestamp().
-func (t *txn) ClaimHeadOnStoreClock(ctx context.Context, owner string, lease time.Duration) (before, after plugin.Task, now time.Time, err error) {
-	return t.claim(ctx, sqlClaimTaskOnStoreClock, true, owner, lease)
+// setIn sets m[k] to v, making m if it is nil, and returns m.
+func setIn[K comparable, V any](m map[K]V, k K, v V) map[K]V {
+	if m == nil {
+		m = map[K]V{}
+	}
+	m[k] = v
+	return m
 }
 
 // claimRetries is how many times a claim is taken again after the turn
-// check failed, before the last one is kept.
+// check failed, before one is taken without it.
 const claimRetries = 3
 
-// claim runs a claim statement, then the turn check. The statement walks
-// the queue in the order of its snapshot; a row another worker claimed
-// and gave back after that snapshot is locked in its latest version, and
-// PostgreSQL rechecks only the WHERE clause on it (EvalPlanQual), not the
-// order, so the statement may take a row now served more recently than
-// tasks it passed over: an out-of-turn claim. The statement returns the
-// row's event_seq in its snapshot; when the row changed since, and the
-// claim is the first statement of the transaction, the transaction is
-// rolled back (which gives back every row the statement locked) and begun
-// again, and the claim runs on a fresh snapshot, in the same round trip.
-func (t *txn) claim(ctx context.Context, q string, withNow bool, args ...any) (before, after plugin.Task, now time.Time, err error) {
-	first := !t.begun && t.batch.Len() == 0
+// ClaimWithEvent implements sqlstore.EventClaimer with sqlClaimWithEvent,
+// alone in a pipeline that PostgreSQL runs as one implicit transaction:
+// the claim, its event and the commit in one round trip.
+//
+// The turn check: the statement walks the queue in the order of its
+// snapshot; a row another worker claimed and gave back after that snapshot
+// is locked in its latest version, and PostgreSQL rechecks only the WHERE
+// clause on it (EvalPlanQual), not the order, so the statement may take a
+// row now served more recently than tasks it passed over: an out-of-turn
+// claim. The statement compares the row's event_seq in its snapshot with
+// the one it claimed and, when the row changed since, fails
+// (taskloom_in_turn), which undoes the claim and its event; it is then
+// taken again, on a fresh snapshot.
+func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, after plugin.Task, ev plugin.TaskEvent, now time.Time, err error) {
+	if t.begun || t.batch.Len() > 0 || t.sealed {
+		return before, after, ev, now, errors.New("a claim with its event must be alone in its transaction")
+	}
+	t.sealed = true
 	for try := 0; ; try++ {
+		check := try < claimRetries
+		var q string
+		var args []any
+		if cl.StoreClock {
+			q, args = sqlClaimWithEventOnStoreClock, []any{cl.Owner, cl.Lease, check, int64(eventFloorSpace)}
+		} else {
+			q, args = sqlClaimWithEvent, []any{timeArg(plugin.UTC(cl.Now)), cl.Owner, timeArg(plugin.UTC(cl.Now.Add(cl.Lease))), check, int64(eventFloorSpace)}
+		}
 		var oldStatus, oldOwner string
 		var oldExpiry, oldStarted, at sqlstore.Time
 		var seen int64
-		extra := []any{&oldStatus, &oldOwner, &oldExpiry, &oldStarted, &seen}
-		if withNow {
-			extra = append(extra, &at)
+		var payload []byte
+		extra := []any{&oldStatus, &oldOwner, &oldExpiry, &oldStarted, &seen, &payload, &at}
+		var scanErr error
+		t.batch.Queue(q, args...).QueryRow(func(row pgx.Row) error {
+			after, scanErr = sqlstore.ScanTask(row, extra...)
+			if errors.Is(scanErr, pgx.ErrNoRows) {
+				return nil // not a failure of the batch
+			}
+			return scanErr
+		})
+		err = t.flush(ctx)
+		if err == nil {
+			err = scanErr
 		}
-		after, err = noRows(sqlstore.ScanTask(t.queryRow(ctx, q, args...), extra...))
-		if err != nil {
-			return before, after, now, err
-		}
-		if seen != after.EventSeq-1 && first && try < claimRetries {
-			t.batch.Queue("rollback")
-			t.batch.Queue("begin")
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == sqlstateOutOfTurn && check {
 			continue
 		}
+		if _, err = noRows(after, err); err != nil {
+			return before, after, ev, now, err
+		}
+		now = at.T
 		t.claims = append(t.claims, after)
-		t.prefetch(after.Number)
 		before = after
 		before.Status = plugin.Status(oldStatus)
 		before.LeaseOwner = oldOwner
@@ -279,15 +313,20 @@ func (t *txn) claim(ctx context.Context, q string, withNow bool, args ...any) (b
 		before.StartedAt = oldStarted.T
 		before.Fence--
 		before.EventSeq--
-		return before, after, at.T, nil
+		ev = plugin.TaskEvent{TaskNumber: after.Number, Sequence: after.EventSeq, Type: plugin.EventClaimed,
+			Payload: payload, Actor: cl.Owner, Fence: after.Fence, Time: now}
+		return before, after, ev, now, nil
 	}
 }
+
+// sqlstateOutOfTurn is the error taskloom_in_turn raises.
+const sqlstateOutOfTurn = "TLTRN"
 
 // UpdateTask queues the write of row. A row CachedTask handed out is
 // written only if its event_seq is still the one it had; otherwise the
 // transaction fails (sqlUpdateTaskIfUnchanged).
 func (t *txn) UpdateTask(_ context.Context, row plugin.Task) error {
-	t.written = append(t.written, row.Number)
+	t.seqs = setIn(t.seqs, row.Number, row.EventSeq)
 	if seq, ok := t.expect[row.Number]; ok {
 		t.batch.Queue(sqlUpdateTaskIfUnchanged, append(sqlstore.TaskArgs(row, timeArg), seq)...).Exec(func(tag pgconn.CommandTag) error {
 			if tag.RowsAffected() != 1 {
@@ -356,6 +395,7 @@ func (c *rowCache) drop(number int64) {
 // transaction takes its event floor lock, which EventsSince reads: see
 // sqlInsertFirstEvent.
 func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
+	t.events = setIn(t.events, e.TaskNumber, t.events[e.TaskNumber]+1)
 	if !t.floored {
 		t.floored = true
 		t.batch.Queue(sqlInsertFirstEvent, append(sqlstore.EventArgs(e, timeArg), int64(eventFloorSpace))...)
@@ -366,6 +406,7 @@ func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
 }
 
 func (t *txn) InsertStep(_ context.Context, st plugin.Step) error {
+	t.steps = setIn(t.steps, st.TaskNumber, append(t.steps[st.TaskNumber], st))
 	t.batch.Queue(sqlInsertStep, sqlstore.StepArgs(st, timeArg)...)
 	return nil
 }

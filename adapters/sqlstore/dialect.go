@@ -42,11 +42,6 @@ type Tx interface {
 	// InsertTask inserts t (its Number is ignored) and returns the number
 	// the database assigned.
 	InsertTask(ctx context.Context, t plugin.Task) (int64, error)
-	// ClaimHead claims the head of the fair queue for owner until until
-	// (now is the claim's time) in the dialect's claim statement. It
-	// returns the row before and after the claim; ErrNoRows when no task
-	// is ready.
-	ClaimHead(ctx context.Context, owner string, now, until time.Time) (before, after plugin.Task, err error)
 	// UpdateTask writes every column of t, a row this transaction locked.
 	UpdateTask(ctx context.Context, t plugin.Task) error
 	InsertEvent(ctx context.Context, e plugin.TaskEvent) error
@@ -107,14 +102,31 @@ type Tx interface {
 	CopyFiles(ctx context.Context, from, to int64) error
 }
 
-// StoreClockClaimer is a Tx whose claim statement can read the database's
-// clock itself. ClaimTask uses it for a claim on the store's clock, which
-// then costs no separate read of Now.
-type StoreClockClaimer interface {
-	// ClaimHeadOnStoreClock is ClaimHead at the database's clock when the
-	// statement runs, until that time plus lease (whole microseconds); it
-	// returns that time as now.
-	ClaimHeadOnStoreClock(ctx context.Context, owner string, lease time.Duration) (before, after plugin.Task, now time.Time, err error)
+// HeadClaimer is a Tx that claims with a statement of its own and leaves
+// the claim's event to ClaimTask: a claim in the same transaction as its
+// event, the claim statement's results checked before the commit. A Tx is
+// a HeadClaimer or an EventClaimer.
+type HeadClaimer interface {
+	// ClaimHead claims the head of the fair queue for owner until until
+	// (now is the claim's time) in the dialect's claim statement. It
+	// returns the row before and after the claim; ErrNoRows when no task
+	// is ready.
+	ClaimHead(ctx context.Context, owner string, now, until time.Time) (before, after plugin.Task, err error)
+}
+
+// EventClaimer is a Tx whose claim statement writes the claim's event
+// itself and commits with it: a claim in one round trip, with nothing else
+// in its transaction. ClaimTask then checks the row and the event against
+// plugin.Claimed, as for a HeadClaimer; as the claim has committed by then, a
+// disagreement (a defect of the statement) fails the claim and leaves the
+// task leased to the claimer until its lease ends.
+type EventClaimer interface {
+	// ClaimWithEvent claims the head of the queue for cl.Owner, at cl.Now
+	// or, with cl.StoreClock, at the database's clock (whole
+	// microseconds), and writes the claim's event. It returns the row
+	// before and after the claim, the event written and the claim's time;
+	// ErrNoRows when no task is ready.
+	ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, after plugin.Task, event plugin.TaskEvent, now time.Time, err error)
 }
 
 // RowCache is a Tx that may know a task's row without reading it: the row

@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -127,38 +129,40 @@ func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, erro
 	err := c.D.Write(ctx, func(tx Tx) error {
 		var before plugin.Task
 		var err error
-		if cc, ok := tx.(StoreClockClaimer); ok && cl.StoreClock {
-			// The claim statement reads the clock itself: one round trip
-			// fewer.
-			cl.Lease = cl.Lease.Truncate(time.Microsecond)
-			before, after, cl.Now, err = cc.ClaimHeadOnStoreClock(ctx, cl.Owner, cl.Lease)
-		} else {
-			if err := onStoreClock(ctx, tx, cl.StoreClock, &cl.Now); err != nil {
+		if ec, ok := tx.(EventClaimer); ok {
+			// The statement writes the event too: one round trip.
+			var written plugin.TaskEvent
+			if cl.StoreClock {
+				cl.Lease = cl.Lease.Truncate(time.Microsecond)
+			}
+			before, after, written, cl.Now, err = ec.ClaimWithEvent(ctx, cl)
+			if errors.Is(err, ErrNoRows) {
+				return fmt.Errorf("claim task: %w", plugin.ErrNoTask)
+			}
+			if err != nil {
 				return fmt.Errorf("claim task: %w", err)
 			}
-			now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
-			before, after, err = tx.ClaimHead(ctx, cl.Owner, now, until)
+			_, err = checkClaim(before, after, &written, cl)
+			return err
 		}
+		hc, ok := tx.(HeadClaimer)
+		if !ok {
+			return fmt.Errorf("claim task: the store's dialect has no claim statement")
+		}
+		if err := onStoreClock(ctx, tx, cl.StoreClock, &cl.Now); err != nil {
+			return fmt.Errorf("claim task: %w", err)
+		}
+		now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
+		before, after, err = hc.ClaimHead(ctx, cl.Owner, now, until)
 		if errors.Is(err, ErrNoRows) {
 			return fmt.Errorf("claim task: %w", plugin.ErrNoTask)
 		}
 		if err != nil {
 			return fmt.Errorf("claim task: %w", err)
 		}
-		m, err := plugin.Claimed(before, cl)
+		m, err := checkClaim(before, after, nil, cl)
 		if err != nil {
 			return err
-		}
-		// (== is the quick check; times from both sides are normalized
-		// UTC.)
-		if m.Task != after {
-			d, err := plugin.DifferingColumns(m.Task, after)
-			if err != nil {
-				return fmt.Errorf("claim task #%d: %w", after.Number, err)
-			}
-			if len(d) > 0 {
-				return fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v", after.Number, d)
-			}
 		}
 		if err := insertEvent(ctx, tx, m.Event); err != nil {
 			return fmt.Errorf("claim task #%d: %w", after.Number, err)
@@ -169,6 +173,57 @@ func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, erro
 		return plugin.Task{}, err
 	}
 	return after, nil
+}
+
+// checkClaim checks that the claim statement and the domain agree on what
+// a claim is: that plugin.Claimed turns before into after and, when the
+// statement wrote the event too (written), into that event. It returns
+// plugin.Claimed's mutation.
+func checkClaim(before, after plugin.Task, written *plugin.TaskEvent, cl plugin.Claim) (plugin.Mutation, error) {
+	m, err := plugin.Claimed(before, cl)
+	if err != nil {
+		return m, err
+	}
+	// (== is the quick check; times from both sides are normalized UTC.)
+	if m.Task != after {
+		d, err := plugin.DifferingColumns(m.Task, after)
+		if err != nil {
+			return m, fmt.Errorf("claim task #%d: %w", after.Number, err)
+		}
+		if len(d) > 0 {
+			return m, fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v", after.Number, d)
+		}
+	}
+	if written == nil {
+		return m, nil
+	}
+	want := m.Event
+	if err := plugin.CleanEvent(&want); err != nil {
+		return m, fmt.Errorf("claim task #%d: event: %w", after.Number, err)
+	}
+	if same, err := sameEvent(want, *written); err != nil || !same {
+		return m, fmt.Errorf("claim task #%d: the claim statement wrote the event %d %s %s by %s at fence %d, %v; plugin.Claimed makes %d %s %s by %s at fence %d, %v (%v)",
+			after.Number, written.Sequence, written.Type, written.Payload, written.Actor, written.Fence, written.Time,
+			want.Sequence, want.Type, want.Payload, want.Actor, want.Fence, want.Time, err)
+	}
+	return m, nil
+}
+
+// sameEvent says whether a and b are the same event but for their IDs:
+// their payloads the same JSON value, however each is spaced and ordered.
+func sameEvent(a, b plugin.TaskEvent) (bool, error) {
+	if a.TaskNumber != b.TaskNumber || a.Sequence != b.Sequence || a.Type != b.Type ||
+		a.Actor != b.Actor || a.Fence != b.Fence || !a.Time.Equal(b.Time) {
+		return false, nil
+	}
+	var pa, pb any
+	if err := json.Unmarshal(a.Payload, &pa); err != nil {
+		return false, fmt.Errorf("payload: %w", err)
+	}
+	if err := json.Unmarshal(b.Payload, &pb); err != nil {
+		return false, fmt.Errorf("payload written: %w", err)
+	}
+	return reflect.DeepEqual(pa, pb), nil
 }
 
 // onStoreClock sets *now to the database's clock when asked: leases are

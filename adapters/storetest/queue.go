@@ -69,6 +69,25 @@ func testClaimEvent(t *testing.T, s plugin.Store) {
 	if want := []string{"fence", "lease_expires_at", "lease_owner"}; !slices.Equal(changed, want) {
 		t.Errorf("second claimed event changes %v, want %v", changed, want)
 	}
+
+	// The same worker takes the task back once its lease ran out: the
+	// status and the owner stay, and the event says only what changed,
+	// each value as encoding/json writes it (here a time whose fraction
+	// ends in zeros).
+	when := at(time.Hour + 120*time.Millisecond)
+	third := claim(t, s, "worker-b", when, 90*time.Second)
+	evs = events(t, s, task.Number)
+	p := payload(t, evs[len(evs)-1])
+	changed = slices.Sorted(maps.Keys(p.Changes))
+	if want := []string{"fence", "lease_expires_at"}; !slices.Equal(changed, want) {
+		t.Errorf("a claim by the owner whose lease ran out changes %v, want %v", changed, want)
+	}
+	for name, v := range map[string]any{"fence": third.Fence, "lease_expires_at": when.Add(90 * time.Second)} {
+		want, _ := json.Marshal(v)
+		if got := p.Changes[name]; string(got) != string(want) {
+			t.Errorf("claimed event: %s is %s, want %s", name, got, want)
+		}
+	}
 	check(t, s, task.Number)
 }
 
