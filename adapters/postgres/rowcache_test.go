@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -107,82 +106,5 @@ func TestMutationOfAChangedClaimedRow(t *testing.T) {
 	}
 	if len(evs) != 4 || evs[2].Type != plugin.EventPaused || evs[3].Type != plugin.EventIterated {
 		t.Errorf("events %v; want created, claimed, paused, iterated", types)
-	}
-}
-
-// TestClaimReadsTheStepsAhead: the steps a claim reads for the iteration
-// that follows are the task's latest, and a write of the task makes the
-// store forget them.
-func TestClaimReadsTheStepsAhead(t *testing.T) {
-	ctx := t.Context()
-	s := open(t)
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	task, err := s.CreateTask(ctx, plugin.NewTask{Goal: "one", Now: now, MaxIterations: 100, MaxStaleIterations: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	iterate := func(i int) plugin.Task {
-		t.Helper()
-		c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w1", Now: now.Add(time.Duration(i) * time.Minute), Lease: time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "w1", Fence: c.Fence, Now: now.Add(time.Duration(i)*time.Minute + time.Second),
-				Progress: i, Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: fmt.Sprint("step-", i), Success: true}})
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	actions := func(steps []plugin.Step) []string {
-		var out []string
-		for _, st := range steps {
-			out = append(out, st.Action)
-		}
-		return out
-	}
-	for i := 1; i <= 3; i++ {
-		iterate(i)
-	}
-	if _, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w1", Now: now.Add(time.Hour), Lease: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []int{2, 2, 5} {
-		steps, err := s.RecentSteps(ctx, task.Number, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := []string{"step-1", "step-2", "step-3"}
-		want = want[max(0, len(want)-k):]
-		if fmt.Sprint(actions(steps)) != fmt.Sprint(want) {
-			t.Errorf("RecentSteps(%d) = %v, want %v", k, actions(steps), want)
-		}
-	}
-	// Read ahead, then the task written: the next read sees the new step.
-	if _, err := s.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Released(cur, "w1", cur.Fence, now.Add(time.Hour+time.Second))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	c := iterate(4)
-	if _, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w1", Now: now.Add(2 * time.Hour), Lease: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, plugin.Outcome{Owner: "w1", Fence: cur.Fence, Now: now.Add(2*time.Hour + time.Second),
-			Progress: 50, Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "step-5", Success: true}})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	steps, err := s.RecentSteps(ctx, task.Number, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := actions(steps); fmt.Sprint(got) != "[step-5]" {
-		t.Errorf("after a write RecentSteps(1) = %v, want [step-5]", got)
 	}
 }
