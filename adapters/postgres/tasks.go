@@ -66,6 +66,7 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, cached bo
 		// is not reported failed — a claim taken so is used, not left
 		// leased.
 		committed := false
+		t.release()
 		t.batch.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
 			committed = tag.String() == "COMMIT"
 			return nil
@@ -124,6 +125,8 @@ type txn struct {
 	steps    map[int64][]plugin.Step
 	inserted map[int64]int64
 	claims   []plugin.Task
+	// pending is a task's write held back (combine.go).
+	pending *pendingWrite
 	// missed are the rows sqlUpdateTaskIfUnchanged found changed.
 	missed []int64
 }
@@ -142,6 +145,7 @@ func (t *txn) rollback(ctx context.Context) {
 // send sends the queued statements, after a BEGIN the first time: the
 // transaction goes on after them.
 func (t *txn) send(ctx context.Context) error {
+	t.release()
 	if t.batch.Len() == 0 {
 		return nil
 	}
@@ -154,6 +158,7 @@ func (t *txn) send(ctx context.Context) error {
 
 // flush sends the queued statements as they are.
 func (t *txn) flush(ctx context.Context) error {
+	t.release()
 	if t.batch.Len() == 0 {
 		return nil
 	}
@@ -178,6 +183,7 @@ type pipedRow struct {
 
 func (r pipedRow) Scan(dest ...any) error {
 	var scanErr error
+	r.t.release()
 	r.t.batch.Queue(r.q, r.args...).QueryRow(func(row pgx.Row) error {
 		scanErr = row.Scan(dest...)
 		if errors.Is(scanErr, pgx.ErrNoRows) {
@@ -221,6 +227,7 @@ func (t *txn) Children(ctx context.Context, parent int64) ([]plugin.Task, error)
 // LockRequestor queues the lock: it is taken, in order, before the next
 // read (CountActive) in the same round trip.
 func (t *txn) LockRequestor(_ context.Context, requestor string) error {
+	t.release()
 	t.batch.Queue(sqlLockRequestor, requestor)
 	return nil
 }
@@ -322,21 +329,17 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 // sqlstateOutOfTurn is the error taskloom_in_turn raises.
 const sqlstateOutOfTurn = "TLTRN"
 
-// UpdateTask queues the write of row. A row CachedTask handed out is
-// written only if its event_seq is still the one it had; otherwise the
-// transaction fails (sqlUpdateTaskIfUnchanged).
-func (t *txn) UpdateTask(_ context.Context, row plugin.Task) error {
+// UpdateTask holds the write of row back, to send it with its step and
+// event as one statement (writeWithEvent), or else on its own. A row
+// CachedTask handed out is written only if its event_seq is still the one
+// it had; otherwise the transaction fails (sqlUpdateTaskIfUnchanged).
+func (t *txn) UpdateTask(_ context.Context, before, row plugin.Task) error {
 	t.seqs = setIn(t.seqs, row.Number, row.EventSeq)
+	var expect *int64
 	if seq, ok := t.expect[row.Number]; ok {
-		t.batch.Queue(sqlUpdateTaskIfUnchanged, append(sqlstore.TaskArgs(row, timeArg), seq)...).Exec(func(tag pgconn.CommandTag) error {
-			if tag.RowsAffected() != 1 {
-				t.missed = append(t.missed, row.Number)
-			}
-			return nil
-		})
-		return nil
+		expect = &seq
 	}
-	t.batch.Queue(sqlUpdateTask, sqlstore.TaskArgs(row, timeArg)...)
+	t.hold(before, row, expect)
 	return nil
 }
 
@@ -396,8 +399,13 @@ func (c *rowCache) drop(number int64) {
 // sqlInsertFirstEvent.
 func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
 	t.events = setIn(t.events, e.TaskNumber, t.events[e.TaskNumber]+1)
-	if !t.floored {
-		t.floored = true
+	floor := !t.floored
+	t.floored = true
+	if t.writeWithEvent(e, floor) {
+		return nil
+	}
+	t.release()
+	if floor {
 		t.batch.Queue(sqlInsertFirstEvent, append(sqlstore.EventArgs(e, timeArg), int64(eventFloorSpace))...)
 		return nil
 	}
@@ -407,11 +415,16 @@ func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
 
 func (t *txn) InsertStep(_ context.Context, st plugin.Step) error {
 	t.steps = setIn(t.steps, st.TaskNumber, append(t.steps[st.TaskNumber], st))
+	if t.holdStep(st) {
+		return nil
+	}
+	t.release()
 	t.batch.Queue(sqlInsertStep, sqlstore.StepArgs(st, timeArg)...)
 	return nil
 }
 
 func (t *txn) Enqueue(_ context.Context, n plugin.Notification) error {
+	t.release()
 	t.batch.Queue(sqlEnqueue, sqlstore.NotificationArgs(n, timeArg)...)
 	return nil
 }
@@ -481,6 +494,7 @@ func (t *txn) RetryFailed(ctx context.Context, id int64, now time.Time) (plugin.
 // many rows the last one changed.
 func (t *txn) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	var n int64
+	t.release()
 	t.batch.Queue(q, args...).Exec(func(tag pgconn.CommandTag) error {
 		n = tag.RowsAffected()
 		return nil
@@ -490,6 +504,7 @@ func (t *txn) exec(ctx context.Context, q string, args ...any) (int64, error) {
 }
 
 func (t *txn) SaveRoomProgress(_ context.Context, p plugin.RoomProgress) error {
+	t.release()
 	t.batch.Queue(sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress)
 	return nil
 }

@@ -77,7 +77,7 @@ func (t dialectTx) ClaimHead(ctx context.Context, owner string, now, until time.
 	return before, after, nil
 }
 
-func (t dialectTx) UpdateTask(ctx context.Context, row plugin.Task) error {
+func (t dialectTx) UpdateTask(ctx context.Context, _, row plugin.Task) error {
 	args := sqlstore.TaskArgs(row, timeArg)
 	// The number is the last parameter of sqlUpdateTask.
 	args = append(args[1:len(args):len(args)], args[0])

@@ -42,8 +42,10 @@ type Tx interface {
 	// InsertTask inserts t (its Number is ignored) and returns the number
 	// the database assigned.
 	InsertTask(ctx context.Context, t plugin.Task) (int64, error)
-	// UpdateTask writes every column of t, a row this transaction locked.
-	UpdateTask(ctx context.Context, t plugin.Task) error
+	// UpdateTask writes t, a row this transaction locked, whose columns
+	// were before's: a dialect may write only the columns that differ
+	// (with a zero before, every column).
+	UpdateTask(ctx context.Context, before, t plugin.Task) error
 	InsertEvent(ctx context.Context, e plugin.TaskEvent) error
 	InsertStep(ctx context.Context, s plugin.Step) error
 	Enqueue(ctx context.Context, n plugin.Notification) error

@@ -260,7 +260,7 @@ func (c Core) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc
 		if err := plugin.CheckMutation(cur, m); err != nil {
 			return err
 		}
-		if err := writeMutation(ctx, tx, &m); err != nil {
+		if err := writeMutation(ctx, tx, cur, &m); err != nil {
 			return fmt.Errorf("update task #%d: %w", number, err)
 		}
 		if err := settleSubtasks(ctx, tx, cur, m); err != nil {
@@ -336,14 +336,15 @@ func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.
 	if err := plugin.CheckMutation(parent, m); err != nil {
 		return err
 	}
-	return writeMutation(ctx, tx, &m)
+	return writeMutation(ctx, tx, parent, &m)
 }
 
 // writeMutation writes the row, the step, the notifications, the file
-// changes and, last, the event of m to a row the transaction has locked.
-func writeMutation(ctx context.Context, tx Tx, m *plugin.Mutation) error {
+// changes and, last, the event of m to a row the transaction has locked,
+// which was cur.
+func writeMutation(ctx context.Context, tx Tx, cur plugin.Task, m *plugin.Mutation) error {
 	plugin.CleanTask(&m.Task)
-	if err := tx.UpdateTask(ctx, m.Task); err != nil {
+	if err := tx.UpdateTask(ctx, cur, m.Task); err != nil {
 		return err
 	}
 	if m.Step != nil {
@@ -415,7 +416,7 @@ func (c Core) MoveTask(ctx context.Context, number int64, room, actor string, no
 		if err := plugin.CheckMutation(cur, m); err != nil {
 			return err
 		}
-		if err := writeMutation(ctx, tx, &m); err != nil {
+		if err := writeMutation(ctx, tx, cur, &m); err != nil {
 			return fmt.Errorf("move task #%d: %w", number, err)
 		}
 		out = m.Task

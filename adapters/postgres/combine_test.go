@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskloom/taskloom/adapters/sqlstore"
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// sent records the statements and round trips a pool's connections send.
+type sent struct {
+	mu         sync.Mutex
+	statements []string
+	trips      int
+}
+
+func (r *sent) add(sql string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.statements = append(r.statements, strings.Join(strings.Fields(sql), " "))
+}
+
+func (r *sent) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	r.add(d.SQL)
+	r.mu.Lock()
+	r.trips++
+	r.mu.Unlock()
+	return ctx
+}
+func (r *sent) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *sent) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.mu.Lock()
+	r.trips++
+	r.mu.Unlock()
+	return ctx
+}
+func (r *sent) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) { r.add(d.SQL) }
+func (r *sent) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)           {}
+
+// take returns what was sent since the last take.
+func (r *sent) take() (statements []string, trips int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	statements, trips = r.statements, r.trips
+	r.statements, r.trips = nil, 0
+	return statements, trips
+}
+
+// TestIterationStatements: an iteration of a task this store claimed is
+// two statements in two round trips, as the raw claim and commit of
+// PRODUCT §2 are — the claim with its event, then the row, the step and
+// the event together — and the write sets only the columns that changed.
+func TestIterationStatements(t *testing.T) {
+	ctx := t.Context()
+	cfg, err := pgxpool.ParseConfig(testkit.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &sent{}
+	cfg.ConnConfig.Tracer = rec
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := &Store{pool: pool}
+	s.Core = sqlstore.Core{D: s}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "one", Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		rec.take()
+		c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q, trips := rec.take(); len(q) != 1 || trips != 1 {
+			t.Errorf("claim %d: %d statements in %d round trips, want 1 in 1: %q", i+1, len(q), trips, q)
+		}
+		steps, err := s.RecentSteps(ctx, c.Number, 20)
+		if err != nil || len(steps) != i {
+			t.Fatalf("RecentSteps = %d steps, %v; want %d", len(steps), err, i)
+		}
+		if _, err := s.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
+				Progress: 10 * (i + 1), Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "noop", Success: true}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		q, trips := rec.take()
+		if len(q) != 1 || trips != 1 {
+			t.Fatalf("iteration %d: %d statements in %d round trips, want 1 in 1: %q", i+1, len(q), trips, q)
+		}
+		if !strings.Contains(q[0], "INSERT INTO task_steps") || strings.Contains(q[0], "goal =") {
+			t.Errorf("iteration %d wrote %q: want the step and event with the row, and no column that did not change", i+1, q[0])
+		}
+	}
+	if n, err := s.CountTasks(ctx, plugin.TaskFilter{}); err != nil || n != 1 {
+		t.Fatalf("CountTasks = %d, %v", n, err)
+	}
+	task, err := s.GetTask(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Iteration != 3 || task.Progress != 30 || task.EventSeq != 7 {
+		t.Errorf("after three iterations: iteration %d, progress %d, event_seq %d", task.Iteration, task.Progress, task.EventSeq)
+	}
+}
