@@ -42,8 +42,10 @@ func (r *sent) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatc
 	r.mu.Unlock()
 	return ctx
 }
-func (r *sent) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) { r.add(d.SQL) }
-func (r *sent) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)           {}
+func (r *sent) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	r.add(d.SQL)
+}
+func (r *sent) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // take returns what was sent since the last take.
 func (r *sent) take() (statements []string, trips int) {
