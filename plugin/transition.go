@@ -31,12 +31,35 @@ type MutateFunc func(current Task) (Mutation, error)
 // Change builds the mutation that moves before to after, recording an event
 // of type typ whose payload lists exactly the columns that differ.
 func Change(before, after Task, typ, actor string, now time.Time, detail map[string]any) (Mutation, error) {
+	return change(before, after, typ, actor, now, detail, nil)
+}
+
+// changeWithStep is Change for a mutation that writes step: its event
+// records the step without its result, which is stored once, in the step
+// (up to MaxResultBytes), and the task's digest counts it.
+func changeWithStep(before, after Task, typ, actor string, now time.Time, detail map[string]any, step Step) (Mutation, error) {
+	m, err := change(before, after, typ, actor, now, detail, &step)
+	if err != nil {
+		return m, err
+	}
+	m.Step = &step
+	digested(&m.Task, func(d *Digest) { d.AddStep(step) })
+	return m, nil
+}
+
+func change(before, after Task, typ, actor string, now time.Time, detail map[string]any, step *Step) (Mutation, error) {
 	changes, err := diff(before, after)
 	if err != nil {
 		return Mutation{}, fmt.Errorf("%s task #%d: %w", typ, before.Number, err)
 	}
 	after.EventSeq = before.EventSeq + 1
-	payload, err := json.Marshal(EventPayload{Changes: changes, Detail: detail})
+	p := EventPayload{Changes: changes, Detail: detail}
+	if step != nil {
+		st := *step
+		st.Result = ""
+		p.Step = &st
+	}
+	payload, err := json.Marshal(p)
 	if err != nil {
 		return Mutation{}, fmt.Errorf("%s task #%d: encode event: %w", typ, before.Number, err)
 	}
@@ -460,12 +483,8 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 		m.Files = o.Files
 		return withNotifications(m, t, o.Notifications, now), nil
 	}
-	m, err := Change(t, after, EventIterated, o.Owner, now, withFiles(detail, o.Files))
+	m, err := changeWithStep(t, after, EventIterated, o.Owner, now, withFiles(detail, o.Files), step)
 	if err != nil {
-		return Mutation{}, err
-	}
-	m.Step = &step
-	if err := attachStep(&m); err != nil {
 		return Mutation{}, err
 	}
 	m.Files = o.Files
@@ -578,17 +597,10 @@ func Denied(t Task, actor, reason string, now time.Time) (Mutation, error) {
 	if reason != "" {
 		why += ": " + reason
 	}
-	m, err := Change(t, after, EventDenied, actor, now, map[string]any{"reason": reason})
-	if err != nil {
-		return Mutation{}, err
-	}
-	m.Step = &Step{TaskNumber: t.Number, Iteration: t.Iteration, Action: t.ApprovalAction,
-		Params: json.RawMessage(nonEmptyJSON(t.ApprovalParams)), Success: false, Error: why,
-		Progress: t.Progress, Time: UTC(now)}
-	if err := attachStep(&m); err != nil {
-		return Mutation{}, err
-	}
-	return m, nil
+	return changeWithStep(t, after, EventDenied, actor, now, map[string]any{"reason": reason},
+		Step{TaskNumber: t.Number, Iteration: t.Iteration, Action: t.ApprovalAction,
+			Params: json.RawMessage(nonEmptyJSON(t.ApprovalParams)), Success: false, Error: why,
+			Progress: t.Progress, Time: UTC(now)})
 }
 
 // ToolRan completes the iteration that asked for an approval: the
@@ -615,12 +627,8 @@ func ToolRan(t Task, o Outcome) (Mutation, error) {
 	if len(step.Params) == 0 {
 		step.Params = json.RawMessage(nonEmptyJSON(t.ApprovalParams))
 	}
-	m, err := Change(t, after, EventToolRan, o.Owner, now, withFiles(nil, o.Files))
+	m, err := changeWithStep(t, after, EventToolRan, o.Owner, now, withFiles(nil, o.Files), step)
 	if err != nil {
-		return Mutation{}, err
-	}
-	m.Step = &step
-	if err := attachStep(&m); err != nil {
 		return Mutation{}, err
 	}
 	m.Files = o.Files
@@ -632,26 +640,6 @@ func nonEmptyJSON(s string) string {
 		return "{}"
 	}
 	return s
-}
-
-// attachStep records the step in the event without its result, which is
-// stored once, in the step (up to MaxResultBytes), and counts it in the
-// task's digest.
-func attachStep(m *Mutation) error {
-	var p EventPayload
-	if err := json.Unmarshal(m.Event.Payload, &p); err != nil {
-		return err
-	}
-	st := *m.Step
-	st.Result = ""
-	p.Step = &st
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	m.Event.Payload = raw
-	digested(&m.Task, func(d *Digest) { d.AddStep(st) })
-	return nil
 }
 
 // Rejected records, without changing the task, that a worker's result came
