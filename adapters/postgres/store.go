@@ -29,8 +29,8 @@ type Store struct {
 	// claimed are the rows this store claimed, which a task's next
 	// mutation starts from (sqlstore.RowCache).
 	claimed rowCache
-	// steps are the latest steps of the tasks it claimed, read with the
-	// claim for the iteration's first read.
+	// steps are the latest steps of the tasks it wrote, for the
+	// iteration after its next claim of each (stepcache.go).
 	steps stepCache
 }
 
