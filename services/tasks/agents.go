@@ -214,7 +214,7 @@ func (tt *teamTurn) ask(ctx context.Context, o *plugin.Outcome, r Request, syste
 // routes the work rather than doing it, so it sees the latest steps in
 // short and fewer older ones, and its prompt stays within §11's bound
 // (at step 50 at most 1.5× its size at step 5) however long the task.
-var SupervisorHistory = History{Recent: 3, LatestChars: 2000, RecentChars: 600, Condensed: 5, CondensedChars: 140,
+var SupervisorHistory = History{Block: 3, LatestChars: 2000, RecentChars: 600, Condensed: 5, CondensedChars: 140,
 	Answers: 3, AnswerChars: 400, ParamsChars: 200}
 
 // speakers is the note that says who took the steps the prompt shows
@@ -223,10 +223,7 @@ var SupervisorHistory = History{Recent: 3, LatestChars: 2000, RecentChars: 600, 
 // the supervisor knows who did what. It covers the steps the history
 // shows, so it is bounded as the history is.
 func (tt *teamTurn) speakers(h History) string {
-	if h.Recent <= 0 {
-		h = DefaultHistory
-	}
-	from := max(0, len(tt.Steps)-h.Recent-h.Condensed)
+	from := max(0, len(tt.Steps)-h.Window())
 	var parts []string
 	for i := from; i < len(tt.Steps); i++ {
 		s := tt.Steps[i]

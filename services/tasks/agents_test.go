@@ -338,8 +338,20 @@ func TestSharedTranscriptStaysBounded(t *testing.T) {
 			}
 			a, m, b := requestSize(early), requestSize(mid), requestSize(late)
 			t.Logf("%s: step %d %d bytes, step %d %d bytes, step %d %d bytes (×%.2f)", role, steps[0], a, steps[1], m, steps[2], b, float64(b)/float64(a))
-			if float64(b) > 1.05*float64(m) {
-				t.Errorf("%s's prompt grows with the task: %d bytes at step %d, %d at step %d", role, m, steps[1], b, steps[2])
+			// The history retires steps in blocks, so a role's prompt
+			// rises and falls within a block: its largest prompt late in
+			// the task is no larger than its largest in the middle.
+			largest := func(from, to int) int {
+				most := 0
+				for i := from; i <= to && i <= len(reqs); i++ {
+					if roleLine(reqs[i-1]) == role {
+						most = max(most, requestSize(reqs[i-1]))
+					}
+				}
+				return most
+			}
+			if lm, lb := largest(steps[1]-10, steps[1]+10), largest(steps[2]-10, len(reqs)); float64(lb) > 1.05*float64(lm) {
+				t.Errorf("%s's prompt grows with the task: at most %d bytes around step %d, %d after step %d", role, lm, steps[1], lb, steps[2]-10)
 			}
 			if float64(b) > 1.5*float64(a) {
 				t.Errorf("%s's prompt at step %d is %d bytes, more than 1.5 × %d at step %d", role, steps[2], b, a, steps[0])

@@ -96,7 +96,7 @@ func TestIterationReadsABoundedHistory(t *testing.T) {
 		reqs := f.model.Requests()
 		user := reqs[28].Messages[1].Content // iteration 29
 		for _, want := range []string{
-			"Before that, 8 earlier steps (8 succeeded): ask_user ×1, write_file ×7.",
+			"The first 10 steps (10 succeeded): ask_user ×1, write_file ×9.",
 			"- MIT",
 			"Step 28: read_result",
 			"Result: wrote notes/1.md (6 bytes)",

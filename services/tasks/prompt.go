@@ -13,27 +13,39 @@ import (
 )
 
 // History bounds the part of the prompt that grows with the task, so its
-// size stays roughly flat up to the last iteration. Lengths are in
-// characters (runes); 0 means no limit.
+// size stays roughly flat up to the last iteration, and retires steps in
+// blocks, so that between two retirements each prompt begins with the
+// whole of the one before it but its latest step (PRODUCT §11: a provider's
+// prompt cache serves that prefix). Lengths are in characters (runes); 0
+// means no limit.
+//
+// With the steps numbered 1…L (L the latest), the steps up to m =
+// ⌊(L−1)/Block⌋·Block are retired and the steps after m are shown in full
+// — their results cut at RecentChars, the latest's at LatestChars. The
+// retired steps after c = ⌊(m−Condensed)/Condensed⌋·Condensed are shown as
+// one line each (Condensed to 2·Condensed−1 of them), and steps 1…c only
+// counted. A step keeps its form until m moves, every Block steps, and
+// the count and the lines before it until c moves, every Condensed steps.
 type History struct {
-	Recent         int // latest steps shown in full
+	Block          int // steps retired at a time; at most Block latest steps are shown in full
 	LatestChars    int // cap on the latest step's result; 0: RecentChars
-	RecentChars    int // cap on the result of each other recent step
-	Condensed      int // older steps shown as one line each
+	RecentChars    int // cap on the result of each other step shown in full
+	Condensed      int // at least this many retired steps are shown as one line each, fewer than twice as many
 	CondensedChars int // cap on one condensed line
 	Answers        int // latest answers shown
 	AnswerChars    int // cap on one answer
 	ParamsChars    int // cap on one step's parameters
 }
 
-// DefaultHistory shows the latest step's result up to a ResultPage, the
-// four steps before it up to 1,200 characters of result each, and 15 more
-// steps as one line each.
-var DefaultHistory = History{Recent: 5, LatestChars: ResultPage, RecentChars: 1200, Condensed: 15, CondensedChars: 140, Answers: 5, AnswerChars: 600, ParamsChars: 300}
+// DefaultHistory retires steps five at a time: the latest step's result
+// is shown up to a ResultPage, the up to four steps after the last
+// retirement up to 1,200 characters of result each, and the 10 to 19
+// latest retired steps as one line each.
+var DefaultHistory = History{Block: 5, LatestChars: ResultPage, RecentChars: 1200, Condensed: 10, CondensedChars: 140, Answers: 5, AnswerChars: 600, ParamsChars: 300}
 
-// withDefaults is h, or DefaultHistory when h shows no recent step.
+// withDefaults is h, or DefaultHistory when h retires no block.
 func (h History) withDefaults() History {
-	if h.Recent <= 0 {
+	if h.Block <= 0 {
 		return DefaultHistory
 	}
 	return h
@@ -44,7 +56,19 @@ func (h History) withDefaults() History {
 // older the prompt only counts, from the task's digest.
 func (h History) Window() int {
 	h = h.withDefaults()
-	return h.Recent + h.Condensed
+	return h.Block + 2*h.Condensed
+}
+
+// tiers splits n steps, the last of a task's total, into the retired ones
+// only counted, those condensed and those shown in full: the indexes in
+// the n where the condensed and the full ones begin.
+func (h History) tiers(total, n int) (condensedFrom, fullFrom int) {
+	retired := (max(total, 1) - 1) / h.Block * h.Block                 // steps 1…retired
+	counted := max(retired-h.Condensed, 0) / h.Condensed * h.Condensed // steps 1…counted
+	first := total - n                                                 // steps before the n
+	fullFrom = min(max(retired-first, 0), n)
+	condensedFrom = min(max(counted-first, 0), fullFrom)
+	return condensedFrom, fullFrom
 }
 
 // ResultPage is how many characters (runes, not bytes) of a step's result
@@ -133,8 +157,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		return nil, err
 	}
 	steps := in.Steps
-	recentFrom := max(0, len(steps)-h.Recent)
-	condensedFrom := max(0, recentFrom-h.Condensed)
+	condensedFrom, recentFrom := h.tiers(in.Older.Steps+len(steps), len(steps))
 	readable := slices.ContainsFunc(in.Tools, func(t Tool) bool { return t.Name == readResultTool })
 	var recent []stepView
 	for i, s := range steps[recentFrom:] {
@@ -174,7 +197,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		for _, k := range slices.Sorted(maps.Keys(actions)) {
 			names = append(names, fmt.Sprintf("%s ×%d", k, actions[k]))
 		}
-		earlier = fmt.Sprintf("Before that, %d earlier steps (%d succeeded): %s.", counted.Steps, counted.Succeeded(), strings.Join(names, ", "))
+		earlier = fmt.Sprintf("The first %d steps (%d succeeded): %s.", counted.Steps, counted.Succeeded(), strings.Join(names, ", "))
 	}
 	answers := in.Answers
 	if len(answers) > h.Answers {

@@ -334,9 +334,7 @@ func callBody(res callResult) string {
 // pendingBefore says what the calls before one waiting for approval
 // returned, and which calls after it were not run.
 func pendingBefore(ran []callRecord, results []callResult, notRun []plugin.ToolCall, h History) string {
-	if h.Recent <= 0 {
-		h = DefaultHistory
-	}
+	h = h.withDefaults()
 	var b strings.Builder
 	if len(ran) > 0 {
 		b.WriteString("Before the call that waited for a person's approval, these calls of the same reply ran:")
@@ -426,10 +424,7 @@ func (t *Turn) nativeMessages(tools []Tool, st toolsState) ([]plugin.ChatMessage
 	if err != nil {
 		return nil, err
 	}
-	h := t.it.History
-	if h.Recent <= 0 {
-		h = DefaultHistory
-	}
+	h := t.it.History.withDefaults()
 	readable := false
 	for _, tl := range tools {
 		readable = readable || tl.Name == readResultTool
