@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"slices"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
@@ -23,42 +21,15 @@ WHERE task_number = $1 ORDER BY iteration DESC LIMIT $2`
 WHERE task_number = $1 AND sequence = ANY($2::bigint[]) ORDER BY sequence`
 )
 
-// RecentSteps lists a task's last k steps, oldest first.
+// RecentSteps lists a task's last k steps, oldest first: the steps this
+// store kept from its writes, after a claim that found them current
+// (stepcache.go), or else a read.
 func (s *Store) RecentSteps(ctx context.Context, number int64, k int) ([]plugin.Step, error) {
 	if k <= 0 {
 		return nil, nil
 	}
 	if out, ok := s.steps.take(number, k); ok {
-		return out, nil // read with the claim (prefetch.go)
+		return out, nil
 	}
-	out, err := collect(ctx, s.pool, sqlRecentSteps, []any{number, k}, sqlstore.ScanStep)
-	if err != nil {
-		return nil, fmt.Errorf("last %d steps of task #%d: %w", k, number, err)
-	}
-	slices.Reverse(out)
-	return out, nil
-}
-
-// Step reads the step of one iteration of a task.
-func (s *Store) Step(ctx context.Context, number int64, iteration int) (plugin.Step, error) {
-	st, err := sqlstore.ScanStep(s.pool.QueryRow(ctx, sqlStep, number, iteration))
-	if isNoRows(err) {
-		return plugin.Step{}, fmt.Errorf("step %d of task #%d: %w", iteration, number, plugin.ErrNotFound)
-	}
-	if err != nil {
-		return plugin.Step{}, fmt.Errorf("step %d of task #%d: %w", iteration, number, err)
-	}
-	return st, nil
-}
-
-// EventsAt lists the task's events with the given sequences, in order.
-func (s *Store) EventsAt(ctx context.Context, number int64, sequences []int64) ([]plugin.TaskEvent, error) {
-	if len(sequences) == 0 {
-		return nil, nil
-	}
-	out, err := collect(ctx, s.pool, sqlEventsAt, []any{number, sequences}, sqlstore.ScanEvent)
-	if err != nil {
-		return nil, fmt.Errorf("events %v of task #%d: %w", sequences, number, err)
-	}
-	return out, nil
+	return s.Reads.RecentSteps(ctx, number, k)
 }

@@ -6,58 +6,36 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// GetTask reads one task.
-func (s *Store) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
-	t, err := sqlstore.ScanTask(s.pool.QueryRow(ctx, sqlGetTask, number))
-	if isNoRows(err) {
-		return plugin.Task{}, &plugin.TaskError{Op: "get", Number: number, Err: plugin.ErrNotFound}
-	}
-	if err != nil {
-		return plugin.Task{}, fmt.Errorf("get task #%d: %w", number, err)
-	}
-	return t, nil
+// poolReads is the pool as sqlstore.ReadDB.
+type poolReads struct{ pool *pgxpool.Pool }
+
+func (r poolReads) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return r.pool.QueryRow(ctx, q, args...)
 }
 
-// ListTasks lists the tasks that match f, in f.Order.
-func (s *Store) ListTasks(ctx context.Context, f plugin.TaskFilter) ([]plugin.Task, error) {
-	q, args := taskQuery(f, false)
-	out, err := collect(ctx, s.pool, q, args, scanTask)
+func (r poolReads) Query(ctx context.Context, q string, args []any, read func(sqlstore.Rows) error) error {
+	rows, err := r.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
+		return err
 	}
-	return out, nil
+	defer rows.Close()
+	return read(rows)
 }
 
-// CountTasks counts the tasks that match f, ignoring its limit.
-func (s *Store) CountTasks(ctx context.Context, f plugin.TaskFilter) (int, error) {
-	q, args := taskQuery(f, true)
-	var n int
-	if err := s.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count tasks: %w", err)
-	}
-	return n, nil
-}
+func (poolReads) IsNoRows(err error) bool { return isNoRows(err) }
 
-// Steps lists a task's steps in order.
-func (s *Store) Steps(ctx context.Context, number int64) ([]plugin.Step, error) {
-	out, err := collect(ctx, s.pool, sqlSteps, []any{number}, sqlstore.ScanStep)
-	if err != nil {
-		return nil, fmt.Errorf("steps of task #%d: %w", number, err)
-	}
-	return out, nil
-}
-
-// TaskEvents lists one task's events with sequence > after.
-func (s *Store) TaskEvents(ctx context.Context, number int64, after int64) ([]plugin.TaskEvent, error) {
-	out, err := collect(ctx, s.pool, sqlTaskEvents, []any{number, after}, sqlstore.ScanEvent)
-	if err != nil {
-		return nil, fmt.Errorf("events of task #%d: %w", number, err)
-	}
-	return out, nil
+// readSQL is this dialect's text of the shared reads.
+var readSQL = sqlstore.ReadSQL{
+	GetTask: sqlGetTask, Steps: sqlSteps, TaskEvents: sqlTaskEvents,
+	RecentSteps: sqlRecentSteps, Step: sqlStep, EventsAt: sqlEventsAt,
+	TaskQuery: taskQuery,
+	Sequences: func(seqs []int64) (any, error) { return seqs, nil },
 }
 
 // EventsSince lists every task's events with ID > after, oldest first, at

@@ -25,6 +25,7 @@ var migrations embed.FS
 // adapters/sqlstore over this package's dialect.
 type Store struct {
 	sqlstore.Core
+	sqlstore.Reads
 	pool *pgxpool.Pool
 	// claimed are the rows this store claimed, which a task's next
 	// mutation starts from (sqlstore.RowCache).
@@ -59,6 +60,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	s := &Store{pool: pool}
 	s.Core = sqlstore.Core{D: s}
+	s.Reads = sqlstore.Reads{DB: poolReads{pool}, SQL: readSQL}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)

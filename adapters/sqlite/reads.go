@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,54 +11,34 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// GetTask reads one task.
-func (s *Store) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
-	t, err := sqlstore.ScanTask(s.read.QueryRowContext(ctx, sqlGetTask, number))
-	if isNoRows(err) {
-		return plugin.Task{}, &plugin.TaskError{Op: "get", Number: number, Err: plugin.ErrNotFound}
-	}
-	if err != nil {
-		return plugin.Task{}, fmt.Errorf("get task #%d: %w", number, err)
-	}
-	return t, nil
+// dbReads is the read handle as sqlstore.ReadDB.
+type dbReads struct{ db *sql.DB }
+
+func (r dbReads) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return r.db.QueryRowContext(ctx, q, args...)
 }
 
-// ListTasks lists the tasks that match f, in f.Order.
-func (s *Store) ListTasks(ctx context.Context, f plugin.TaskFilter) ([]plugin.Task, error) {
-	q, args := taskQuery(f, false)
-	out, err := collect(ctx, s.read, q, args, scanTask)
+func (r dbReads) Query(ctx context.Context, q string, args []any, read func(sqlstore.Rows) error) error {
+	rows, err := r.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
+		return err
 	}
-	return out, nil
+	defer rows.Close()
+	return read(rows)
 }
 
-// CountTasks counts the tasks that match f, ignoring its limit.
-func (s *Store) CountTasks(ctx context.Context, f plugin.TaskFilter) (int, error) {
-	q, args := taskQuery(f, true)
-	var n int
-	if err := s.read.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count tasks: %w", err)
-	}
-	return n, nil
-}
+func (dbReads) IsNoRows(err error) bool { return isNoRows(err) }
 
-// Steps lists a task's steps in order.
-func (s *Store) Steps(ctx context.Context, number int64) ([]plugin.Step, error) {
-	out, err := collect(ctx, s.read, sqlSteps, []any{number}, sqlstore.ScanStep)
-	if err != nil {
-		return nil, fmt.Errorf("steps of task #%d: %w", number, err)
-	}
-	return out, nil
-}
-
-// TaskEvents lists one task's events with sequence > after.
-func (s *Store) TaskEvents(ctx context.Context, number int64, after int64) ([]plugin.TaskEvent, error) {
-	out, err := collect(ctx, s.read, sqlTaskEvents, []any{number, after}, sqlstore.ScanEvent)
-	if err != nil {
-		return nil, fmt.Errorf("events of task #%d: %w", number, err)
-	}
-	return out, nil
+// readSQL is this dialect's text of the shared reads.
+var readSQL = sqlstore.ReadSQL{
+	GetTask: sqlGetTask, Steps: sqlSteps, TaskEvents: sqlTaskEvents,
+	RecentSteps: sqlRecentSteps, Step: sqlStep, EventsAt: sqlEventsAt,
+	TaskQuery: taskQuery,
+	// A JSON array, which sqlEventsAt reads with json_each.
+	Sequences: func(seqs []int64) (any, error) {
+		list, err := json.Marshal(seqs)
+		return string(list), err
+	},
 }
 
 // EventsSince lists every task's events with ID > after, oldest first, at

@@ -44,6 +44,7 @@ func init() {
 // Store is a plugin.Store on one SQLite file.
 type Store struct {
 	sqlstore.Core
+	sqlstore.Reads
 	// write has one connection, and its transactions BEGIN IMMEDIATE:
 	// writers queue here rather than fail with SQLITE_BUSY.
 	write *sql.DB
@@ -91,6 +92,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxIdleConns(n)
 	s := &Store{write: write, read: read}
 	s.Core = sqlstore.Core{D: s}
+	s.Reads = sqlstore.Reads{DB: dbReads{read}, SQL: readSQL}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)

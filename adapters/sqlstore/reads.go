@@ -1,0 +1,146 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// ReadDB is how a store's reads reach its database: a pool, or a
+// database/sql handle.
+type ReadDB interface {
+	// QueryRow runs q for at most one row.
+	QueryRow(ctx context.Context, q string, args ...any) Row
+	// Query runs q and hands its rows to read, closing them after.
+	Query(ctx context.Context, q string, args []any, read func(Rows) error) error
+	// IsNoRows says whether err is the driver's "no rows".
+	IsNoRows(err error) bool
+}
+
+// ReadSQL is a dialect's text of each shared read.
+type ReadSQL struct {
+	// GetTask: $1 number. Steps: $1 number, in order. TaskEvents: $1
+	// number, $2 the sequence after which. RecentSteps: $1 number, $2 k,
+	// newest first. Step: $1 number, $2 iteration. EventsAt: $1 number, $2
+	// Sequences(the sequences), in order.
+	GetTask, Steps, TaskEvents, RecentSteps, Step, EventsAt string
+	// TaskQuery builds the query of ListTasks, or with count of
+	// CountTasks.
+	TaskQuery func(f plugin.TaskFilter, count bool) (string, []any)
+	// Sequences is EventsAt's parameter for a list of sequences.
+	Sequences func([]int64) (any, error)
+}
+
+// Reads is the read side of a SQL store, written once over its ReadDB
+// and ReadSQL. A store embeds it and gets GetTask, ListTasks,
+// CountTasks, Steps, TaskEvents, RecentSteps, Step and EventsAt.
+type Reads struct {
+	DB  ReadDB
+	SQL ReadSQL
+}
+
+// QueryAll runs q on db and reads every row with scan.
+func QueryAll[T any](ctx context.Context, db ReadDB, q string, args []any, scan func(Row) (T, error)) ([]T, error) {
+	var out []T
+	err := db.Query(ctx, q, args, func(rows Rows) error {
+		var err error
+		out, err = Collect(rows, scan)
+		return err
+	})
+	return out, err
+}
+
+// GetTask reads one task.
+func (r Reads) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
+	t, err := ScanTask(r.DB.QueryRow(ctx, r.SQL.GetTask, number))
+	if r.DB.IsNoRows(err) {
+		return plugin.Task{}, &plugin.TaskError{Op: "get", Number: number, Err: plugin.ErrNotFound}
+	}
+	if err != nil {
+		return plugin.Task{}, fmt.Errorf("get task #%d: %w", number, err)
+	}
+	return t, nil
+}
+
+// ListTasks lists the tasks that match f, in f.Order.
+func (r Reads) ListTasks(ctx context.Context, f plugin.TaskFilter) ([]plugin.Task, error) {
+	q, args := r.SQL.TaskQuery(f, false)
+	out, err := QueryAll(ctx, r.DB, q, args, scanTaskRow)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
+}
+
+// CountTasks counts the tasks that match f, ignoring its limit.
+func (r Reads) CountTasks(ctx context.Context, f plugin.TaskFilter) (int, error) {
+	q, args := r.SQL.TaskQuery(f, true)
+	var n int
+	if err := r.DB.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count tasks: %w", err)
+	}
+	return n, nil
+}
+
+// Steps lists a task's steps in order.
+func (r Reads) Steps(ctx context.Context, number int64) ([]plugin.Step, error) {
+	out, err := QueryAll(ctx, r.DB, r.SQL.Steps, []any{number}, ScanStep)
+	if err != nil {
+		return nil, fmt.Errorf("steps of task #%d: %w", number, err)
+	}
+	return out, nil
+}
+
+// TaskEvents lists one task's events with sequence > after.
+func (r Reads) TaskEvents(ctx context.Context, number int64, after int64) ([]plugin.TaskEvent, error) {
+	out, err := QueryAll(ctx, r.DB, r.SQL.TaskEvents, []any{number, after}, ScanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("events of task #%d: %w", number, err)
+	}
+	return out, nil
+}
+
+// RecentSteps lists a task's last k steps, oldest first.
+func (r Reads) RecentSteps(ctx context.Context, number int64, k int) ([]plugin.Step, error) {
+	if k <= 0 {
+		return nil, nil
+	}
+	out, err := QueryAll(ctx, r.DB, r.SQL.RecentSteps, []any{number, k}, ScanStep)
+	if err != nil {
+		return nil, fmt.Errorf("last %d steps of task #%d: %w", k, number, err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// Step reads the step of one iteration of a task.
+func (r Reads) Step(ctx context.Context, number int64, iteration int) (plugin.Step, error) {
+	st, err := ScanStep(r.DB.QueryRow(ctx, r.SQL.Step, number, iteration))
+	if r.DB.IsNoRows(err) {
+		return plugin.Step{}, fmt.Errorf("step %d of task #%d: %w", iteration, number, plugin.ErrNotFound)
+	}
+	if err != nil {
+		return plugin.Step{}, fmt.Errorf("step %d of task #%d: %w", iteration, number, err)
+	}
+	return st, nil
+}
+
+// EventsAt lists the task's events with the given sequences, in order.
+func (r Reads) EventsAt(ctx context.Context, number int64, sequences []int64) ([]plugin.TaskEvent, error) {
+	if len(sequences) == 0 {
+		return nil, nil
+	}
+	list, err := r.SQL.Sequences(sequences)
+	if err != nil {
+		return nil, fmt.Errorf("events of task #%d: %w", number, err)
+	}
+	out, err := QueryAll(ctx, r.DB, r.SQL.EventsAt, []any{number, list}, ScanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("events %v of task #%d: %w", sequences, number, err)
+	}
+	return out, nil
+}
+
+func scanTaskRow(r Row) (plugin.Task, error) { return ScanTask(r) }
