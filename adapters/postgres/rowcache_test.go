@@ -108,3 +108,46 @@ func TestMutationOfAChangedClaimedRow(t *testing.T) {
 		t.Errorf("events %v; want created, claimed, paused, iterated", types)
 	}
 }
+
+// TestClaimedRowWrittenTwice: a mutation of a claimed task that waits on
+// subtasks which have all ended resumes it in the same transaction, a
+// second write of the row the first one started from the claim.
+func TestClaimedRowWrittenTwice(t *testing.T) {
+	ctx := t.Context()
+	s := open(t)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	parent, err := s.CreateTask(ctx, plugin.NewTask{Goal: "parent", Now: now, MaxIterations: 10, MaxStaleIterations: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := s.CreateTask(ctx, plugin.NewTask{Goal: "child", Now: now, ParentNumber: parent.Number})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateTask(ctx, child.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Canceled(cur, "u1", "not needed", now.Add(time.Second))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w1", Now: now.Add(time.Minute), Lease: time.Minute})
+	if err != nil || c.Number != parent.Number {
+		t.Fatalf("claimed #%d, %v; want the parent", c.Number, err)
+	}
+	_, err = s.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Iterated(cur, plugin.Outcome{Owner: "w1", Fence: c.Fence, Now: now.Add(time.Minute + time.Second),
+			Progress: 10, Verdict: plugin.VerdictContinue, Wait: plugin.WaitSubtasks, Step: plugin.Step{Action: "create_subtask", Success: true}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.GetTask(ctx, parent.Number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.WaitingOn == plugin.WaitSubtasks || stored.EventSeq != 5 {
+		t.Errorf("stored parent: waiting on %q at event %d; want it resumed, at event 5", stored.WaitingOn, stored.EventSeq)
+	}
+}

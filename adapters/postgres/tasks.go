@@ -116,6 +116,7 @@ type txn struct {
 	// the event_seq each row handed out must still have when written.
 	cache  *rowCache
 	expect map[int64]int64
+	cached bool // a row was handed out
 	// What the transaction wrote, which the store's caches learn once it
 	// commits: the event_seq each task's row was written with last, how
 	// many events and which steps (oldest first) it wrote of each task,
@@ -337,7 +338,10 @@ func (t *txn) UpdateTask(_ context.Context, before, row plugin.Task) error {
 	t.seqs = setIn(t.seqs, row.Number, row.EventSeq)
 	var expect *int64
 	if seq, ok := t.expect[row.Number]; ok {
+		// Once written, the row is this transaction's: a second write
+		// of it in the same transaction is not conditional.
 		expect = &seq
+		delete(t.expect, row.Number)
 	}
 	t.hold(before, row, expect)
 	return nil
@@ -357,10 +361,11 @@ func (t *txn) CachedTask(number int64) (plugin.Task, bool) {
 		t.expect = map[int64]int64{}
 	}
 	t.expect[number] = row.EventSeq
+	t.cached = true
 	return row, true
 }
 
-func (t *txn) usedCache() bool { return len(t.expect) > 0 }
+func (t *txn) usedCache() bool { return t.cached }
 
 // rowCache keeps the rows a store claimed, as the claim statement returned
 // them, until they are written or claimed again; at most rowCacheSize.
