@@ -75,7 +75,7 @@ func TestIterationStatements(t *testing.T) {
 	t.Cleanup(pool.Close)
 	s := &Store{pool: pool}
 	s.Core = sqlstore.Core{D: s}
-	s.Reads = sqlstore.Reads{DB: poolReads{pool}, SQL: readSQL}
+	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
@@ -54,33 +53,6 @@ func (t *txn) DeleteFile(_ context.Context, task int64, path string) error {
 func (t *txn) CopyFiles(_ context.Context, from, to int64) error {
 	t.batch.Queue(sqlCopyFiles, from, to)
 	return nil
-}
-
-// TaskFiles lists a task's files, by path, without their data.
-func (s *Store) TaskFiles(ctx context.Context, number int64) ([]plugin.TaskFile, error) {
-	files, err := collect(ctx, s.pool, sqlTaskFiles, []any{number}, scanFile)
-	if err != nil {
-		return nil, fmt.Errorf("files of task #%d: %w", number, err)
-	}
-	sqlstore.SortFiles(files)
-	return files, nil
-}
-
-// ReadTaskFile returns one file of a task and its bytes.
-func (s *Store) ReadTaskFile(ctx context.Context, number int64, path string) (plugin.TaskFile, []byte, error) {
-	clean, err := plugin.CleanFilePath(path)
-	if err != nil {
-		return plugin.TaskFile{}, nil, fmt.Errorf("read file of task #%d: %w", number, err)
-	}
-	var data []byte
-	f, err := sqlstore.ScanFile(s.pool.QueryRow(ctx, sqlReadFile, number, clean), &data)
-	if isNoRows(err) {
-		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, plugin.ErrNoFile)
-	}
-	if err != nil {
-		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, err)
-	}
-	return f, data, nil
 }
 
 func scanFile(r sqlstore.Row) (plugin.TaskFile, error) { return sqlstore.ScanFile(r) }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // The SQL of the store, in one place. The schema is in migrations/.
@@ -320,77 +319,6 @@ WHERE ($1 = '' OR status = $1) AND id > $2 ORDER BY id LIMIT $3`
 
 	sqlPending = `SELECT count(*) FROM notifications WHERE status = 'pending'`
 )
-
-// taskQuery builds the SELECT (or, with count, the SELECT count(*)) of
-// ListTasks and CountTasks.
-func taskQuery(f plugin.TaskFilter, count bool) (string, []any) {
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if len(f.Statuses) > 0 {
-		s := make([]string, len(f.Statuses))
-		for i, st := range f.Statuses {
-			s[i] = string(st)
-		}
-		where = append(where, "status = ANY("+arg(s)+"::text[])")
-	}
-	if f.WorkspaceID != "" {
-		where = append(where, "workspace_id = "+arg(f.WorkspaceID))
-	}
-	if f.RequestorID != "" {
-		where = append(where, "requestor_id = "+arg(f.RequestorID))
-	}
-	if f.RoomID != "" {
-		where = append(where, "room_id = "+arg(f.RoomID))
-	}
-	if f.ParentNumber != 0 {
-		where = append(where, "parent_number = "+arg(f.ParentNumber))
-	}
-	if f.Query != "" {
-		p := arg("%" + escapeLike(f.Query) + "%")
-		where = append(where, fmt.Sprintf(`(lower(name) LIKE lower(%[1]s) ESCAPE '\' OR lower(goal) LIKE lower(%[1]s) ESCAPE '\')`, p))
-	}
-	order := "number"
-	switch f.Order {
-	case plugin.OrderNumber:
-		if f.AfterNumber != 0 {
-			where = append(where, "number > "+arg(f.AfterNumber))
-		}
-	case plugin.OrderRecent:
-		order = "number DESC"
-		if f.AfterNumber != 0 {
-			where = append(where, "number < "+arg(f.AfterNumber))
-		}
-	case plugin.OrderQueue:
-		// AfterNumber pages by number, which is not this order: ignored.
-		order = "last_processed_at NULLS FIRST, number"
-	}
-
-	var b strings.Builder
-	if count {
-		b.WriteString("SELECT count(*) FROM tasks")
-	} else {
-		b.WriteString("SELECT " + taskCols + " FROM tasks")
-	}
-	if len(where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(where, " AND "))
-	}
-	if !count {
-		b.WriteString(" ORDER BY " + order)
-		if f.Limit > 0 {
-			b.WriteString(" LIMIT " + arg(f.Limit))
-		}
-	}
-	return b.String(), args
-}
-
-// escapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
 
 func placeholders(from, to int) string {
 	p := make([]string, 0, to-from+1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -12,14 +13,14 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// poolReads is the pool as sqlstore.ReadDB.
-type poolReads struct{ pool *pgxpool.Pool }
+// poolDB is the pool as sqlstore.DB.
+type poolDB struct{ pool *pgxpool.Pool }
 
-func (r poolReads) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+func (r poolDB) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
 	return r.pool.QueryRow(ctx, q, args...)
 }
 
-func (r poolReads) Query(ctx context.Context, q string, args []any, read func(sqlstore.Rows) error) error {
+func (r poolDB) Query(ctx context.Context, q string, args []any, read func(sqlstore.Rows) error) error {
 	rows, err := r.pool.Query(ctx, q, args...)
 	if err != nil {
 		return err
@@ -28,14 +29,46 @@ func (r poolReads) Query(ctx context.Context, q string, args []any, read func(sq
 	return read(rows)
 }
 
-func (poolReads) IsNoRows(err error) bool { return isNoRows(err) }
+func (poolDB) IsNoRows(err error) bool { return isNoRows(err) }
+
+func (r poolDB) WriteRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return r.pool.QueryRow(ctx, q, args...)
+}
+
+func (r poolDB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	tag, err := r.pool.Exec(ctx, q, args...)
+	return tag.RowsAffected(), err
+}
 
 // readSQL is this dialect's text of the shared reads.
 var readSQL = sqlstore.ReadSQL{
 	GetTask: sqlGetTask, Steps: sqlSteps, TaskEvents: sqlTaskEvents,
 	RecentSteps: sqlRecentSteps, Step: sqlStep, EventsAt: sqlEventsAt,
-	TaskQuery: taskQuery,
+	TaskFiles: sqlTaskFiles, ReadFile: sqlReadFile,
+	Query: sqlstore.QueryDialect{
+		Param: func(n int) string { return "$" + strconv.Itoa(n) },
+		AnyOf: func(col, p string) string { return col + " = ANY(" + p + "::text[])" },
+		List:  func(s []string) any { return s },
+		Lower: "lower", QueueOrder: "last_processed_at NULLS FIRST, number",
+	},
 	Sequences: func(seqs []int64) (any, error) { return seqs, nil },
+}
+
+// recordSQL is this dialect's text of the memories' and the outbox's
+// statements.
+var recordSQL = sqlstore.RecordSQL{
+	InsertMemory: sqlInsertMemory, MemoryByMessage: sqlMemoryByMessage,
+	RecentMemories: sqlRecentMemories, PruneMemories: sqlPruneMemories,
+	Enqueue: sqlEnqueue, LastSent: sqlLastSent, ListNotifications: sqlListNotifications, Pending: sqlPending,
+	// A NULL limit is none.
+	Limit: func(limit int) any {
+		if limit <= 0 {
+			return nil
+		}
+		return limit
+	},
+	List: func(numbers []int64) any { return numbers },
+	Time: timeArg,
 }
 
 // EventsSince lists every task's events with ID > after, oldest first, at

@@ -5,9 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +23,7 @@ var migrations embed.FS
 type Store struct {
 	sqlstore.Core
 	sqlstore.Reads
+	sqlstore.Records
 	pool *pgxpool.Pool
 	// claimed are the rows this store claimed, which a task's next
 	// mutation starts from (sqlstore.RowCache).
@@ -60,7 +58,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	s := &Store{pool: pool}
 	s.Core = sqlstore.Core{D: s}
-	s.Reads = sqlstore.Reads{DB: poolReads{pool}, SQL: readSQL}
+	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
+	s.Records = sqlstore.Records{DB: poolDB{pool}, SQL: recordSQL}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
@@ -95,7 +94,7 @@ func (s *Store) Close() error {
 // schema_migrations, each in the one transaction that holds the migration
 // lock, so processes that start together apply each migration once.
 func (s *Store) Migrate(ctx context.Context) error {
-	files, err := migrationFiles()
+	files, err := sqlstore.MigrationFiles(migrations)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -119,53 +118,18 @@ func (s *Store) Migrate(ctx context.Context) error {
 			done[v] = true
 		}
 		for _, m := range files {
-			if done[m.version] {
+			if done[m.Version] {
 				continue
 			}
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("migrate: apply %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migrate: apply %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, sqlRecordMigration, m.version); err != nil {
-				return fmt.Errorf("migrate: record %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, sqlRecordMigration, m.Version); err != nil {
+				return fmt.Errorf("migrate: record %s: %w", m.Name, err)
 			}
 		}
 		return nil
 	})
-}
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrationFiles reads migrations/NNNN_name.sql in version order.
-func migrationFiles() ([]migration, error) {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, path := range names {
-		name := strings.TrimPrefix(path, "migrations/")
-		prefix, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a version number, as 0001_init.sql", name)
-		}
-		body, err := migrations.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: name, sql: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s have the same version", out[i-1].name, out[i].name)
-		}
-	}
-	return out, nil
 }
 
 // inTx runs fn in a transaction and commits if it returns nil. fn's error

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // The SQL of the store, in one place. The schema is in migrations/. Lists
@@ -204,76 +203,6 @@ var writeStatements = []string{
 	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlPickRoom, sqlClaimRoom, sqlMarkSent,
 	sqlUpsertRoomProgress, sqlRelease, sqlRenewClaim, sqlMarkSending, sqlFail,
 	sqlLockNotification, sqlRetryNotification,
-}
-
-// taskQuery builds the SELECT (or, with count, the SELECT count(*)) of
-// ListTasks and CountTasks. Search lowers both sides with taskloom_lower,
-// a Go function (SQLite's lower() knows only ASCII).
-func taskQuery(f plugin.TaskFilter, count bool) (string, []any) {
-	var where []string
-	var args []any
-	if len(f.Statuses) > 0 {
-		where = append(where, "status IN (SELECT value FROM json_each(?))")
-		args = append(args, jsonList(f.Statuses))
-	}
-	for _, eq := range []struct {
-		col string
-		v   string
-	}{{"workspace_id", f.WorkspaceID}, {"requestor_id", f.RequestorID}, {"room_id", f.RoomID}} {
-		if eq.v != "" {
-			where = append(where, eq.col+" = ?")
-			args = append(args, eq.v)
-		}
-	}
-	if f.ParentNumber != 0 {
-		where = append(where, "parent_number = ?")
-		args = append(args, f.ParentNumber)
-	}
-	if f.Query != "" {
-		p := "%" + escapeLike(f.Query) + "%"
-		where = append(where, `(taskloom_lower(name) LIKE taskloom_lower(?) ESCAPE '\' OR taskloom_lower(goal) LIKE taskloom_lower(?) ESCAPE '\')`)
-		args = append(args, p, p)
-	}
-	order := "number"
-	switch f.Order {
-	case plugin.OrderNumber:
-		if f.AfterNumber != 0 {
-			where = append(where, "number > ?")
-			args = append(args, f.AfterNumber)
-		}
-	case plugin.OrderRecent:
-		order = "number DESC"
-		if f.AfterNumber != 0 {
-			where = append(where, "number < ?")
-			args = append(args, f.AfterNumber)
-		}
-	case plugin.OrderQueue:
-		// AfterNumber pages by number, which is not this order: ignored.
-		order = "last_processed_at, number"
-	}
-
-	var b strings.Builder
-	if count {
-		b.WriteString("SELECT count(*) FROM tasks")
-	} else {
-		b.WriteString("SELECT " + taskCols + " FROM tasks")
-	}
-	if len(where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(where, " AND "))
-	}
-	if !count {
-		b.WriteString(" ORDER BY " + order)
-		if f.Limit > 0 {
-			b.WriteString(" LIMIT ?")
-			args = append(args, f.Limit)
-		}
-	}
-	return b.String(), args
-}
-
-// escapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // jsonList encodes a list for json_each.

@@ -6,20 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// dbReads is the read handle as sqlstore.ReadDB.
-type dbReads struct{ db *sql.DB }
+// handles are the store's two handles as sqlstore.DB: reads on the read
+// pool, writes on the one writer.
+type handles struct{ read, write *sql.DB }
 
-func (r dbReads) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
-	return r.db.QueryRowContext(ctx, q, args...)
+func (h handles) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return h.read.QueryRowContext(ctx, q, args...)
 }
 
-func (r dbReads) Query(ctx context.Context, q string, args []any, read func(sqlstore.Rows) error) error {
-	rows, err := r.db.QueryContext(ctx, q, args...)
+func (h handles) Query(ctx context.Context, q string, args []any, read func(sqlstore.Rows) error) error {
+	rows, err := h.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -27,18 +29,56 @@ func (r dbReads) Query(ctx context.Context, q string, args []any, read func(sqls
 	return read(rows)
 }
 
-func (dbReads) IsNoRows(err error) bool { return isNoRows(err) }
+func (handles) IsNoRows(err error) bool { return isNoRows(err) }
+
+func (h handles) WriteRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return h.write.QueryRowContext(ctx, q, args...)
+}
+
+func (h handles) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := h.write.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
 
 // readSQL is this dialect's text of the shared reads.
 var readSQL = sqlstore.ReadSQL{
 	GetTask: sqlGetTask, Steps: sqlSteps, TaskEvents: sqlTaskEvents,
 	RecentSteps: sqlRecentSteps, Step: sqlStep, EventsAt: sqlEventsAt,
-	TaskQuery: taskQuery,
+	TaskFiles: sqlTaskFiles, ReadFile: sqlReadFile,
+	Query: sqlstore.QueryDialect{
+		Param: func(n int) string { return "?" + strconv.Itoa(n) },
+		AnyOf: func(col, p string) string { return col + " IN (SELECT value FROM json_each(" + p + "))" },
+		List:  func(s []string) any { return jsonList(s) },
+		// taskloom_lower is Go's strings.ToLower: SQLite's lower() knows
+		// only ASCII.
+		Lower: "taskloom_lower", QueueOrder: "last_processed_at, number",
+	},
 	// A JSON array, which sqlEventsAt reads with json_each.
 	Sequences: func(seqs []int64) (any, error) {
 		list, err := json.Marshal(seqs)
 		return string(list), err
 	},
+}
+
+// recordSQL is this dialect's text of the memories' and the outbox's
+// statements.
+var recordSQL = sqlstore.RecordSQL{
+	InsertMemory: sqlInsertMemory, MemoryByMessage: sqlMemoryByMessage,
+	RecentMemories: sqlRecentMemories, PruneMemories: sqlPruneMemories,
+	Enqueue: sqlEnqueue, LastSent: sqlLastSent, ListNotifications: sqlListNotifications, Pending: sqlPending,
+	// A negative LIMIT is none.
+	Limit: func(limit int) any {
+		if limit <= 0 {
+			return -1
+		}
+		return limit
+	},
+	// A JSON array, which sqlLastSent reads with json_each.
+	List: func(numbers []int64) any { return jsonList(numbers) },
+	Time: timeArg,
 }
 
 // EventsSince lists every task's events with ID > after, oldest first, at

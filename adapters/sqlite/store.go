@@ -7,12 +7,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -45,6 +42,7 @@ func init() {
 type Store struct {
 	sqlstore.Core
 	sqlstore.Reads
+	sqlstore.Records
 	// write has one connection, and its transactions BEGIN IMMEDIATE:
 	// writers queue here rather than fail with SQLITE_BUSY.
 	write *sql.DB
@@ -92,7 +90,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxIdleConns(n)
 	s := &Store{write: write, read: read}
 	s.Core = sqlstore.Core{D: s}
-	s.Reads = sqlstore.Reads{DB: dbReads{read}, SQL: readSQL}
+	s.Reads = sqlstore.Reads{DB: handles{read, write}, SQL: readSQL}
+	s.Records = sqlstore.Records{DB: handles{read, write}, SQL: recordSQL}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -128,7 +127,7 @@ func (s *Store) Close() error {
 // prepares the statements of the write path; a store used without Migrate
 // works, parsing each statement as it runs.
 func (s *Store) Migrate(ctx context.Context) error {
-	files, err := migrationFiles()
+	files, err := sqlstore.MigrationFiles(migrations)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -153,14 +152,14 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		for _, m := range files {
-			if done[m.version] {
+			if done[m.Version] {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("migrate: apply %s: %w", m.name, err)
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migrate: apply %s: %w", m.Name, err)
 			}
-			if _, err := tx.ExecContext(ctx, sqlRecordMigration, m.version); err != nil {
-				return fmt.Errorf("migrate: record %s: %w", m.name, err)
+			if _, err := tx.ExecContext(ctx, sqlRecordMigration, m.Version); err != nil {
+				return fmt.Errorf("migrate: record %s: %w", m.Name, err)
 			}
 		}
 		return nil
@@ -222,41 +221,6 @@ func (t txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Ro
 		return t.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, q, args...)
-}
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrationFiles reads migrations/NNNN_name.sql in version order.
-func migrationFiles() ([]migration, error) {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, path := range names {
-		name := strings.TrimPrefix(path, "migrations/")
-		prefix, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a version number, as 0001_init.sql", name)
-		}
-		body, err := migrations.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: name, sql: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s have the same version", out[i-1].name, out[i].name)
-		}
-	}
-	return out, nil
 }
 
 // inTx runs fn in an IMMEDIATE transaction on the writer and commits if it

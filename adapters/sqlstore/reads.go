@@ -26,16 +26,19 @@ type ReadSQL struct {
 	// newest first. Step: $1 number, $2 iteration. EventsAt: $1 number, $2
 	// Sequences(the sequences), in order.
 	GetTask, Steps, TaskEvents, RecentSteps, Step, EventsAt string
-	// TaskQuery builds the query of ListTasks, or with count of
-	// CountTasks.
-	TaskQuery func(f plugin.TaskFilter, count bool) (string, []any)
+	// TaskFiles: $1 number, FileColumns. ReadFile: $1 number, $2 path,
+	// FileColumns and data.
+	TaskFiles, ReadFile string
+	// Query is the dialect of ListTasks' and CountTasks' query.
+	Query QueryDialect
 	// Sequences is EventsAt's parameter for a list of sequences.
 	Sequences func([]int64) (any, error)
 }
 
 // Reads is the read side of a SQL store, written once over its ReadDB
 // and ReadSQL. A store embeds it and gets GetTask, ListTasks,
-// CountTasks, Steps, TaskEvents, RecentSteps, Step and EventsAt.
+// CountTasks, Steps, TaskEvents, RecentSteps, Step, EventsAt, TaskFiles
+// and ReadTaskFile.
 type Reads struct {
 	DB  ReadDB
 	SQL ReadSQL
@@ -66,7 +69,7 @@ func (r Reads) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
 
 // ListTasks lists the tasks that match f, in f.Order.
 func (r Reads) ListTasks(ctx context.Context, f plugin.TaskFilter) ([]plugin.Task, error) {
-	q, args := r.SQL.TaskQuery(f, false)
+	q, args := TaskQuery(r.SQL.Query, f, false)
 	out, err := QueryAll(ctx, r.DB, q, args, scanTaskRow)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
@@ -76,7 +79,7 @@ func (r Reads) ListTasks(ctx context.Context, f plugin.TaskFilter) ([]plugin.Tas
 
 // CountTasks counts the tasks that match f, ignoring its limit.
 func (r Reads) CountTasks(ctx context.Context, f plugin.TaskFilter) (int, error) {
-	q, args := r.SQL.TaskQuery(f, true)
+	q, args := TaskQuery(r.SQL.Query, f, true)
 	var n int
 	if err := r.DB.QueryRow(ctx, q, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count tasks: %w", err)
@@ -142,5 +145,34 @@ func (r Reads) EventsAt(ctx context.Context, number int64, sequences []int64) ([
 	}
 	return out, nil
 }
+
+// TaskFiles lists a task's files, by path, without their data.
+func (r Reads) TaskFiles(ctx context.Context, number int64) ([]plugin.TaskFile, error) {
+	files, err := QueryAll(ctx, r.DB, r.SQL.TaskFiles, []any{number}, scanFileRow)
+	if err != nil {
+		return nil, fmt.Errorf("files of task #%d: %w", number, err)
+	}
+	SortFiles(files)
+	return files, nil
+}
+
+// ReadTaskFile returns one file of a task and its bytes.
+func (r Reads) ReadTaskFile(ctx context.Context, number int64, path string) (plugin.TaskFile, []byte, error) {
+	clean, err := plugin.CleanFilePath(path)
+	if err != nil {
+		return plugin.TaskFile{}, nil, fmt.Errorf("read file of task #%d: %w", number, err)
+	}
+	var data []byte
+	f, err := ScanFile(r.DB.QueryRow(ctx, r.SQL.ReadFile, number, clean), &data)
+	if r.DB.IsNoRows(err) {
+		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, plugin.ErrNoFile)
+	}
+	if err != nil {
+		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, err)
+	}
+	return f, data, nil
+}
+
+func scanFileRow(r Row) (plugin.TaskFile, error) { return ScanFile(r) }
 
 func scanTaskRow(r Row) (plugin.Task, error) { return ScanTask(r) }
