@@ -16,7 +16,10 @@
 // session, and ends a stdio server's process group.
 //
 // A stdio server's environment is PATH and HOME and the env configured for
-// it, nothing else: no key or token of Taskloom's reaches it.
+// it, nothing else: no key or token of Taskloom's reaches it. Nor can it
+// read them in Taskloom's /proc/PID/environ: before the first stdio server
+// starts, Taskloom makes itself undumpable (Linux's prctl PR_SET_DUMPABLE),
+// which closes its /proc files to other processes of its user.
 //
 // A call has its own deadline (Options.CallTimeout) inside the caller's
 // context. Its text content, joined, is the step's result; a result marked

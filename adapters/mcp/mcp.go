@@ -211,6 +211,12 @@ func (t *Tools) connect(ctx context.Context, s Server) (*conn, int, error) {
 		transport.Transport = &sdk.StreamableClientTransport{Endpoint: s.URL, HTTPClient: t.opts.HTTPClient}
 	} else {
 		c.transport = "stdio"
+		// The server runs as Taskloom's user: before it starts, Taskloom's
+		// /proc files are closed to it, or it could read the secrets
+		// serverEnv keeps from it in /proc/PPID/environ.
+		if err := undumpable(); err != nil {
+			return nil, 0, fmt.Errorf("start over stdio: %w", err)
+		}
 		c.stderr = &stderrLog{log: t.log, server: s.Name}
 		c.cmd = exec.Command(s.Command, s.Args...)
 		c.cmd.Env = serverEnv(t.opts.Getenv, s.Env)

@@ -28,8 +28,14 @@ import (
 const roleVar = "MCP_TEST_ROLE"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(roleVar) == "stdio-server" {
+	switch os.Getenv(roleVar) {
+	case "stdio-server":
 		stdioServer()
+		return
+	case "read-parent-environ":
+		// What a stdio server could do: print its parent's environment.
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getppid()))
+		fmt.Printf("%s %v", env, err)
 		return
 	}
 	os.Exit(m.Run())
@@ -43,6 +49,12 @@ func stdioServer() {
 	sdk.AddTool(s, &sdk.Tool{Name: "env", Description: "the server's environment"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		return text(strings.Join(os.Environ(), "\n")), nil, nil
 	})
+	if os.Getenv("MCP_TEST_PARENT_ENVIRON") != "" {
+		sdk.AddTool(s, &sdk.Tool{Name: "parent_environ"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getppid()))
+			return text(fmt.Sprintf("%s %v", env, err)), nil, nil
+		})
+	}
 	sdk.AddTool(s, &sdk.Tool{Name: "pid"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		return text(strconv.Itoa(os.Getpid())), nil, nil
 	})

@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -275,5 +278,85 @@ func TestCallDeadlineAndContext(t *testing.T) {
 	}
 	if took := time.Since(began); took > 5*time.Second {
 		t.Fatalf("the canceled call took %s", took)
+	}
+}
+
+// TestStdioServerCannotReadTaskloomsProcess: a stdio server runs as
+// Taskloom's user, and Taskloom's /proc/PID/environ holds the environment
+// it was started with — its tokens and keys — which serverEnv keeps from
+// the server; once a stdio server has started, that file is closed to it.
+// The control first shows that the same read, on this machine, reaches
+// the environment while the process is dumpable. As root (whose
+// capabilities read any process's environment: a Taskloom run as root has
+// no secret from its servers), the test runs itself as nobody.
+func TestStdioServerCannotReadTaskloomsProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/PID/environ is Linux's")
+	}
+	if os.Geteuid() == 0 {
+		asNobody(t, "TestStdioServerCannotReadTaskloomsProcess")
+		return
+	}
+	// The file holds the environment the process was started with.
+	self, err := os.ReadFile("/proc/self/environ")
+	if err != nil || len(self) == 0 {
+		t.Fatalf("/proc/self/environ: %v, %d bytes", err, len(self))
+	}
+	secret, _, _ := strings.Cut(string(self), "\x00")
+	dumpable := func(on uintptr) {
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, on, 0); errno != 0 {
+			t.Fatal(errno)
+		}
+	}
+	dumpable(1)
+	t.Cleanup(func() { dumpable(1) })
+
+	control := exec.Command(os.Args[0])
+	control.Env = []string{roleVar + "=read-parent-environ"}
+	out, err := control.Output()
+	if err != nil || !strings.Contains(string(out), secret) {
+		t.Fatalf("control: a dumpable process's environment was not readable (%v): %.200q", err, out)
+	}
+
+	k := start(t, mcp.Options{Servers: []mcp.Server{{
+		Name: "local", Command: os.Args[0],
+		Env: map[string]string{roleVar: "stdio-server", "MCP_TEST_PARENT_ENVIRON": "1"},
+	}}})
+	res, err := k.call(context.Background(), "local.parent_environ", `{}`)
+	if err != nil || !res.Success {
+		t.Fatalf("local.parent_environ = %+v, %v", res, err)
+	}
+	if strings.Contains(res.Text, secret) || !strings.Contains(res.Text, "permission denied") {
+		t.Fatalf("the server read Taskloom's /proc/PID/environ: %.200q", res.Text)
+	}
+}
+
+// asNobody runs the test named test of this binary as the user nobody
+// (65534), in an environment with one variable of Taskloom's, and fails
+// unless it passes.
+func asNobody(t *testing.T, test string) {
+	dir, err := os.MkdirTemp("", "mcp-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "mcp.test")
+	if err := os.WriteFile(path, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path, "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = []string{"TASKLOOM_API_TOKEN=hunter2-api", "PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+test) {
+		t.Fatalf("%s as nobody: %v\n%s", test, err, out)
 	}
 }
