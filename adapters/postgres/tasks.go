@@ -259,10 +259,13 @@ func setIn[K comparable, V any](m map[K]V, k K, v V) map[K]V {
 
 // claimRetries is how many times a claim is taken again after the turn
 // check failed, before one is taken without it. Each retry is a round
-// trip, made only while other workers are giving tasks back under it; 3
-// let an out-of-turn claim through once in a CI run of the whole suite
-// under the race detector.
-const claimRetries = 8
+// trip, made only while other workers are giving tasks back under it: a
+// check fails only when another transaction committed a change to the
+// row, so the queue moves while a claimer retries. 3 let an out-of-turn
+// claim through once in a CI run of the whole suite under the race
+// detector, and 8 may have: a starved process sees its snapshots go stale
+// more often. 32 keeps the worst case to some 32 round trips.
+const claimRetries = 32
 
 // ClaimWithEvent implements sqlstore.EventClaimer with sqlClaimWithEvent,
 // alone in a pipeline that PostgreSQL runs as one implicit transaction:
