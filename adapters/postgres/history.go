@@ -23,7 +23,8 @@ WHERE task_number = $1 AND sequence = ANY($2::bigint[]) ORDER BY sequence`
 
 // RecentSteps lists a task's last k steps, oldest first: the steps this
 // store kept from its writes, after a claim that found them current
-// (stepcache.go), or else a read.
+// (stepcache.go), or else a read, which the store keeps when it follows a
+// claim that found none.
 func (s *Store) RecentSteps(ctx context.Context, number int64, k int) ([]plugin.Step, error) {
 	if k <= 0 {
 		return nil, nil
@@ -31,5 +32,10 @@ func (s *Store) RecentSteps(ctx context.Context, number int64, k int) ([]plugin.
 	if out, ok := s.steps.take(number, k); ok {
 		return out, nil
 	}
-	return s.Reads.RecentSteps(ctx, number, k)
+	seq, pending := s.steps.pendingAt(number)
+	out, err := s.Reads.RecentSteps(ctx, number, k)
+	if err == nil && pending {
+		s.steps.fill(number, seq, out, len(out) < k)
+	}
+	return out, err
 }

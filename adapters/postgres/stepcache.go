@@ -30,6 +30,12 @@ const (
 // claim drops them. A claim that finds them current arms them for one
 // read (take): only the lease holder writes steps, so they hold for the
 // iteration that follows; any other read goes to the database.
+//
+// A claim of a task it keeps nothing of, or nothing current, leaves a
+// pending entry at the claim's event_seq, which the iteration's read from
+// the database fills (fill): the next write of this store carries those
+// steps forward, so a task that moved to this replica is read from the
+// database once, not at every iteration.
 type stepCache struct {
 	mu    sync.Mutex
 	tasks map[int64]*keptTask
@@ -41,8 +47,13 @@ type keptTask struct {
 	steps []plugin.Step // newest first, at most keptSteps
 	all   bool          // steps are every step of the task
 	armed bool          // a claim found them current; one read may use them
-	bytes int           // what the steps take, counted in stepCache.bytes
+	// pending: claimed at seq, its steps not known yet; a read fills them.
+	pending bool
+	bytes   int // what the steps take, counted in stepCache.bytes
 }
+
+// pendingBytes is what a pending entry is counted as.
+const pendingBytes = 128
 
 // created keeps the steps of a task this store created: none.
 func (c *stepCache) created(task, seq int64) {
@@ -62,7 +73,7 @@ func (c *stepCache) wrote(task, seq int64, events int, steps []plugin.Step) {
 		return
 	}
 	c.drop(task)
-	if events == 0 || k.seq != seq-int64(events) {
+	if events == 0 || k.pending || k.seq != seq-int64(events) {
 		return
 	}
 	for _, st := range steps {
@@ -79,20 +90,53 @@ func (c *stepCache) wrote(task, seq int64, events int, steps []plugin.Step) {
 }
 
 // claimed carries task's steps over a committed claim that took its
-// event_seq to seq, and arms them, or drops them when the row changed
-// since they were kept.
+// event_seq to seq, and arms them; when it keeps none, or the row changed
+// since they were kept, it leaves a pending entry for the read to fill.
 func (c *stepCache) claimed(task, seq int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := c.tasks[task]
-	if k == nil {
+	if k != nil && !k.pending && k.seq == seq-1 {
+		k.seq, k.armed = seq, true
 		return
 	}
-	if k.seq != seq-1 {
-		c.drop(task)
+	c.drop(task)
+	c.fit(task, &keptTask{seq: seq, pending: true, bytes: pendingBytes})
+}
+
+// pendingAt says whether task's entry is pending, and at which event_seq:
+// what a read from the database, made after this call, may fill.
+func (c *stepCache) pendingAt(task int64) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k := c.tasks[task]; k != nil && k.pending {
+		return k.seq, true
+	}
+	return 0, false
+}
+
+// fill keeps steps (oldest first; all, when they are every step of the
+// task) for task's entry pending at seq. They were read after the claim
+// at seq, while its lease held, so no other steps were written; if the
+// lease was lost and another replica wrote meanwhile, the row has moved
+// past seq and this entry can never be carried forward or armed.
+func (c *stepCache) fill(task, seq int64, steps []plugin.Step, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := c.tasks[task]
+	if k == nil || !k.pending || k.seq != seq {
 		return
 	}
-	k.seq, k.armed = seq, true
+	c.drop(task)
+	if len(steps) > keptSteps {
+		steps, all = steps[len(steps)-keptSteps:], false
+	}
+	f := &keptTask{seq: seq, all: all, steps: slices.Clone(steps)}
+	slices.Reverse(f.steps)
+	for _, st := range f.steps {
+		f.bytes += stepBytes(st)
+	}
+	c.fit(task, f)
 }
 
 // forget drops task's steps.
@@ -108,7 +152,7 @@ func (c *stepCache) take(task int64, k int) ([]plugin.Step, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	kt := c.tasks[task]
-	if kt == nil || !kt.armed || (k > len(kt.steps) && !kt.all) {
+	if kt == nil || kt.pending || !kt.armed || (k > len(kt.steps) && !kt.all) {
 		return nil, false
 	}
 	kt.armed = false

@@ -13,8 +13,9 @@ import (
 // TestKeptSteps: the steps a store wrote serve the read of the iteration
 // after its next claim, with no query; a change made through another
 // store (another replica) makes that claim drop them, so the read goes to
-// the database and sees the other replica's steps; only one read per
-// claim is served from memory.
+// the database and sees the other replica's steps, and keeps them for
+// the iteration after a's next claim; only one read per claim is served
+// from memory.
 func TestKeptSteps(t *testing.T) {
 	ctx := t.Context()
 	url := testkit.PostgresURL(t)
@@ -103,8 +104,19 @@ func TestKeptSteps(t *testing.T) {
 	// changed and reads the database.
 	iterate(b)
 	iterate(a)
-	claim(a)
+	c := claim(a)
 	expect("after b's step and a's", read(a, 10), "step-1", "step-2", "step-3", "step-5", "step-6")
+	// That read is kept: a's write carries it forward, and the read after
+	// a's next claim needs no query.
+	if _, err := a.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: now.Add(time.Duration(i)*time.Minute + time.Second),
+			Progress: i, Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: fmt.Sprint("step-", i), Success: true}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	claim(a)
+	behind(200)
+	expect("after a read that followed a claim", read(a, 10), "step-1", "step-2", "step-3", "step-5", "step-6", "step-7")
 	if _, err := a.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
 		return plugin.Released(cur, "w", cur.Fence, now.Add(time.Duration(i)*time.Minute+time.Second))
 	}); err != nil {
