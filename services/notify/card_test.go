@@ -333,21 +333,10 @@ func TestSlackCardTheAppMayNotEditIsPostedAgain(t *testing.T) {
 	}
 }
 
-// crashAfterCard is a platform in a process that dies right after the
-// platform accepted a card: the card is out, and nothing after it happens
-// — the call returns only when the test ends the process.
+// crashAfterCard is crashAfterSend on a platform that edits its cards.
 type crashAfterCard struct {
-	cardPlatform
-	sent chan struct{}
-}
-
-func (c *crashAfterCard) SendOnce(ctx context.Context, room string, m plugin.Outgoing, key string, since time.Time) (plugin.SentMessage, error) {
-	if _, err := c.cardPlatform.SendOnce(ctx, room, m, key, since); err != nil {
-		return plugin.SentMessage{}, err
-	}
-	close(c.sent)
-	<-ctx.Done()
-	return plugin.SentMessage{}, ctx.Err()
+	crashAfterSend
+	notify.Editor
 }
 
 // TestCrashBetweenCardPostAndItsRecord: the platform took a task's first
@@ -362,9 +351,10 @@ func TestCrashBetweenCardPostAndItsRecord(t *testing.T) {
 		for _, c := range cardChats(t, clk) {
 			t.Run(c.name, func(t *testing.T) {
 				st := open(t)
-				crash := &crashAfterCard{sent: make(chan struct{})}
+				crash := &crashAfterCard{crashAfterSend: crashAfterSend{sent: make(chan struct{})}}
 				old := cardFixture(t, st, "old", clk, func(rt *plugin.Runtime) plugin.Platform {
-					crash.cardPlatform = c.adapter(t, rt)
+					p := c.adapter(t, rt)
+					crash.OnceSender, crash.Editor = p, p
 					return crash
 				})
 				n := old.create(c.room, "Build auth").Number
