@@ -121,10 +121,13 @@ type Task struct {
 	ContinuesNumber int64 `json:"continues_number"`
 	// ApprovalAction and ApprovalParams are the tool call a task asked a
 	// person to approve (PRODUCT §9): exactly what runs once
-	// ApprovalGranted. Empty when none is pending.
+	// ApprovalGranted. ApprovalRole is the role of the step that asked
+	// (PRODUCT §8), which the call's step keeps. Empty when none is
+	// pending.
 	ApprovalAction  string `json:"approval_action"`
 	ApprovalParams  string `json:"approval_params"`
 	ApprovalGranted bool   `json:"approval_granted"`
+	ApprovalRole    string `json:"approval_role"`
 	// Strategy is how the task's claims are made (PRODUCT §8): loop,
 	// react, tools, review, supervisor, magentic, group_chat, or one a
 	// plugin added.

@@ -475,6 +475,7 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 		// The call waits for a person: it is kept on the task, and its
 		// step is written when it has run or been denied.
 		after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = step.Action, string(step.Params), false
+		after.ApprovalRole = step.Role
 		detail["action"], detail["params"] = step.Action, json.RawMessage(step.Params)
 		m, err := Change(t, after, EventIterated, o.Owner, now, withFiles(detail, o.Files))
 		if err != nil {
@@ -590,6 +591,7 @@ func Denied(t Task, actor, reason string, now time.Time) (Mutation, error) {
 	}
 	after := t
 	after.WaitingOn, after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = WaitNone, "", "", false
+	after.ApprovalRole = ""
 	if t.Status == StatusWaiting {
 		after.Status = StatusQueued
 	}
@@ -600,7 +602,7 @@ func Denied(t Task, actor, reason string, now time.Time) (Mutation, error) {
 	return changeWithStep(t, after, EventDenied, actor, now, map[string]any{"reason": reason},
 		Step{TaskNumber: t.Number, Iteration: t.Iteration, Action: t.ApprovalAction,
 			Params: json.RawMessage(nonEmptyJSON(t.ApprovalParams)), Success: false, Error: why,
-			Progress: t.Progress, Time: UTC(now)})
+			Progress: t.Progress, Time: UTC(now), Role: t.ApprovalRole})
 }
 
 // ToolRan completes the iteration that asked for an approval: the
@@ -616,7 +618,7 @@ func ToolRan(t Task, o Outcome) (Mutation, error) {
 	}
 	now := UTC(o.Now)
 	after := t
-	after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = "", "", false
+	after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted, after.ApprovalRole = "", "", false, ""
 	after.LastProcessedAt = now
 	after.LeaseOwner, after.LeaseExpiresAt = "", time.Time{}
 	if o.Wait != WaitNone && t.Status != StatusPaused {
@@ -624,6 +626,9 @@ func ToolRan(t Task, o Outcome) (Mutation, error) {
 	}
 	step := o.Step
 	step.TaskNumber, step.Iteration, step.Progress, step.Time = t.Number, t.Iteration, t.Progress, now
+	if step.Role == "" {
+		step.Role = t.ApprovalRole // the call is the asking step's, run now
+	}
 	if len(step.Params) == 0 {
 		step.Params = json.RawMessage(nonEmptyJSON(t.ApprovalParams))
 	}
@@ -718,7 +723,7 @@ func Canceled(t Task, actor, reason string, now time.Time) (Mutation, error) {
 	after := t
 	after.Status = StatusCanceled
 	after.WaitingOn = WaitNone
-	after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = "", "", false
+	after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted, after.ApprovalRole = "", "", false, ""
 	after.LeaseOwner = ""
 	after.LeaseExpiresAt = time.Time{}
 	after.CompletedAt = UTC(now)

@@ -59,6 +59,7 @@ type approvalBody struct {
 	Action  string          `json:"action"`
 	Params  json.RawMessage `json:"params"`
 	Granted bool            `json:"granted"`
+	Role    string          `json:"role"`
 }
 
 type taskWithSteps struct {
@@ -128,7 +129,7 @@ func taskOf(t plugin.Task) taskBody {
 	b.WaitingOn, b.NextAttemptAt, b.MaxTokens = string(t.WaitingOn), optTime(t.NextAttemptAt), t.MaxTokens
 	b.ContinuesNumber = optNumber(t.ContinuesNumber)
 	if t.ApprovalAction != "" {
-		b.Approval = &approvalBody{Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted}
+		b.Approval = &approvalBody{Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted, Role: t.ApprovalRole}
 	}
 	b.Strategy, b.Phase, b.Ledger = t.Strategy, t.Phase, json.RawMessage("null")
 	if t.Ledger != "" {

@@ -248,7 +248,7 @@ func TestApproveAndDeny(t *testing.T) {
 			{name: "the task shows the call", method: "GET", path: "/api/tasks/1", code: 200, check: func(t *testing.T, r response) {
 				a, _ := r.body["approval"].(map[string]any)
 				params, _ := a["params"].(map[string]any)
-				if r.body["waiting_on"] != "approval" || a["action"] != "http_get" || params["url"] != "https://example.com/status" || a["granted"] != false {
+				if r.body["waiting_on"] != "approval" || a["action"] != "http_get" || params["url"] != "https://example.com/status" || a["granted"] != false || a["role"] != plugin.RoleAgent {
 					t.Errorf("task = %v", r.body)
 				}
 			}},

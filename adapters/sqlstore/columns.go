@@ -20,7 +20,7 @@ var TaskColumns = []string{
 	"waiting_on", "next_attempt_at", "max_tokens", "continues_number",
 	"approval_action", "approval_params", "approval_granted",
 	"strategy", "phase", "strategy_state", "ledger",
-	"digest",
+	"digest", "approval_role",
 }
 
 // TimeArg is how a dialect passes a time to its database: NULL when zero.
@@ -44,7 +44,7 @@ func TaskArgs(t plugin.Task, timeArg TimeArg) []any {
 		string(t.WaitingOn), timeArg(t.NextAttemptAt), t.MaxTokens, nullNumber(t.ContinuesNumber),
 		t.ApprovalAction, t.ApprovalParams, t.ApprovalGranted,
 		t.Strategy, t.Phase, t.State, t.Ledger,
-		t.Digest,
+		t.Digest, t.ApprovalRole,
 	}
 }
 
@@ -73,7 +73,7 @@ func ScanTask(row Row, extra ...any) (plugin.Task, error) {
 		&waitingOn, &next, &t.MaxTokens, &continues,
 		&t.ApprovalAction, &t.ApprovalParams, &t.ApprovalGranted,
 		&t.Strategy, &t.Phase, &t.State, &t.Ledger,
-		&t.Digest,
+		&t.Digest, &t.ApprovalRole,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return plugin.Task{}, err

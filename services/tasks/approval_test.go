@@ -107,8 +107,11 @@ func TestDeniedCallFailsItsStep(t *testing.T) {
 		if len(steps) != 1 || steps[0].Success || steps[0].Error != "denied by boss: not that" || steps[0].Action != "write_file" {
 			t.Fatalf("steps = %+v; want iteration 1's step failed with the reason", steps)
 		}
-		if got := f.task(n); got.Status != plugin.StatusQueued || got.WaitingOn != plugin.WaitNone {
-			t.Fatalf("task = %s on %q; want queued", got.Status, got.WaitingOn)
+		if steps[0].Role != plugin.RoleAgent {
+			t.Fatalf("the denied step's role = %q, want the asking step's %q", steps[0].Role, plugin.RoleAgent)
+		}
+		if got := f.task(n); got.Status != plugin.StatusQueued || got.WaitingOn != plugin.WaitNone || got.ApprovalRole != "" {
+			t.Fatalf("task = %s on %q, approval asked as %q; want queued, nothing pending", got.Status, got.WaitingOn, got.ApprovalRole)
 		}
 		if _, err := f.file(n, "x.sh"); !errors.Is(err, plugin.ErrNoFile) {
 			t.Fatalf("x.sh after a denied call: %v; want no such file", err)

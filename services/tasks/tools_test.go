@@ -212,8 +212,8 @@ func TestToolsApproval(t *testing.T) {
 
 		f.step("test")
 		got := f.task(n)
-		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitApproval || got.ApprovalAction != "write_file" {
-			t.Fatalf("task = %s on %q for %q; want waiting on approval of write_file", got.Status, got.WaitingOn, got.ApprovalAction)
+		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitApproval || got.ApprovalAction != "write_file" || got.ApprovalRole != plugin.RoleAgent {
+			t.Fatalf("task = %s on %q for %q as %q; want waiting on approval of write_file, asked as %q", got.Status, got.WaitingOn, got.ApprovalAction, got.ApprovalRole, plugin.RoleAgent)
 		}
 		if _, err := f.svc.Approve(f.ctx, n, "u1"); err != nil {
 			t.Fatal(err)
@@ -233,6 +233,12 @@ func TestToolsApproval(t *testing.T) {
 		}
 		if got := f.task(n); got.Status != plugin.StatusCompleted || got.Summary != "Deployed." {
 			t.Errorf("task = %s %q", got.Status, got.Summary)
+		}
+		// The approved call is the agent's, as the calls before it are.
+		for _, st := range f.steps(n) {
+			if st.Action != "" && st.Action != "none" && st.Role != plugin.RoleAgent {
+				t.Errorf("step %d (%s) has the role %q, want %q", st.Iteration, st.Action, st.Role, plugin.RoleAgent)
+			}
 		}
 		f.check()
 	})
