@@ -58,8 +58,10 @@ func (r *sent) take() (statements []string, trips int) {
 
 // TestIterationStatements: an iteration of a task this store claimed is
 // two statements in two round trips, as the raw claim and commit of
-// PRODUCT §2 are — the claim with its event, then the row, the step and
-// the event together — and the write sets only the columns that changed.
+// PRODUCT §2 are — the claim with its event (between the BEGIN and COMMIT
+// of its REPEATABLE READ transaction, in the same round trip), then the
+// row, the step and the event together — and the write sets only the
+// columns that changed.
 func TestIterationStatements(t *testing.T) {
 	ctx := t.Context()
 	cfg, err := pgxpool.ParseConfig(testkit.PostgresURL(t))
@@ -89,8 +91,9 @@ func TestIterationStatements(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if q, trips := rec.take(); len(q) != 1 || trips != 1 {
-			t.Errorf("claim %d: %d statements in %d round trips, want 1 in 1: %q", i+1, len(q), trips, q)
+		// The claim's statement, in its REPEATABLE READ transaction.
+		if q, trips := rec.take(); len(q) != 3 || q[0] != sqlBeginClaim || q[2] != "commit" || trips != 1 {
+			t.Errorf("claim %d: %d statements in %d round trips, want BEGIN, the claim and COMMIT in 1: %.300q", i+1, len(q), trips, q)
 		}
 		steps, err := s.RecentSteps(ctx, c.Number, 20)
 		if err != nil || len(steps) != i {

@@ -280,6 +280,16 @@ const claimRetries = 32
 // the one it claimed and, when the row changed since, fails
 // (taskloom_in_turn), which undoes the claim and its event; it is then
 // taken again, on a fresh snapshot.
+//
+// That alone leaves a window: between locking such a row and failing, the
+// statement holds the row's lock, and every other claim in that moment
+// passes over it (SKIP LOCKED) although it is claimable and first — out of
+// turn, for as long as the failing claimer is descheduled. So a checked
+// claim runs in a REPEATABLE READ transaction (BEGIN, the statement,
+// COMMIT: still one round trip), where a row changed since the snapshot is
+// not locked at all: PostgreSQL fails the statement with a serialization
+// failure instead, and the claim is taken again as after the turn check.
+// Only a row the claim goes on to take is ever locked by it.
 func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, after plugin.Task, ev plugin.TaskEvent, now time.Time, err error) {
 	if t.begun || t.batch.Len() > 0 || t.sealed {
 		return before, after, ev, now, errors.New("a claim with its event must be alone in its transaction")
@@ -300,6 +310,9 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 		var payload []byte
 		extra := []any{&oldStatus, &oldOwner, &oldExpiry, &oldStarted, &seen, &payload, &at}
 		var scanErr error
+		if check {
+			t.batch.Queue(sqlBeginClaim)
+		}
 		t.batch.Queue(q, args...).QueryRow(func(row pgx.Row) error {
 			after, scanErr = sqlstore.ScanTask(row, extra...)
 			if errors.Is(scanErr, pgx.ErrNoRows) {
@@ -307,12 +320,30 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 			}
 			return scanErr
 		})
+		committed := false
+		if check {
+			t.batch.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
+				committed = tag.String() == "COMMIT"
+				return nil
+			})
+		}
 		err = t.flush(ctx)
+		if committed {
+			// The claim committed; a connection that failed after it (a
+			// terminated backend reports FATAL at the Sync that follows)
+			// does not undo it, and a claim reported failed would leave
+			// its task leased to nobody until the lease ends.
+			err = nil
+		}
 		if err == nil {
 			err = scanErr
 		}
+		if err != nil {
+			// A failed statement leaves its transaction open, aborted.
+			t.rollback(ctx)
+		}
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == sqlstateOutOfTurn && check {
+		if errors.As(err, &pe) && (pe.Code == sqlstateOutOfTurn || pe.Code == sqlstateSerialization) && check {
 			continue
 		}
 		if _, err = noRows(after, err); err != nil {
@@ -335,6 +366,13 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 
 // sqlstateOutOfTurn is the error taskloom_in_turn raises.
 const sqlstateOutOfTurn = "TLTRN"
+
+// sqlstateSerialization is serialization_failure: a REPEATABLE READ
+// statement met a row changed since its snapshot.
+const sqlstateSerialization = "40001"
+
+// sqlBeginClaim opens a checked claim's transaction (see ClaimWithEvent).
+const sqlBeginClaim = "begin isolation level repeatable read"
 
 // UpdateTask holds the write of row back, to send it with its step and
 // event as one statement (writeWithEvent), or else on its own. A row
