@@ -124,7 +124,17 @@ func (l *Ledger) OutOfTurn(initial []int64, start time.Time) (bad, claims int) {
 // can; no claim may take a task while another, served longer ago, is
 // claimable and passed over (Ledger.OutOfTurn).
 func testClaimsTakeTurns(t *testing.T, s plugin.Store) {
-	const tasks, workers, each = 24, 8, 60
+	if bad, claims := TakeTurns(t, s, 24, 8, 60); bad > 0 {
+		t.Errorf("%d of %d claims were out of turn", bad, claims)
+	}
+}
+
+// TakeTurns makes tasks tasks, and workers workers that each claim a task
+// and give it back at once, each times, as fast as they can; it returns
+// how many claims were out of turn (Ledger.OutOfTurn), and how many there
+// were.
+func TakeTurns(t *testing.T, s plugin.Store, tasks, workers, each int) (bad, claims int) {
+	t.Helper()
 	ctx := ctxTimeout(t, 2*time.Minute)
 	var initial []int64
 	for i := range tasks {
@@ -164,7 +174,5 @@ func testClaimsTakeTurns(t *testing.T, s plugin.Store) {
 		})
 	}
 	wg.Wait()
-	if bad, claims := led.OutOfTurn(initial, start); bad > 0 {
-		t.Errorf("%d of %d claims were out of turn", bad, claims)
-	}
+	return led.OutOfTurn(initial, start)
 }
