@@ -88,6 +88,20 @@ type Store interface {
 	TaskCards
 }
 
+// NextClaimer is a Store that can commit a worker's iteration and claim
+// the worker's next task in one transaction: one commit an iteration
+// instead of two (PRODUCT §11). Workers that serve one task after another
+// use it; what it claims is what ClaimTask would have claimed right after
+// the commit.
+type NextClaimer interface {
+	// UpdateTaskAndClaim is UpdateTask(number, fn) followed by
+	// ClaimTask(next), committed together where the store can, else one
+	// after the other. fn's error and UpdateTask's are returned as
+	// UpdateTask returns them, and then nothing is claimed. When no task
+	// is ready, claimed is the zero Task and err is nil.
+	UpdateTaskAndClaim(ctx context.Context, number int64, fn MutateFunc, next Claim) (after, claimed Task, err error)
+}
+
 // FileStore keeps the files of tasks (PRODUCT §10). An iteration's changes
 // reach it only through UpdateTask (Mutation.Files), in the iteration's
 // fenced commit, within the limits of MaxFileBytes, MaxTaskFileBytes and

@@ -64,23 +64,7 @@ func (r *sent) take() (statements []string, trips int) {
 // columns that changed.
 func TestIterationStatements(t *testing.T) {
 	ctx := t.Context()
-	cfg, err := pgxpool.ParseConfig(testkit.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &sent{}
-	cfg.ConnConfig.Tracer = rec
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s := &Store{pool: pool}
-	s.Core = sqlstore.Core{D: s}
-	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, rec := tracedStore(t)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "one", Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
 		t.Fatal(err)
@@ -122,5 +106,81 @@ func TestIterationStatements(t *testing.T) {
 	}
 	if task.Iteration != 3 || task.Progress != 30 || task.EventSeq != 7 {
 		t.Errorf("after three iterations: iteration %d, progress %d, event_seq %d", task.Iteration, task.Progress, task.EventSeq)
+	}
+}
+
+// tracedStore is a store on a fresh database whose statements and round
+// trips rec records.
+func tracedStore(t *testing.T) (*Store, *sent) {
+	t.Helper()
+	ctx := t.Context()
+	cfg, err := pgxpool.ParseConfig(testkit.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &sent{}
+	cfg.ConnConfig.Tracer = rec
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := &Store{pool: pool}
+	s.Core = sqlstore.Core{D: s}
+	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, rec
+}
+
+// TestIterationAheadStatements: a worker that claims its next task with
+// each commit (UpdateTaskAndClaim) does an iteration in one round trip and
+// one transaction: the write of the row, step and event, and the claim
+// with its event, between BEGIN and COMMIT.
+func TestIterationAheadStatements(t *testing.T) {
+	ctx := t.Context()
+	s, rec := tracedStore(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, goal := range []string{"one", "two"} {
+		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: goal, Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		steps, err := s.RecentSteps(ctx, c.Number, 20)
+		if err != nil || len(steps) != i/2 {
+			t.Fatalf("RecentSteps(#%d) = %d steps, %v; want %d", c.Number, len(steps), err, i/2)
+		}
+		rec.take()
+		_, next, err := s.UpdateTaskAndClaim(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
+				Progress: 10 * (i + 1), Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "noop", Success: true}})
+		}, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, trips := rec.take()
+		if len(q) != 4 || q[0] != sqlBeginClaim || !strings.Contains(q[1], "INSERT INTO task_steps") ||
+			!strings.Contains(q[2], "'claimed'") || q[3] != "commit" || trips != 1 {
+			t.Errorf("iteration %d: %d statements in %d round trips, want BEGIN, the write, the claim and COMMIT in 1: %.400q", i+1, len(q), trips, q)
+		}
+		if next.Number == c.Number || next.Number == 0 {
+			t.Fatalf("iteration %d of #%d claimed #%d, want the other task", i+1, c.Number, next.Number)
+		}
+		c = next
+	}
+	for n := int64(1); n <= 2; n++ {
+		task, err := s.GetTask(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Iteration != 2 || task.Progress != 30+10*int(n-1) {
+			t.Errorf("#%d after two iterations each: iteration %d, progress %d", n, task.Iteration, task.Progress)
+		}
 	}
 }

@@ -33,7 +33,10 @@ type Store struct {
 	steps stepCache
 }
 
-var _ plugin.Store = (*Store)(nil)
+var (
+	_ plugin.Store       = (*Store)(nil)
+	_ plugin.NextClaimer = (*Store)(nil)
+)
 
 // DefaultMaxConns sizes the connection pool unless the URL sets
 // pool_max_conns.

@@ -27,29 +27,53 @@ import (
 // two round trips, as the bare claim and commit of PRODUCT §2 are, and
 // reads none of the task's steps when this store wrote them (stepCache).
 func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
-	for cached := true; ; cached = false {
-		again, err := s.write(ctx, fn, cached)
+	st := writeState{cached: true}
+	for {
+		again, err := s.write(ctx, fn, &st)
 		if !again {
 			return err
 		}
 	}
 }
 
-// write runs fn in one transaction; again says to run it once more,
-// without the claimed rows, as it failed after using one.
-func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, cached bool) (again bool, err error) {
+// writeState is what one run of a transaction tells the next.
+type writeState struct {
+	// cached: the transaction may start from the claimed rows.
+	cached bool
+	// turnTries counts the runs whose claim ahead failed its turn check.
+	turnTries int
+}
+
+// write runs fn in one transaction; again says to run it once more: from
+// a locked read, as it failed after using a claimed row, or, when the
+// claim it ended with (ClaimAhead) failed its turn check, from the same
+// rows on a fresh snapshot.
+func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, st *writeState) (again bool, err error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false, fmt.Errorf("begin transaction: %w", err)
 	}
 	defer c.Release()
-	t := &txn{tx: c.Conn(), batch: &pgx.Batch{}}
-	if cached {
+	t := &txn{tx: c.Conn(), batch: &pgx.Batch{}, turnTries: st.turnTries}
+	if st.cached {
 		t.cache = &s.claimed
+	}
+	fail := func() bool {
+		if t.ahead != nil && turnFailure(t.ahead.err) {
+			// Nothing was written: the rows handed out are still the
+			// ones claimed.
+			for _, row := range t.taken {
+				s.claimed.put(row)
+			}
+			st.turnTries++
+			return true
+		}
+		st.cached = false
+		return t.usedCache()
 	}
 	if err := fn(t); err != nil {
 		t.rollback(ctx)
-		return t.usedCache(), err
+		return fail(), err
 	}
 	if !t.begun {
 		// Nothing was sent yet: the statements go in one pipeline, which
@@ -57,7 +81,7 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, cached bo
 		// Sync, with no BEGIN and COMMIT to send.
 		if err := t.flush(ctx); err != nil {
 			t.rollback(ctx)
-			return t.usedCache(), fmt.Errorf("write: %w", err)
+			return fail(), fmt.Errorf("write: %w", err)
 		}
 	} else {
 		// The COMMIT may complete and the connection fail before the
@@ -73,7 +97,7 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, cached bo
 		})
 		if err := t.flush(ctx); err != nil && !committed {
 			t.rollback(ctx)
-			return t.usedCache(), fmt.Errorf("write and commit: %w", err)
+			return fail(), fmt.Errorf("write and commit: %w", err)
 		}
 	}
 	if len(t.missed) > 0 {
@@ -116,7 +140,13 @@ type txn struct {
 	// the event_seq each row handed out must still have when written.
 	cache  *rowCache
 	expect map[int64]int64
-	cached bool // a row was handed out
+	cached bool          // a row was handed out
+	taken  []plugin.Task // the rows handed out
+	// ahead is the claim the transaction ends with (ClaimAhead), and
+	// turnTries how many runs before this one failed that claim's turn
+	// check.
+	ahead     *claimScan
+	turnTries int
 	// What the transaction wrote, which the store's caches learn once it
 	// commits: the event_seq each task's row was written with last, how
 	// many events and which steps (oldest first) it wrote of each task,
@@ -297,29 +327,10 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 	t.sealed = true
 	for try := 0; ; try++ {
 		check := try < claimRetries
-		var q string
-		var args []any
-		if cl.StoreClock {
-			q, args = sqlClaimWithEventOnStoreClock, []any{cl.Owner, cl.Lease, check, int64(eventFloorSpace)}
-		} else {
-			q, args = sqlClaimWithEvent, []any{timeArg(plugin.UTC(cl.Now)), cl.Owner, timeArg(plugin.UTC(cl.Now.Add(cl.Lease))), check, int64(eventFloorSpace)}
-		}
-		var oldStatus, oldOwner string
-		var oldExpiry, oldStarted, at sqlstore.Time
-		var seen int64
-		var payload []byte
-		extra := []any{&oldStatus, &oldOwner, &oldExpiry, &oldStarted, &seen, &payload, &at}
-		var scanErr error
 		if check {
 			t.batch.Queue(sqlBeginClaim)
 		}
-		t.batch.Queue(q, args...).QueryRow(func(row pgx.Row) error {
-			after, scanErr = sqlstore.ScanTask(row, extra...)
-			if errors.Is(scanErr, pgx.ErrNoRows) {
-				return nil // not a failure of the batch
-			}
-			return scanErr
-		})
+		c := t.queueClaim(cl, check)
 		committed := false
 		if check {
 			t.batch.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
@@ -336,32 +347,107 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 			err = nil
 		}
 		if err == nil {
-			err = scanErr
+			err = c.err
 		}
 		if err != nil {
 			// A failed statement leaves its transaction open, aborted.
 			t.rollback(ctx)
 		}
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && (pe.Code == sqlstateOutOfTurn || pe.Code == sqlstateSerialization) && check {
+		if check && turnFailure(err) {
 			continue
 		}
-		if _, err = noRows(after, err); err != nil {
-			return before, after, ev, now, err
-		}
-		now = at.T
-		t.claims = append(t.claims, after)
-		before = after
-		before.Status = plugin.Status(oldStatus)
-		before.LeaseOwner = oldOwner
-		before.LeaseExpiresAt = oldExpiry.T
-		before.StartedAt = oldStarted.T
-		before.Fence--
-		before.EventSeq--
-		ev = plugin.TaskEvent{TaskNumber: after.Number, Sequence: after.EventSeq, Type: plugin.EventClaimed,
-			Payload: payload, Actor: cl.Owner, Fence: after.Fence, Time: now}
-		return before, after, ev, now, nil
+		r, err := c.result(cl, err)
+		return r.Before, r.After, r.Event, r.Now, err
 	}
+}
+
+// ClaimAhead implements sqlstore.AheadClaimer: the claim statement is
+// queued after the transaction's writes, all of them sent with the COMMIT
+// in one pipeline, when the transaction has read nothing (so nothing was
+// sent yet). The transaction is then a checked claim's: REPEATABLE READ,
+// and when the claim fails its turn check, Write runs it again from the
+// rows it was handed (Store.write), up to claimRetries times, and then
+// once unchecked.
+func (t *txn) ClaimAhead(_ context.Context, cl plugin.Claim) func() (sqlstore.ClaimResult, error) {
+	if t.begun || t.sealed {
+		return nil
+	}
+	t.release()
+	check := t.turnTries < claimRetries
+	begin := "begin"
+	if check {
+		begin = sqlBeginClaim
+	}
+	t.batch.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: begin}}, t.batch.QueuedQueries...)
+	t.begun, t.sealed = true, true
+	c := t.queueClaim(cl, check)
+	t.ahead = c
+	return func() (sqlstore.ClaimResult, error) { return c.result(cl, c.err) }
+}
+
+// turnFailure reports whether err is a checked claim's failed turn check
+// (see ClaimWithEvent).
+func turnFailure(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == sqlstateOutOfTurn || pe.Code == sqlstateSerialization)
+}
+
+// claimScan is a claim statement queued in a batch, and what it returned
+// once the batch was sent.
+type claimScan struct {
+	after                     plugin.Task
+	oldStatus, oldOwner       string
+	oldExpiry, oldStarted, at sqlstore.Time
+	seen                      int64
+	payload                   []byte
+	err                       error // the scan's; nil for no rows too
+	none                      bool  // no task was ready
+}
+
+// queueClaim queues the claim statement; a row it claims is one the
+// store's caches learn of once the transaction commits (t.claims).
+func (t *txn) queueClaim(cl plugin.Claim, check bool) *claimScan {
+	var q string
+	var args []any
+	if cl.StoreClock {
+		q, args = sqlClaimWithEventOnStoreClock, []any{cl.Owner, cl.Lease, check, int64(eventFloorSpace)}
+	} else {
+		q, args = sqlClaimWithEvent, []any{timeArg(plugin.UTC(cl.Now)), cl.Owner, timeArg(plugin.UTC(cl.Now.Add(cl.Lease))), check, int64(eventFloorSpace)}
+	}
+	c := &claimScan{}
+	t.batch.Queue(q, args...).QueryRow(func(row pgx.Row) error {
+		c.after, c.err = sqlstore.ScanTask(row, &c.oldStatus, &c.oldOwner, &c.oldExpiry, &c.oldStarted, &c.seen, &c.payload, &c.at)
+		if errors.Is(c.err, pgx.ErrNoRows) {
+			c.err, c.none = nil, true
+			return nil // not a failure of the batch
+		}
+		if c.err == nil {
+			t.claims = append(t.claims, c.after)
+		}
+		return c.err
+	})
+	return c
+}
+
+// result is what the claim cl took, as ClaimWithEvent returns it; err is
+// the claim's transaction's.
+func (c *claimScan) result(cl plugin.Claim, err error) (sqlstore.ClaimResult, error) {
+	if err == nil && c.none {
+		err = sqlstore.ErrNoRows
+	}
+	if err != nil {
+		return sqlstore.ClaimResult{}, err
+	}
+	before := c.after
+	before.Status = plugin.Status(c.oldStatus)
+	before.LeaseOwner = c.oldOwner
+	before.LeaseExpiresAt = c.oldExpiry.T
+	before.StartedAt = c.oldStarted.T
+	before.Fence--
+	before.EventSeq--
+	ev := plugin.TaskEvent{TaskNumber: c.after.Number, Sequence: c.after.EventSeq, Type: plugin.EventClaimed,
+		Payload: c.payload, Actor: cl.Owner, Fence: c.after.Fence, Time: c.at.T}
+	return sqlstore.ClaimResult{Before: before, After: c.after, Event: ev, Now: c.at.T}, nil
 }
 
 // sqlstateOutOfTurn is the error taskloom_in_turn raises.
@@ -406,6 +492,7 @@ func (t *txn) CachedTask(number int64) (plugin.Task, bool) {
 	}
 	t.expect[number] = row.EventSeq
 	t.cached = true
+	t.taken = append(t.taken, row)
 	return row, true
 }
 

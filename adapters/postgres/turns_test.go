@@ -37,7 +37,9 @@ END
 $$`); err != nil {
 		t.Fatal(err)
 	}
-	if bad, claims := storetest.TakeTurns(t, s, 12, 6, 40); bad > 0 {
-		t.Errorf("%d of %d claims were out of turn", bad, claims)
+	for _, ahead := range []bool{false, true} {
+		if bad, claims := storetest.TakeTurns(t, s, 12, 6, 40, ahead); bad > 0 {
+			t.Errorf("claims ahead %v: %d of %d claims were out of turn", ahead, bad, claims)
+		}
 	}
 }

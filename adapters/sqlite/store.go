@@ -53,7 +53,10 @@ type Store struct {
 	stmts atomic.Pointer[map[string]*sql.Stmt]
 }
 
-var _ plugin.Store = (*Store)(nil)
+var (
+	_ plugin.Store       = (*Store)(nil)
+	_ plugin.NextClaimer = (*Store)(nil)
+)
 
 // Open opens (creating it and its directory if needed) the database file at
 // path. It does not migrate; call Migrate.

@@ -131,6 +131,18 @@ type EventClaimer interface {
 	ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, after plugin.Task, event plugin.TaskEvent, now time.Time, err error)
 }
 
+// AheadClaimer is an EventClaimer that can end a transaction with a claim
+// instead, taken with its commit (Core.UpdateTaskAndClaim): a worker's
+// iteration and its next claim in one commit. ClaimAhead adds the claim
+// to the transaction if it can (nil when it cannot: the claim then
+// follows the commit on its own). The function it returns tells, once
+// Write has returned nil, what ClaimWithEvent would have; a claim that
+// failed fails the transaction, which the dialect's Write may run again,
+// or else returns its error from Write, the update with it.
+type AheadClaimer interface {
+	ClaimAhead(ctx context.Context, cl plugin.Claim) func() (ClaimResult, error)
+}
+
 // RowCache is a Tx that may know a task's row without reading it: the row
 // as its dialect last claimed it. UpdateTask starts from that row rather
 // than locking and reading it, one round trip fewer. The Tx then writes

@@ -121,56 +121,154 @@ func checkLimits(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) er
 // before, in the same transaction, after checking that the statement and
 // the domain agree on what a claim is.
 func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, error) {
-	if cl.Owner == "" || (cl.Now.IsZero() && !cl.StoreClock) {
-		return plugin.Task{}, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
+	cl, err := cleanClaim(cl)
+	if err != nil {
+		return plugin.Task{}, err
 	}
-	cl.Owner = plugin.CleanText(cl.Owner)
 	var after plugin.Task
-	err := c.D.Write(ctx, func(tx Tx) error {
-		var before plugin.Task
+	err = c.D.Write(ctx, func(tx Tx) error {
 		var err error
 		if ec, ok := tx.(EventClaimer); ok {
 			// The statement writes the event too: one round trip.
-			var written plugin.TaskEvent
-			if cl.StoreClock {
-				cl.Lease = cl.Lease.Truncate(time.Microsecond)
-			}
-			before, after, written, cl.Now, err = ec.ClaimWithEvent(ctx, cl)
-			if errors.Is(err, ErrNoRows) {
-				return fmt.Errorf("claim task: %w", plugin.ErrNoTask)
-			}
-			if err != nil {
-				return fmt.Errorf("claim task: %w", err)
-			}
-			_, err = checkClaim(before, after, &written, cl)
+			after, err = checkedClaim(claimWithEvent(ctx, ec, cl))
 			return err
 		}
-		hc, ok := tx.(HeadClaimer)
-		if !ok {
-			return fmt.Errorf("claim task: the store's dialect has no claim statement")
-		}
-		if err := onStoreClock(ctx, tx, cl.StoreClock, &cl.Now); err != nil {
-			return fmt.Errorf("claim task: %w", err)
-		}
-		now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
-		before, after, err = hc.ClaimHead(ctx, cl.Owner, now, until)
-		if errors.Is(err, ErrNoRows) {
-			return fmt.Errorf("claim task: %w", plugin.ErrNoTask)
-		}
-		if err != nil {
-			return fmt.Errorf("claim task: %w", err)
-		}
-		m, err := checkClaim(before, after, nil, cl)
-		if err != nil {
-			return err
-		}
-		if err := insertEvent(ctx, tx, m.Event); err != nil {
-			return fmt.Errorf("claim task #%d: %w", after.Number, err)
-		}
-		return nil
+		after, err = claimHead(ctx, tx, cl)
+		return err
 	})
 	if err != nil {
 		return plugin.Task{}, err
+	}
+	return after, nil
+}
+
+// UpdateTaskAndClaim implements plugin.NextClaimer: UpdateTask's
+// transaction ends with the claim. An EventClaimer's claim commits alone;
+// one that is also an AheadClaimer may take it with the update's commit
+// instead, and when it cannot, the claim follows the commit as ClaimTask.
+func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.MutateFunc, next plugin.Claim) (after, claimed plugin.Task, err error) {
+	next, err = cleanClaim(next)
+	if err != nil {
+		return plugin.Task{}, plugin.Task{}, err
+	}
+	var ahead func() (ClaimResult, error)
+	separate := false
+	err = c.D.Write(ctx, func(tx Tx) error {
+		// Write may run this more than once: each run starts afresh.
+		ahead, separate, claimed = nil, false, plugin.Task{}
+		var err error
+		if after, err = updateTask(ctx, tx, number, fn); err != nil {
+			return err
+		}
+		if _, ok := tx.(EventClaimer); ok {
+			if ac, ok := tx.(AheadClaimer); ok {
+				ahead = ac.ClaimAhead(ctx, eventClaim(next))
+			}
+			separate = ahead == nil
+			return nil
+		}
+		claimed, err = claimHead(ctx, tx, next)
+		if errors.Is(err, plugin.ErrNoTask) {
+			claimed, err = plugin.Task{}, nil
+		}
+		return err
+	})
+	if err != nil {
+		return plugin.Task{}, plugin.Task{}, err
+	}
+	switch {
+	case ahead != nil:
+		r, aerr := ahead()
+		claimed, err = checkedClaim(eventClaim(next), r, aerr)
+	case separate:
+		claimed, err = c.ClaimTask(ctx, next)
+	}
+	if errors.Is(err, plugin.ErrNoTask) {
+		return after, plugin.Task{}, nil
+	}
+	if err != nil {
+		// The update has committed: after says so, err why nothing was
+		// claimed.
+		return after, plugin.Task{}, err
+	}
+	return after, claimed, nil
+}
+
+// cleanClaim checks a claim and cleans its owner.
+func cleanClaim(cl plugin.Claim) (plugin.Claim, error) {
+	if cl.Owner == "" || (cl.Now.IsZero() && !cl.StoreClock) {
+		return cl, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
+	}
+	cl.Owner = plugin.CleanText(cl.Owner)
+	return cl, nil
+}
+
+// eventClaim is cl as an EventClaimer takes it: a lease on the store's
+// clock in whole microseconds, as the database keeps times.
+func eventClaim(cl plugin.Claim) plugin.Claim {
+	if cl.StoreClock {
+		cl.Lease = cl.Lease.Truncate(time.Microsecond)
+	}
+	return cl
+}
+
+// ClaimResult is what an EventClaimer's claim returned: the row before
+// and after it, its event and its time.
+type ClaimResult struct {
+	Before, After plugin.Task
+	Event         plugin.TaskEvent
+	Now           time.Time
+}
+
+// claimWithEvent claims with ec's statement.
+func claimWithEvent(ctx context.Context, ec EventClaimer, cl plugin.Claim) (plugin.Claim, ClaimResult, error) {
+	cl = eventClaim(cl)
+	var r ClaimResult
+	var err error
+	r.Before, r.After, r.Event, r.Now, err = ec.ClaimWithEvent(ctx, cl)
+	return cl, r, err
+}
+
+// checkedClaim is the task an EventClaimer's claim cl took, once
+// checkClaim agrees with its row and event.
+func checkedClaim(cl plugin.Claim, r ClaimResult, err error) (plugin.Task, error) {
+	if errors.Is(err, ErrNoRows) {
+		return plugin.Task{}, fmt.Errorf("claim task: %w", plugin.ErrNoTask)
+	}
+	if err != nil {
+		return plugin.Task{}, fmt.Errorf("claim task: %w", err)
+	}
+	cl.Now = r.Now
+	if _, err := checkClaim(r.Before, r.After, &r.Event, cl); err != nil {
+		return plugin.Task{}, err
+	}
+	return r.After, nil
+}
+
+// claimHead claims with a HeadClaimer's statement and writes the event,
+// in tx.
+func claimHead(ctx context.Context, tx Tx, cl plugin.Claim) (plugin.Task, error) {
+	hc, ok := tx.(HeadClaimer)
+	if !ok {
+		return plugin.Task{}, fmt.Errorf("claim task: the store's dialect has no claim statement")
+	}
+	if err := onStoreClock(ctx, tx, cl.StoreClock, &cl.Now); err != nil {
+		return plugin.Task{}, fmt.Errorf("claim task: %w", err)
+	}
+	now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
+	before, after, err := hc.ClaimHead(ctx, cl.Owner, now, until)
+	if errors.Is(err, ErrNoRows) {
+		return plugin.Task{}, fmt.Errorf("claim task: %w", plugin.ErrNoTask)
+	}
+	if err != nil {
+		return plugin.Task{}, fmt.Errorf("claim task: %w", err)
+	}
+	m, err := checkClaim(before, after, nil, cl)
+	if err != nil {
+		return plugin.Task{}, err
+	}
+	if err := insertEvent(ctx, tx, m.Event); err != nil {
+		return plugin.Task{}, fmt.Errorf("claim task #%d: %w", after.Number, err)
 	}
 	return after, nil
 }
@@ -246,33 +344,39 @@ func onStoreClock(ctx context.Context, tx Tx, asked bool, now *time.Time) error 
 func (c Core) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
 	var out plugin.Task
 	err := c.D.Write(ctx, func(tx Tx) error {
-		cur, err := lockToWrite(ctx, tx, number)
-		if errors.Is(err, ErrNoRows) {
-			return &plugin.TaskError{Op: "update", Number: number, Err: plugin.ErrNotFound}
-		}
-		if err != nil {
-			return fmt.Errorf("update task #%d: %w", number, err)
-		}
-		m, err := fn(cur)
-		if err != nil {
-			return err
-		}
-		if err := plugin.CheckMutation(cur, m); err != nil {
-			return err
-		}
-		if err := writeMutation(ctx, tx, cur, &m); err != nil {
-			return fmt.Errorf("update task #%d: %w", number, err)
-		}
-		if err := settleSubtasks(ctx, tx, cur, m); err != nil {
-			return fmt.Errorf("update task #%d: %w", number, err)
-		}
-		out = m.Task
-		return nil
+		var err error
+		out, err = updateTask(ctx, tx, number, fn)
+		return err
 	})
 	if err != nil {
 		return plugin.Task{}, err
 	}
 	return out, nil
+}
+
+// updateTask is UpdateTask in tx.
+func updateTask(ctx context.Context, tx Tx, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
+	cur, err := lockToWrite(ctx, tx, number)
+	if errors.Is(err, ErrNoRows) {
+		return plugin.Task{}, &plugin.TaskError{Op: "update", Number: number, Err: plugin.ErrNotFound}
+	}
+	if err != nil {
+		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
+	}
+	m, err := fn(cur)
+	if err != nil {
+		return plugin.Task{}, err
+	}
+	if err := plugin.CheckMutation(cur, m); err != nil {
+		return plugin.Task{}, err
+	}
+	if err := writeMutation(ctx, tx, cur, &m); err != nil {
+		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
+	}
+	if err := settleSubtasks(ctx, tx, cur, m); err != nil {
+		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
+	}
+	return m.Task, nil
 }
 
 // lockToWrite is LockTask for a row the transaction goes on to write, or

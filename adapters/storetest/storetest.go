@@ -47,6 +47,10 @@ func Run(t *testing.T, open func(t *testing.T) plugin.Store) {
 		{"StaleFence", testStaleFence},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"ClaimsTakeTurns", testClaimsTakeTurns},
+		{"UpdateAndClaim", testUpdateAndClaim},
+		{"UpdateAndClaimFails", testUpdateAndClaimFails},
+		{"UpdateAndClaimEmpty", testUpdateAndClaimEmpty},
+		{"ClaimsAheadTakeTurns", testClaimsAheadTakeTurns},
 
 		{"LimitActive", testLimitActive},
 		{"LimitConcurrent", testLimitConcurrent},

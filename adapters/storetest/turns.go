@@ -124,16 +124,17 @@ func (l *Ledger) OutOfTurn(initial []int64, start time.Time) (bad, claims int) {
 // can; no claim may take a task while another, served longer ago, is
 // claimable and passed over (Ledger.OutOfTurn).
 func testClaimsTakeTurns(t *testing.T, s plugin.Store) {
-	if bad, claims := TakeTurns(t, s, 24, 8, 60); bad > 0 {
+	if bad, claims := TakeTurns(t, s, 24, 8, 60, false); bad > 0 {
 		t.Errorf("%d of %d claims were out of turn", bad, claims)
 	}
 }
 
 // TakeTurns makes tasks tasks, and workers workers that each claim a task
-// and give it back at once, each times, as fast as they can; it returns
-// how many claims were out of turn (Ledger.OutOfTurn), and how many there
-// were.
-func TakeTurns(t *testing.T, s plugin.Store, tasks, workers, each int) (bad, claims int) {
+// and give it back at once, each times, as fast as they can; with ahead,
+// each commit claims the worker's next task (plugin.NextClaimer). It
+// returns how many claims were out of turn (Ledger.OutOfTurn), and how
+// many there were.
+func TakeTurns(t *testing.T, s plugin.Store, tasks, workers, each int, ahead bool) (bad, claims int) {
 	t.Helper()
 	ctx := ctxTimeout(t, 2*time.Minute)
 	var initial []int64
@@ -150,26 +151,42 @@ func TakeTurns(t *testing.T, s plugin.Store, tasks, workers, each int) (bad, cla
 	for w := range workers {
 		owner := fmt.Sprintf("worker-%d", w)
 		wg.Go(func() {
+			var c plugin.Task // claimed with the last commit
 			for range each {
 				began := time.Now()
-				c, err := s.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: time.Now(), Lease: time.Hour})
-				if errors.Is(err, plugin.ErrNoTask) {
-					continue
+				if c.Number == 0 {
+					var err error
+					c, err = s.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: time.Now(), Lease: time.Hour})
+					if errors.Is(err, plugin.ErrNoTask) {
+						continue
+					}
+					if err != nil {
+						t.Errorf("%s: claim: %v", owner, err)
+						return
+					}
+					led.Claimed(c.Number, c.Fence, c.LastProcessedAt, began, time.Now())
 				}
-				if err != nil {
-					t.Errorf("%s: claim: %v", owner, err)
-					return
-				}
-				led.Claimed(c.Number, c.Fence, c.LastProcessedAt, began, time.Now())
 				o := outcome(c, time.Now(), int(tick.Add(1)%100), plugin.VerdictContinue)
-				after, err := s.UpdateTask(context.WithoutCancel(ctx), c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-					return plugin.Iterated(cur, o)
-				})
+				fn := func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }
+				began = time.Now()
+				var after, next plugin.Task
+				var err error
+				if ahead {
+					after, next, err = nextClaimer(t, s).UpdateTaskAndClaim(context.WithoutCancel(ctx), c.Number, fn,
+						plugin.Claim{Owner: owner, Now: time.Now(), Lease: time.Hour})
+				} else {
+					after, err = s.UpdateTask(context.WithoutCancel(ctx), c.Number, fn)
+				}
 				if err != nil {
 					t.Errorf("%s: iterate #%d: %v", owner, c.Number, err)
 					return
 				}
-				led.Released(after.Number, after.Fence, after.LastProcessedAt, time.Now())
+				end := time.Now()
+				led.Released(after.Number, after.Fence, after.LastProcessedAt, end)
+				if next.Number != 0 {
+					led.Claimed(next.Number, next.Fence, next.LastProcessedAt, began, end)
+				}
+				c = next
 			}
 		})
 	}
