@@ -59,8 +59,9 @@ func BenchmarkIterations(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					worker := svc.Worker(fmt.Sprintf("w%d", w))
 					for done.Add(1) <= int64(b.N) {
-						if _, err := svc.Step(ctx, fmt.Sprintf("w%d", w)); err != nil {
+						if _, err := worker.Step(ctx); err != nil {
 							b.Error(err)
 							return
 						}

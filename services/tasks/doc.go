@@ -6,7 +6,9 @@
 // The action works on the task's files through a plugin.FileView opened
 // for the iteration; what it writes is part of the result, so a worker
 // that lost its lease writes no file either, and the next iteration, on
-// any replica, reads what this one wrote.
+// any replica, reads what this one wrote. When the store can
+// (plugin.NextClaimer), a worker's commit also claims its next task, in
+// the same transaction: one commit an iteration instead of two.
 //
 // Its building blocks are exported for other plugins: BuildIterationPrompt,
 // ParseDecision and Iterator.Run (one iteration). The lifecycle operations

@@ -84,7 +84,16 @@ type rawQueue struct {
 	led  *storetest.Ledger
 }
 
-// step claims the head and commits it at once, as Step does with an
+// stepper makes the step function of one worker of owner, which reports
+// whether it served a task.
+type stepper func(owner string) func(context.Context) (bool, error)
+
+// worker is the raw baseline's stepper.
+func (q *rawQueue) worker(owner string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) { return q.step(ctx, owner) }
+}
+
+// step claims the head and commits it at once, as a worker does with an
 // instant model. It reports whether a task was served.
 func (q *rawQueue) step(ctx context.Context, owner string) (bool, error) {
 	start := time.Now()
@@ -143,6 +152,12 @@ func (m *instant) Generate(_ context.Context, req plugin.ModelRequest) (plugin.M
 type benchReplica struct {
 	store *postgres.Store
 	svc   *tasks.Service
+}
+
+// worker is Taskloom's stepper: a worker of the service, as serve runs
+// them, claiming its next task with each commit.
+func (r *benchReplica) worker(owner string) func(context.Context) (bool, error) {
+	return r.svc.Worker(owner).Step
 }
 
 func newBenchReplica(tb testing.TB, url string, model plugin.Model, led *storetest.Ledger, workers int) *benchReplica {
@@ -248,20 +263,22 @@ func newRound(tb testing.TB, pool *pgxpool.Pool, reps []*benchReplica, n int) (r
 	return raw, taskloom
 }
 
-// drive runs n steps over workers goroutines, spread over the given step
-// functions (one per replica), and returns how long they took.
-func drive(tb testing.TB, n, workers int, steps []func(context.Context, string) (bool, error)) time.Duration {
+// drive runs n steps over workers goroutines, each a worker of one of
+// the given steppers (one per replica), and returns how long they took.
+// A Taskloom worker may hold a task claimed with its last commit when it
+// stops; the next round cancels it.
+func drive(tb testing.TB, n, workers int, steppers []stepper) time.Duration {
 	tb.Helper()
 	ctx := context.Background()
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	for w := range workers {
-		step := steps[w%len(steps)]
+		owner := fmt.Sprintf("w%d", w)
+		step := steppers[w%len(steppers)](owner)
 		wg.Go(func() {
-			owner := fmt.Sprintf("w%d", w)
 			for done.Add(1) <= int64(n) {
-				did, err := step(ctx, owner)
+				did, err := step(ctx)
 				if err != nil {
 					tb.Error(err)
 					return
@@ -291,9 +308,10 @@ func benchIterations(tb testing.TB) int {
 }
 
 // BenchmarkQueue measures iterations per second at 1, 4 and 16 workers:
-// the raw baseline and Taskloom (Service.Step with an instant model, on
-// the store's clock as serve runs it), round by round in turn so both see
-// the same load, and prints each ratio.
+// the raw baseline and Taskloom (the service's Workers with an instant
+// model, on the store's clock, as serve runs them: each commit claims the
+// worker's next task), round by round in turn so both see the same load,
+// and prints each ratio.
 func BenchmarkQueue(b *testing.B) {
 	total := benchIterations(b)
 	type row struct {
@@ -312,9 +330,9 @@ func BenchmarkQueue(b *testing.B) {
 				n := min(left, roundIterations)
 				newRound(b, raw.pool, []*benchReplica{rep}, queueTasks)
 				c := readCPU(b, raw.pool)
-				rawTime += drive(b, n, workers, []func(context.Context, string) (bool, error){raw.step})
+				rawTime += drive(b, n, workers, []stepper{raw.worker})
 				c2 := readCPU(b, raw.pool)
-				tlTime += drive(b, n, workers, []func(context.Context, string) (bool, error){rep.svc.Step})
+				tlTime += drive(b, n, workers, []stepper{rep.worker})
 				rawCPU, tlCPU = rawCPU.add(c2.sub(c)), tlCPU.add(readCPU(b, raw.pool).sub(c2))
 			}
 			r := row{workers, float64(total) / rawTime.Seconds(), float64(total) / tlTime.Seconds()}
@@ -405,13 +423,13 @@ func BenchmarkQueueFairness(b *testing.B) {
 			url := benchDB(b)
 			var raws []*rawQueue
 			var reps []*benchReplica
-			var rawSteps, tlSteps []func(context.Context, string) (bool, error)
+			var rawSteps, tlSteps []stepper
 			rawLed, tlLed := &storetest.Ledger{}, &storetest.Ledger{}
 			for range c.replicas {
 				q := &rawQueue{pool: rawPool(b, url)}
 				rep := newBenchReplica(b, url, &instant{}, tlLed, c.workers)
 				raws, reps = append(raws, q), append(reps, rep)
-				rawSteps, tlSteps = append(rawSteps, q.step), append(tlSteps, rep.svc.Step)
+				rawSteps, tlSteps = append(rawSteps, q.worker), append(tlSteps, rep.worker)
 			}
 			r := row{name: c.name}
 			for left := total; left > 0; left -= roundIterations {
@@ -464,10 +482,32 @@ func (s *ledgerStore) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Tas
 
 func (s *ledgerStore) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
 	t, err := s.Store.UpdateTask(ctx, number, fn)
-	if err == nil && t.LeaseOwner == "" && (t.Status == plugin.StatusQueued || t.Status == plugin.StatusRunning) {
-		s.led.Released(t.Number, t.Fence, t.LastProcessedAt, time.Now())
+	if err == nil {
+		s.released(t, time.Now())
 	}
 	return t, err
+}
+
+// UpdateTaskAndClaim records the commit's release, and its claim as one
+// that began with the call.
+func (s *ledgerStore) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.MutateFunc, next plugin.Claim) (plugin.Task, plugin.Task, error) {
+	start := time.Now()
+	t, c, err := s.Store.(plugin.NextClaimer).UpdateTaskAndClaim(ctx, number, fn, next)
+	end := time.Now()
+	if t.Number != 0 {
+		s.released(t, end)
+	}
+	if c.Number != 0 {
+		s.led.Claimed(c.Number, c.Fence, c.LastProcessedAt, start, end)
+	}
+	return t, c, err
+}
+
+// released records t's commit, returned at end, if it left t claimable.
+func (s *ledgerStore) released(t plugin.Task, end time.Time) {
+	if t.LeaseOwner == "" && (t.Status == plugin.StatusQueued || t.Status == plugin.StatusRunning) {
+		s.led.Released(t.Number, t.Fence, t.LastProcessedAt, end)
+	}
 }
 
 // BenchmarkQueuePickup measures how long a new task waits for its first

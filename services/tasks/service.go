@@ -264,19 +264,29 @@ func (s *Service) relay(signals <-chan struct{}) {
 
 func (s *Service) work(owner string) {
 	defer s.wg.Done()
+	w := s.Worker(owner)
+	defer func() {
+		// A task claimed with the last commit is not in flight: give it
+		// back for another replica to take at once.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hardCtx), commitTimeout)
+		defer cancel()
+		if err := w.Release(ctx); err != nil {
+			s.log.Error("cannot give back the task claimed ahead", "owner", owner, "err", err)
+		}
+	}()
 	for {
 		select {
 		case <-s.stopping:
 			return
 		default:
 		}
-		if blocked, wait := s.model.blocked(s.clk.Now()); blocked {
+		if blocked, wait := s.model.blocked(s.clk.Now()); blocked && w.next.Number == 0 {
 			if !s.idle(wait) {
 				return
 			}
 			continue
 		}
-		did, err := s.Step(s.hardCtx, owner)
+		did, err := w.Step(s.hardCtx)
 		if err != nil {
 			if s.hardCtx.Err() != nil {
 				return
@@ -312,52 +322,61 @@ func (s *Service) idle(d time.Duration) bool {
 
 // Step claims the next task and runs one iteration of it as owner,
 // committing the result if the lease still holds. It reports whether a
-// task was served. Workers call it in a loop; tests and benchmarks call it
-// directly.
+// task was served. Tests and benchmarks call it directly; workers use a
+// Worker, which also claims its next task with each commit.
 //
 // While the model is unavailable (PRODUCT §7) the replica's breaker keeps
 // Step from claiming, but for one probe when the backoff or the hold's
 // probe interval ends.
 func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
-	start := s.clk.Now()
-	if ok, _ := s.model.allow(start); !ok {
-		return false, nil
-	}
-	task, err := s.store.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: start, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock})
-	if err == nil || errors.Is(err, plugin.ErrNoTask) {
-		s.opts.Metrics.Claim(s.clk.Now().Sub(start))
-	}
-	if err != nil {
-		s.model.abandon()
-		if errors.Is(err, plugin.ErrNoTask) {
+	return s.step(ctx, owner, nil)
+}
+
+// step is Step; with w, it runs the task w claimed with its last commit,
+// if it holds one, and claims w's next task with this commit.
+func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, error) {
+	var task plugin.Task
+	if w != nil && w.next.Number != 0 {
+		task, w.next = w.next, plugin.Task{}
+		if blocked, _ := s.model.blocked(s.clk.Now()); blocked {
+			// The model stopped answering since the claim: the task
+			// waits with the others, untouched.
+			return true, s.release(ctx, task, "released")
+		}
+	} else {
+		start := s.clk.Now()
+		if ok, _ := s.model.allow(start); !ok {
 			return false, nil
 		}
-		return false, fmt.Errorf("claim: %w", err)
+		var err error
+		task, err = s.store.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: start, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock})
+		if err == nil || errors.Is(err, plugin.ErrNoTask) {
+			s.opts.Metrics.Claim(s.clk.Now().Sub(start))
+		}
+		if err != nil {
+			s.model.abandon()
+			if errors.Is(err, plugin.ErrNoTask) {
+				return false, nil
+			}
+			return false, fmt.Errorf("claim: %w", err)
+		}
+		s.emit(ctx, plugin.TaskChanged, task)
 	}
-	s.emit(ctx, plugin.TaskChanged, task)
 	budget := max(s.opts.Lease-leaseMargin, s.opts.Lease/2)
 	iterCtx, cancel := clock.WithTimeout(ctx, s.clk, budget)
 	o, runErr := s.it.Run(iterCtx, task)
 	cancel()
+	if ctx.Err() != nil {
+		// Shutting down mid-iteration: give the task back untouched.
+		if err := s.release(ctx, task, "released"); err != nil {
+			return true, err
+		}
+		return true, ctx.Err()
+	}
 	// The write must happen even if ctx is being canceled: use a
 	// context of its own.
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer wcancel()
-	if ctx.Err() != nil {
-		// Shutting down mid-iteration: give the task back untouched.
-		err := s.persist(wctx, func() error {
-			_, err := s.mutate(wctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
-				return plugin.Released(t, owner, task.Fence, s.clk.Now())
-			})
-			return err
-		})
-		if err != nil && !errors.Is(err, plugin.ErrStaleFence) {
-			s.opts.Metrics.Iteration("error")
-			return true, fmt.Errorf("release task #%d: %w", task.Number, err)
-		}
-		s.opts.Metrics.Iteration("released")
-		return true, ctx.Err()
-	}
 	var mf *ModelFailure
 	if errors.As(runErr, &mf) {
 		return true, s.modelFailed(wctx, task, mf)
@@ -366,7 +385,58 @@ func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 		s.log.Info("the model answers again: tasks are no longer on hold", "was", lifted)
 	}
 	s.opts.Metrics.ModelUp(true)
-	return true, s.commit(wctx, task, o)
+	return true, s.commit(wctx, task, o, w)
+}
+
+// release gives task, claimed and not run or not finished, back
+// untouched, counting an iteration of the given outcome. A lease lost
+// meanwhile leaves nothing to give back.
+func (s *Service) release(ctx context.Context, task plugin.Task, outcome string) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	err := s.persist(wctx, func() error {
+		_, err := s.mutate(wctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
+			return plugin.Released(t, task.LeaseOwner, task.Fence, s.clk.Now())
+		})
+		return err
+	})
+	if err != nil && !errors.Is(err, plugin.ErrStaleFence) {
+		s.opts.Metrics.Iteration("error")
+		return fmt.Errorf("release task #%d: %w", task.Number, err)
+	}
+	s.opts.Metrics.Iteration(outcome)
+	return nil
+}
+
+// A Worker serves tasks one iteration at a time as one owner, as each of
+// the service's workers does. When the store is a plugin.NextClaimer, the
+// commit of each iteration claims the worker's next task in the same
+// transaction (PRODUCT §11: one commit an iteration instead of two), and
+// its next Step runs that task. A Worker is not safe for concurrent use.
+type Worker struct {
+	s     *Service
+	owner string
+	next  plugin.Task // claimed with the last commit and not yet run
+}
+
+// Worker returns a worker that serves tasks as owner.
+func (s *Service) Worker(owner string) *Worker { return &Worker{s: s, owner: owner} }
+
+// Step runs one iteration: of the task claimed with the last commit, or
+// else of the next task it claims, as Service.Step does. It reports
+// whether a task was served.
+func (w *Worker) Step(ctx context.Context) (bool, error) { return w.s.step(ctx, w.owner, w) }
+
+// Release gives back, untouched, the task claimed with the last commit,
+// if the worker holds one: a worker that stops serving must call it, or
+// the task waits for its lease to end.
+func (w *Worker) Release(ctx context.Context) error {
+	if w.next.Number == 0 {
+		return nil
+	}
+	task := w.next
+	w.next = plugin.Task{}
+	return w.s.release(ctx, task, "released")
 }
 
 // ModelState is what /readyz says of the model: "ok", "degraded" while
@@ -442,21 +512,53 @@ func (s *Service) announceHold(ctx context.Context, reason string, err error) {
 }
 
 // commit applies an outcome, or records its rejection when the lease was
-// lost meanwhile.
-func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outcome) error {
-	var after plugin.Task
+// lost meanwhile. With w, unless the service is stopping or the model's
+// breaker keeps it from claiming, the same transaction claims w's next
+// task (plugin.NextClaimer).
+func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outcome, w *Worker) error {
+	apply := func(t plugin.Task) (plugin.Mutation, error) {
+		if o.Approved {
+			return plugin.ToolRan(t, o)
+		}
+		return plugin.Iterated(t, o)
+	}
+	var ahead *plugin.Claim
+	nc, ok := s.store.(plugin.NextClaimer)
+	if w != nil && ok && !s.isStopping() {
+		now := s.clk.Now()
+		if allowed, _ := s.model.allow(now); allowed {
+			ahead = &plugin.Claim{Owner: w.owner, Now: now, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock}
+		}
+	}
+	var after, next plugin.Task
+	var claimErr error
 	tries := 0
 	err := s.persist(ctx, func() error {
 		tries++
+		if ahead == nil {
+			var err error
+			after, err = s.mutate(ctx, claimed.Number, apply)
+			return err
+		}
 		var err error
-		after, err = s.mutate(ctx, claimed.Number, func(t plugin.Task) (plugin.Mutation, error) {
-			if o.Approved {
-				return plugin.ToolRan(t, o)
-			}
-			return plugin.Iterated(t, o)
-		})
+		after, next, err = nc.UpdateTaskAndClaim(ctx, claimed.Number, s.notifying(apply), *ahead)
+		if err != nil && after.Number != 0 {
+			// The commit went through; the claim that followed it on
+			// its own did not.
+			claimErr, err = err, nil
+		}
 		return err
 	})
+	if ahead != nil && next.Number == 0 {
+		s.model.abandon()
+	}
+	if claimErr != nil {
+		s.log.Warn("cannot claim the next task with the commit; the worker claims it next", "task", claimed.Number, "err", claimErr)
+	}
+	if next.Number != 0 {
+		w.next = next
+		defer s.emit(ctx, plugin.TaskChanged, next)
+	}
 	if tries > 1 && errors.Is(err, plugin.ErrStaleFence) {
 		// The store may have taken an earlier try whose answer was lost
 		// with its connection: then the result is in, not late.
@@ -551,7 +653,12 @@ func outcome(st plugin.Status) string {
 // mutate runs a transition through the store, adding the notifications
 // the change causes to the same transaction.
 func (s *Service) mutate(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
-	return s.store.UpdateTask(ctx, number, func(cur plugin.Task) (plugin.Mutation, error) {
+	return s.store.UpdateTask(ctx, number, s.notifying(fn))
+}
+
+// notifying is fn with the notifications its change causes added.
+func (s *Service) notifying(fn plugin.MutateFunc) plugin.MutateFunc {
+	return func(cur plugin.Task) (plugin.Mutation, error) {
 		m, err := fn(cur)
 		if err != nil {
 			return m, err
@@ -560,7 +667,22 @@ func (s *Service) mutate(ctx context.Context, number int64, fn plugin.MutateFunc
 			m.Notifications = append(m.Notifications, s.opts.Notify(cur, m.Task, &m)...)
 		}
 		return m, nil
-	})
+	}
+}
+
+// isStopping reports whether Stop was called.
+func (s *Service) isStopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping == nil {
+		return false
+	}
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
 }
 
 // afterChange tells subscribers and wakes workers for a task back in the
