@@ -91,14 +91,18 @@ type Store interface {
 // NextClaimer is a Store that can commit a worker's iteration and claim
 // the worker's next task in one transaction: one commit an iteration
 // instead of two (PRODUCT §11). Workers that serve one task after another
-// use it; what it claims is what ClaimTask would have claimed right after
-// the commit.
+// use it. It claims what ClaimTask would claim at the start of the
+// transaction — the head of the queue, where the task the worker commits
+// is not, as the worker holds it — so the only task ready is claimed with
+// ClaimTask, after the commit.
 type NextClaimer interface {
-	// UpdateTaskAndClaim is UpdateTask(number, fn) followed by
-	// ClaimTask(next), committed together where the store can, else one
-	// after the other. fn's error and UpdateTask's are returned as
-	// UpdateTask returns them, and then nothing is claimed. When no task
-	// is ready, claimed is the zero Task and err is nil.
+	// UpdateTaskAndClaim is ClaimTask(next) and UpdateTask(number, fn),
+	// committed together where the store can, else one after the other.
+	// fn's error and UpdateTask's are returned as UpdateTask returns
+	// them, and then nothing is claimed. When no other task is ready,
+	// claimed is the zero Task and err is nil. If the update committed
+	// and a claim made after it failed, after is the task written and err
+	// the claim's error.
 	UpdateTaskAndClaim(ctx context.Context, number int64, fn MutateFunc, next Claim) (after, claimed Task, err error)
 }
 

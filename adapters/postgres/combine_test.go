@@ -136,8 +136,8 @@ func tracedStore(t *testing.T) (*Store, *sent) {
 
 // TestIterationAheadStatements: a worker that claims its next task with
 // each commit (UpdateTaskAndClaim) does an iteration in one round trip and
-// one transaction: the write of the row, step and event, and the claim
-// with its event, between BEGIN and COMMIT.
+// one transaction: the claim with its event, and the write of the row,
+// step and event, between BEGIN and COMMIT.
 func TestIterationAheadStatements(t *testing.T) {
 	ctx := t.Context()
 	s, rec := tracedStore(t)
@@ -165,9 +165,9 @@ func TestIterationAheadStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		q, trips := rec.take()
-		if len(q) != 4 || q[0] != sqlBeginClaim || !strings.Contains(q[1], "INSERT INTO task_steps") ||
-			!strings.Contains(q[2], "'claimed'") || q[3] != "commit" || trips != 1 {
-			t.Errorf("iteration %d: %d statements in %d round trips, want BEGIN, the write, the claim and COMMIT in 1: %.400q", i+1, len(q), trips, q)
+		if len(q) != 4 || q[0] != sqlBeginClaim || !strings.Contains(q[1], "'claimed'") ||
+			!strings.Contains(q[2], "INSERT INTO task_steps") || q[3] != "commit" || trips != 1 {
+			t.Errorf("iteration %d: %d statements in %d round trips, want BEGIN, the claim, the write and COMMIT in 1: %.400q", i+1, len(q), trips, q)
 		}
 		if next.Number == c.Number || next.Number == 0 {
 			t.Fatalf("iteration %d of #%d claimed #%d, want the other task", i+1, c.Number, next.Number)

@@ -131,10 +131,10 @@ type EventClaimer interface {
 	ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, after plugin.Task, event plugin.TaskEvent, now time.Time, err error)
 }
 
-// AheadClaimer is an EventClaimer that can end a transaction with a claim
-// instead, taken with its commit (Core.UpdateTaskAndClaim): a worker's
-// iteration and its next claim in one commit. ClaimAhead adds the claim
-// to the transaction if it can (nil when it cannot: the claim then
+// AheadClaimer is an EventClaimer that can also claim in a transaction
+// that writes (Core.UpdateTaskAndClaim): a worker's iteration and its next
+// claim in one commit. ClaimAhead adds the claim to the transaction, as
+// its first statement, if it can (nil when it cannot: the claim then
 // follows the commit on its own). The function it returns tells, once
 // Write has returned nil, what ClaimWithEvent would have; a claim that
 // failed fails the transaction, which the dialect's Write may run again,

@@ -142,10 +142,11 @@ func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, erro
 	return after, nil
 }
 
-// UpdateTaskAndClaim implements plugin.NextClaimer: UpdateTask's
-// transaction ends with the claim. An EventClaimer's claim commits alone;
-// one that is also an AheadClaimer may take it with the update's commit
-// instead, and when it cannot, the claim follows the commit as ClaimTask.
+// UpdateTaskAndClaim implements plugin.NextClaimer: the claim, then
+// UpdateTask, in one transaction. An EventClaimer's claim commits alone;
+// one that is also an AheadClaimer may take it in the update's
+// transaction instead (ClaimAhead), and when it cannot, the claim follows
+// the commit as ClaimTask.
 func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.MutateFunc, next plugin.Claim) (after, claimed plugin.Task, err error) {
 	next, err = cleanClaim(next)
 	if err != nil {
@@ -157,6 +158,15 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 		// Write may run this more than once: each run starts afresh.
 		ahead, separate, claimed = nil, false, plugin.Task{}
 		var err error
+		if _, ok := tx.(EventClaimer); !ok {
+			claimed, err = claimHead(ctx, tx, next)
+			if errors.Is(err, plugin.ErrNoTask) {
+				claimed, err = plugin.Task{}, nil
+			}
+			if err != nil {
+				return err
+			}
+		}
 		if after, err = updateTask(ctx, tx, number, fn); err != nil {
 			return err
 		}
@@ -165,13 +175,8 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 				ahead = ac.ClaimAhead(ctx, eventClaim(next))
 			}
 			separate = ahead == nil
-			return nil
 		}
-		claimed, err = claimHead(ctx, tx, next)
-		if errors.Is(err, plugin.ErrNoTask) {
-			claimed, err = plugin.Task{}, nil
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return plugin.Task{}, plugin.Task{}, err

@@ -117,9 +117,10 @@ func testUpdateAndClaimFails(t *testing.T, s plugin.Store) {
 	check(t, s, a.Number, b.Number)
 }
 
-// testUpdateAndClaimEmpty: with nothing else ready, the commit claims the
-// task it gave back, as ClaimTask would; with nothing at all ready, it
-// claims nothing and still commits.
+// testUpdateAndClaimEmpty: the commit claims from the queue as it stands
+// when the transaction begins, where the task committed is still the
+// worker's: with no other task ready it claims nothing, commits all the
+// same, and the task it gave back is the next claim's.
 func testUpdateAndClaimEmpty(t *testing.T, s plugin.Store) {
 	nc := nextClaimer(t, s)
 	a := create(t, s, newTask("Alone"))
@@ -128,12 +129,16 @@ func testUpdateAndClaimEmpty(t *testing.T, s plugin.Store) {
 	after, next, err := nc.UpdateTaskAndClaim(t.Context(), a.Number, func(cur plugin.Task) (plugin.Mutation, error) {
 		return plugin.Iterated(cur, o)
 	}, plugin.Claim{Owner: "w1", Now: at(11 * time.Second), Lease: time.Hour})
-	if err != nil || after.Iteration != 1 || next.Number != a.Number || next.Fence != 2 || next.Iteration != 1 {
-		t.Fatalf("UpdateTaskAndClaim = #%d iteration %d, #%d at fence %d iteration %d, %v; want the task committed and claimed again at fence 2",
-			after.Number, after.Iteration, next.Number, next.Fence, next.Iteration, err)
+	if err != nil || after.Iteration != 1 || after.LeaseOwner != "" || next.Number != 0 {
+		t.Fatalf("UpdateTaskAndClaim = #%d iteration %d owner %q, #%d, %v; want the task committed and given back, nothing claimed",
+			after.Number, after.Iteration, after.LeaseOwner, next.Number, err)
 	}
-	sameTask(t, "the task claimed again", get(t, s, a.Number), next)
-	o = outcome(next, at(20*time.Second), 100, plugin.VerdictDone)
+	sameTask(t, "the task given back", get(t, s, a.Number), after)
+	again := claim(t, s, "w1", at(12*time.Second), time.Hour)
+	if again.Number != a.Number || again.Fence != 2 {
+		t.Fatalf("the next claim took #%d at fence %d, want #%d at fence 2", again.Number, again.Fence, a.Number)
+	}
+	o = outcome(again, at(20*time.Second), 100, plugin.VerdictDone)
 	after, next, err = nc.UpdateTaskAndClaim(t.Context(), a.Number, func(cur plugin.Task) (plugin.Mutation, error) {
 		return plugin.Iterated(cur, o)
 	}, plugin.Claim{Owner: "w1", Now: at(21 * time.Second), Lease: time.Hour})
