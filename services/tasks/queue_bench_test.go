@@ -215,6 +215,7 @@ func rawPool(tb testing.TB, url string) *pgxpool.Pool {
 		tb.Fatal(err)
 	}
 	cfg.MaxConns = postgres.DefaultMaxConns
+	cfg.ConnConfig.RuntimeParams["application_name"] = "raw baseline" // to tell its backends from Taskloom's
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)
