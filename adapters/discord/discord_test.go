@@ -293,6 +293,22 @@ func TestRateLimitedNotificationIsDeliveredLaterOnce(t *testing.T) {
 	if _, err := srv.WaitCalls(b.ctx, "POST", path, 2); err != nil {
 		t.Fatal(err)
 	}
+	// The flush that met the 429 — this one or the service's own, woken by
+	// the completion — gives the row back to be retried, measured from the
+	// clock as it is then: wait for that before moving the clock.
+	for {
+		ns, err := b.store.ListNotifications(b.ctx, plugin.NotificationPending, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ns) == 1 && ns[0].Attempts == 1 {
+			break
+		}
+		if b.ctx.Err() != nil {
+			t.Fatalf("the rate-limited notification was not given back: %+v", ns)
+		}
+		time.Sleep(5 * time.Millisecond) // polling another goroutine's write, not timing it
+	}
 	if _, err := b.core.Notify.FlushUrgent(b.ctx); err != nil { // before Retry-After: nothing due
 		t.Fatal(err)
 	}

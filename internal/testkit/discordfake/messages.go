@@ -135,6 +135,28 @@ func (s *Server) WaitMessages(ctx context.Context, channelID string, n int) ([]M
 	return ms, err
 }
 
+// WaitText waits until the bot's messages in a channel, together, contain
+// every one of texts, however they were batched into messages, and
+// returns them all.
+func (s *Server) WaitText(ctx context.Context, channelID string, texts ...string) ([]Message, error) {
+	var ms []Message
+	err := s.waitFor(ctx, fmt.Sprintf("%q in channel %s", texts, channelID), func() (bool, string) {
+		ms = s.messagesLocked(channelID)
+		var all strings.Builder
+		for _, m := range ms {
+			all.WriteString(m.Content)
+			all.WriteString("\n")
+		}
+		for _, t := range texts {
+			if !strings.Contains(all.String(), t) {
+				return false, fmt.Sprintf("%d messages: %q", len(ms), all.String())
+			}
+		}
+		return true, ""
+	})
+	return ms, err
+}
+
 // UserMessage is a message a user sends, for MessageCreateWith.
 type UserMessage struct {
 	ChannelID string
