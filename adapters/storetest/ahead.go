@@ -20,6 +20,16 @@ func nextClaimer(t *testing.T, s plugin.Store) plugin.NextClaimer {
 	return nc
 }
 
+// iterateAndClaim commits an iteration of claimed at now, with progress
+// and verdict v, claiming w1's next task at claimAt.
+func iterateAndClaim(t *testing.T, nc plugin.NextClaimer, claimed plugin.Task, now time.Time, progress int, v plugin.Verdict, claimAt time.Time) (after, next plugin.Task, err error) {
+	t.Helper()
+	o := outcome(claimed, now, progress, v)
+	return nc.UpdateTaskAndClaim(t.Context(), claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Iterated(cur, o)
+	}, plugin.Claim{Owner: "w1", Now: claimAt, Lease: time.Hour})
+}
+
 // testUpdateAndClaim: a worker's commit claims its next task, the one
 // ClaimTask would have claimed right after the commit, and both are
 // written as ClaimTask and UpdateTask write them.
@@ -29,10 +39,7 @@ func testUpdateAndClaim(t *testing.T, s plugin.Store) {
 	b := create(t, s, newTask("Ahead B"))
 	c := create(t, s, newTask("Ahead C"))
 	claimedA := claim(t, s, "w1", at(time.Second), time.Hour)
-	o := outcome(claimedA, at(10*time.Second), 10, plugin.VerdictContinue)
-	after, next, err := nc.UpdateTaskAndClaim(t.Context(), a.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, o)
-	}, plugin.Claim{Owner: "w1", Now: at(11 * time.Second), Lease: time.Hour})
+	after, next, err := iterateAndClaim(t, nc, claimedA, at(10*time.Second), 10, plugin.VerdictContinue, at(11*time.Second))
 	if err != nil {
 		t.Fatalf("UpdateTaskAndClaim: %v", err)
 	}
@@ -63,10 +70,7 @@ func testUpdateAndClaim(t *testing.T, s plugin.Store) {
 	if got := claim(t, s, "w2", at(12*time.Second), time.Hour); got.Number != c.Number {
 		t.Fatalf("w2 claimed #%d, want #%d", got.Number, c.Number)
 	}
-	o = outcome(next, at(20*time.Second), 20, plugin.VerdictContinue)
-	_, next, err = nc.UpdateTaskAndClaim(t.Context(), b.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, o)
-	}, plugin.Claim{Owner: "w1", Now: at(21 * time.Second), Lease: time.Hour})
+	_, next, err = iterateAndClaim(t, nc, next, at(20*time.Second), 20, plugin.VerdictContinue, at(21*time.Second))
 	if err != nil {
 		t.Fatalf("second UpdateTaskAndClaim: %v", err)
 	}
@@ -125,10 +129,7 @@ func testUpdateAndClaimEmpty(t *testing.T, s plugin.Store) {
 	nc := nextClaimer(t, s)
 	a := create(t, s, newTask("Alone"))
 	claimed := claim(t, s, "w1", at(time.Second), time.Hour)
-	o := outcome(claimed, at(10*time.Second), 10, plugin.VerdictContinue)
-	after, next, err := nc.UpdateTaskAndClaim(t.Context(), a.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, o)
-	}, plugin.Claim{Owner: "w1", Now: at(11 * time.Second), Lease: time.Hour})
+	after, next, err := iterateAndClaim(t, nc, claimed, at(10*time.Second), 10, plugin.VerdictContinue, at(11*time.Second))
 	if err != nil || after.Iteration != 1 || after.LeaseOwner != "" || next.Number != 0 {
 		t.Fatalf("UpdateTaskAndClaim = #%d iteration %d owner %q, #%d, %v; want the task committed and given back, nothing claimed",
 			after.Number, after.Iteration, after.LeaseOwner, next.Number, err)
@@ -138,10 +139,7 @@ func testUpdateAndClaimEmpty(t *testing.T, s plugin.Store) {
 	if again.Number != a.Number || again.Fence != 2 {
 		t.Fatalf("the next claim took #%d at fence %d, want #%d at fence 2", again.Number, again.Fence, a.Number)
 	}
-	o = outcome(again, at(20*time.Second), 100, plugin.VerdictDone)
-	after, next, err = nc.UpdateTaskAndClaim(t.Context(), a.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, o)
-	}, plugin.Claim{Owner: "w1", Now: at(21 * time.Second), Lease: time.Hour})
+	after, next, err = iterateAndClaim(t, nc, again, at(20*time.Second), 100, plugin.VerdictDone, at(21*time.Second))
 	if err != nil || after.Status != plugin.StatusCompleted || next.Number != 0 {
 		t.Fatalf("UpdateTaskAndClaim = #%d %s, #%d, %v; want the task completed and nothing claimed", after.Number, after.Status, next.Number, err)
 	}
