@@ -47,8 +47,8 @@ type writeState struct {
 
 // write runs fn in one transaction; again says to run it once more: from
 // a locked read, as it failed after using a claimed row, or, when the
-// claim it ended with (ClaimAhead) failed its turn check, from the same
-// rows on a fresh snapshot.
+// claim it carried (ClaimAhead) failed its turn check, from the same rows
+// on a fresh snapshot.
 func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, st *writeState) (again bool, err error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -143,9 +143,9 @@ type txn struct {
 	expect map[int64]int64
 	cached bool          // a row was handed out
 	taken  []plugin.Task // the rows handed out
-	// ahead is the claim the transaction ends with (ClaimAhead), and
-	// turnTries how many runs before this one failed that claim's turn
-	// check.
+	// ahead is the claim made with the transaction's writes (ClaimAhead),
+	// and turnTries how many runs before this one failed that claim's
+	// turn check.
 	ahead     *claimScan
 	turnTries int
 	// What the transaction wrote, which the store's caches learn once it

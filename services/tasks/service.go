@@ -341,7 +341,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 		if blocked, _ := s.model.blocked(s.clk.Now()); blocked {
 			// The model stopped answering since the claim: the task
 			// waits with the others, untouched.
-			return true, s.release(ctx, task, "released")
+			return true, s.release(ctx, task)
 		}
 	} else {
 		start := s.clk.Now()
@@ -368,7 +368,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 	cancel()
 	if ctx.Err() != nil {
 		// Shutting down mid-iteration: give the task back untouched.
-		if err := s.release(ctx, task, "released"); err != nil {
+		if err := s.release(ctx, task); err != nil {
 			return true, err
 		}
 		return true, ctx.Err()
@@ -389,9 +389,9 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 }
 
 // release gives task, claimed and not run or not finished, back
-// untouched, counting an iteration of the given outcome. A lease lost
-// meanwhile leaves nothing to give back.
-func (s *Service) release(ctx context.Context, task plugin.Task, outcome string) error {
+// untouched (an iteration "released"). A lease lost meanwhile leaves
+// nothing to give back.
+func (s *Service) release(ctx context.Context, task plugin.Task) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	err := s.persist(wctx, func() error {
@@ -404,7 +404,7 @@ func (s *Service) release(ctx context.Context, task plugin.Task, outcome string)
 		s.opts.Metrics.Iteration("error")
 		return fmt.Errorf("release task #%d: %w", task.Number, err)
 	}
-	s.opts.Metrics.Iteration(outcome)
+	s.opts.Metrics.Iteration("released")
 	return nil
 }
 
@@ -436,7 +436,7 @@ func (w *Worker) Release(ctx context.Context) error {
 	}
 	task := w.next
 	w.next = plugin.Task{}
-	return w.s.release(ctx, task, "released")
+	return w.s.release(ctx, task)
 }
 
 // ModelState is what /readyz says of the model: "ok", "degraded" while
