@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +82,40 @@ FROM generate_series(1, 5000) AS i`, now); err != nil {
 	if err != nil || c.Number != 5001 {
 		t.Errorf("ClaimTask = #%d, %v; want #5001", c.Number, err)
 	}
+}
+
+// TestGenericPlans: the store's connections run prepared statements on
+// generic plans (the claim and the iteration's write would be planned
+// anew at every execution otherwise), unless the URL says otherwise.
+func TestGenericPlans(t *testing.T) {
+	ctx := t.Context()
+	base := testkit.PostgresURL(t)
+	for _, c := range []struct{ url, want string }{
+		{base, "force_generic_plan"},
+		{withParam(t, base, "plan_cache_mode", "auto"), "auto"},
+	} {
+		s, err := Open(ctx, c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		err = s.pool.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&mode)
+		s.Close()
+		if err != nil || mode != c.want {
+			t.Errorf("plan_cache_mode on %s = %q, %v; want %q", c.url, mode, err, c.want)
+		}
+	}
+}
+
+// withParam is u with the query parameter k set to v.
+func withParam(t *testing.T, u, k, v string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p.Query()
+	q.Set(k, v)
+	p.RawQuery = q.Encode()
+	return p.String()
 }
