@@ -158,7 +158,10 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 		// Write may run this more than once: each run starts afresh.
 		ahead, separate, claimed = nil, false, plugin.Task{}
 		var err error
-		if _, ok := tx.(EventClaimer); !ok {
+		// An EventClaimer's claims commit alone, unless ClaimAhead
+		// takes one into this transaction.
+		_, alone := tx.(EventClaimer)
+		if !alone {
 			claimed, err = claimHead(ctx, tx, next)
 			if errors.Is(err, plugin.ErrNoTask) {
 				claimed, err = plugin.Task{}, nil
@@ -170,7 +173,7 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 		if after, err = updateTask(ctx, tx, number, fn); err != nil {
 			return err
 		}
-		if _, ok := tx.(EventClaimer); ok {
+		if alone {
 			if ac, ok := tx.(AheadClaimer); ok {
 				ahead = ac.ClaimAhead(ctx, eventClaim(next))
 			}
