@@ -78,8 +78,7 @@ FOR UPDATE SKIP LOCKED`
 // sqlClaimTask claims the head of the queue in one statement: $1 now, $2
 // owner, $3 lease expiry. It returns the row after the claim, then the
 // pre-claim values of the columns the claim sets, from which the store
-// rebuilds the row before it for the "claimed" event, then the event_seq
-// of the row in the statement's snapshot (see txn.claim: the turn check).
+// rebuilds the row before it for the "claimed" event.
 var sqlClaimTask = `
 UPDATE tasks AS t
 SET status = 'running',
@@ -92,13 +91,11 @@ FROM (` + sqlClaimPick + `) AS old
 WHERE t.number = old.number
 RETURNING ` + qualified("t", taskColumns) + `,
     old.status AS old_status, old.lease_owner AS old_owner,
-    old.lease_expires_at AS old_expiry, old.started_at AS old_started,
-    (SELECT s.event_seq FROM tasks AS s WHERE s.number = t.number) AS seen`
+    old.lease_expires_at AS old_expiry, old.started_at AS old_started`
 
 // sqlClaimWithEvent claims the head of the queue and writes the claim's
 // "claimed" event in one statement, so that a claim is one round trip,
-// committed on its own: $1 now, $2 owner, $3 lease expiry, $4 whether the
-// turn check raises (taskloom_in_turn, migration 0013), $5
+// committed on its own: $1 now, $2 owner, $3 lease expiry, $4
 // eventFloorSpace. The event's payload is what plugin.Claimed writes: the
 // columns the claim changed, as encoding/json writes them; the store
 // checks the two agree (sqlstore.EventClaimer). The event takes its floor
@@ -120,22 +117,19 @@ event AS (
                 THEN taskloom_json_time(c.started_at) END))),
         $2, c.fence, $1::timestamptz
     FROM claimed AS c,
-        (SELECT pg_advisory_xact_lock_shared($5::bigint | COALESCE(pg_sequence_last_value('task_events_id_seq'), 0))) AS floor
-    WHERE taskloom_in_turn(NOT $4::boolean OR c.seen = c.event_seq - 1)
+        (SELECT pg_advisory_xact_lock_shared($4::bigint | COALESCE(pg_sequence_last_value('task_events_id_seq'), 0))) AS floor
     RETURNING payload)
-SELECT ` + qualified("c", taskColumns) + `, c.old_status, c.old_owner, c.old_expiry, c.old_started, c.seen, e.payload,
+SELECT ` + qualified("c", taskColumns) + `, c.old_status, c.old_owner, c.old_expiry, c.old_started, e.payload,
     $1::timestamptz
 FROM claimed AS c, event AS e`
 
 // sqlClaimWithEventOnStoreClock is sqlClaimWithEvent at the server's
-// clock: $1 owner, $2 the lease (an interval), $3 the turn check, $4
-// eventFloorSpace.
+// clock: $1 owner, $2 the lease (an interval), $3 eventFloorSpace.
 var sqlClaimWithEventOnStoreClock = strings.NewReplacer(
 	"$1", "statement_timestamp()",
 	"$2", "$1",
 	"$3", "(statement_timestamp() + $2::interval)",
 	"$4", "$3",
-	"$5", "$4",
 ).Replace(sqlClaimWithEvent)
 
 // Event IDs come from a sequence, so a transaction may commit an event

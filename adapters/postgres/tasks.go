@@ -41,14 +41,14 @@ func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 type writeState struct {
 	// cached: the transaction may start from the claimed rows.
 	cached bool
-	// turnTries counts the runs whose claim ahead failed its turn check.
+	// turnTries counts the runs whose claim ahead lost its turn.
 	turnTries int
 }
 
 // write runs fn in one transaction; again says to run it once more: from
 // a locked read, as it failed after using a claimed row, or, when the
-// claim it carried (ClaimAhead) failed its turn check, from the same rows
-// on a fresh snapshot.
+// claim it carried (ClaimAhead) lost its turn, from the same rows on a
+// fresh snapshot.
 func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, st *writeState) (again bool, err error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -144,8 +144,7 @@ type txn struct {
 	cached bool          // a row was handed out
 	taken  []plugin.Task // the rows handed out
 	// ahead is the claim made with the transaction's writes (ClaimAhead),
-	// and turnTries how many runs before this one failed that claim's
-	// turn check.
+	// and turnTries how many runs before this one lost that claim's turn.
 	ahead     *claimScan
 	turnTries int
 	// What the transaction wrote, which the store's caches learn once it
@@ -309,39 +308,34 @@ func setIn[K comparable, V any](m map[K]V, k K, v V) map[K]V {
 	return m
 }
 
-// claimRetries is how many times a claim is taken again after the turn
-// check failed, before one is taken without it. Each retry is a round
+// claimRetries is how many times a claim is taken again after it lost its
+// turn, before one is taken in READ COMMITTED. Each retry is a round
 // trip, made only while other workers are giving tasks back under it: a
-// check fails only when another transaction committed a change to the
-// row, so the queue moves while a claimer retries. 3 let an out-of-turn
-// claim through once in a CI run of the whole suite under the race
-// detector, and 8 may have: a starved process sees its snapshots go stale
-// more often. 32 keeps the worst case to some 32 round trips.
+// claim loses its turn only when another transaction committed a change
+// to a row it reached, so the queue moves while a claimer retries. 3 let
+// an out-of-turn claim through once in a CI run of the whole suite under
+// the race detector, and 8 may have: a starved process sees its snapshots
+// go stale more often. 32 keeps the worst case to some 32 round trips.
 const claimRetries = 32
 
 // ClaimWithEvent implements sqlstore.EventClaimer with sqlClaimWithEvent,
-// alone in a pipeline that PostgreSQL runs as one implicit transaction:
-// the claim, its event and the commit in one round trip.
+// alone in a pipeline: BEGIN, the claim with its event and COMMIT in one
+// round trip.
 //
-// The turn check: the statement walks the queue in the order of its
-// snapshot; a row another worker claimed and gave back after that snapshot
-// is locked in its latest version, and PostgreSQL rechecks only the WHERE
-// clause on it (EvalPlanQual), not the order, so the statement may take a
-// row now served more recently than tasks it passed over: an out-of-turn
-// claim. The statement compares the row's event_seq in its snapshot with
-// the one it claimed and, when the row changed since, fails
-// (taskloom_in_turn), which undoes the claim and its event; it is then
-// taken again, on a fresh snapshot.
-//
-// That alone leaves a window: between locking such a row and failing, the
-// statement holds the row's lock, and every other claim in that moment
-// passes over it (SKIP LOCKED) although it is claimable and first — out of
-// turn, for as long as the failing claimer is descheduled. So a checked
-// claim runs in a REPEATABLE READ transaction (BEGIN, the statement,
-// COMMIT: still one round trip), where a row changed since the snapshot is
-// not locked at all: PostgreSQL fails the statement with a serialization
-// failure instead, and the claim is taken again as after the turn check.
-// Only a row the claim goes on to take is ever locked by it.
+// Claims take turns: the statement walks the queue in the order of its
+// snapshot. In READ COMMITTED, a row another worker claimed and gave back
+// after that snapshot would be locked in its latest version, and
+// PostgreSQL rechecks only the WHERE clause on it (EvalPlanQual), not the
+// order, so the statement could take a row now served more recently than
+// tasks it passed over: an out-of-turn claim. So a claim runs in a
+// REPEATABLE READ transaction, where PostgreSQL locks no row changed since
+// the snapshot: it fails the statement with a serialization failure
+// instead (a claim that lost its turn), which undoes the claim and its
+// event, and the claim is taken again on a fresh snapshot. Only a row the
+// claim goes on to take, unchanged since its snapshot and so first in the
+// queue as it stands, is ever locked by it; no failing claim holds a lock
+// that would make the others pass over a claimable row. After
+// claimRetries lost turns the claim is taken in READ COMMITTED.
 func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, after plugin.Task, ev plugin.TaskEvent, now time.Time, err error) {
 	if t.begun || t.batch.Len() > 0 || t.sealed {
 		return before, after, ev, now, errors.New("a claim with its event must be alone in its transaction")
@@ -352,7 +346,7 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 		if check {
 			t.batch.Queue(sqlBeginClaim)
 		}
-		c := t.queueClaim(cl, check)
+		c := t.queueClaim(cl)
 		committed := false
 		if check {
 			t.batch.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
@@ -386,12 +380,12 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 // ClaimAhead implements sqlstore.AheadClaimer when the transaction has
 // read nothing (so nothing was sent yet): the claim statement goes first,
 // then the transaction's writes, all sent with the COMMIT in one
-// pipeline. The transaction is then a checked claim's: REPEATABLE READ,
-// its snapshot taken by the claim, as late as it can be; when the claim
-// fails its turn check, the statements after it do not run and Write runs
-// the transaction again from the rows it was handed (Store.write), up to
-// claimRetries times, and then once unchecked. (With the claim after the
-// writes, a claim failed its check about twice as often.)
+// pipeline. The transaction is then a claim's: REPEATABLE READ, its
+// snapshot taken by the claim, as late as it can be; when the claim loses
+// its turn, the statements after it do not run and Write runs the
+// transaction again from the rows it was handed (Store.write), up to
+// claimRetries times, and then once in READ COMMITTED. (With the claim
+// after the writes, a claim lost its turn about twice as often.)
 func (t *txn) ClaimAhead(_ context.Context, cl plugin.Claim) func() (sqlstore.ClaimResult, error) {
 	if t.begun || t.sealed {
 		return nil
@@ -404,18 +398,18 @@ func (t *txn) ClaimAhead(_ context.Context, cl plugin.Claim) func() (sqlstore.Cl
 	}
 	writes := t.batch.QueuedQueries
 	t.batch.QueuedQueries = []*pgx.QueuedQuery{{SQL: begin}}
-	c := t.queueClaim(cl, check)
+	c := t.queueClaim(cl)
 	t.batch.QueuedQueries = append(t.batch.QueuedQueries, writes...)
 	t.begun, t.sealed = true, true
 	t.ahead = c
 	return func() (sqlstore.ClaimResult, error) { return c.result(cl, c.err) }
 }
 
-// turnFailure reports whether err is a checked claim's failed turn check
-// (see ClaimWithEvent).
+// turnFailure reports whether err is a claim's lost turn (see
+// ClaimWithEvent).
 func turnFailure(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == sqlstateOutOfTurn || pe.Code == sqlstateSerialization)
+	return errors.As(err, &pe) && pe.Code == sqlstateSerialization
 }
 
 // claimScan is a claim statement queued in a batch, and what it returned
@@ -424,7 +418,6 @@ type claimScan struct {
 	after                     plugin.Task
 	oldStatus, oldOwner       string
 	oldExpiry, oldStarted, at sqlstore.Time
-	seen                      int64
 	payload                   []byte
 	err                       error // the scan's; nil for no rows too
 	none                      bool  // no task was ready
@@ -432,17 +425,17 @@ type claimScan struct {
 
 // queueClaim queues the claim statement; a row it claims is one the
 // store's caches learn of once the transaction commits (t.claims).
-func (t *txn) queueClaim(cl plugin.Claim, check bool) *claimScan {
+func (t *txn) queueClaim(cl plugin.Claim) *claimScan {
 	var q string
 	var args []any
 	if cl.StoreClock {
-		q, args = sqlClaimWithEventOnStoreClock, []any{cl.Owner, cl.Lease, check, int64(eventFloorSpace)}
+		q, args = sqlClaimWithEventOnStoreClock, []any{cl.Owner, cl.Lease, int64(eventFloorSpace)}
 	} else {
-		q, args = sqlClaimWithEvent, []any{timeArg(plugin.UTC(cl.Now)), cl.Owner, timeArg(plugin.UTC(cl.Now.Add(cl.Lease))), check, int64(eventFloorSpace)}
+		q, args = sqlClaimWithEvent, []any{timeArg(plugin.UTC(cl.Now)), cl.Owner, timeArg(plugin.UTC(cl.Now.Add(cl.Lease))), int64(eventFloorSpace)}
 	}
 	c := &claimScan{}
 	t.batch.Queue(q, args...).QueryRow(func(row pgx.Row) error {
-		c.after, c.err = sqlstore.ScanTask(row, &c.oldStatus, &c.oldOwner, &c.oldExpiry, &c.oldStarted, &c.seen, &c.payload, &c.at)
+		c.after, c.err = sqlstore.ScanTask(row, &c.oldStatus, &c.oldOwner, &c.oldExpiry, &c.oldStarted, &c.payload, &c.at)
 		if errors.Is(c.err, pgx.ErrNoRows) {
 			c.err, c.none = nil, true
 			return nil // not a failure of the batch
@@ -475,9 +468,6 @@ func (c *claimScan) result(cl plugin.Claim, err error) (sqlstore.ClaimResult, er
 		Payload: c.payload, Actor: cl.Owner, Fence: c.after.Fence, Time: c.at.T}
 	return sqlstore.ClaimResult{Before: before, After: c.after, Event: ev, Now: c.at.T}, nil
 }
-
-// sqlstateOutOfTurn is the error taskloom_in_turn raises.
-const sqlstateOutOfTurn = "TLTRN"
 
 // sqlstateSerialization is serialization_failure: a REPEATABLE READ
 // statement met a row changed since its snapshot.

@@ -8,47 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/taskloom/taskloom/adapters/storetest"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/plugin"
 )
-
-// TestSlowFailingClaimIsNotPassedOver: a claim that meets a row changed
-// since its snapshot gives it up without holding its lock, however long it
-// takes to fail, so the other claims of that moment do not pass over the
-// row. The turn check here sleeps 20 ms before it fails, as a descheduled
-// claimer would: a claim that locked the row before failing (READ
-// COMMITTED) would hold it that long, and the other workers would take the
-// tasks after it, out of turn (storetest.Ledger).
-func TestSlowFailingClaimIsNotPassedOver(t *testing.T) {
-	ctx := t.Context()
-	s, err := Open(ctx, testkit.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.pool.Exec(ctx, `
-CREATE OR REPLACE FUNCTION taskloom_in_turn(ok BOOLEAN) RETURNS BOOLEAN
-LANGUAGE plpgsql VOLATILE AS $$
-BEGIN
-    IF NOT ok THEN
-        PERFORM pg_sleep(0.02);
-        RAISE EXCEPTION 'out of turn, slowly' USING ERRCODE = 'TLTRN';
-    END IF;
-    RETURN TRUE;
-END
-$$`); err != nil {
-		t.Fatal(err)
-	}
-	for _, ahead := range []bool{false, true} {
-		if bad, claims := storetest.TakeTurns(t, s, 12, 6, 40, ahead); bad > 0 {
-			t.Errorf("claims ahead %v: %d of %d claims were out of turn", ahead, bad, claims)
-		}
-	}
-}
 
 // TestLostTurnKeepsPreparedStatements: a claim that loses its turn fails
 // its batch, and the connection keeps its statements prepared — pgx drops
@@ -121,24 +83,26 @@ func TestLostTurnKeepsPreparedStatements(t *testing.T) {
 	}
 	iterate(1)
 	before := prepared()
-	// The next turn check fails once.
+	// The next claim loses its turn, as when a row it reached changed
+	// since its snapshot.
 	if _, err := s.pool.Exec(ctx, `
 CREATE SEQUENCE turn_once;
-CREATE OR REPLACE FUNCTION taskloom_in_turn(ok BOOLEAN) RETURNS BOOLEAN
-LANGUAGE plpgsql VOLATILE AS $$
+CREATE FUNCTION lose_turn_once() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF nextval('turn_once') = 1 THEN
-        RAISE EXCEPTION 'lost a turn' USING ERRCODE = 'TLTRN';
+        RAISE EXCEPTION 'lost a turn' USING ERRCODE = '40001';
     END IF;
-    RETURN TRUE;
+    RETURN NEW;
 END
-$$`); err != nil {
+$$;
+CREATE TRIGGER lose_turn_once BEFORE UPDATE ON tasks FOR EACH ROW
+    WHEN (OLD.lease_owner = '' AND NEW.lease_owner <> '') EXECUTE FUNCTION lose_turn_once()`); err != nil {
 		t.Fatal(err)
 	}
 	iterate(2)
 	var lost int64
 	if err := s.pool.QueryRow(ctx, `SELECT last_value FROM turn_once`).Scan(&lost); err != nil || lost < 2 {
-		t.Fatalf("the turn check ran %d times (%v), want the lost turn and its retry", lost, err)
+		t.Fatalf("%d claims (%v), want the lost turn and its retry", lost, err)
 	}
 	after := prepared()
 	kept := 0
