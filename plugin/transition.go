@@ -86,18 +86,20 @@ func change(before, after Task, typ, actor string, now time.Time, detail map[str
 // encodes only the fields whose values differ (every event's payload is
 // one, so this is on every write's path).
 func diff(before, after Task) (map[string]json.RawMessage, error) {
-	b, a := reflect.ValueOf(before), reflect.ValueOf(after)
+	// Fields are compared as ==, unboxed (Value.Equal), and encoded only
+	// when they differ so.
+	b, a := reflect.ValueOf(&before).Elem(), reflect.ValueOf(&after).Elem()
 	out := map[string]json.RawMessage{}
 	for _, f := range taskFields {
-		va, vb := a.Field(f.index).Interface(), b.Field(f.index).Interface()
-		if f.comparable && va == vb {
+		fa, fb := a.Field(f.index), b.Field(f.index)
+		if f.comparable && fa.Equal(fb) {
 			continue
 		}
-		ja, err := json.Marshal(va)
+		ja, err := json.Marshal(fa.Interface())
 		if err != nil {
 			return nil, err
 		}
-		jb, err := json.Marshal(vb)
+		jb, err := json.Marshal(fb.Interface())
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -152,7 +153,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 	if tmpl == "" {
 		tmpl = "iteration_system.tmpl"
 	}
-	sys, err := prompts.Render(tmpl, map[string]any{"System": in.System, "Tools": in.Tools})
+	sys, err := systemPrompt(tmpl, in.System, in.Tools)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +217,35 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		return nil, err
 	}
 	return []plugin.ChatMessage{{Role: plugin.RoleSystem, Content: sys}, {Role: plugin.RoleUser, Content: user}}, nil
+}
+
+// systemPrompts keeps the system prompts rendered last, one per
+// template: the fixed part of every iteration's prompt, the same for
+// every task until the tools or the system prompt change.
+var systemPrompts sync.Map // template name → *renderedSystem
+
+// renderedSystem is a system prompt and what it was rendered from.
+type renderedSystem struct {
+	system string
+	tools  []Tool
+	text   string
+}
+
+// systemPrompt renders the system template tmpl, or returns it as last
+// rendered from the same system prompt and tools.
+func systemPrompt(tmpl, system string, tools []Tool) (string, error) {
+	if v, ok := systemPrompts.Load(tmpl); ok {
+		r := v.(*renderedSystem)
+		if r.system == system && slices.Equal(r.tools, tools) {
+			return r.text, nil
+		}
+	}
+	text, err := prompts.Render(tmpl, map[string]any{"System": system, "Tools": tools})
+	if err != nil {
+		return "", err
+	}
+	systemPrompts.Store(tmpl, &renderedSystem{system: system, tools: slices.Clone(tools), text: text})
+	return text, nil
 }
 
 // showResult returns what the prompt shows of a step's error and result
