@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -111,6 +112,26 @@ func BenchmarkIterated(b *testing.B) {
 	for b.Loop() {
 		if _, err := Iterated(t, o); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestPlainJSON: the values diff encodes itself are encoded as
+// encoding/json encodes them, and those it cannot are left to it.
+func TestPlainJSON(t *testing.T) {
+	for _, v := range []any{0, -7, int64(1) << 62, true, false, "", "running", "w-1 host:42", Status("paused"),
+		`say "hi"`, "a<b", "tab\there", "naïve", "back\\slash", "&"} {
+		got, ok := plainJSON(reflect.ValueOf(v))
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := true
+		if s, isString := v.(string); isString {
+			plain = !strings.ContainsAny(s, "\"\\<>&\t") && s == strings.ToValidUTF8(s, "") && !strings.ContainsFunc(s, func(r rune) bool { return r >= 0x7f })
+		}
+		if ok != plain || (ok && string(got) != string(want)) {
+			t.Errorf("plainJSON(%#v) = %s, %v; want %s, %v", v, got, ok, want, plain)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -95,6 +96,11 @@ func diff(before, after Task) (map[string]json.RawMessage, error) {
 		if f.comparable && fa.Equal(fb) {
 			continue
 		}
+		if ja, ok := plainJSON(fa); ok {
+			// A string, number or bool that differs encodes differently.
+			out[f.name] = ja
+			continue
+		}
 		ja, err := json.Marshal(fa.Interface())
 		if err != nil {
 			return nil, err
@@ -108,6 +114,29 @@ func diff(before, after Task) (map[string]json.RawMessage, error) {
 		}
 	}
 	return out, nil
+}
+
+// plainJSON is what encoding/json writes for v when v is an integer, a
+// bool, or a string that needs no escaping; ok is false for anything else.
+func plainJSON(v reflect.Value) (b json.RawMessage, ok bool) {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.AppendInt(nil, v.Int(), 10), true
+	case reflect.Bool:
+		return strconv.AppendBool(nil, v.Bool()), true
+	case reflect.String:
+		s := v.String()
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return nil, false
+			}
+		}
+		b = make([]byte, 0, len(s)+2)
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"'), true
+	}
+	return nil, false
 }
 
 // taskField is a field of Task with a JSON name.
