@@ -440,6 +440,10 @@ func TestGatewayResumeActsOnEachMessageOnce(t *testing.T) {
 	srv.MessageCreate(channelID, guildID, alice, b.mention("create task First"))
 	b.messages(channelID, 1)
 
+	// The connection's first heartbeat (discordfake.Server.WaitHeartbeats).
+	if err := srv.WaitHeartbeats(b.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 	srv.Disconnect(4000) // a Discord node restarts
 	second := b.mention("create task Second")
 	id := srv.MessageCreate(channelID, guildID, alice, second) // while the bot is away

@@ -601,6 +601,9 @@ func TestResumeReplaysMissedDispatchesOnce(t *testing.T) {
 	if got := receive(t, contents, "first message"); got != "before" {
 		t.Fatalf("got %q", got)
 	}
+	if err := srv.WaitHeartbeats(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
 	srv.Disconnect(4000)
 	srv.MessageCreate(dmID, "", userID, "while away")
 	if err := srv.WaitResumed(ctx(t), 1); err != nil {
@@ -627,6 +630,10 @@ func TestResumeReplaysMissedDispatchesOnce(t *testing.T) {
 
 	// 4009 ends the session: the RESUME gets INVALID_SESSION and discordgo
 	// identifies on the same connection.
+	// The resumed connection's first heartbeat (WaitHeartbeats).
+	if err := srv.WaitHeartbeats(ctx(t), 2); err != nil {
+		t.Fatal(err)
+	}
 	srv.Disconnect(4009)
 	if err := srv.WaitIdentified(ctx(t), 2); err != nil {
 		t.Fatal(err)
@@ -659,6 +666,9 @@ func TestReconnectAndInvalidSession(t *testing.T) {
 	}
 	waitReady()
 
+	if err := srv.WaitHeartbeats(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
 	srv.Reconnect() // op 7: discordgo closes and resumes
 	if err := srv.WaitResumed(ctx(t), 1); err != nil {
 		t.Fatal(err)
@@ -671,7 +681,11 @@ func TestReconnectAndInvalidSession(t *testing.T) {
 	if ids[1].SessionID == ids[0].SessionID {
 		t.Errorf("new IDENTIFY kept session %s", ids[0].SessionID)
 	}
-	waitReady()            // discordgo has taken the new session ID
+	waitReady() // discordgo has taken the new session ID
+	// The resumed connection's first heartbeat (WaitHeartbeats).
+	if err := srv.WaitHeartbeats(ctx(t), 2); err != nil {
+		t.Fatal(err)
+	}
 	srv.DropWithoutClose() // a network failure: discordgo resumes the new session
 	if err := srv.WaitResumed(ctx(t), 2); err != nil {
 		t.Fatal(err)

@@ -593,6 +593,20 @@ func (s *Server) Connected() int {
 	return n
 }
 
+// WaitHeartbeats waits until the gateway has received n heartbeats
+// (counting from the server's start). discordgo's Open starts a goroutine
+// that sends one heartbeat at once, without first checking whether the
+// connection has closed meanwhile; when it has, the goroutine's error path
+// closes whichever connection is current by then and reconnects a second
+// time, beside the reconnect already under way. A test that cuts a
+// connection waits for its first heartbeat first, as a real gateway's
+// connections are never cut in the microseconds after they open.
+func (s *Server) WaitHeartbeats(ctx context.Context, n int) error {
+	return s.waitFor(ctx, fmt.Sprintf("%d heartbeats", n), func() (bool, string) {
+		return s.heartbeats >= n, fmt.Sprintf("%d heartbeats", s.heartbeats)
+	})
+}
+
 // WaitIdentified waits until n IDENTIFYs have been answered with READY
 // (counting from the server's start).
 func (s *Server) WaitIdentified(ctx context.Context, n int) error {
