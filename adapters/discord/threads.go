@@ -113,7 +113,11 @@ func (a *Adapter) startTaskThread(ctx context.Context, n int64, channel, ackID s
 		log.Warn("the task stays in the channel: Discord refused its thread", "reason", threadRefusal(err), "err", err)
 		return
 	}
-	if err := a.sess.State.ChannelAdd(th); err != nil {
+	// The state keeps a copy: the THREAD_CREATE the gateway sends too is
+	// written over the channel the state holds, in place, on discordgo's
+	// event goroutine (State.ChannelAdd).
+	kept := *th
+	if err := a.sess.State.ChannelAdd(&kept); err != nil {
 		log.Debug("the state does not keep the thread", "thread", th.ID, "err", err)
 	}
 	moved, err := st.MoveTask(ctx, n, Name+":"+channel+":"+th.ID, Name, a.clk.Now())
@@ -168,18 +172,28 @@ func (a *Adapter) roomOf(ctx context.Context, channelID, guildID string) string 
 	if guildID == "" {
 		return Name + ":" + channelID
 	}
-	ch, err := a.sess.State.Channel(channelID)
-	if err != nil {
-		if ch, err = a.sess.Channel(channelID, discordgo.WithContext(ctx)); err != nil {
+	var thread bool
+	var parent string
+	if ch, err := a.sess.State.Channel(channelID); err == nil {
+		// The state's channels are written over in place by the gateway's
+		// events (State.ChannelAdd): read under the state's lock.
+		a.sess.State.RLock()
+		thread, parent = ch.IsThread(), ch.ParentID
+		a.sess.State.RUnlock()
+	} else {
+		ch, err := a.sess.Channel(channelID, discordgo.WithContext(ctx))
+		if err != nil {
 			a.log.Warn("cannot tell whether a channel is a thread; taking it for a channel", "channel", channelID, "err", err)
 			return Name + ":" + channelID
 		}
-		if err := a.sess.State.ChannelAdd(ch); err != nil {
+		thread, parent = ch.IsThread(), ch.ParentID
+		kept := *ch // the state's, from now on
+		if err := a.sess.State.ChannelAdd(&kept); err != nil {
 			a.log.Debug("the state does not keep the channel", "channel", channelID, "err", err)
 		}
 	}
-	if ch.IsThread() && ch.ParentID != "" {
-		return Name + ":" + ch.ParentID + ":" + channelID
+	if thread && parent != "" {
+		return Name + ":" + parent + ":" + channelID
 	}
 	return Name + ":" + channelID
 }
