@@ -55,7 +55,7 @@ func New(o Options) *Recorder {
 		}, []string{"outcome"}),
 		claim: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "taskloom_claim_duration_seconds",
-			Help:    "How long claiming the next task from the queue took.",
+			Help:    "How long claiming the next task from the queue took, for claims made on their own (a claim made with a worker's commit rides in that commit's round trip and is not observed).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}),
 		model: prometheus.NewHistogram(prometheus.HistogramOpts{
