@@ -535,12 +535,11 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 	tries := 0
 	err := s.persist(ctx, func() error {
 		tries++
+		var err error
 		if ahead == nil {
-			var err error
 			after, err = s.mutate(ctx, claimed.Number, apply)
 			return err
 		}
-		var err error
 		after, next, err = nc.UpdateTaskAndClaim(ctx, claimed.Number, s.notifying(apply), *ahead)
 		if err != nil && after.Number != 0 {
 			// The commit went through; the claim that followed it on
