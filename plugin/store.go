@@ -144,6 +144,10 @@ type TaskFilter struct {
 	// Query matches name or goal, case-insensitively, as a substring.
 	Query        string
 	ParentNumber int64
+	// LeaseOwner keeps the tasks whose lease column names this owner,
+	// held or run out: what a worker may hold without knowing it, when
+	// the answer to its claim was lost with its connection.
+	LeaseOwner string
 	// AfterNumber pages: only tasks numbered above it (with OrderNumber)
 	// or below it (with OrderRecent).
 	AfterNumber int64

@@ -59,7 +59,15 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, st *write
 	if st.cached {
 		t.cache = &s.claimed
 	}
-	fail := func() bool {
+	// fail says whether to run the transaction again after err. Only a
+	// transaction known to have failed is run again here: one whose
+	// commit was sent and not answered (its connection broke) may have
+	// committed, which only the caller can find out (a write retried
+	// from here would take its own commit for a stale fence).
+	fail := func(err error, sent bool) bool {
+		if sent && !failedOnServer(err) {
+			return false
+		}
 		if t.ahead != nil && turnFailure(t.ahead.err) {
 			// Nothing was written: the rows handed out are still the
 			// ones claimed.
@@ -74,7 +82,7 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, st *write
 	}
 	if err := fn(t); err != nil {
 		t.rollback(ctx)
-		return fail(), err
+		return fail(err, false), err // no COMMIT sent: nothing committed
 	}
 	if !t.begun {
 		// Nothing was sent yet: the statements go in one pipeline, which
@@ -82,7 +90,7 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, st *write
 		// Sync, with no BEGIN and COMMIT to send.
 		if err := t.flush(ctx); err != nil {
 			t.rollback(ctx)
-			return fail(), fmt.Errorf("write: %w", err)
+			return fail(err, true), fmt.Errorf("write: %w", err)
 		}
 	} else {
 		// The COMMIT may complete and the connection fail before the
@@ -98,7 +106,7 @@ func (s *Store) write(ctx context.Context, fn func(sqlstore.Tx) error, st *write
 		})
 		if err := t.flush(ctx); err != nil && !committed {
 			t.rollback(ctx)
-			return fail(), fmt.Errorf("write and commit: %w", err)
+			return fail(err, true), fmt.Errorf("write and commit: %w", err)
 		}
 	}
 	if len(t.missed) > 0 {
@@ -403,6 +411,15 @@ func (t *txn) ClaimAhead(_ context.Context, cl plugin.Claim) func() (sqlstore.Cl
 	t.begun, t.sealed = true, true
 	t.ahead = c
 	return func() (sqlstore.ClaimResult, error) { return c.result(cl, c.err) }
+}
+
+// failedOnServer reports whether err is PostgreSQL's report of a failed
+// statement, after which its transaction cannot commit; a broken
+// connection or a FATAL error (the backend ending, perhaps after a
+// commit) is not.
+func failedOnServer(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.SeverityUnlocalized == "ERROR"
 }
 
 // turnFailure reports whether err is a claim's lost turn (see

@@ -42,7 +42,7 @@ func TaskQuery(d QueryDialect, f plugin.TaskFilter, count bool) (string, []any) 
 	for _, eq := range []struct {
 		col string
 		v   string
-	}{{"workspace_id", f.WorkspaceID}, {"requestor_id", f.RequestorID}, {"room_id", f.RoomID}} {
+	}{{"workspace_id", f.WorkspaceID}, {"requestor_id", f.RequestorID}, {"room_id", f.RoomID}, {"lease_owner", f.LeaseOwner}} {
 		if eq.v != "" {
 			where = append(where, eq.col+" = "+arg(eq.v))
 		}

@@ -63,6 +63,9 @@ func testListFilters(t *testing.T, s plugin.Store) {
 		{"requestor", plugin.TaskFilter{RequestorID: "u2"}, []int64{2, 4}},
 		{"room", plugin.TaskFilter{RoomID: "room-1"}, []int64{1, 3}},
 		{"parent", plugin.TaskFilter{ParentNumber: 1}, []int64{3, 4}},
+		// #3 was w's too, until its commit gave the lease back.
+		{"lease owner", plugin.TaskFilter{LeaseOwner: "w"}, []int64{4}},
+		{"another lease owner", plugin.TaskFilter{LeaseOwner: "v"}, nil},
 		{"everything", plugin.TaskFilter{WorkspaceID: "guild-a", RequestorID: "u1", RoomID: "room-2"}, []int64{5}},
 		{"query and room", plugin.TaskFilter{Query: "task 4", RoomID: "room-2"}, []int64{4}},
 		{"nothing", plugin.TaskFilter{WorkspaceID: "guild-z"}, nil},

@@ -336,6 +336,11 @@ func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 // if it holds one, and claims w's next task with this commit.
 func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, error) {
 	var task plugin.Task
+	if w != nil && w.next.Number == 0 && w.unsure {
+		if err := w.adopt(ctx); err != nil {
+			return false, err
+		}
+	}
 	if w != nil && w.next.Number != 0 {
 		task, w.next = w.next, plugin.Task{}
 		if blocked, _ := s.model.blocked(s.clk.Now()); blocked {
@@ -357,6 +362,9 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 			s.model.abandon()
 			if errors.Is(err, plugin.ErrNoTask) {
 				return false, nil
+			}
+			if w != nil && !domainError(err) {
+				w.unsure = true // it may have committed unheard
 			}
 			return false, fmt.Errorf("claim: %w", err)
 		}
@@ -417,6 +425,12 @@ type Worker struct {
 	s     *Service
 	owner string
 	next  plugin.Task // claimed with the last commit and not yet run
+	// unsure is set when a claim of the worker's may have committed
+	// without its answer reaching the worker (the connection broke
+	// between the two): before it claims again, the worker looks for a
+	// task leased to it (adopt), so that task does not wait for its
+	// lease to end.
+	unsure bool
 }
 
 // Worker returns a worker that serves tasks as owner.
@@ -431,12 +445,38 @@ func (w *Worker) Step(ctx context.Context) (bool, error) { return w.s.step(ctx, 
 // if the worker holds one: a worker that stops serving must call it, or
 // the task waits for its lease to end.
 func (w *Worker) Release(ctx context.Context) error {
+	if w.unsure && w.next.Number == 0 {
+		if err := w.adopt(ctx); err != nil {
+			return err
+		}
+	}
 	if w.next.Number == 0 {
 		return nil
 	}
 	task := w.next
 	w.next = plugin.Task{}
 	return w.s.release(ctx, task)
+}
+
+// adopt takes up a task the store shows leased to the worker while the
+// worker knows of none: one claimed by a claim or a commit whose answer
+// was lost. Its lease and fence are the worker's, so the worker runs it
+// next, in its turn, as if the answer had come.
+func (w *Worker) adopt(ctx context.Context) error {
+	held, err := w.s.store.ListTasks(ctx, plugin.TaskFilter{LeaseOwner: w.owner,
+		Statuses: []plugin.Status{plugin.StatusRunning}, Order: plugin.OrderQueue, Limit: 2})
+	if err != nil {
+		return fmt.Errorf("look for a task claimed without an answer: %w", err)
+	}
+	// Two such claims in a row leave two tasks: the next step takes the
+	// other.
+	w.unsure = len(held) > 1
+	if len(held) > 0 {
+		w.next = held[0]
+		w.s.log.Info("a task claimed without an answer (the connection broke) is run by its worker",
+			"task", w.next.Number, "owner", w.owner, "fence", w.next.Fence)
+	}
+	return nil
 }
 
 // ModelState is what /readyz says of the model: "ok", "degraded" while
@@ -550,6 +590,11 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 	})
 	if ahead != nil && next.Number == 0 {
 		s.model.abandon()
+		// A try whose answer was lost may have committed, and claimed
+		// with it; so may a claim after the commit that failed.
+		if (err != nil && (tries > 1 || !domainError(err))) || (claimErr != nil && !domainError(claimErr)) {
+			w.unsure = true
+		}
 	}
 	if claimErr != nil {
 		s.log.Warn("cannot claim the next task with the commit; the worker claims it next", "task", claimed.Number, "err", claimErr)

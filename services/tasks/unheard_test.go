@@ -1,0 +1,198 @@
+package tasks_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/adapters/postgres"
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+// A claim whose COMMIT's answer is lost (the connection breaks between
+// the server's commit and its reply, as in a PostgreSQL restart) has
+// taken a task the worker does not know it holds. These tests lose that
+// answer on purpose, through testkit.PostgresProxy, and check that the
+// worker runs that task next rather than leave it leased until the lease
+// ends (a minute here, TASKLOOM_LEASE's 2m by default).
+
+// unheardFixture is a fixture whose PostgreSQL store talks through a proxy
+// that can lose COMMIT answers.
+func unheardFixture(t *testing.T) (*fixture, *testkit.PostgresProxy) {
+	var proxy *testkit.PostgresProxy
+	f := newFixture(t, func(t testing.TB) plugin.Store {
+		var url string
+		proxy, url = testkit.ProxyPostgres(t, testkit.PostgresURL(t))
+		st, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		if err := st.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	})
+	return f, proxy
+}
+
+// drivenStep runs one step of w while moving the fake clock on, so that
+// the waits between the store's tries pass.
+func (f *fixture) drivenStep(w *tasks.Worker) (bool, error) {
+	type result struct {
+		did bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		did, err := w.Step(f.ctx)
+		done <- result{did, err}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.did, r.err
+		case <-time.After(time.Millisecond):
+			if f.clk.Waiters() > 0 {
+				f.clk.Advance(100 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// rejected counts task n's result_rejected events.
+func (f *fixture) rejected(n int64) int {
+	f.t.Helper()
+	evs, err := f.store.TaskEvents(f.ctx, n, 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c := 0
+	for _, e := range evs {
+		if e.Type == plugin.EventResultRejected {
+			c++
+		}
+	}
+	return c
+}
+
+// iteratedFence is the fence of task n's first iteration.
+func (f *fixture) iteratedFence(n int64) int64 {
+	f.t.Helper()
+	evs, err := f.store.TaskEvents(f.ctx, n, 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Type == plugin.EventIterated {
+			return e.Fence
+		}
+	}
+	f.t.Fatalf("task #%d has no iteration", n)
+	return 0
+}
+
+// TestCommitWithoutAnswerKeepsItsClaim: the commit of A's iteration,
+// which claims B with it, commits but its answer is lost. The worker
+// tries again, finds its result in (not late), and runs B next: B is not
+// left leased to it until the lease ends, nor claimed twice.
+func TestCommitWithoutAnswerKeepsItsClaim(t *testing.T) {
+	f, proxy := unheardFixture(t)
+	// A step that writes no file: its commit carries the claim of the
+	// next task (a commit with files claims after it, on its own).
+	listing := func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+		return plugin.ModelResponse{Text: testkit.DecisionJSON("list_files", nil, 10*req.Task.Iteration, "continue")}, nil
+	}
+	f.model.Then(func(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+		proxy.LoseAnswers(1, "INSERT INTO task_events") // the commit of this iteration
+		return listing(ctx, req)
+	})
+	f.model.Default(listing)
+	a, b := f.create("A").Number, f.create("B").Number
+	w := f.svc.Worker("w")
+
+	if did, err := f.drivenStep(w); !did || err != nil {
+		t.Fatalf("step on A: %v, %v; want the result found in after the lost answer", did, err)
+	}
+	if proxy.Lost() != 1 {
+		t.Fatalf("%d COMMIT answers lost, want 1", proxy.Lost())
+	}
+	if got := f.task(a); got.Iteration != 1 || got.LeaseOwner != "" {
+		t.Fatalf("A: iteration %d, owner %q; want its one iteration committed once", got.Iteration, got.LeaseOwner)
+	}
+	if got := f.task(b); got.LeaseOwner != "w" || got.Iteration != 0 {
+		t.Fatalf("B: owner %q, iteration %d; want claimed by w with A's commit", got.LeaseOwner, got.Iteration)
+	}
+
+	if did, err := f.drivenStep(w); !did || err != nil {
+		t.Fatalf("second step: %v, %v", did, err)
+	}
+	if got := f.task(b); got.Iteration != 1 {
+		t.Fatalf("B at iteration %d after the second step, want 1: the worker did not run the task its lost commit claimed", got.Iteration)
+	}
+	if got := f.task(a); got.Iteration != 1 {
+		t.Fatalf("A at iteration %d, want 1: the worker served A again while B waited", got.Iteration)
+	}
+	if fence := f.iteratedFence(b); fence != 1 {
+		t.Fatalf("B was run under fence %d, want 1: the claim A's commit made", fence)
+	}
+	if n := f.rejected(a); n != 0 {
+		t.Fatalf("A has %d result_rejected events: its result, in, was taken for a late one", n)
+	}
+	f.check()
+}
+
+// TestClaimWithoutAnswerIsAdopted: a claim on its own commits but its
+// answer is lost; the step fails, and the worker's next step runs the
+// task that claim took.
+func TestClaimWithoutAnswerIsAdopted(t *testing.T) {
+	f, proxy := unheardFixture(t)
+	f.model.Default(rising)
+	a := f.create("A").Number
+	w := f.svc.Worker("w")
+
+	proxy.LoseAnswers(1, "INSERT INTO task_events") // the claim and its event
+	if _, err := f.drivenStep(w); err == nil {
+		t.Fatal("the step whose claim went unanswered succeeded")
+	}
+	if got := f.task(a); got.LeaseOwner != "w" || got.Iteration != 0 {
+		t.Fatalf("A: owner %q, iteration %d; want claimed by w, not run", got.LeaseOwner, got.Iteration)
+	}
+	if did, err := f.drivenStep(w); !did || err != nil {
+		t.Fatalf("next step: %v, %v; want A run", did, err)
+	}
+	if got := f.task(a); got.Iteration != 1 {
+		t.Fatalf("A: iteration %d; want run once", got.Iteration)
+	}
+	if fence := f.iteratedFence(a); fence != 1 {
+		t.Fatalf("A was run under fence %d, want 1: the claim that went unanswered", fence)
+	}
+	f.check()
+}
+
+// TestReleaseGivesBackATaskClaimedWithoutAnswer: a worker that stops after
+// a claim went unanswered gives its task back, so another replica takes
+// it at once.
+func TestReleaseGivesBackATaskClaimedWithoutAnswer(t *testing.T) {
+	f, proxy := unheardFixture(t)
+	f.model.Default(rising)
+	a := f.create("A").Number
+	w := f.svc.Worker("w")
+
+	proxy.LoseAnswers(1, "INSERT INTO task_events") // the claim and its event
+	if _, err := f.drivenStep(w); err == nil {
+		t.Fatal("the step whose claim went unanswered succeeded")
+	}
+	if err := w.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.task(a); got.LeaseOwner != "" || got.Iteration != 0 || got.Status != plugin.StatusRunning {
+		t.Fatalf("A after Release: owner %q, iteration %d, %s; want given back untouched", got.LeaseOwner, got.Iteration, got.Status)
+	}
+	if did := f.step("other"); !did {
+		t.Fatal("another worker found nothing to claim")
+	}
+	f.check()
+}
