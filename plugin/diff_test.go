@@ -73,6 +73,9 @@ func TestDiffIsColumnsCompared(t *testing.T) {
 	moved := base
 	moved.LastProcessedAt = t0.In(time.FixedZone("X", 3600))
 	check(t, "the same instant elsewhere", base, moved)
+	renamed := base
+	renamed.LastProcessedAt = t0.In(time.FixedZone("Y", 0))
+	check(t, "the same instant at the same offset, named otherwise", base, renamed)
 	check(t, "from zero", Task{}, base)
 	// A time with a monotonic reading and the same time without: not equal
 	// in Go, the same in JSON.

@@ -2,7 +2,10 @@ package plugin
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Digest condenses a task's whole history into what its prompt says of
@@ -39,22 +42,157 @@ type ActionCount struct {
 const DigestAnswers = 10
 
 // ParseDigest reads a task's digest column. ok is false for a task that
-// has none (one created before digests) or an unreadable one.
+// has none (one created before digests) or an unreadable one. It reads
+// what String writes without encoding/json (every iteration reads one)
+// and leaves anything else to encoding/json, so the result is
+// json.Unmarshal's either way (TestDigestCodec).
 func ParseDigest(s string) (d Digest, ok bool) {
-	if s == "" || json.Unmarshal([]byte(s), &d) != nil {
+	if s == "" {
+		return Digest{}, false
+	}
+	if d, ok := parseCanonicalDigest(s); ok {
+		return d, true
+	}
+	if json.Unmarshal([]byte(s), &d) != nil {
 		return Digest{}, false
 	}
 	return d, true
 }
 
 // String is d's column value: JSON with its keys in order, so equal
-// digests are equal strings.
+// digests are equal strings. It writes what encoding/json writes
+// (TestDigestCodec), without reflection: every commit of a step writes
+// one.
 func (d Digest) String() string {
-	raw, err := json.Marshal(d)
-	if err != nil {
-		return "" // a map of strings to ints always encodes
+	b := make([]byte, 0, 16+32*len(d.Actions)+8*len(d.Answers))
+	b = append(b, `{"steps":`...)
+	b = strconv.AppendInt(b, int64(d.Steps), 10)
+	if len(d.Actions) > 0 {
+		b = append(b, `,"actions":{`...)
+		for i, k := range slices.Sorted(maps.Keys(d.Actions)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if plainJSONString(k) {
+				b = append(append(append(b, '"'), k...), '"')
+			} else {
+				q, _ := json.Marshal(k) // a string always encodes
+				b = append(b, q...)
+			}
+			c := d.Actions[k]
+			b = append(b, `:{"runs":`...)
+			b = strconv.AppendInt(b, int64(c.Runs), 10)
+			b = append(b, `,"ok":`...)
+			b = strconv.AppendInt(b, int64(c.Succeeded), 10)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
 	}
-	return string(raw)
+	if len(d.Answers) > 0 {
+		b = append(b, `,"answers":[`...)
+		for i, a := range d.Answers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, a, 10)
+		}
+		b = append(b, ']')
+	}
+	return string(append(b, '}'))
+}
+
+// plainJSONString reports whether encoding/json writes s as it is, in
+// quotes: printable ASCII with nothing it escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseCanonicalDigest reads s when it is exactly what String writes for
+// a digest whose action names are plain JSON strings; ok is false for
+// anything else.
+func parseCanonicalDigest(s string) (d Digest, ok bool) {
+	p := digestScanner{s: s}
+	if !p.lit(`{"steps":`) || !p.int(&d.Steps) {
+		return Digest{}, false
+	}
+	if p.lit(`,"actions":{`) {
+		d.Actions = map[string]ActionCount{}
+		for first := true; !p.lit("}"); first = false {
+			var k string
+			var c ActionCount
+			if (!first && !p.lit(",")) || !p.key(&k) || !p.lit(`:{"runs":`) || !p.int(&c.Runs) ||
+				!p.lit(`,"ok":`) || !p.int(&c.Succeeded) || !p.lit("}") {
+				return Digest{}, false
+			}
+			d.Actions[k] = c
+		}
+	}
+	if p.lit(`,"answers":[`) {
+		if p.lit("]") {
+			return Digest{}, false // String writes none; encoding/json makes an empty slice
+		}
+		for first := true; !p.lit("]"); first = false {
+			var a int
+			if (!first && !p.lit(",")) || !p.int(&a) {
+				return Digest{}, false
+			}
+			d.Answers = append(d.Answers, int64(a))
+		}
+	}
+	if !p.lit("}") || p.s != "" {
+		return Digest{}, false
+	}
+	return d, true
+}
+
+// digestScanner consumes a canonical digest from the front of s.
+type digestScanner struct{ s string }
+
+func (p *digestScanner) lit(l string) bool {
+	if !strings.HasPrefix(p.s, l) {
+		return false
+	}
+	p.s = p.s[len(l):]
+	return true
+}
+
+// int reads a JSON integer (no leading zeros) that fits an int.
+func (p *digestScanner) int(v *int) bool {
+	i := 0
+	if i < len(p.s) && p.s[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(p.s) && p.s[i] >= '0' && p.s[i] <= '9' {
+		i++
+	}
+	if i == start || (p.s[start] == '0' && i > start+1) {
+		return false
+	}
+	n, err := strconv.Atoi(p.s[:i])
+	if err != nil {
+		return false
+	}
+	*v, p.s = n, p.s[i:]
+	return true
+}
+
+// key reads a quoted string with nothing escaped or to escape.
+func (p *digestScanner) key(k *string) bool {
+	if !p.lit(`"`) {
+		return false
+	}
+	end := strings.IndexByte(p.s, '"')
+	if end < 0 || !plainJSONString(p.s[:end]) {
+		return false
+	}
+	*k, p.s = p.s[:end], p.s[end+1:]
+	return true
 }
 
 // Succeeded counts the steps that succeeded.

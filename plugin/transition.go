@@ -93,6 +93,22 @@ func diff(before, after Task) (map[string]json.RawMessage, error) {
 	out := map[string]json.RawMessage{}
 	for _, f := range taskFields {
 		fa, fb := a.Field(f.index), b.Field(f.index)
+		if f.isTime {
+			// Equal instants at equal offsets encode alike; a time
+			// encodes itself (no reflection, no boxing).
+			ta, tb := fa.Addr().Interface().(*time.Time), fb.Addr().Interface().(*time.Time)
+			if _, oa := ta.Zone(); ta.Equal(*tb) {
+				if _, ob := tb.Zone(); oa == ob {
+					continue
+				}
+			}
+			ja, err := ta.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			out[f.name] = ja
+			continue
+		}
 		if f.comparable && fa.Equal(fb) {
 			continue
 		}
@@ -126,10 +142,8 @@ func plainJSON(v reflect.Value) (b json.RawMessage, ok bool) {
 		return strconv.AppendBool(nil, v.Bool()), true
 	case reflect.String:
 		s := v.String()
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return nil, false
-			}
+		if !plainJSONString(s) {
+			return nil, false
 		}
 		b = make([]byte, 0, len(s)+2)
 		b = append(b, '"')
@@ -144,6 +158,7 @@ type taskField struct {
 	index      int
 	name       string
 	comparable bool
+	isTime     bool
 }
 
 // taskFields are the fields columns encodes, in order.
@@ -159,7 +174,7 @@ var taskFields = func() []taskField {
 		if name == "" {
 			name = f.Name
 		}
-		out = append(out, taskField{i, name, f.Type.Comparable()})
+		out = append(out, taskField{i, name, f.Type.Comparable(), f.Type == reflect.TypeFor[time.Time]()})
 	}
 	return out
 }()
