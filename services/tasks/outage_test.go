@@ -161,9 +161,14 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 		if v := plugin.Check(row, evs, len(steps)); len(v) > 0 {
 			t.Fatalf("check of #%d after the outage: %v", n, v)
 		}
-		// One commit per claim: no two iterations under one fence.
+		// One commit per claim: no two iterations under one fence; and
+		// no result taken for a late one (a commit whose answer was lost
+		// is found in on its next try).
 		fences := map[int64]bool{}
 		for _, e := range evs {
+			if e.Type == plugin.EventResultRejected {
+				t.Fatalf("task #%d has a result_rejected event under fence %d: a result of the outage taken for a late one", n, e.Fence)
+			}
 			if e.Type != plugin.EventIterated {
 				continue
 			}

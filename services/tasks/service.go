@@ -606,9 +606,11 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 	if tries > 1 && errors.Is(err, plugin.ErrStaleFence) {
 		// The store may have taken an earlier try whose answer was lost
 		// with its connection: then the result is in, not late.
-		if t, gerr := s.store.GetTask(ctx, claimed.Number); gerr == nil && landed(t, o) {
-			s.opts.Metrics.Iteration(outcome(t.Status))
-			s.afterChange(ctx, t)
+		if s.landed(ctx, claimed, o) {
+			if t, gerr := s.store.GetTask(ctx, claimed.Number); gerr == nil {
+				s.opts.Metrics.Iteration(outcome(t.Status))
+				s.afterChange(ctx, t)
+			}
 			return nil
 		}
 	}
@@ -635,10 +637,21 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 	return nil
 }
 
-// landed reports whether t shows o committed: the lease o held was given
-// back at o's time, and nobody claimed the task since.
-func landed(t plugin.Task, o plugin.Outcome) bool {
-	return t.Fence == o.Fence && t.LeaseOwner == "" && t.LastProcessedAt.Equal(plugin.UTC(o.Now))
+// landed reports whether the task's event log shows o committed: its
+// iteration (or the approved call's run) under o's fence, after the
+// claim. The row cannot say: once the commit is in, anyone may claim the
+// task again.
+func (s *Service) landed(ctx context.Context, claimed plugin.Task, o plugin.Outcome) bool {
+	evs, err := s.store.TaskEvents(ctx, claimed.Number, claimed.EventSeq)
+	if err != nil {
+		return false
+	}
+	for _, e := range evs {
+		if e.Fence == o.Fence && (e.Type == plugin.EventIterated || e.Type == plugin.EventToolRan) {
+			return true
+		}
+	}
+	return false
 }
 
 // Store outages: a write the store refused for a reason other than the

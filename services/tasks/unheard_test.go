@@ -196,3 +196,64 @@ func TestReleaseGivesBackATaskClaimedWithoutAnswer(t *testing.T) {
 	}
 	f.check()
 }
+
+// TestCommitWithoutAnswerClaimedAgainIsNotLate: while the worker waits to
+// try again a commit whose answer was lost, another worker claims the
+// task (the commit gave it back). The try finds a stale fence, and the
+// event log — not the row, which is the other worker's now — says the
+// result is in: nothing is recorded as a late result.
+func TestCommitWithoutAnswerClaimedAgainIsNotLate(t *testing.T) {
+	f, proxy := unheardFixture(t)
+	listing := func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+		return plugin.ModelResponse{Text: testkit.DecisionJSON("list_files", nil, 10*req.Task.Iteration, "continue")}, nil
+	}
+	f.model.Then(func(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+		proxy.LoseAnswers(1, "INSERT INTO task_events")
+		return listing(ctx, req)
+	})
+	f.model.Default(listing)
+	a := f.create("A").Number
+	w := f.svc.Worker("w")
+
+	type result struct {
+		did bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		did, err := w.Step(f.ctx)
+		done <- result{did, err}
+	}()
+	// The answer is lost; the worker waits on the clock to try again.
+	deadline := time.Now().Add(10 * time.Second)
+	for proxy.Lost() == 0 || f.clk.Waiters() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the commit's answer was not lost, or the worker did not wait to try again")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	other, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "other", Now: f.clk.Now(), Lease: lease})
+	if err != nil || other.Number != a {
+		t.Fatalf("another worker's claim: #%d, %v; want A, given back by the commit that went unanswered", other.Number, err)
+	}
+	var r result
+	for r.err == nil && !r.did {
+		select {
+		case r = <-done:
+		case <-time.After(time.Millisecond):
+			if f.clk.Waiters() > 0 {
+				f.clk.Advance(100 * time.Millisecond)
+			}
+		}
+	}
+	if !r.did || r.err != nil {
+		t.Fatalf("step: %v, %v", r.did, r.err)
+	}
+	if n := f.rejected(a); n != 0 {
+		t.Fatalf("A has %d result_rejected events: its result, in, was taken for a late one", n)
+	}
+	if got := f.task(a); got.Iteration != 1 || got.LeaseOwner != "other" {
+		t.Fatalf("A: iteration %d, owner %q; want one iteration, then claimed by the other worker", got.Iteration, got.LeaseOwner)
+	}
+	f.check()
+}
