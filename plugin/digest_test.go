@@ -85,4 +85,6 @@ func sameAsJSON(t *testing.T, s string) {
 	}
 }
 
-func show(d Digest) string { return fmt.Sprintf("%+v (actions nil %v, answers nil %v)", d, d.Actions == nil, d.Answers == nil) }
+func show(d Digest) string {
+	return fmt.Sprintf("%+v (actions nil %v, answers nil %v)", d, d.Actions == nil, d.Answers == nil)
+}

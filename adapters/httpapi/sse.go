@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/taskloom/taskloom/plugin"
 )
 
 // eventBatch is how many events one store read takes.
@@ -169,54 +171,14 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // head finds the ID of the latest event, where a stream without a cursor
-// starts. The store can only list events after an ID, so it gallops from
-// the latest ID this process has seen and then bisects: O(log n) indexed
-// reads of one row, usually one.
+// starts, searching up from the latest ID this process has seen.
 func (a *API) head(ctx context.Context) (int64, error) {
-	first := func(after int64) (int64, bool, error) {
-		evs, err := a.store.EventsSince(ctx, after, 1)
-		if err != nil || len(evs) == 0 {
-			return 0, false, err
-		}
-		return evs[0].ID, true, nil
+	id, err := plugin.LatestEventID(ctx, a.store, a.hint.get())
+	if err != nil {
+		return 0, err
 	}
-	lo := a.hint.get() // an event ID that exists, or 0
-	hi := int64(-1)    // no event is above hi; -1: not known yet
-	for step := int64(64); hi < 0; step *= 2 {
-		id, ok, err := first(lo)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			a.hint.see(lo)
-			return lo, nil
-		}
-		lo = id
-		id, ok, err = first(lo + step)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = id
-		} else {
-			hi = lo + step
-		}
-	}
-	// The latest ID is in [lo, hi] and lo exists.
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		id, ok, err := first(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = id
-		} else {
-			hi = mid
-		}
-	}
-	a.hint.see(lo)
-	return lo, nil
+	a.hint.see(id)
+	return id, nil
 }
 
 // hint remembers the highest event ID seen, where the next head search
