@@ -47,6 +47,11 @@ type Options struct {
 	Runtime *plugin.Runtime
 	Logger  *slog.Logger // the runtime's when nil
 	Clock   clock.Clock  // the runtime's when nil
+	// FollowStore, when set, is how often the Home tabs look at the
+	// store's event stream for the changes other replicas make to tasks
+	// (the changes this one makes refresh them at once). Zero follows
+	// this replica's changes only: enough for one replica.
+	FollowStore time.Duration
 }
 
 // Adapter is the Slack platform and the service that listens to Slack.
@@ -162,6 +167,7 @@ func (a *Adapter) onTaskEvent(_ context.Context, ev plugin.Event) {
 		return
 	}
 	t := *ev.Task
+	a.home.sawChange(t)
 	if t.Platform == Platform {
 		a.homeChanged(t)
 	}
@@ -194,6 +200,13 @@ func (a *Adapter) Start(ctx context.Context) error {
 		a.socket = a.startSocket()
 	}
 	a.started = true
+	if a.opts.FollowStore > 0 {
+		a.bg.Add(1)
+		go func() {
+			defer a.bg.Done()
+			a.followStore(a.base)
+		}()
+	}
 	mode := "HTTP Events API"
 	if a.SocketMode() {
 		mode = "Socket Mode"

@@ -65,7 +65,7 @@ func forModes(t *testing.T, fn func(t *testing.T, e *env)) {
 	}
 }
 
-func newEnv(t *testing.T, mode string) *env {
+func newEnv(t *testing.T, mode string, with ...func(*slack.Options)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	t.Cleanup(cancel)
@@ -89,6 +89,9 @@ func newEnv(t *testing.T, mode string) *env {
 		opts.AppToken = fake.AppToken()
 	} else {
 		opts.SigningSecret = fake.SigningSecret()
+	}
+	for _, w := range with {
+		w(&opts)
 	}
 	a, err := slack.New(opts)
 	if err != nil {

@@ -29,6 +29,10 @@ const (
 	// HomeTasks is how many tasks a Home tab lists: two blocks each, within
 	// Slack's 100 blocks per view.
 	HomeTasks = 40
+	// FollowStoreEvery is the Options.FollowStore of a replica on a
+	// database others may share: a change made elsewhere shows within it
+	// and HomeDebounce.
+	FollowStoreEvery = 2 * time.Second
 )
 
 // homeTabs are the people who have opened the Home tab, whose tabs follow
@@ -36,6 +40,62 @@ const (
 type homeTabs struct {
 	mu    sync.Mutex
 	users map[string]*homeUser
+	// tasks marks the tasks whose changes the tabs have seen — this
+	// replica's, and the store's stream's (followStore) — at most
+	// maxMarkedTasks of them.
+	tasks map[int64]taskMark
+}
+
+// taskMark is what the Home tabs know of a task: whose it is, where, and
+// the latest of its changes they have seen.
+type taskMark struct {
+	requestor, workspace string
+	slack                bool
+	seq                  int64
+}
+
+// maxMarkedTasks bounds homeTabs.tasks: past it, the marks start again
+// (a task whose mark is gone is read from the store when it changes).
+const maxMarkedTasks = 10000
+
+// followBatch is how many events followStore reads at a time.
+const followBatch = 500
+
+// sawChange marks t's change as seen.
+func (h *homeTabs) sawChange(t plugin.Task) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tasks == nil || len(h.tasks) >= maxMarkedTasks {
+		h.tasks = map[int64]taskMark{}
+	}
+	if m, ok := h.tasks[t.Number]; !ok || t.EventSeq > m.seq {
+		h.tasks[t.Number] = taskMark{requestor: t.RequestorID, workspace: t.WorkspaceID, slack: t.Platform == Platform, seq: t.EventSeq}
+	}
+}
+
+// unseen reports whether the change of task n to sequence seq is news to
+// the tabs, marking it seen; with its mark, or known false when the task
+// has none.
+func (h *homeTabs) unseen(n, seq int64) (m taskMark, known, news bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m, known = h.tasks[n]
+	if !known {
+		return m, false, true
+	}
+	if seq <= m.seq {
+		return m, true, false
+	}
+	m.seq = seq
+	h.tasks[n] = m
+	return m, true, true
+}
+
+// following reports whether anyone's Home tab follows their tasks.
+func (h *homeTabs) following() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.users) > 0
 }
 
 type homeUser struct {
@@ -108,6 +168,77 @@ func (a *Adapter) homeChanged(t plugin.Task) {
 	} else {
 		timer.Stop()
 	}
+}
+
+// followStore brings to the Home tabs the task changes other replicas
+// make: every FollowStore it reads the store's event stream (every
+// replica's events) from where it stopped, and hands each task changed
+// since to homeChanged, but for the changes this replica made and
+// refreshed already (sawChange). While nobody's tab is followed it only
+// keeps up with where the stream ends.
+func (a *Adapter) followStore(ctx context.Context) {
+	st := a.rt.Store()
+	after := int64(-1) // where the stream ends: not known yet
+	for {
+		if after < 0 || !a.home.following() {
+			head, err := plugin.LatestEventID(ctx, st, max(after, 0))
+			if err != nil {
+				a.log.Warn("Home tabs: cannot find the end of the task event stream", "err", err)
+			} else {
+				after = head
+			}
+		} else {
+			after = a.followFrom(ctx, st, after)
+		}
+		timer := a.clk.NewTimer(a.opts.FollowStore)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C():
+		}
+	}
+}
+
+// followFrom reads the events after after and refreshes the tabs of the
+// tasks they changed; it returns where it stopped.
+func (a *Adapter) followFrom(ctx context.Context, st plugin.Store, after int64) int64 {
+	changed := map[int64]int64{} // task → its latest sequence
+	for {
+		evs, err := st.EventsSince(ctx, after, followBatch)
+		if err != nil {
+			a.log.Warn("Home tabs: cannot read the task event stream", "after", after, "err", err)
+			break
+		}
+		for _, e := range evs {
+			after = e.ID
+			changed[e.TaskNumber] = max(changed[e.TaskNumber], e.Sequence)
+		}
+		if len(evs) < followBatch {
+			break
+		}
+	}
+	for n, seq := range changed {
+		m, known, news := a.home.unseen(n, seq)
+		if !news {
+			continue
+		}
+		t := plugin.Task{Number: n, RequestorID: m.requestor, WorkspaceID: m.workspace, EventSeq: seq}
+		if !known {
+			var err error
+			if t, err = st.GetTask(ctx, n); err != nil {
+				a.log.Warn("Home tabs: cannot read a changed task", "task", n, "err", err)
+				continue
+			}
+			a.home.sawChange(t)
+		} else if m.slack {
+			t.Platform = Platform
+		}
+		if t.Platform == Platform {
+			a.homeChanged(t)
+		}
+	}
+	return after
 }
 
 // dmWorkspace is the workspace of a person's direct-message tasks.

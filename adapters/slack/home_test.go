@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/taskloom/taskloom/adapters/slack"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
@@ -142,4 +143,79 @@ func TestHomeTabListsTheUsersTasksAndFollowsThem(t *testing.T) {
 			t.Errorf("the refreshed tab does not show #1 paused:\n%s", strings.Join(v.Texts(), "\n"))
 		}
 	})
+}
+
+// TestHomeTabFollowsChangesMadeElsewhere: with FollowStore, a change
+// another replica makes to a task — here, written to the store with no
+// event in this process — refreshes its requestor's Home tab after the
+// follow interval and the debounce; a change this replica makes
+// refreshes it once, not again when the stream brings it back.
+func TestHomeTabFollowsChangesMadeElsewhere(t *testing.T) {
+	t.Parallel()
+	const every = 2 * time.Second
+	e := newEnv(t, httpMode, func(o *slack.Options) { o.FollowStore = every })
+	if err := e.core.Notify.Stop(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.deliver(e.fake.SlashCommand("C7", alice, "create Build auth"))
+	e.settle()
+	ctx, cancel := context.WithTimeout(e.ctx, wait)
+	defer cancel()
+	e.deliver(e.fake.AppHomeOpened(alice, "home"))
+	if _, err := e.fake.WaitCalls(ctx, "views.publish", 1); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	// Only the follower's timer waits on the clock now.
+	idle := e.clk.Waiters()
+	// tick moves the clock on by d and waits until the clock has want
+	// waiters again: the follower has read the stream (and a debounce
+	// may have started).
+	tick := func(d time.Duration, want int) {
+		t.Helper()
+		e.clk.Advance(d)
+		for e.clk.Waiters() != want {
+			if ctx.Err() != nil {
+				t.Fatalf("%d waiters on the clock, want %d", e.clk.Waiters(), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	publishes := func() int { return len(e.fake.CallsTo("views.publish")) }
+
+	// Another replica pauses #1: no event here.
+	st := e.core.Runtime.Store()
+	if _, err := st.UpdateTask(e.ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Paused(cur, alice, e.clk.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tick(every, idle+1) // the follower saw it: a debounce waits
+	tick(slack.HomeDebounce, idle)
+	if _, err := e.fake.WaitCalls(ctx, "views.publish", 2); err != nil {
+		t.Fatalf("the change made elsewhere did not refresh the Home tab: %v", err)
+	}
+	v, _ := e.fake.HomeView(alice)
+	if _, buttons := homeTasks(v); strings.Join(buttons["#1"], ",") != slack.ActionResume+","+slack.ActionCancel {
+		t.Fatalf("after the refresh #1's buttons = %v; want resume, cancel", buttons["#1"])
+	}
+
+	// This replica resumes it: one refresh, and the stream bringing the
+	// change back makes no second one.
+	e.deliver(e.fake.SlashCommand("C7", alice, "resume 1"))
+	e.settle()
+	if got := e.task(1).Status; got == plugin.StatusPaused {
+		t.Fatal("task #1 is still paused")
+	}
+	tick(slack.HomeDebounce, idle)
+	if _, err := e.fake.WaitCalls(ctx, "views.publish", 3); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		tick(every, idle)
+	}
+	e.settle()
+	if n := publishes(); n != 3 {
+		t.Fatalf("%d publishes; want 3: the first, one for the change made elsewhere, one for the change made here", n)
+	}
 }

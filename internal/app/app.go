@@ -360,10 +360,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	}
 	var slackApp *slackadapter.Adapter
 	if cfg.SlackBotToken != "" {
-		slackApp, err = slackadapter.New(slackadapter.Options{
+		opts := slackadapter.Options{
 			BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken, SigningSecret: cfg.SlackSigningSecret,
 			APIURL: cfg.SlackAPIURL, Runtime: rt, Logger: log, Clock: clk,
-		})
+		}
+		if cfg.DatabaseURL != "" {
+			// Other replicas may share the database and change the tasks
+			// a Home tab opened here lists.
+			opts.FollowStore = slackadapter.FollowStoreEvery
+		}
+		slackApp, err = slackadapter.New(opts)
 		if err != nil {
 			return err
 		}
