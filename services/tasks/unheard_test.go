@@ -38,18 +38,25 @@ func unheardFixture(t *testing.T) (*fixture, *testkit.PostgresProxy) {
 	return f, proxy
 }
 
-// drivenStep runs one step of w while moving the fake clock on, so that
-// the waits between the store's tries pass.
-func (f *fixture) drivenStep(w *tasks.Worker) (bool, error) {
-	type result struct {
-		did bool
-		err error
-	}
-	done := make(chan result, 1)
+// stepResult is what a step returned.
+type stepResult struct {
+	did bool
+	err error
+}
+
+// stepAsync starts one step of w.
+func (f *fixture) stepAsync(w *tasks.Worker) <-chan stepResult {
+	done := make(chan stepResult, 1)
 	go func() {
 		did, err := w.Step(f.ctx)
-		done <- result{did, err}
+		done <- stepResult{did, err}
 	}()
+	return done
+}
+
+// finish waits for a step started with stepAsync while moving the fake
+// clock on, so that the waits between the store's tries pass.
+func (f *fixture) finish(done <-chan stepResult) (bool, error) {
 	for {
 		select {
 		case r := <-done:
@@ -60,6 +67,34 @@ func (f *fixture) drivenStep(w *tasks.Worker) (bool, error) {
 			}
 		}
 	}
+}
+
+// drivenStep runs one step of w, moving the fake clock on meanwhile.
+func (f *fixture) drivenStep(w *tasks.Worker) (bool, error) { return f.finish(f.stepAsync(w)) }
+
+// listing answers every iteration with a step that writes no file (a
+// commit with files claims the next task after it, on its own), its
+// progress rising.
+func listing(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+	return plugin.ModelResponse{Text: testkit.DecisionJSON("list_files", nil, 10*req.Task.Iteration, "continue")}, nil
+}
+
+// unansweredClaim makes task A and a worker whose first claim, of A,
+// commits without its answer reaching the worker.
+func unansweredClaim(t *testing.T) (f *fixture, w *tasks.Worker, a int64) {
+	t.Helper()
+	f, proxy := unheardFixture(t)
+	f.model.Default(rising)
+	a = f.create("A").Number
+	w = f.svc.Worker("w")
+	proxy.LoseAnswers(1, "INSERT INTO task_events") // the claim and its event
+	if _, err := f.drivenStep(w); err == nil {
+		t.Fatal("the step whose claim went unanswered succeeded")
+	}
+	if got := f.task(a); got.LeaseOwner != "w" || got.Iteration != 0 {
+		t.Fatalf("A: owner %q, iteration %d; want claimed by w, not run", got.LeaseOwner, got.Iteration)
+	}
+	return f, w, a
 }
 
 // rejected counts task n's result_rejected events.
@@ -100,11 +135,6 @@ func (f *fixture) iteratedFence(n int64) int64 {
 // left leased to it until the lease ends, nor claimed twice.
 func TestCommitWithoutAnswerKeepsItsClaim(t *testing.T) {
 	f, proxy := unheardFixture(t)
-	// A step that writes no file: its commit carries the claim of the
-	// next task (a commit with files claims after it, on its own).
-	listing := func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
-		return plugin.ModelResponse{Text: testkit.DecisionJSON("list_files", nil, 10*req.Task.Iteration, "continue")}, nil
-	}
 	f.model.Then(func(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
 		proxy.LoseAnswers(1, "INSERT INTO task_events") // the commit of this iteration
 		return listing(ctx, req)
@@ -148,18 +178,7 @@ func TestCommitWithoutAnswerKeepsItsClaim(t *testing.T) {
 // answer is lost; the step fails, and the worker's next step runs the
 // task that claim took.
 func TestClaimWithoutAnswerIsAdopted(t *testing.T) {
-	f, proxy := unheardFixture(t)
-	f.model.Default(rising)
-	a := f.create("A").Number
-	w := f.svc.Worker("w")
-
-	proxy.LoseAnswers(1, "INSERT INTO task_events") // the claim and its event
-	if _, err := f.drivenStep(w); err == nil {
-		t.Fatal("the step whose claim went unanswered succeeded")
-	}
-	if got := f.task(a); got.LeaseOwner != "w" || got.Iteration != 0 {
-		t.Fatalf("A: owner %q, iteration %d; want claimed by w, not run", got.LeaseOwner, got.Iteration)
-	}
+	f, w, a := unansweredClaim(t)
 	if did, err := f.drivenStep(w); !did || err != nil {
 		t.Fatalf("next step: %v, %v; want A run", did, err)
 	}
@@ -176,15 +195,7 @@ func TestClaimWithoutAnswerIsAdopted(t *testing.T) {
 // a claim went unanswered gives its task back, so another replica takes
 // it at once.
 func TestReleaseGivesBackATaskClaimedWithoutAnswer(t *testing.T) {
-	f, proxy := unheardFixture(t)
-	f.model.Default(rising)
-	a := f.create("A").Number
-	w := f.svc.Worker("w")
-
-	proxy.LoseAnswers(1, "INSERT INTO task_events") // the claim and its event
-	if _, err := f.drivenStep(w); err == nil {
-		t.Fatal("the step whose claim went unanswered succeeded")
-	}
+	f, w, a := unansweredClaim(t)
 	if err := w.Release(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -204,9 +215,6 @@ func TestReleaseGivesBackATaskClaimedWithoutAnswer(t *testing.T) {
 // result is in: nothing is recorded as a late result.
 func TestCommitWithoutAnswerClaimedAgainIsNotLate(t *testing.T) {
 	f, proxy := unheardFixture(t)
-	listing := func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
-		return plugin.ModelResponse{Text: testkit.DecisionJSON("list_files", nil, 10*req.Task.Iteration, "continue")}, nil
-	}
 	f.model.Then(func(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
 		proxy.LoseAnswers(1, "INSERT INTO task_events")
 		return listing(ctx, req)
@@ -215,15 +223,7 @@ func TestCommitWithoutAnswerClaimedAgainIsNotLate(t *testing.T) {
 	a := f.create("A").Number
 	w := f.svc.Worker("w")
 
-	type result struct {
-		did bool
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		did, err := w.Step(f.ctx)
-		done <- result{did, err}
-	}()
+	done := f.stepAsync(w)
 	// The answer is lost; the worker waits on the clock to try again.
 	deadline := time.Now().Add(10 * time.Second)
 	for proxy.Lost() == 0 || f.clk.Waiters() == 0 {
@@ -236,18 +236,8 @@ func TestCommitWithoutAnswerClaimedAgainIsNotLate(t *testing.T) {
 	if err != nil || other.Number != a {
 		t.Fatalf("another worker's claim: #%d, %v; want A, given back by the commit that went unanswered", other.Number, err)
 	}
-	var r result
-	for r.err == nil && !r.did {
-		select {
-		case r = <-done:
-		case <-time.After(time.Millisecond):
-			if f.clk.Waiters() > 0 {
-				f.clk.Advance(100 * time.Millisecond)
-			}
-		}
-	}
-	if !r.did || r.err != nil {
-		t.Fatalf("step: %v, %v", r.did, r.err)
+	if did, err := f.finish(done); !did || err != nil {
+		t.Fatalf("step: %v, %v", did, err)
 	}
 	if n := f.rejected(a); n != 0 {
 		t.Fatalf("A has %d result_rejected events: its result, in, was taken for a late one", n)
