@@ -168,6 +168,12 @@ func (a *Adapter) onTaskEvent(_ context.Context, ev plugin.Event) {
 	}
 	t := *ev.Task
 	a.home.sawChange(t)
+	a.taskChanged(t)
+}
+
+// taskChanged brings what Slack shows in line with t's change, made by
+// this replica (onTaskEvent) or another (followStore).
+func (a *Adapter) taskChanged(t plugin.Task) {
 	if t.Platform == Platform {
 		a.homeChanged(t)
 	}

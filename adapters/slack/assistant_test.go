@@ -163,3 +163,51 @@ func TestLongSummaryInAMarkdownBlock(t *testing.T) {
 		}
 	})
 }
+
+// TestAssistantStatusFollowsChangesMadeElsewhere: with FollowStore, a task
+// another replica pauses — written to the store with no event in this
+// process — no longer shows as worked on in its assistant thread.
+func TestAssistantStatusFollowsChangesMadeElsewhere(t *testing.T) {
+	t.Parallel()
+	const every = 2 * time.Second
+	e := newEnv(t, httpMode, func(o *slack.Options) { o.FollowStore = every })
+	started := e.fake.AssistantThreadStarted(alice, "C1")
+	e.deliver(started)
+	e.deliver(e.fake.DirectMessage(alice, "create task Build auth").InThread(started.ThreadTS))
+	e.waitMessages(1, both(inThread(started.Channel, started.ThreadTS), saying("Created task #1")))
+	ctx, cancel := context.WithTimeout(e.ctx, wait)
+	defer cancel()
+	if err := e.fake.WaitAssistantStatus(ctx, started.Channel, started.ThreadTS, "is working on #1…"); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	// Nothing is posted in the thread from now on (a post would end the
+	// status on Slack): only the status call can clear it.
+	if err := e.core.Notify.Stop(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	posts := len(e.fake.Messages())
+
+	if _, err := e.core.Runtime.Store().UpdateTask(e.ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Paused(cur, alice, e.clk.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A few intervals, well before Slack clears a status by itself.
+	cleared := false
+	for range 5 {
+		e.clk.Advance(every)
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		cleared = e.fake.WaitAssistantStatus(short, started.Channel, started.ThreadTS, "") == nil
+		cancel()
+		if cleared {
+			break
+		}
+	}
+	if !cleared {
+		t.Fatalf("after %s the status still says the task paused elsewhere is worked on", 5*every)
+	}
+	if n := len(e.fake.Messages()); n != posts {
+		t.Fatalf("%d messages posted meanwhile; want none", n-posts)
+	}
+}

@@ -49,9 +49,9 @@ type homeTabs struct {
 // taskMark is what the Home tabs know of a task: whose it is, where, and
 // the latest of its changes they have seen.
 type taskMark struct {
-	requestor, workspace string
-	slack                bool
-	seq                  int64
+	requestor, workspace, room string
+	slack                      bool
+	seq                        int64
 }
 
 // maxMarkedTasks bounds homeTabs.tasks: past it, the marks start again
@@ -69,7 +69,8 @@ func (h *homeTabs) sawChange(t plugin.Task) {
 		h.tasks = map[int64]taskMark{}
 	}
 	if m, ok := h.tasks[t.Number]; !ok || t.EventSeq > m.seq {
-		h.tasks[t.Number] = taskMark{requestor: t.RequestorID, workspace: t.WorkspaceID, slack: t.Platform == Platform, seq: t.EventSeq}
+		h.tasks[t.Number] = taskMark{requestor: t.RequestorID, workspace: t.WorkspaceID, room: t.RoomID,
+			slack: t.Platform == Platform, seq: t.EventSeq}
 	}
 }
 
@@ -91,11 +92,16 @@ func (h *homeTabs) unseen(n, seq int64) (m taskMark, known, news bool) {
 	return m, true, true
 }
 
-// following reports whether anyone's Home tab follows their tasks.
-func (h *homeTabs) following() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.users) > 0
+// following reports whether anything this replica shows follows tasks:
+// someone's Home tab, or an assistant thread's status.
+func (a *Adapter) following() bool {
+	a.home.mu.Lock()
+	n := len(a.home.users)
+	a.home.mu.Unlock()
+	a.assistant.mu.Lock()
+	n += len(a.assistant.threads)
+	a.assistant.mu.Unlock()
+	return n > 0
 }
 
 type homeUser struct {
@@ -170,17 +176,17 @@ func (a *Adapter) homeChanged(t plugin.Task) {
 	}
 }
 
-// followStore brings to the Home tabs the task changes other replicas
-// make: every FollowStore it reads the store's event stream (every
-// replica's events) from where it stopped, and hands each task changed
-// since to homeChanged, but for the changes this replica made and
-// refreshed already (sawChange). While nobody's tab is followed it only
-// keeps up with where the stream ends.
+// followStore brings to the Home tabs and assistant threads the task
+// changes other replicas make: every FollowStore it reads the store's
+// event stream (every replica's events) from where it stopped, and hands
+// each task changed since to taskChanged, but for the changes this
+// replica made and followed already (sawChange). While nothing here
+// follows tasks it only keeps up with where the stream ends.
 func (a *Adapter) followStore(ctx context.Context) {
 	st := a.rt.Store()
 	after := int64(-1) // where the stream ends: not known yet
 	for {
-		if after < 0 || !a.home.following() {
+		if after < 0 || !a.following() {
 			head, err := plugin.LatestEventID(ctx, st, max(after, 0))
 			if err != nil {
 				a.log.Warn("Home tabs: cannot find the end of the task event stream", "err", err)
@@ -223,7 +229,7 @@ func (a *Adapter) followFrom(ctx context.Context, st plugin.Store, after int64) 
 		if !news {
 			continue
 		}
-		t := plugin.Task{Number: n, RequestorID: m.requestor, WorkspaceID: m.workspace, EventSeq: seq}
+		t := plugin.Task{Number: n, RequestorID: m.requestor, WorkspaceID: m.workspace, RoomID: m.room, EventSeq: seq}
 		if !known {
 			var err error
 			if t, err = st.GetTask(ctx, n); err != nil {
@@ -234,9 +240,7 @@ func (a *Adapter) followFrom(ctx context.Context, st plugin.Store, after int64) 
 		} else if m.slack {
 			t.Platform = Platform
 		}
-		if t.Platform == Platform {
-			a.homeChanged(t)
-		}
+		a.taskChanged(t)
 	}
 	return after
 }
