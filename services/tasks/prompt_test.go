@@ -490,7 +490,7 @@ func mixedResult(i int) string {
 // sent. The structural property of the history is checked on the way: a
 // prompt begins with the one before it up to that one's latest step,
 // unless a block of steps retired between them.
-func measurePrompts(t *testing.T, open teststore.Opener, iterations int, tool plugin.Action) promptStats {
+func measurePrompts(t testing.TB, open teststore.Opener, iterations int, tool plugin.Action) promptStats {
 	t.Helper()
 	f := newFixture(t, open)
 	if err := f.rt.SetActions("test", []plugin.Action{tool}); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/taskloom/taskloom/adapters/storetest"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
@@ -668,4 +669,28 @@ func BenchmarkQueueIdleRSS(b *testing.B) {
 	b.ReportMetric(peak, "peak-rss-MB")
 	b.ReportMetric(0, "ns/op")
 	b.Logf("idle replica with %d tasks: VmRSS %.1f MB (peak %.1f MB)", tasks, rss, peak)
+}
+
+// BenchmarkQueuePrompts prints PRODUCT §11's prompt figures for two tasks
+// of 60 iterations (measurePrompts, on SQLite: the prompt does not depend
+// on the store): one whose every step fetches 2–6 KB, and one whose steps
+// return what a day's work does (fetchMixed). For each, the prompt's size
+// at iterations 5 and 50 and their ratio (§11: at most 1.5), and the share
+// of the prompts over iterations 2–60 that is a byte-stable prefix, the
+// prompt before's (§11: at least 80%).
+func BenchmarkQueuePrompts(b *testing.B) {
+	var t strings.Builder
+	fmt.Fprintf(&t, "prompts over 60 iterations:\n%-8s %10s %10s %8s %14s\n", "task", "it. 5", "it. 50", "50 / 5", "stable prefix")
+	for _, w := range []struct {
+		name string
+		tool plugin.Action
+	}{{"pages", fetchPage{}}, {"mixed", fetchMixed{}}} {
+		s := measurePrompts(b, teststore.SQLite, 60, w.tool)
+		ratio, stable := float64(s.size[49])/float64(s.size[4]), s.overall(2)
+		b.ReportMetric(ratio, w.name+"-50/5")
+		b.ReportMetric(100*stable, w.name+"-%stable")
+		fmt.Fprintf(&t, "%-8s %8d B %8d B %8.2f %13.1f%%\n", w.name, s.size[4], s.size[49], ratio, 100*stable)
+	}
+	b.ReportMetric(0, "ns/op")
+	fmt.Print(t.String())
 }

@@ -24,7 +24,7 @@ var t0 = time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC)
 const lease = time.Minute
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	clk   *clock.Fake
 	store plugin.Store
@@ -33,7 +33,7 @@ type fixture struct {
 	svc   *tasks.Service
 }
 
-func newFixture(t *testing.T, open teststore.Opener) *fixture {
+func newFixture(t testing.TB, open teststore.Opener) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewFake(t0), store: open(t), model: testkit.NewScriptedModel()}
 	f.rt = plugin.New(plugin.Options{Store: f.store, Clock: f.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
