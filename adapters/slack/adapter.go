@@ -167,7 +167,9 @@ func (a *Adapter) onTaskEvent(_ context.Context, ev plugin.Event) {
 		return
 	}
 	t := *ev.Task
-	a.home.sawChange(t)
+	if a.opts.FollowStore > 0 {
+		a.home.sawChange(t) // so the follower skips it
+	}
 	a.taskChanged(t)
 }
 
