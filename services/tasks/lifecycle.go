@@ -36,13 +36,54 @@ func (s *Service) Create(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 	if in.MaxActive == 0 {
 		in.MaxActive = s.opts.MaxActivePerUser
 	}
-	t, err := s.store.CreateTask(ctx, in)
+	// A store that does not answer is tried again for a while, and an
+	// insert whose answer was lost (the connection broke after its
+	// commit) is found, not made twice.
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	var t plugin.Task
+	sent := false
+	err := s.persist(cctx, func() error {
+		if sent {
+			found, ok, err := s.createdUnheard(cctx, in)
+			if err != nil || ok {
+				t = found
+				return err
+			}
+		}
+		sent = true
+		var err error
+		t, err = s.store.CreateTask(cctx, in)
+		return err
+	})
 	if err != nil {
 		return plugin.Task{}, err
 	}
 	s.emit(ctx, plugin.TaskCreated, t)
 	s.Wake()
 	return t, nil
+}
+
+// createdUnheard finds the task a CreateTask of in made if it committed:
+// the requestor's task with in's goal, room and creation time (set by
+// Create, to the microsecond).
+func (s *Service) createdUnheard(ctx context.Context, in plugin.NewTask) (plugin.Task, bool, error) {
+	want, err := plugin.NewTaskRow(in)
+	if err != nil {
+		return plugin.Task{}, false, nil // CreateTask refuses it too
+	}
+	plugin.CleanTask(&want)
+	recent, err := s.store.ListTasks(ctx, plugin.TaskFilter{RequestorID: want.RequestorID, RoomID: want.RoomID,
+		Query: want.Goal, Order: plugin.OrderRecent, Limit: 20})
+	if err != nil {
+		return plugin.Task{}, false, fmt.Errorf("look for the task created without an answer: %w", err)
+	}
+	for _, t := range recent {
+		if t.Goal == want.Goal && t.CreatedAt.Equal(want.CreatedAt) && t.ParentNumber == want.ParentNumber {
+			return t, true, nil
+		}
+	}
+	return plugin.Task{}, false, nil
 }
 
 // Strategies lists the names of the strategies a task may choose, in

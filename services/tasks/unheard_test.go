@@ -247,3 +247,43 @@ func TestCommitWithoutAnswerClaimedAgainIsNotLate(t *testing.T) {
 	}
 	f.check()
 }
+
+// TestCreateWithoutAnswerIsNotMadeTwice: the insert of a new task commits
+// but its answer is lost; Create tries again, finds the task it made
+// (same requestor, goal, room and creation time) and returns it: one
+// task, and no error for the person who asked.
+func TestCreateWithoutAnswerIsNotMadeTwice(t *testing.T) {
+	f, proxy := unheardFixture(t)
+	proxy.LoseAnswers(1, "INSERT INTO tasks")
+	type created struct {
+		task plugin.Task
+		err  error
+	}
+	done := make(chan created, 1)
+	go func() {
+		task, err := f.svc.Create(f.ctx, plugin.NewTask{Goal: "Build auth", RequestorID: "u1", Platform: "console", RoomID: "console"})
+		done <- created{task, err}
+	}()
+	var c created
+	for waiting := true; waiting; {
+		select {
+		case c = <-done:
+			waiting = false
+		case <-time.After(time.Millisecond):
+			if f.clk.Waiters() > 0 {
+				f.clk.Advance(100 * time.Millisecond)
+			}
+		}
+	}
+	if proxy.Lost() != 1 {
+		t.Fatalf("%d answers lost, want 1", proxy.Lost())
+	}
+	if c.err != nil || c.task.Number != 1 || c.task.Goal != "Build auth" {
+		t.Fatalf("Create = #%d %q, %v; want task #1, made once", c.task.Number, c.task.Goal, c.err)
+	}
+	all, err := f.store.ListTasks(f.ctx, plugin.TaskFilter{})
+	if err != nil || len(all) != 1 {
+		t.Fatalf("%d tasks, %v; want the one task", len(all), err)
+	}
+	f.check()
+}
