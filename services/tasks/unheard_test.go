@@ -54,19 +54,25 @@ func (f *fixture) stepAsync(w *tasks.Worker) <-chan stepResult {
 	return done
 }
 
-// finish waits for a step started with stepAsync while moving the fake
-// clock on, so that the waits between the store's tries pass.
-func (f *fixture) finish(done <-chan stepResult) (bool, error) {
+// driven waits for what done delivers while moving the fake clock on, so
+// that the waits between the store's tries pass.
+func driven[T any](f *fixture, done <-chan T) T {
 	for {
 		select {
 		case r := <-done:
-			return r.did, r.err
+			return r
 		case <-time.After(time.Millisecond):
 			if f.clk.Waiters() > 0 {
 				f.clk.Advance(100 * time.Millisecond)
 			}
 		}
 	}
+}
+
+// finish waits for a step started with stepAsync (driven).
+func (f *fixture) finish(done <-chan stepResult) (bool, error) {
+	r := driven(f, done)
+	return r.did, r.err
 }
 
 // drivenStep runs one step of w, moving the fake clock on meanwhile.
@@ -264,17 +270,7 @@ func TestCreateWithoutAnswerIsNotMadeTwice(t *testing.T) {
 		task, err := f.svc.Create(f.ctx, plugin.NewTask{Goal: "Build auth", RequestorID: "u1", Platform: "console", RoomID: "console"})
 		done <- created{task, err}
 	}()
-	var c created
-	for waiting := true; waiting; {
-		select {
-		case c = <-done:
-			waiting = false
-		case <-time.After(time.Millisecond):
-			if f.clk.Waiters() > 0 {
-				f.clk.Advance(100 * time.Millisecond)
-			}
-		}
-	}
+	c := driven(f, done)
 	if proxy.Lost() != 1 {
 		t.Fatalf("%d answers lost, want 1", proxy.Lost())
 	}
