@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -178,11 +179,62 @@ func (s *Service) Retry(ctx context.Context, number int64, in plugin.NewTask) (p
 	return s.Create(ctx, in)
 }
 
+// transition writes a person's change of task number (fn), tells
+// subscribers and wakes workers. A store that does not answer is tried
+// again for a while, as Create does, and a change whose commit went
+// through without its answer reaching us (the connection broke after the
+// commit) is found in the task's events and reported done — not tried
+// again and refused as though it had not happened ("already paused").
 func (s *Service) transition(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
-	t, err := s.mutate(ctx, number, fn)
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	var tried []plugin.TaskEvent // the events of the writes that may have committed
+	var t plugin.Task
+	err := s.persist(cctx, func() error {
+		if len(tried) > 0 {
+			found, ok, err := s.transitioned(cctx, number, tried)
+			if err != nil || ok {
+				t = found
+				return err
+			}
+		}
+		var err error
+		t, err = s.mutate(cctx, number, func(cur plugin.Task) (plugin.Mutation, error) {
+			m, err := fn(cur)
+			if err == nil {
+				tried = append(tried, m.Event)
+			}
+			return m, err
+		})
+		return err
+	})
 	if err != nil {
 		return t, err
 	}
 	s.afterChange(ctx, t)
 	return t, nil
+}
+
+// transitioned looks in task number's events for one of the events tried
+// (the same sequence, type, actor and time, to the microsecond a store
+// keeps): if one is there, its write committed, and it returns the task.
+func (s *Service) transitioned(ctx context.Context, number int64, tried []plugin.TaskEvent) (plugin.Task, bool, error) {
+	from := tried[0].Sequence - 1
+	for _, e := range tried {
+		from = min(from, e.Sequence-1)
+	}
+	evs, err := s.store.TaskEvents(ctx, number, from)
+	if err != nil {
+		return plugin.Task{}, false, fmt.Errorf("look for the change of task #%d made without an answer: %w", number, err)
+	}
+	for _, got := range evs {
+		for _, e := range tried {
+			if got.Sequence == e.Sequence && got.Type == e.Type && got.Actor == plugin.CleanText(e.Actor) &&
+				got.Time.Sub(e.Time).Abs() < time.Microsecond {
+				t, err := s.store.GetTask(ctx, number)
+				return t, err == nil, err
+			}
+		}
+	}
+	return plugin.Task{}, false, nil
 }

@@ -283,3 +283,43 @@ func TestCreateWithoutAnswerIsNotMadeTwice(t *testing.T) {
 	}
 	f.check()
 }
+
+// TestPauseWithoutAnswerIsReportedDone: a person's pause commits, but
+// its answer is lost. Pause tries again, finds its event in the task's
+// log, and reports the task paused — not the error a second pause gets
+// ("already paused") nor the broken connection's — and pauses it once.
+func TestPauseWithoutAnswerIsReportedDone(t *testing.T) {
+	f, proxy := unheardFixture(t)
+	n := f.create("Build auth").Number
+	proxy.LoseAnswers(1, "UPDATE tasks SET")
+	type paused struct {
+		task plugin.Task
+		err  error
+	}
+	done := make(chan paused, 1)
+	go func() {
+		task, err := f.svc.Pause(f.ctx, n, "u1")
+		done <- paused{task, err}
+	}()
+	p := driven(f, done)
+	if proxy.Lost() != 1 {
+		t.Fatalf("%d answers lost, want 1", proxy.Lost())
+	}
+	if p.err != nil || p.task.Number != n || p.task.Status != plugin.StatusPaused {
+		t.Fatalf("Pause = #%d %s, %v; want #%d paused, no error", p.task.Number, p.task.Status, p.err, n)
+	}
+	evs, err := f.store.TaskEvents(f.ctx, n, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pauses := 0
+	for _, e := range evs {
+		if e.Type == plugin.EventPaused {
+			pauses++
+		}
+	}
+	if pauses != 1 {
+		t.Fatalf("%d paused events, want 1", pauses)
+	}
+	f.check()
+}
