@@ -197,6 +197,42 @@ func TestClaimWithoutAnswerIsAdopted(t *testing.T) {
 	f.check()
 }
 
+// TestClaimWithoutAnswerWhoseLeaseEndedIsNotAdopted: the worker whose
+// claim of A went unanswered does not step again until A's lease has
+// ended and another replica has claimed A and run it. The worker must not
+// run A under its old claim (two iterations of A at once, one recorded
+// as late): it finds A is no longer its own and claims afresh.
+func TestClaimWithoutAnswerWhoseLeaseEndedIsNotAdopted(t *testing.T) {
+	f, w, a := unansweredClaim(t)
+	f.clk.Advance(lease + time.Second)
+	if did := f.step("other"); !did {
+		t.Fatal("the other replica found nothing to claim after A's lease ended")
+	}
+	if got := f.task(a); got.Iteration != 1 || got.LeaseOwner != "" {
+		t.Fatalf("A after the other replica's step: iteration %d, owner %q; want run once and given back", got.Iteration, got.LeaseOwner)
+	}
+	if did, err := f.drivenStep(w); !did || err != nil {
+		t.Fatalf("the worker's next step: %v, %v; want A claimed afresh and run", did, err)
+	}
+	if n := f.rejected(a); n != 0 {
+		t.Fatalf("A has %d result_rejected events: the worker ran it under the claim it had lost", n)
+	}
+	evs, err := f.store.TaskEvents(f.ctx, a, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fences []int64
+	for _, e := range evs {
+		if e.Type == plugin.EventIterated {
+			fences = append(fences, e.Fence)
+		}
+	}
+	if len(fences) != 2 || fences[0] != 2 || fences[1] != 3 {
+		t.Fatalf("A's iterations ran under fences %v; want [2 3]: the other replica's claim, then the worker's new one", fences)
+	}
+	f.check()
+}
+
 // TestReleaseGivesBackATaskClaimedWithoutAnswer: a worker that stops after
 // a claim went unanswered gives its task back, so another replica takes
 // it at once.
