@@ -67,6 +67,12 @@ func forModes(t *testing.T, fn func(t *testing.T, e *env)) {
 
 func newEnv(t *testing.T, mode string, with ...func(*slack.Options)) *env {
 	t.Helper()
+	return newEnvStore(t, mode, nil, with...)
+}
+
+// newEnvStore is newEnv whose service uses wrap(store) (nil: the store).
+func newEnvStore(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store, with ...func(*slack.Options)) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	t.Cleanup(cancel)
 	log := testLogger(t)
@@ -83,7 +89,11 @@ func newEnv(t *testing.T, mode string, with ...func(*slack.Options)) *env {
 		t.Fatal(err)
 	}
 	model := testkit.NewScriptedModel()
-	core := app.NewCore(app.CoreOptions{Config: cfg, Store: teststore.SQLite(t), Model: model, Clock: clk, Logger: log, Owner: "test"})
+	var st plugin.Store = teststore.SQLite(t)
+	if wrap != nil {
+		st = wrap(st)
+	}
+	core := app.NewCore(app.CoreOptions{Config: cfg, Store: st, Model: model, Clock: clk, Logger: log, Owner: "test"})
 	opts := slack.Options{BotToken: fake.BotToken(), APIURL: fake.APIURL(), Runtime: core.Runtime}
 	if mode == socketMode {
 		opts.AppToken = fake.AppToken()

@@ -207,8 +207,12 @@ func (a *Adapter) followStore(ctx context.Context) {
 }
 
 // followFrom reads the events after after and refreshes the tabs of the
-// tasks they changed; it returns where it stopped.
+// tasks they changed; it returns where it stopped. When a changed task
+// cannot be read it returns after itself, so that the next read brings
+// that change again (the changes handed on meanwhile are marked seen, and
+// not handed on twice).
 func (a *Adapter) followFrom(ctx context.Context, st plugin.Store, after int64) int64 {
+	from := after
 	changed := map[int64]int64{} // task → its latest sequence
 	for {
 		evs, err := st.EventsSince(ctx, after, followBatch)
@@ -233,7 +237,8 @@ func (a *Adapter) followFrom(ctx context.Context, st plugin.Store, after int64) 
 		if !known {
 			var err error
 			if t, err = st.GetTask(ctx, n); err != nil {
-				a.log.Warn("Home tabs: cannot read a changed task", "task", n, "err", err)
+				a.log.Warn("Home tabs: cannot read a changed task; reading its change again later", "task", n, "err", err)
+				after = from
 				continue
 			}
 			a.home.sawChange(t)

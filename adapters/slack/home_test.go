@@ -2,7 +2,9 @@ package slack_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,5 +219,78 @@ func TestHomeTabFollowsChangesMadeElsewhere(t *testing.T) {
 	e.settle()
 	if n := publishes(); n != 3 {
 		t.Fatalf("%d publishes; want 3: the first, one for the change made elsewhere, one for the change made here", n)
+	}
+}
+
+// unreadable is a real store whose GetTask fails while down is set, as a
+// store that does not answer.
+type unreadable struct {
+	plugin.Store
+	down atomic.Bool
+}
+
+func (s *unreadable) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
+	if s.down.Load() {
+		return plugin.Task{}, errors.New("the store does not answer")
+	}
+	return s.Store.GetTask(ctx, number)
+}
+
+// TestHomeTabFollowsAChangeItCouldNotReadAtFirst: another replica creates
+// a task for alice while her Home tab is open, and the store does not
+// answer when the follower reads the new task. The change is read again at
+// the next follow, once the store answers, and refreshes the tab then —
+// not lost with the read that failed.
+func TestHomeTabFollowsAChangeItCouldNotReadAtFirst(t *testing.T) {
+	t.Parallel()
+	const every = 2 * time.Second
+	var st *unreadable
+	e := newEnvStore(t, httpMode, func(s plugin.Store) plugin.Store { st = &unreadable{Store: s}; return st },
+		func(o *slack.Options) { o.FollowStore = every })
+	if err := e.core.Notify.Stop(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.deliver(e.fake.SlashCommand("C7", alice, "create Build auth"))
+	e.settle()
+	ctx, cancel := context.WithTimeout(e.ctx, wait)
+	defer cancel()
+	e.deliver(e.fake.AppHomeOpened(alice, "home"))
+	if _, err := e.fake.WaitCalls(ctx, "views.publish", 1); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	idle := e.clk.Waiters()
+	tick := func(d time.Duration, want int) {
+		t.Helper()
+		e.clk.Advance(d)
+		for e.clk.Waiters() != want {
+			if ctx.Err() != nil {
+				t.Fatalf("%d waiters on the clock, want %d", e.clk.Waiters(), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	// Another replica creates #2 for alice, in #1's room and workspace.
+	first := e.task(1)
+	if _, err := st.Store.CreateTask(e.ctx, plugin.NewTask{Goal: "Fix login", RequestorID: first.RequestorID,
+		Platform: first.Platform, RoomID: first.RoomID, WorkspaceID: first.WorkspaceID, Now: e.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	st.down.Store(true)
+	tick(every, idle) // read, but #2 could not be: nothing to refresh
+	e.settle()
+	if n := len(e.fake.CallsTo("views.publish")); n != 1 {
+		t.Fatalf("%d publishes while the task could not be read; want 1", n)
+	}
+	st.down.Store(false)
+	tick(every, idle+1) // read again: a debounce waits
+	tick(slack.HomeDebounce, idle)
+	if _, err := e.fake.WaitCalls(ctx, "views.publish", 2); err != nil {
+		t.Fatalf("the change the follower could not read at first never refreshed the Home tab: %v", err)
+	}
+	v, _ := e.fake.HomeView(alice)
+	if order, _ := homeTasks(v); strings.Join(order, ",") != "#2,#1" && strings.Join(order, ",") != "#1,#2" {
+		t.Fatalf("the Home tab lists %v; want #1 and #2", order)
 	}
 }
