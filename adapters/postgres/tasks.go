@@ -218,14 +218,53 @@ func (t *txn) flush(ctx context.Context) error {
 // fails its batch, one iteration in seven at 16 workers, and that
 // re-preparing was a ninth of the database's CPU (perf); named
 // statements pgx keeps.
+//
+// A connection keeps at most maxPrepared of them: when a batch brings
+// more, its statements are deallocated first and prepared again as they
+// come.
 func prepare(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) error {
+	data := conn.PgConn().CustomData()
+	known, _ := data[preparedKey].(map[string]struct{})
+	if known == nil {
+		known = map[string]struct{}{}
+		data[preparedKey] = known
+	}
+	fresh := 0
 	for _, q := range b.QueuedQueries {
+		if _, ok := known[q.SQL]; !ok {
+			fresh++
+		}
+	}
+	if fresh == 0 {
+		return nil
+	}
+	if len(known)+fresh > maxPrepared {
+		if err := conn.DeallocateAll(ctx); err != nil {
+			return fmt.Errorf("deallocate the prepared statements: %w", err)
+		}
+		clear(known)
+	}
+	for _, q := range b.QueuedQueries {
+		if _, ok := known[q.SQL]; ok {
+			continue
+		}
 		if _, err := conn.Prepare(ctx, q.SQL, q.SQL); err != nil {
 			return fmt.Errorf("prepare: %w", err)
 		}
+		known[q.SQL] = struct{}{}
 	}
 	return nil
 }
+
+// maxPrepared bounds the statements prepare keeps on one connection. The
+// write path's statements are few — a claim, inserts, and a combined
+// write for each set of columns a change touches — but they are built from
+// what changed, so no list of them is fixed.
+const maxPrepared = 256
+
+// preparedKey is where a connection's CustomData holds the statements
+// prepare made on it.
+const preparedKey = "taskloom.prepared"
 
 // queryRow returns a row whose Scan sends the queued statements and the
 // query together.
