@@ -147,33 +147,27 @@ func TestHomeTabListsTheUsersTasksAndFollowsThem(t *testing.T) {
 	})
 }
 
-// TestHomeTabFollowsChangesMadeElsewhere: with FollowStore, a change
-// another replica makes to a task — here, written to the store with no
-// event in this process — refreshes its requestor's Home tab after the
-// follow interval and the debounce; a change this replica makes
-// refreshes it once, not again when the stream brings it back.
-func TestHomeTabFollowsChangesMadeElsewhere(t *testing.T) {
-	t.Parallel()
-	const every = 2 * time.Second
-	e := newEnv(t, httpMode, func(o *slack.Options) { o.FollowStore = every })
+// followedHome makes task #1 for alice and opens her Home tab, with the
+// notification service stopped so that only the store follower waits on
+// the clock (idle waiters). tick moves the clock on by d and waits until
+// the clock has want waiters again: the follower has read the stream (and
+// a debounce may have started). ctx ends with the test's wait.
+func followedHome(t *testing.T, e *env) (ctx context.Context, idle int, tick func(d time.Duration, want int)) {
+	t.Helper()
 	if err := e.core.Notify.Stop(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.deliver(e.fake.SlashCommand("C7", alice, "create Build auth"))
 	e.settle()
 	ctx, cancel := context.WithTimeout(e.ctx, wait)
-	defer cancel()
+	t.Cleanup(cancel)
 	e.deliver(e.fake.AppHomeOpened(alice, "home"))
 	if _, err := e.fake.WaitCalls(ctx, "views.publish", 1); err != nil {
 		t.Fatal(err)
 	}
 	e.settle()
-	// Only the follower's timer waits on the clock now.
-	idle := e.clk.Waiters()
-	// tick moves the clock on by d and waits until the clock has want
-	// waiters again: the follower has read the stream (and a debounce
-	// may have started).
-	tick := func(d time.Duration, want int) {
+	idle = e.clk.Waiters()
+	tick = func(d time.Duration, want int) {
 		t.Helper()
 		e.clk.Advance(d)
 		for e.clk.Waiters() != want {
@@ -183,6 +177,19 @@ func TestHomeTabFollowsChangesMadeElsewhere(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	return ctx, idle, tick
+}
+
+// TestHomeTabFollowsChangesMadeElsewhere: with FollowStore, a change
+// another replica makes to a task — here, written to the store with no
+// event in this process — refreshes its requestor's Home tab after the
+// follow interval and the debounce; a change this replica makes
+// refreshes it once, not again when the stream brings it back.
+func TestHomeTabFollowsChangesMadeElsewhere(t *testing.T) {
+	t.Parallel()
+	const every = 2 * time.Second
+	e := newEnv(t, httpMode, func(o *slack.Options) { o.FollowStore = every })
+	ctx, idle, tick := followedHome(t, e)
 	publishes := func() int { return len(e.fake.CallsTo("views.publish")) }
 
 	// Another replica pauses #1: no event here.
@@ -247,29 +254,7 @@ func TestHomeTabFollowsAChangeItCouldNotReadAtFirst(t *testing.T) {
 	var st *unreadable
 	e := newEnvStore(t, httpMode, func(s plugin.Store) plugin.Store { st = &unreadable{Store: s}; return st },
 		func(o *slack.Options) { o.FollowStore = every })
-	if err := e.core.Notify.Stop(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.deliver(e.fake.SlashCommand("C7", alice, "create Build auth"))
-	e.settle()
-	ctx, cancel := context.WithTimeout(e.ctx, wait)
-	defer cancel()
-	e.deliver(e.fake.AppHomeOpened(alice, "home"))
-	if _, err := e.fake.WaitCalls(ctx, "views.publish", 1); err != nil {
-		t.Fatal(err)
-	}
-	e.settle()
-	idle := e.clk.Waiters()
-	tick := func(d time.Duration, want int) {
-		t.Helper()
-		e.clk.Advance(d)
-		for e.clk.Waiters() != want {
-			if ctx.Err() != nil {
-				t.Fatalf("%d waiters on the clock, want %d", e.clk.Waiters(), want)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	ctx, idle, tick := followedHome(t, e)
 
 	// Another replica creates #2 for alice, in #1's room and workspace.
 	first := e.task(1)

@@ -75,6 +75,22 @@ func (f *fixture) finish(done <-chan stepResult) (bool, error) {
 	return r.did, r.err
 }
 
+// drivenChange runs change (a Create, a Pause…), moving the fake clock
+// on meanwhile.
+func (f *fixture) drivenChange(change func() (plugin.Task, error)) (plugin.Task, error) {
+	type result struct {
+		task plugin.Task
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		task, err := change()
+		done <- result{task, err}
+	}()
+	r := driven(f, done)
+	return r.task, r.err
+}
+
 // drivenStep runs one step of w, moving the fake clock on meanwhile.
 func (f *fixture) drivenStep(w *tasks.Worker) (bool, error) { return f.finish(f.stepAsync(w)) }
 
@@ -297,21 +313,14 @@ func TestCommitWithoutAnswerClaimedAgainIsNotLate(t *testing.T) {
 func TestCreateWithoutAnswerIsNotMadeTwice(t *testing.T) {
 	f, proxy := unheardFixture(t)
 	proxy.LoseAnswers(1, "INSERT INTO tasks")
-	type created struct {
-		task plugin.Task
-		err  error
-	}
-	done := make(chan created, 1)
-	go func() {
-		task, err := f.svc.Create(f.ctx, plugin.NewTask{Goal: "Build auth", RequestorID: "u1", Platform: "console", RoomID: "console"})
-		done <- created{task, err}
-	}()
-	c := driven(f, done)
+	task, err := f.drivenChange(func() (plugin.Task, error) {
+		return f.svc.Create(f.ctx, plugin.NewTask{Goal: "Build auth", RequestorID: "u1", Platform: "console", RoomID: "console"})
+	})
 	if proxy.Lost() != 1 {
 		t.Fatalf("%d answers lost, want 1", proxy.Lost())
 	}
-	if c.err != nil || c.task.Number != 1 || c.task.Goal != "Build auth" {
-		t.Fatalf("Create = #%d %q, %v; want task #1, made once", c.task.Number, c.task.Goal, c.err)
+	if err != nil || task.Number != 1 || task.Goal != "Build auth" {
+		t.Fatalf("Create = #%d %q, %v; want task #1, made once", task.Number, task.Goal, err)
 	}
 	all, err := f.store.ListTasks(f.ctx, plugin.TaskFilter{})
 	if err != nil || len(all) != 1 {
@@ -328,21 +337,12 @@ func TestPauseWithoutAnswerIsReportedDone(t *testing.T) {
 	f, proxy := unheardFixture(t)
 	n := f.create("Build auth").Number
 	proxy.LoseAnswers(1, "UPDATE tasks SET")
-	type paused struct {
-		task plugin.Task
-		err  error
-	}
-	done := make(chan paused, 1)
-	go func() {
-		task, err := f.svc.Pause(f.ctx, n, "u1")
-		done <- paused{task, err}
-	}()
-	p := driven(f, done)
+	task, err := f.drivenChange(func() (plugin.Task, error) { return f.svc.Pause(f.ctx, n, "u1") })
 	if proxy.Lost() != 1 {
 		t.Fatalf("%d answers lost, want 1", proxy.Lost())
 	}
-	if p.err != nil || p.task.Number != n || p.task.Status != plugin.StatusPaused {
-		t.Fatalf("Pause = #%d %s, %v; want #%d paused, no error", p.task.Number, p.task.Status, p.err, n)
+	if err != nil || task.Number != n || task.Status != plugin.StatusPaused {
+		t.Fatalf("Pause = #%d %s, %v; want #%d paused, no error", task.Number, task.Status, err, n)
 	}
 	evs, err := f.store.TaskEvents(f.ctx, n, 0)
 	if err != nil {
