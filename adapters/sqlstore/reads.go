@@ -176,3 +176,20 @@ func (r Reads) ReadTaskFile(ctx context.Context, number int64, path string) (plu
 func scanFileRow(r Row) (plugin.TaskFile, error) { return ScanFile(r) }
 
 func scanTaskRow(r Row) (plugin.Task, error) { return ScanTask(r) }
+
+// sqlUnowned counts the steps and events whose task does not exist, in
+// either dialect. The store writes none: each is written in the
+// transaction that updates its task's row, and no task is deleted. But
+// PostgreSQL does not check it on insert (no foreign key: PRODUCT §11's
+// cost), so taskloom check does.
+const sqlUnowned = `SELECT
+  (SELECT count(*) FROM task_steps s WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.number = s.task_number)),
+  (SELECT count(*) FROM task_events e WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.number = e.task_number))`
+
+// Unowned counts the steps and the events of tasks that do not exist.
+func (r Reads) Unowned(ctx context.Context) (steps, events int64, err error) {
+	if err := r.DB.QueryRow(ctx, sqlUnowned).Scan(&steps, &events); err != nil {
+		return 0, 0, fmt.Errorf("count the steps and events of no task: %w", err)
+	}
+	return steps, events, nil
+}

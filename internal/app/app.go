@@ -273,11 +273,28 @@ func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 			}
 		}
 	}
+	unowned := false
+	if uc, ok := st.(unownedCounter); ok {
+		steps, events, err := uc.Unowned(ctx)
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "taskloom check: %v\n", err)
+			return ExitFailed
+		}
+		if unowned = steps+events > 0; unowned {
+			fmt.Fprintf(o.Stdout, "%d steps and %d events belong to no task\n", steps, events)
+		}
+	}
 	fmt.Fprintf(o.Stdout, "checked %d tasks: %d with problems\n", checked, bad)
-	if bad > 0 {
+	if bad > 0 || unowned {
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// unownedCounter is a store that counts the steps and events whose task
+// does not exist (the SQL stores: sqlstore.Reads).
+type unownedCounter interface {
+	Unowned(ctx context.Context) (steps, events int64, err error)
 }
 
 // newModel picks the OpenAI-compatible model when a key or base URL is

@@ -156,10 +156,10 @@ func lifeOfATask(t *testing.T, st plugin.Store) {
 func TestCheckCatchesACorruptedRow(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name    string
-		env     func(t *testing.T) map[string]string
-		open    func(t *testing.T, env map[string]string) plugin.Store
-		corrupt func(t *testing.T, env map[string]string)
+		name string
+		env  func(t *testing.T) map[string]string
+		open func(t *testing.T, env map[string]string) plugin.Store
+		exec func(t *testing.T, env map[string]string, q string) // runs q on the database, past the store
 	}{
 		{
 			name: "sqlite",
@@ -171,13 +171,13 @@ func TestCheckCatchesACorruptedRow(t *testing.T) {
 				}
 				return st
 			},
-			corrupt: func(t *testing.T, env map[string]string) {
+			exec: func(t *testing.T, env map[string]string, q string) {
 				db, err := sql.Open("sqlite", filepath.Join(env["TASKLOOM_DATA_DIR"], "taskloom.db"))
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer db.Close()
-				if _, err := db.Exec("UPDATE tasks SET progress = 77 WHERE number = 1"); err != nil {
+				if _, err := db.Exec(q); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -192,13 +192,13 @@ func TestCheckCatchesACorruptedRow(t *testing.T) {
 				}
 				return st
 			},
-			corrupt: func(t *testing.T, env map[string]string) {
+			exec: func(t *testing.T, env map[string]string, q string) {
 				pool, err := pgxpool.New(context.Background(), env["DATABASE_URL"])
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer pool.Close()
-				if _, err := pool.Exec(context.Background(), "UPDATE tasks SET progress = 77 WHERE number = 1"); err != nil {
+				if _, err := pool.Exec(context.Background(), q); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -217,10 +217,21 @@ func TestCheckCatchesACorruptedRow(t *testing.T) {
 			if code, out, errOut := run(t, env, "check"); code != 0 || !strings.Contains(out, "checked 2 tasks: 0 with problems") {
 				t.Fatalf("clean check: %d %q %q", code, out, errOut)
 			}
-			c.corrupt(t, env)
+			// Steps and events of a task that does not exist (written past
+			// the store: the store writes none).
+			c.exec(t, env, "INSERT INTO task_steps (task_number, iteration, action, success, progress) VALUES (99, 1, 'noop', true, 0)")
+			c.exec(t, env, "INSERT INTO task_events (task_number, sequence, type, payload) VALUES (99, 1, 'created', '{}')")
 			code, out, _ := run(t, env, "check")
+			if code != app.ExitFailed || !strings.Contains(out, "1 steps and 1 events belong to no task") ||
+				!strings.Contains(out, "checked 2 tasks: 0 with problems") {
+				t.Fatalf("check with rows of no task: exit %d\n%s", code, out)
+			}
+			c.exec(t, env, "DELETE FROM task_steps WHERE task_number = 99")
+			c.exec(t, env, "DELETE FROM task_events WHERE task_number = 99")
+			c.exec(t, env, "UPDATE tasks SET progress = 77 WHERE number = 1")
+			code, out, _ = run(t, env, "check")
 			if code != app.ExitFailed || !strings.Contains(out, "task #1: column progress is 77 in the row but 40 from the events") ||
-				!strings.Contains(out, "checked 2 tasks: 1 with problems") {
+				!strings.Contains(out, "checked 2 tasks: 1 with problems") || strings.Contains(out, "belong to no task") {
 				t.Fatalf("corrupted check: exit %d\n%s", code, out)
 			}
 		})
