@@ -46,7 +46,7 @@ type partialSend struct {
 // *plugin.RateLimitedError and nothing is retried here; when a later part
 // fails, the retry of the same message sends only what is left.
 func (a *Adapter) Send(ctx context.Context, room string, m plugin.Outgoing) (plugin.SentMessage, error) {
-	return a.send(ctx, room, m, "")
+	return a.send(ctx, room, m, "", time.Time{})
 }
 
 // SendOnce delivers a notification's message as Send does, each part with
@@ -54,19 +54,22 @@ func (a *Adapter) Send(ctx context.Context, room string, m plugin.Outgoing) (plu
 // then answers a part an earlier attempt at the same message created in
 // the past few minutes — this replica's or another's, before a crash or
 // after a lost claim — with that message instead of posting it again.
-// since is not needed: the nonce finds the part.
+// Discord keeps a nonce only that long, so an attempt that began (since)
+// longer than nonceTrusted ago first looks in the channel's history for
+// the parts it posted (postedSince), and posts only the rest.
 //
 // A channel that is gone (404 Unknown Channel) or forbidden (403) is an
 // error with Undeliverable, which services/notify dead-letters.
-func (a *Adapter) SendOnce(ctx context.Context, room string, m plugin.Outgoing, key string, _ time.Time) (plugin.SentMessage, error) {
+func (a *Adapter) SendOnce(ctx context.Context, room string, m plugin.Outgoing, key string, since time.Time) (plugin.SentMessage, error) {
 	if key == "" {
 		return plugin.SentMessage{}, fmt.Errorf("discord: send to %s: no delivery key", room)
 	}
-	return a.send(ctx, room, m, key)
+	return a.send(ctx, room, m, key, since)
 }
 
-// send delivers m, its parts with nonces of key when key is set.
-func (a *Adapter) send(ctx context.Context, room string, m plugin.Outgoing, key string) (plugin.SentMessage, error) {
+// send delivers m, its parts with nonces of key when key is set; since is
+// when an earlier attempt with that key began (zero: none did).
+func (a *Adapter) send(ctx context.Context, room string, m plugin.Outgoing, key string, since time.Time) (plugin.SentMessage, error) {
 	channel, err := channelOf(room)
 	if err != nil {
 		return plugin.SentMessage{}, err
@@ -80,6 +83,13 @@ func (a *Adapter) send(ctx context.Context, room string, m plugin.Outgoing, key 
 		memo = room + "\x00key:" + key
 	}
 	ids := a.delivered(memo)
+	if key != "" && !since.IsZero() && a.clk.Now().Sub(since) >= nonceTrusted {
+		found, err := a.postedSince(ctx, channel, parts, len(ids), since)
+		if err != nil {
+			return plugin.SentMessage{IDs: ids}, fmt.Errorf("discord: send to %s: look for the parts an earlier attempt posted: %w", room, undeliverable(err))
+		}
+		ids = append(ids, found...)
+	}
 	controls := a.controls(ctx, slices.Concat(m.Approvals, m.Tasks, m.Ended))
 	for i := len(ids); i < len(parts); i++ {
 		var comps []discordgo.MessageComponent
@@ -99,6 +109,76 @@ func (a *Adapter) send(ctx context.Context, room string, m plugin.Outgoing, key 
 	}
 	a.remember(memo, nil)
 	return plugin.SentMessage{IDs: ids}, nil
+}
+
+// Looking for what an earlier attempt posted once its nonces may be
+// forgotten.
+const (
+	// nonceTrusted is how long after an attempt began its nonces are
+	// trusted to find what it posted: Discord keeps a nonce "the past few
+	// minutes".
+	nonceTrusted = time.Minute
+	// historyPages bounds the look, 100 messages a page.
+	historyPages = 5
+	// historySkew is how much before since, on this replica's clock, the
+	// look reaches, for Discord's clock and ours to differ.
+	historySkew = 30 * time.Second
+)
+
+// postedSince returns the IDs of the bot's messages in channel since the
+// attempt that began at since that carry parts[from:], in order: what
+// that attempt posted. A part is known by its text, the only mark Discord
+// keeps of it once the nonce is gone; a message with the same text that
+// the bot posted meanwhile for another reason is taken for the part — it
+// says the same. Without Read Message History Discord lists no messages,
+// and every part is posted again.
+func (a *Adapter) postedSince(ctx context.Context, channel string, parts []string, from int, since time.Time) ([]string, error) {
+	if from >= len(parts) {
+		return nil, nil
+	}
+	bot := a.botID()
+	if bot == "" { // no READY yet
+		me, err := a.sess.User("@me", discordgo.WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("read the bot's own user: %w", rateLimited(err))
+		}
+		bot = me.ID
+	}
+	endpoint := discordgo.EndpointChannelMessages(channel)
+	var mine []*discordgo.Message // newest first, as Discord lists them
+	before := ""
+	for range historyPages {
+		if wait := a.bucketWait(endpoint); wait > 0 {
+			return nil, &plugin.RateLimitedError{RetryAfter: wait, Err: errors.New("discord: the channel's rate limit is exhausted")}
+		}
+		page, err := a.sess.ChannelMessages(channel, 100, before, "", "", discordgo.WithContext(ctx))
+		if err != nil {
+			return nil, rateLimited(err)
+		}
+		older := false
+		for _, m := range page {
+			if m.Timestamp.Before(since.Add(-historySkew)) {
+				older = true
+				break
+			}
+			if m.Author != nil && m.Author.ID == bot {
+				mine = append(mine, m)
+			}
+		}
+		if older || len(page) < 100 {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	var ids []string
+	next := from
+	for i := len(mine) - 1; i >= 0 && next < len(parts); i-- {
+		if mine[i].Content == parts[next] {
+			ids = append(ids, mine[i].ID)
+			next++
+		}
+	}
+	return ids, nil
 }
 
 // maxNonce is Discord's limit on a message nonce.

@@ -59,3 +59,53 @@ func TestSendOnceNoncesEveryPart(t *testing.T) {
 		t.Fatalf("Send's message = %+v; want it without a nonce", ms[len(ms)-1])
 	}
 }
+
+// TestSendOnceAfterTheNonceWindowLooksInTheHistory: an attempt at a
+// three-part message posted its first part and its replica died. Another
+// replica tries again after Discord has forgotten the nonce: it finds the
+// part in the channel's history (the bot's, with that text, since the
+// attempt began) and posts only the other two. A message with the first
+// part's text that the bot posted an hour before the attempt is not taken
+// for it.
+func TestSendOnceAfterTheNonceWindowLooksInTheHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	srv := newFake(t, discordfake.WithNow(clk.Now))
+	replica := func() *discord.Adapter {
+		rt := plugin.New(plugin.Options{Store: teststore.SQLite(t), Clock: clk, Logger: testLogger()})
+		a, err := discord.New(discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a, b := replica(), replica()
+	room := "discord:" + channelID
+	first, second, third := strings.Repeat("a", 1500), strings.Repeat("b", 1500), strings.Repeat("c", 1500)
+
+	old, err := a.Send(ctx, room, plugin.Outgoing{Text: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour)
+	began := clk.Now()
+	posted, err := a.SendOnce(ctx, room, plugin.Outgoing{Text: first}, "7-abc", time.Time{}) // the attempt's first part, nonce 7-abc.0
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(discordfake.DefaultNonceWindow + time.Minute)
+
+	got, err := b.SendOnce(ctx, room, plugin.Outgoing{Text: first + "\n" + second + "\n" + third}, "7-abc", began)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Messages(channelID)
+	if len(ms) != 4 || len(got.IDs) != 3 || got.IDs[0] != posted.IDs[0] || got.IDs[0] == old.IDs[0] {
+		t.Fatalf("the retry's messages = %v, %d in the channel; want the attempt's first part (%s, not the older %s) and two new ones",
+			got.IDs, len(ms), posted.IDs[0], old.IDs[0])
+	}
+	if ms[2].Content != second || ms[3].Content != third || ms[2].ID != got.IDs[1] || ms[3].ID != got.IDs[2] {
+		t.Fatalf("the parts posted = %q…, %q…; want the second and the third", ms[2].Content[:1], ms[3].Content[:1])
+	}
+}

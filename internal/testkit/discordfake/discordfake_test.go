@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -362,6 +363,72 @@ func TestNonce(t *testing.T) {
 	if _, err := post("long", strings.Repeat("n", discordfake.MaxNonceLength+1), true); !errors.As(err, &re) ||
 		re.Response.StatusCode != http.StatusBadRequest || re.Message.Code != 50035 {
 		t.Errorf("a 26-character nonce: %v, want 400 Invalid Form Body", err)
+	}
+}
+
+// TestChannelMessages: Get Channel Messages, through discordgo's
+// ChannelMessages, gives the channel's messages newest first — the
+// latest, or the ones just before or after a message — with each one's
+// author and timestamp; a guild channel whose history the bot may not
+// read gives none, and one it may not see 403 Missing Access.
+func TestChannelMessages(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}
+	srv := discordfake.New(t, discordfake.WithNow(clock))
+	srv.AddChannel(channelID, guildID)
+	s := newSession(t, srv)
+	var sent []*discordgo.Message
+	for i := range 5 {
+		m, err := s.ChannelMessageSend(channelID, fmt.Sprintf("message %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, m)
+	}
+	contents := func(ms []*discordgo.Message) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Content)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name          string
+		limit         int
+		before, after string
+		want          string
+	}{
+		{"latest", 0, "", "", "message 4,message 3,message 2,message 1,message 0"},
+		{"latest two", 2, "", "", "message 4,message 3"},
+		{"before the fourth", 2, sent[3].ID, "", "message 2,message 1"},
+		{"after the first", 2, "", sent[0].ID, "message 2,message 1"},
+		{"after the last", 0, "", sent[4].ID, ""},
+	} {
+		ms, err := s.ChannelMessages(channelID, tc.limit, tc.before, tc.after, "")
+		if err != nil || contents(ms) != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.name, contents(ms), err, tc.want)
+		}
+	}
+	ms, err := s.ChannelMessages(channelID, 1, "", "", "")
+	if err != nil || len(ms) != 1 || ms[0].Author == nil || ms[0].Author.ID != sent[4].Author.ID || !ms[0].Timestamp.Equal(sent[4].Timestamp) {
+		t.Errorf("the latest message = %+v, %v; want its author and timestamp", ms, err)
+	}
+
+	srv.DenyPermissions(channelID, discordgo.PermissionReadMessageHistory)
+	if ms, err := s.ChannelMessages(channelID, 0, "", "", ""); err != nil || len(ms) != 0 {
+		t.Errorf("without Read Message History: %d messages, %v; want none and no error", len(ms), err)
+	}
+	srv.DenyChannel(channelID)
+	var re *discordgo.RESTError
+	if _, err := s.ChannelMessages(channelID, 0, "", "", ""); !errors.As(err, &re) || re.Response.StatusCode != http.StatusForbidden {
+		t.Errorf("a channel the bot may not see: %v; want 403", err)
 	}
 }
 

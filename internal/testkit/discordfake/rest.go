@@ -12,6 +12,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -335,6 +336,7 @@ func (s *Server) routes() {
 	api("POST /users/@me/channels", true, s.createDM)
 	api("GET /channels/{channel}", true, s.getChannel)
 	api("POST /channels/{channel}/messages", true, s.postMessage)
+	api("GET /channels/{channel}/messages", true, s.listMessages)
 	api("GET /channels/{channel}/messages/{message}", true, s.getMessage)
 	api("PATCH /channels/{channel}/messages/{message}", true, s.patchMessage)
 	api("DELETE /channels/{channel}/messages/{message}", true, s.deleteMessage)
@@ -483,6 +485,84 @@ func (s *Server) channelMessageLocked(w http.ResponseWriter, r *http.Request) *M
 		return nil
 	}
 	return m
+}
+
+// listMessages answers Get Channel Messages as Discord documents it: up
+// to limit (1–100, 50 by default) of the channel's messages before,
+// after or around a message ID (at most one of them; none: the latest),
+// newest first. The bot must see the channel (403 Missing Access); in a
+// guild channel where it may not read the history it gets no messages,
+// not an error.
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ *Call) {
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeAPIError(w, formError("limit", "NUMBER_TYPE_MAX", "Int should be between 1 and 100."))
+			return
+		}
+		limit = n
+	}
+	var anchor, around string
+	var anchors int
+	for _, k := range []string{"before", "after", "around"} {
+		if v := q.Get(k); v != "" {
+			anchor, around = v, k
+			anchors++
+		}
+	}
+	if anchors > 1 {
+		writeAPIError(w, formError("", "BASE_TYPE_BAD", "before, after and around are mutually exclusive."))
+		return
+	}
+	at, err := strconv.ParseUint(anchor, 10, 64)
+	if anchors == 1 && err != nil {
+		writeAPIError(w, formError(around, "NUMBER_TYPE_COERCE", fmt.Sprintf("Value %q is not snowflake.", anchor)))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.channels[r.PathValue("channel")]
+	if !ok {
+		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
+		return
+	}
+	if s.denied[ch.id] || ch.kind == discordgo.ChannelTypeGroupDM {
+		writeError(w, http.StatusForbidden, 50001, "Missing Access")
+		return
+	}
+	out := []any{}
+	if ch.guildID != "" && s.botPermissionsLocked(ch)&discordgo.PermissionReadMessageHistory == 0 {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	var all []*Message // oldest first, as stored
+	for _, m := range s.messages[ch.id] {
+		if !m.Deleted && !m.Ephemeral() {
+			all = append(all, m)
+		}
+	}
+	id := func(m *Message) uint64 { n, _ := strconv.ParseUint(m.ID, 10, 64); return n }
+	var page []*Message
+	switch around {
+	case "before":
+		i := sort.Search(len(all), func(i int) bool { return id(all[i]) >= at })
+		page = all[max(i-limit, 0):i]
+	case "after":
+		i := sort.Search(len(all), func(i int) bool { return id(all[i]) > at })
+		page = all[i:min(i+limit, len(all))]
+	case "around":
+		i := sort.Search(len(all), func(i int) bool { return id(all[i]) >= at })
+		from := max(i-limit/2, 0)
+		page = all[from:min(from+limit, len(all))]
+	default:
+		page = all[max(len(all)-limit, 0):]
+	}
+	for i := len(page) - 1; i >= 0; i-- {
+		out = append(out, s.wireMessageLocked(page[i], false))
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, _ *Call) {
