@@ -2,6 +2,7 @@ package discord_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -107,5 +108,35 @@ func TestSendOnceAfterTheNonceWindowLooksInTheHistory(t *testing.T) {
 	}
 	if ms[2].Content != second || ms[3].Content != third || ms[2].ID != got.IDs[1] || ms[3].ID != got.IDs[2] {
 		t.Fatalf("the parts posted = %q…, %q…; want the second and the third", ms[2].Content[:1], ms[3].Content[:1])
+	}
+}
+
+// TestSendOnceHistoryUnreadable: when the look in the history fails
+// (here a 500), nothing is posted blind — the send fails, for the outbox
+// to try again.
+func TestSendOnceHistoryUnreadable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	srv := newFake(t, discordfake.WithNow(clk.Now))
+	rt := plugin.New(plugin.Options{Store: teststore.SQLite(t), Clock: clk, Logger: testLogger()})
+	a, err := discord.New(discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := clk.Now()
+	clk.Advance(10 * time.Minute)
+	srv.FailNext("GET", "/channels/"+channelID+"/messages", 1, http.StatusInternalServerError)
+	if _, err := a.SendOnce(ctx, "discord:"+channelID, plugin.Outgoing{Text: "#3 Build auth: 40% → 60%"}, "9-abc", began); err == nil {
+		t.Fatal("SendOnce succeeded though the history could not be read")
+	}
+	if ms := srv.Messages(channelID); len(ms) != 0 {
+		t.Fatalf("%d messages posted; want none before the history is read", len(ms))
+	}
+	if _, err := a.SendOnce(ctx, "discord:"+channelID, plugin.Outgoing{Text: "#3 Build auth: 40% → 60%"}, "9-abc", began); err != nil {
+		t.Fatal(err)
+	}
+	if ms := srv.Messages(channelID); len(ms) != 1 {
+		t.Fatalf("%d messages after the retry; want 1", len(ms))
 	}
 }
