@@ -153,51 +153,55 @@ func (c *crashAfterSend) SendOnce(ctx context.Context, room string, m plugin.Out
 // the other replica) finds its rows again after the claim expires. It
 // recognises the message — Discord by its nonce, Slack by its metadata in
 // the room's history — and does not post it again; what arrived meanwhile
-// goes out in a message of its own.
+// goes out in a message of its own. Also when it comes back after Discord
+// has forgotten the nonce (a ten-minute outage): the message is found in
+// the channel's history instead.
 func TestCrashBetweenSendAndMarkSent(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
-		clk := clock.NewFake(t0)
-		for _, c := range fakeChats(t, clk) {
-			t.Run(c.name, func(t *testing.T) {
-				st := open(t)
-				crash := &crashAfterSend{sent: make(chan struct{})}
-				old := newFixture(t, st, "old", func(su *setup) {
-					su.clk = clk
-					su.platforms = func(rt *plugin.Runtime) []plugin.Platform {
-						crash.OnceSender = c.adapter(t, rt)
-						return []plugin.Platform{crash}
+		for _, down := range []time.Duration{notify.DefaultLease, 10 * time.Minute} {
+			clk := clock.NewFake(t0)
+			for _, c := range fakeChats(t, clk) {
+				t.Run(fmt.Sprintf("%s down %s", c.name, down), func(t *testing.T) {
+					st := open(t)
+					crash := &crashAfterSend{sent: make(chan struct{})}
+					old := newFixture(t, st, "old", func(su *setup) {
+						su.clk = clk
+						su.platforms = func(rt *plugin.Runtime) []plugin.Platform {
+							crash.OnceSender = c.adapter(t, rt)
+							return []plugin.Platform{crash}
+						}
+					})
+					post(t, st, c.room, "first", clk.Now())
+					ctx, kill := context.WithCancel(context.Background())
+					flushed := make(chan struct{})
+					go func() {
+						defer close(flushed)
+						old.svc.Flush(ctx) // its error is the crash's
+					}()
+					receive(t, crash.sent, "the first send")
+					kill()
+					receive(t, flushed, "the crashed flush to end")
+					if got := c.messages(); !slices.Equal(got, []string{"first"}) {
+						t.Fatalf("before the restart the room has %q", got)
+					}
+
+					post(t, st, c.room, "second", clk.Now())
+					clk.Advance(down) // the dead process's claim expires
+					restarted := newFixture(t, st, "new", func(su *setup) {
+						su.clk = clk
+						su.platforms = func(rt *plugin.Runtime) []plugin.Platform { return []plugin.Platform{c.adapter(t, rt)} }
+					})
+					if _, err := restarted.svc.Flush(ctxFor(t)); err != nil {
+						t.Fatal(err)
+					}
+					if got := c.messages(); !slices.Equal(got, []string{"first", "second"}) {
+						t.Fatalf("after the restart the room has %q; want the first message once, then the second", got)
+					}
+					if n, err := st.Pending(t.Context()); err != nil || n != 0 {
+						t.Fatalf("pending = %d, %v; want all marked sent", n, err)
 					}
 				})
-				post(t, st, c.room, "first", clk.Now())
-				ctx, kill := context.WithCancel(context.Background())
-				flushed := make(chan struct{})
-				go func() {
-					defer close(flushed)
-					old.svc.Flush(ctx) // its error is the crash's
-				}()
-				receive(t, crash.sent, "the first send")
-				kill()
-				receive(t, flushed, "the crashed flush to end")
-				if got := c.messages(); !slices.Equal(got, []string{"first"}) {
-					t.Fatalf("before the restart the room has %q", got)
-				}
-
-				post(t, st, c.room, "second", clk.Now())
-				clk.Advance(notify.DefaultLease) // the dead process's claim expires
-				restarted := newFixture(t, st, "new", func(su *setup) {
-					su.clk = clk
-					su.platforms = func(rt *plugin.Runtime) []plugin.Platform { return []plugin.Platform{c.adapter(t, rt)} }
-				})
-				if _, err := restarted.svc.Flush(ctxFor(t)); err != nil {
-					t.Fatal(err)
-				}
-				if got := c.messages(); !slices.Equal(got, []string{"first", "second"}) {
-					t.Fatalf("after the restart the room has %q; want the first message once, then the second", got)
-				}
-				if n, err := st.Pending(t.Context()); err != nil || n != 0 {
-					t.Fatalf("pending = %d, %v; want all marked sent", n, err)
-				}
-			})
+			}
 		}
 	})
 }

@@ -128,6 +128,7 @@ type Server struct {
 	closed  bool
 	seq     int64
 	tsBase  int64
+	lastTS  int64 // the latest message timestamp handed out, in microseconds
 
 	users        map[string]User
 	calls        []Call
@@ -397,10 +398,14 @@ func (s *Server) nextLocked() int64 {
 }
 
 // tsLocked returns a fresh message timestamp, Slack's "seconds.micros"
-// message ID, increasing.
+// message ID: as in Slack, the time the message was posted (on WithNow's
+// clock), to the microsecond, and increasing — a microsecond after the
+// last one when the clock has not moved.
 func (s *Server) tsLocked() string {
-	n := s.nextLocked()
-	return fmt.Sprintf("%d.%06d", s.tsBase+n/1_000_000, n%1_000_000)
+	s.nextLocked()
+	n := max(s.cfg.now().UnixMicro(), s.lastTS+1)
+	s.lastTS = n
+	return fmt.Sprintf("%d.%06d", n/1_000_000, n%1_000_000)
 }
 
 // TS returns a fresh message timestamp, for a message a test makes up.
