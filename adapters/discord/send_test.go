@@ -15,6 +15,18 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
+// sender is an adapter of a runtime on clk that sends to srv, not
+// started: notifications need no gateway.
+func sender(t *testing.T, srv *discordfake.Server, clk *clock.Fake) *discord.Adapter {
+	t.Helper()
+	rt := plugin.New(plugin.Options{Store: teststore.SQLite(t), Clock: clk, Logger: testLogger()})
+	a, err := discord.New(discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // TestSendOnceNoncesEveryPart: each part of a notification's message
 // carries the nonce "<key>.<part>" with enforce_nonce, so a second
 // attempt at the same message creates nothing and gets the same messages
@@ -24,11 +36,7 @@ func TestSendOnceNoncesEveryPart(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	srv := newFake(t, discordfake.WithNow(clk.Now))
-	rt := plugin.New(plugin.Options{Store: teststore.SQLite(t), Clock: clk, Logger: testLogger()})
-	a, err := discord.New(discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: rt})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := sender(t, srv, clk)
 	room := "discord:" + channelID
 	text := strings.Repeat("a", 1500) + "\n" + strings.Repeat("b", 1500) // two parts
 
@@ -73,15 +81,7 @@ func TestSendOnceAfterTheNonceWindowLooksInTheHistory(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	srv := newFake(t, discordfake.WithNow(clk.Now))
-	replica := func() *discord.Adapter {
-		rt := plugin.New(plugin.Options{Store: teststore.SQLite(t), Clock: clk, Logger: testLogger()})
-		a, err := discord.New(discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: rt})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	a, b := replica(), replica()
+	a, b := sender(t, srv, clk), sender(t, srv, clk) // two replicas
 	room := "discord:" + channelID
 	first, second, third := strings.Repeat("a", 1500), strings.Repeat("b", 1500), strings.Repeat("c", 1500)
 
@@ -119,11 +119,7 @@ func TestSendOnceHistoryUnreadable(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	srv := newFake(t, discordfake.WithNow(clk.Now))
-	rt := plugin.New(plugin.Options{Store: teststore.SQLite(t), Clock: clk, Logger: testLogger()})
-	a, err := discord.New(discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: rt})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := sender(t, srv, clk)
 	began := clk.Now()
 	clk.Advance(10 * time.Minute)
 	srv.FailNext("GET", "/channels/"+channelID+"/messages", 1, http.StatusInternalServerError)

@@ -280,23 +280,29 @@ func TestChannelMessageSendComplex(t *testing.T) {
 	}
 }
 
+// fakeClock is a clock for WithNow that moves only when advanced.
+func fakeClock(start time.Time) (now func() time.Time, advance func(time.Duration)) {
+	var mu sync.Mutex
+	t := start
+	now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return t
+	}
+	advance = func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(d)
+	}
+	return now, advance
+}
+
 // TestNonce: with enforce_nonce, a message the bot created with the same
 // nonce in the past few minutes comes back instead of a new one, as
 // Discord's Create Message documents.
 func TestNonce(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	advance := func(d time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(d)
-	}
+	clock, advance := fakeClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
 	srv := discordfake.New(t, discordfake.WithNow(clock))
 	srv.AddChannel(channelID, guildID)
 	s := newSession(t, srv)
@@ -373,19 +379,13 @@ func TestNonce(t *testing.T) {
 // read gives none, and one it may not see 403 Missing Access.
 func TestChannelMessages(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Second)
-		return now
-	}
+	clock, advance := fakeClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
 	srv := discordfake.New(t, discordfake.WithNow(clock))
 	srv.AddChannel(channelID, guildID)
 	s := newSession(t, srv)
 	var sent []*discordgo.Message
 	for i := range 5 {
+		advance(time.Second)
 		m, err := s.ChannelMessageSend(channelID, fmt.Sprintf("message %d", i))
 		if err != nil {
 			t.Fatal(err)

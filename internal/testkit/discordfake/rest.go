@@ -407,16 +407,27 @@ func (s *Server) createDM(w http.ResponseWriter, _ *http.Request, c *Call) {
 	writeJSON(w, http.StatusOK, s.wireChannelLocked(ch))
 }
 
-func (s *Server) getChannel(w http.ResponseWriter, r *http.Request, _ *Call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// visibleChannelLocked finds the request's channel, answering 404
+// Unknown Channel, or 403 Missing Access for one the bot may not see (a
+// group DM is never the bot's), for you.
+func (s *Server) visibleChannelLocked(w http.ResponseWriter, r *http.Request) *channel {
 	ch, ok := s.channels[r.PathValue("channel")]
 	if !ok {
 		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
-		return
+		return nil
 	}
 	if s.denied[ch.id] || ch.kind == discordgo.ChannelTypeGroupDM {
 		writeError(w, http.StatusForbidden, 50001, "Missing Access")
+		return nil
+	}
+	return ch
+}
+
+func (s *Server) getChannel(w http.ResponseWriter, r *http.Request, _ *Call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.visibleChannelLocked(w, r)
+	if ch == nil {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.wireChannelLocked(ch))
@@ -430,13 +441,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *Call) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.channels[r.PathValue("channel")]
-	if !ok {
-		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
-		return
-	}
-	if s.denied[ch.id] || ch.kind == discordgo.ChannelTypeGroupDM {
-		writeError(w, http.StatusForbidden, 50001, "Missing Access")
+	ch := s.visibleChannelLocked(w, r)
+	if ch == nil {
 		return
 	}
 	if ch.isThread() && s.botPermissionsLocked(ch)&discordgo.PermissionSendMessagesInThreads == 0 {
@@ -523,13 +529,8 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ *Call) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.channels[r.PathValue("channel")]
-	if !ok {
-		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
-		return
-	}
-	if s.denied[ch.id] || ch.kind == discordgo.ChannelTypeGroupDM {
-		writeError(w, http.StatusForbidden, 50001, "Missing Access")
+	ch := s.visibleChannelLocked(w, r)
+	if ch == nil {
 		return
 	}
 	out := []any{}
