@@ -229,32 +229,56 @@ func TestHomeTabFollowsChangesMadeElsewhere(t *testing.T) {
 	}
 }
 
-// unreadable is a real store whose GetTask fails while down is set, as a
-// store that does not answer.
+// unreadable is a real store whose GetTask (task) or EventsSince (events)
+// fails while set, as a store that does not answer.
 type unreadable struct {
 	plugin.Store
-	down atomic.Bool
+	task, events atomic.Bool
 }
 
+var errNoAnswer = errors.New("the store does not answer")
+
 func (s *unreadable) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
-	if s.down.Load() {
-		return plugin.Task{}, errors.New("the store does not answer")
+	if s.task.Load() {
+		return plugin.Task{}, errNoAnswer
 	}
 	return s.Store.GetTask(ctx, number)
 }
 
+func (s *unreadable) EventsSince(ctx context.Context, after int64, limit int) ([]plugin.TaskEvent, error) {
+	if s.events.Load() {
+		return nil, errNoAnswer
+	}
+	return s.Store.EventsSince(ctx, after, limit)
+}
+
 // TestHomeTabFollowsAChangeItCouldNotReadAtFirst: another replica creates
 // a task for alice while her Home tab is open, and the store does not
-// answer when the follower reads the new task. The change is read again at
-// the next follow, once the store answers, and refreshes the tab then —
-// not lost with the read that failed.
+// answer when the follower reads the event stream, or the new task. The
+// change is read again at the next follow, once the store answers, and
+// refreshes the tab then — not lost with the read that failed.
 func TestHomeTabFollowsAChangeItCouldNotReadAtFirst(t *testing.T) {
 	t.Parallel()
+	for _, read := range []string{"events", "task"} {
+		t.Run(read, func(t *testing.T) {
+			t.Parallel()
+			followThroughAnOutage(t, read)
+		})
+	}
+}
+
+// followThroughAnOutage is TestHomeTabFollowsAChangeItCouldNotReadAtFirst
+// with read ("events" or "task") failing at the first follow.
+func followThroughAnOutage(t *testing.T, read string) {
 	const every = 2 * time.Second
 	var st *unreadable
 	e := newEnvStore(t, httpMode, func(s plugin.Store) plugin.Store { st = &unreadable{Store: s}; return st },
 		func(o *slack.Options) { o.FollowStore = every })
 	ctx, idle, tick := followedHome(t, e)
+	down := &st.task
+	if read == "events" {
+		down = &st.events
+	}
 
 	// Another replica creates #2 for alice, in #1's room and workspace.
 	first := e.task(1)
@@ -262,13 +286,13 @@ func TestHomeTabFollowsAChangeItCouldNotReadAtFirst(t *testing.T) {
 		Platform: first.Platform, RoomID: first.RoomID, WorkspaceID: first.WorkspaceID, Now: e.clk.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	st.down.Store(true)
-	tick(every, idle) // read, but #2 could not be: nothing to refresh
+	down.Store(true)
+	tick(every, idle) // #2 could not be read: nothing to refresh
 	e.settle()
 	if n := len(e.fake.CallsTo("views.publish")); n != 1 {
 		t.Fatalf("%d publishes while the task could not be read; want 1", n)
 	}
-	st.down.Store(false)
+	down.Store(false)
 	tick(every, idle+1) // read again: a debounce waits
 	tick(slack.HomeDebounce, idle)
 	if _, err := e.fake.WaitCalls(ctx, "views.publish", 2); err != nil {
