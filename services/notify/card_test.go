@@ -359,15 +359,7 @@ func TestCrashBetweenCardPostAndItsRecord(t *testing.T) {
 				})
 				n := old.create(c.room, "Build auth").Number
 				old.iterate(n, 10, plugin.VerdictContinue, true)
-				ctx, kill := context.WithCancel(context.Background())
-				flushed := make(chan struct{})
-				go func() {
-					defer close(flushed)
-					old.svc.Flush(ctx) // its error is the crash's
-				}()
-				receive(t, crash.sent, "the card's post")
-				kill()
-				receive(t, flushed, "the crashed flush to end")
+				crashFlush(t, old.svc, crash.sent, "the card's post")
 				if ps := c.posts(); len(ps) != 1 {
 					t.Fatalf("before the restart the room has %+v", ps)
 				}

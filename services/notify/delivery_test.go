@@ -51,6 +51,22 @@ func receive(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
+// crashFlush runs a flush of svc in a process that dies once the
+// platform has taken a message (sent closes): the flush is canceled there,
+// and crashFlush returns when it has ended.
+func crashFlush(t *testing.T, svc *notify.Service, sent <-chan struct{}, what string) {
+	t.Helper()
+	ctx, kill := context.WithCancel(context.Background())
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		svc.Flush(ctx) // its error is the crash's
+	}()
+	receive(t, sent, what)
+	kill()
+	receive(t, flushed, "the crashed flush to end")
+}
+
 // post puts a message of the service's own (about no task) in room's
 // outbox, as the task service's hold notices are.
 func post(t *testing.T, st plugin.Store, room, text string, at time.Time) plugin.Notification {
@@ -172,15 +188,7 @@ func TestCrashBetweenSendAndMarkSent(t *testing.T) {
 						}
 					})
 					post(t, st, c.room, "first", clk.Now())
-					ctx, kill := context.WithCancel(context.Background())
-					flushed := make(chan struct{})
-					go func() {
-						defer close(flushed)
-						old.svc.Flush(ctx) // its error is the crash's
-					}()
-					receive(t, crash.sent, "the first send")
-					kill()
-					receive(t, flushed, "the crashed flush to end")
+					crashFlush(t, old.svc, crash.sent, "the first send")
 					if got := c.messages(); !slices.Equal(got, []string{"first"}) {
 						t.Fatalf("before the restart the room has %q", got)
 					}
