@@ -2,6 +2,7 @@ package tasks_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -356,6 +357,56 @@ func TestPauseWithoutAnswerIsReportedDone(t *testing.T) {
 	}
 	if pauses != 1 {
 		t.Fatalf("%d paused events, want 1", pauses)
+	}
+	f.check()
+}
+
+// TestPauseWithoutAnswerThenCanceledIsReportedDone: u1's pause commits
+// but its answer is lost, and before Pause tries again u2 cancels the
+// task. The retry finds the pause among the events after it — not only
+// the latest, which is u2's — and reports it done, with the task as it
+// is now: one paused event, then one canceled event, and no second
+// pause tried on a canceled task ("not allowed").
+func TestPauseWithoutAnswerThenCanceledIsReportedDone(t *testing.T) {
+	f, proxy := unheardFixture(t)
+	n := f.create("Build auth").Number
+	proxy.LoseAnswers(1, "UPDATE tasks SET")
+	type result struct {
+		task plugin.Task
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		task, err := f.svc.Pause(f.ctx, n, "u1")
+		done <- result{task, err}
+	}()
+	// The pause has lost its answer once Pause waits to try again.
+	for proxy.Lost() == 0 || f.clk.Waiters() == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("Pause returned #%d %s, %v before losing its answer", r.task.Number, r.task.Status, r.err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if _, err := f.svc.Cancel(f.ctx, n, "u2"); err != nil {
+		t.Fatalf("u2's cancel: %v", err)
+	}
+	r := driven(f, done)
+	if r.err != nil || r.task.Number != n || r.task.Status != plugin.StatusCanceled {
+		t.Fatalf("Pause = #%d %s, %v; want #%d as u2 left it (canceled), no error", r.task.Number, r.task.Status, r.err, n)
+	}
+	evs, err := f.store.TaskEvents(f.ctx, n, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		if e.Type == plugin.EventPaused || e.Type == plugin.EventCanceled {
+			got = append(got, string(e.Type)+" by "+e.Actor)
+		}
+	}
+	if want := []string{string(plugin.EventPaused) + " by u1", string(plugin.EventCanceled) + " by u2"}; !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
 	}
 	f.check()
 }
