@@ -677,10 +677,12 @@ func BenchmarkQueueIdleRSS(b *testing.B) {
 // return what a day's work does (fetchMixed). For each, the prompt's size
 // at iterations 5 and 50 and their ratio (§11: at most 1.5), and the share
 // of the prompts over iterations 2–60 that is a byte-stable prefix, the
-// prompt before's (§11: at least 80%).
+// prompt before's (§11: at least 80%); and the bytes a prompt sent new
+// (what a provider's cache cannot serve), beside the least any layout
+// sends new — the latest step and what follows it.
 func BenchmarkQueuePrompts(b *testing.B) {
 	var t strings.Builder
-	fmt.Fprintf(&t, "prompts over 60 iterations:\n%-8s %10s %10s %8s %14s\n", "task", "it. 5", "it. 50", "50 / 5", "stable prefix")
+	fmt.Fprintf(&t, "prompts over 60 iterations:\n%-8s %10s %10s %8s %14s %12s %12s\n", "task", "it. 5", "it. 50", "50 / 5", "stable prefix", "new/prompt", "latest step")
 	for _, w := range []struct {
 		name string
 		tool plugin.Action
@@ -689,7 +691,9 @@ func BenchmarkQueuePrompts(b *testing.B) {
 		ratio, stable := float64(s.size[49])/float64(s.size[4]), s.overall(2)
 		b.ReportMetric(ratio, w.name+"-50/5")
 		b.ReportMetric(100*stable, w.name+"-%stable")
-		fmt.Fprintf(&t, "%-8s %8d B %8d B %8.2f %13.1f%%\n", w.name, s.size[4], s.size[49], ratio, 100*stable)
+		sent, needed := s.fresh(2)
+		b.ReportMetric(sent, w.name+"-new-B/prompt")
+		fmt.Fprintf(&t, "%-8s %8d B %8d B %8.2f %13.1f%% %10.0f B %10.0f B\n", w.name, s.size[4], s.size[49], ratio, 100*stable, sent, needed)
 	}
 	b.ReportMetric(0, "ns/op")
 	fmt.Print(t.String())
