@@ -16,7 +16,9 @@ import (
 // the protocol through unchanged, and can lose the answer to a commit:
 // the server has committed, the client never hears so — what a client
 // sees when its connection breaks, or the server restarts, between the
-// commit and its reply.
+// commit and its reply. It can also lose a statement on its way: the
+// connection breaks before the server has it, so nothing of its
+// transaction commits, and the client cannot tell the two apart.
 type PostgresProxy struct {
 	ln     net.Listener
 	target string
@@ -25,8 +27,13 @@ type PostgresProxy struct {
 	armed int    // answers still to lose
 	match string // in the text of a statement of the transaction
 	lost  int
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	// drops statements still to lose on their way, those whose text
+	// contains dropMatch; dropped counts them.
+	drops     int
+	dropMatch string
+	dropped   int
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup
 }
 
 // ProxyPostgres starts a proxy in front of the server of dbURL, stopped
@@ -66,6 +73,24 @@ func (p *PostgresProxy) LoseAnswers(n int, statement string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.armed, p.match = n, statement
+}
+
+// LoseRequests makes the proxy lose the next n statements whose text
+// contains statement on their way to the server: it passes on what the
+// client sent before such a statement, then closes both sides of that
+// connection, so the statement never runs and its transaction, never
+// committed, is rolled back.
+func (p *PostgresProxy) LoseRequests(n int, statement string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drops, p.dropMatch = n, statement
+}
+
+// Dropped is how many statements the proxy has lost on their way.
+func (p *PostgresProxy) Dropped() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
 }
 
 // Lost is how many answers the proxy has lost.
@@ -184,9 +209,10 @@ func (p *PostgresProxy) requests(c *proxied, client, server net.Conn) {
 	for {
 		n, err := client.Read(chunk)
 		buf = append(buf, chunk[:n]...)
+		drop := false
 		off := messages(buf, func(typ byte, body []byte) bool {
-			c.see(p, typ, body)
-			return true
+			drop = c.see(p, typ, body)
+			return !drop
 		})
 		// Marked before the server can answer: forward after.
 		if off > 0 {
@@ -195,14 +221,15 @@ func (p *PostgresProxy) requests(c *proxied, client, server net.Conn) {
 			}
 			buf = append(buf[:0], buf[off:]...)
 		}
-		if err != nil {
-			return
+		if err != nil || drop {
+			return // the caller closes the server's side, then the client's
 		}
 	}
 }
 
-// see notes a client message: a statement prepared, or run.
-func (c *proxied) see(p *PostgresProxy, typ byte, body []byte) {
+// see notes a client message: a statement prepared, or run. It reports
+// whether the message is to be lost on its way (LoseRequests).
+func (c *proxied) see(p *PostgresProxy, typ byte, body []byte) bool {
 	var text string
 	switch typ {
 	case 'P': // Parse: name, query
@@ -214,7 +241,7 @@ func (c *proxied) see(p *PostgresProxy, typ byte, body []byte) {
 		}
 		c.statements[name] = q
 		c.mu.Unlock()
-		return
+		return false
 	case 'B': // Bind: portal, statement
 		_, rest := cstring(body)
 		name, _ := cstring(rest)
@@ -224,16 +251,22 @@ func (c *proxied) see(p *PostgresProxy, typ byte, body []byte) {
 	case 'Q': // a simple query
 		text, _ = cstring(body)
 	default:
-		return
+		return false
 	}
 	p.mu.Lock()
-	hit := p.armed > 0 && strings.Contains(text, p.match)
+	drop := p.drops > 0 && strings.Contains(text, p.dropMatch)
+	if drop {
+		p.drops--
+		p.dropped++
+	}
+	hit := !drop && p.armed > 0 && strings.Contains(text, p.match)
 	p.mu.Unlock()
 	if hit {
 		c.mu.Lock()
 		c.marked = true
 		c.mu.Unlock()
 	}
+	return drop
 }
 
 // commitComplete is the body of the CommandComplete that answers a

@@ -77,3 +77,66 @@ func TestProxyLosesCommitAnswers(t *testing.T) {
 		t.Fatalf("committed %v, want [1 2 3]: the server commits what the client did not hear of", ids)
 	}
 }
+
+// TestProxyLosesRequests: through the proxy, a statement lost on its way
+// fails its client's call and commits nothing — with BEGIN and COMMIT,
+// and in a pipeline after another statement of its implicit transaction;
+// statements that do not match, or come after those to lose, run.
+func TestProxyLosesRequests(t *testing.T) {
+	ctx := context.Background()
+	direct := testkit.PostgresURL(t)
+	proxy, url := testkit.ProxyPostgres(t, direct)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE notes (id int PRIMARY KEY); CREATE TABLE other (id int)`); err != nil {
+		t.Fatal(err)
+	}
+	inTx := func(table string, id int) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES ($1)`, id)
+			return err
+		})
+	}
+	inPipeline := func(id int) error {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO other VALUES ($1)`, id)
+		b.Queue(`INSERT INTO notes VALUES ($1)`, id)
+		return pool.SendBatch(ctx, b).Close()
+	}
+
+	proxy.LoseRequests(2, "INSERT INTO notes")
+	if err := inTx("other", 1); err != nil {
+		t.Fatalf("a statement that does not match: %v", err)
+	}
+	if err := inTx("notes", 1); err == nil {
+		t.Fatal("a statement lost on its way succeeded")
+	}
+	if err := inPipeline(2); err == nil {
+		t.Fatal("a pipeline whose second statement was lost succeeded")
+	}
+	if err := inTx("notes", 3); err != nil {
+		t.Fatalf("after the statements to lose: %v", err)
+	}
+	if n := proxy.Dropped(); n != 2 {
+		t.Fatalf("lost %d statements, want 2", n)
+	}
+
+	conn, err := pgx.Connect(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for table, want := range map[string][]int{"notes": {3}, "other": {1}} {
+		rows, _ := conn.Query(ctx, `SELECT id FROM `+table+` ORDER BY id`)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("%s holds %v, want %v: nothing of a lost statement's transaction commits", table, ids, want)
+		}
+	}
+}

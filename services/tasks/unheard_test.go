@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -371,42 +372,92 @@ func TestPauseWithoutAnswerThenCanceledIsReportedDone(t *testing.T) {
 	f, proxy := unheardFixture(t)
 	n := f.create("Build auth").Number
 	proxy.LoseAnswers(1, "UPDATE tasks SET")
+	task, err := f.changeAcrossRetry(t, func() (plugin.Task, error) { return f.svc.Pause(f.ctx, n, "u1") },
+		func() bool { return proxy.Lost() > 0 },
+		func() {
+			if _, err := f.svc.Cancel(f.ctx, n, "u2"); err != nil {
+				t.Fatalf("u2's cancel: %v", err)
+			}
+		})
+	if err != nil || task.Number != n || task.Status != plugin.StatusCanceled {
+		t.Fatalf("Pause = #%d %s, %v; want #%d as u2 left it (canceled), no error", task.Number, task.Status, err, n)
+	}
+	if got, want := f.changes(n), []string{"paused by u1", "canceled by u2"}; !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	f.check()
+}
+
+// TestPauseLostOnItsWayIsTriedOnTheTaskAsItIsNow: u1's pause never
+// reaches the server (the connection breaks on its way: nothing
+// commits), and before Pause tries again u2 cancels the task, whose
+// event takes the sequence the pause would have had. The retry does not
+// take u2's event for its own: it tries the pause on the canceled task,
+// which refuses it. One canceled event, no pause.
+func TestPauseLostOnItsWayIsTriedOnTheTaskAsItIsNow(t *testing.T) {
+	f, proxy := unheardFixture(t)
+	n := f.create("Build auth").Number
+	proxy.LoseRequests(1, "UPDATE tasks SET")
+	task, err := f.changeAcrossRetry(t, func() (plugin.Task, error) { return f.svc.Pause(f.ctx, n, "u1") },
+		func() bool { return proxy.Dropped() > 0 },
+		func() {
+			if _, err := f.svc.Cancel(f.ctx, n, "u2"); err != nil {
+				t.Fatalf("u2's cancel: %v", err)
+			}
+		})
+	if err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Fatalf("Pause = #%d %s, %v; want the refusal of a pause on an ended task", task.Number, task.Status, err)
+	}
+	if got, want := f.changes(n), []string{"canceled by u2"}; !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if got := f.task(n); got.Status != plugin.StatusCanceled {
+		t.Fatalf("task #%d is %s, want canceled", n, got.Status)
+	}
+	f.check()
+}
+
+// changeAcrossRetry runs change, a person's change of a task whose first
+// write is to fail (failed reports that it did), and once change waits to
+// try again runs meanwhile, another person's change; then it moves the
+// fake clock on until change returns.
+func (f *fixture) changeAcrossRetry(t *testing.T, change func() (plugin.Task, error), failed func() bool, meanwhile func()) (plugin.Task, error) {
+	t.Helper()
 	type result struct {
 		task plugin.Task
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		task, err := f.svc.Pause(f.ctx, n, "u1")
+		task, err := change()
 		done <- result{task, err}
 	}()
-	// The pause has lost its answer once Pause waits to try again.
-	for proxy.Lost() == 0 || f.clk.Waiters() == 0 {
+	for !failed() || f.clk.Waiters() == 0 {
 		select {
 		case r := <-done:
-			t.Fatalf("Pause returned #%d %s, %v before losing its answer", r.task.Number, r.task.Status, r.err)
+			t.Fatalf("the change returned #%d %s, %v before its write failed", r.task.Number, r.task.Status, r.err)
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if _, err := f.svc.Cancel(f.ctx, n, "u2"); err != nil {
-		t.Fatalf("u2's cancel: %v", err)
-	}
+	meanwhile()
 	r := driven(f, done)
-	if r.err != nil || r.task.Number != n || r.task.Status != plugin.StatusCanceled {
-		t.Fatalf("Pause = #%d %s, %v; want #%d as u2 left it (canceled), no error", r.task.Number, r.task.Status, r.err, n)
-	}
+	return r.task, r.err
+}
+
+// changes lists task n's pause, resume and cancel events as "paused by
+// u1".
+func (f *fixture) changes(n int64) []string {
+	f.t.Helper()
 	evs, err := f.store.TaskEvents(f.ctx, n, 0)
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	var got []string
+	var out []string
 	for _, e := range evs {
-		if e.Type == plugin.EventPaused || e.Type == plugin.EventCanceled {
-			got = append(got, string(e.Type)+" by "+e.Actor)
+		switch e.Type {
+		case plugin.EventPaused, plugin.EventResumed, plugin.EventCanceled:
+			out = append(out, string(e.Type)+" by "+e.Actor)
 		}
 	}
-	if want := []string{string(plugin.EventPaused) + " by u1", string(plugin.EventCanceled) + " by u2"}; !slices.Equal(got, want) {
-		t.Fatalf("events %q, want %q", got, want)
-	}
-	f.check()
+	return out
 }
