@@ -198,6 +198,42 @@ func TestCommitWithoutAnswerKeepsItsClaim(t *testing.T) {
 	f.check()
 }
 
+// TestCommitLostOnItsWayIsMadeOnce: the commit of A's iteration never
+// reaches the server (the connection breaks on its way: nothing of it
+// commits). The worker writes the same step again, without asking the
+// model again, and claims B with it: one model call, one step, one
+// iteration event for A, and B claimed once.
+func TestCommitLostOnItsWayIsMadeOnce(t *testing.T) {
+	f, proxy := unheardFixture(t)
+	f.model.Then(func(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+		proxy.LoseRequests(1, "INSERT INTO task_steps") // the commit of this iteration
+		return listing(ctx, req)
+	})
+	f.model.Default(listing)
+	a, b := f.create("A").Number, f.create("B").Number
+	w := f.svc.Worker("w")
+
+	if did, err := f.drivenStep(w); !did || err != nil {
+		t.Fatalf("step on A: %v, %v; want its commit made on the second try", did, err)
+	}
+	if proxy.Dropped() != 1 {
+		t.Fatalf("%d commits lost on their way, want 1", proxy.Dropped())
+	}
+	if calls := len(f.model.Requests()); calls != 1 {
+		t.Fatalf("%d model calls, want 1: the step was asked for again", calls)
+	}
+	if got := f.task(a); got.Iteration != 1 || got.LeaseOwner != "" {
+		t.Fatalf("A: iteration %d, owner %q; want its one iteration committed", got.Iteration, got.LeaseOwner)
+	}
+	if steps := f.steps(a); len(steps) != 1 || steps[0].Action != "list_files" {
+		t.Fatalf("A has %d steps, want its one list_files", len(steps))
+	}
+	if got := f.task(b); got.LeaseOwner != "w" || got.Fence != 1 {
+		t.Fatalf("B: owner %q, fence %d; want claimed once, by w, with A's commit", got.LeaseOwner, got.Fence)
+	}
+	f.check()
+}
+
 // TestClaimWithoutAnswerIsAdopted: a claim on its own commits but its
 // answer is lost; the step fails, and the worker's next step runs the
 // task that claim took.
