@@ -21,7 +21,7 @@ import (
 // refused or by a GET.
 func FuzzAPIRequests(f *testing.F) {
 	for _, seed := range []struct {
-		method      uint8
+		method     uint8
 		path, body string
 	}{
 		{1, "tasks", `{"goal":"Build auth"}`},
