@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -835,5 +836,37 @@ func TestRateLimit(t *testing.T) {
 		h.Get("X-RateLimit-Global") != "true" || h.Get("X-RateLimit-Scope") != "global" || h.Get("X-RateLimit-Bucket") == "" ||
 		h.Get("X-RateLimit-Limit") == "" || h.Get("X-RateLimit-Reset") == "" {
 		t.Errorf("429: %d %s %v", resp.StatusCode, b, h)
+	}
+}
+
+// TestSnowflakesTellTheirTime: a message's ID is a snowflake of the time
+// it was posted, on the fake's clock, as Discord's are (discordgo reads
+// the time back), and IDs made in the same millisecond still increase.
+func TestSnowflakesTellTheirTime(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)
+	clock, advance := fakeClock(start)
+	srv := discordfake.New(t, discordfake.WithNow(clock))
+	srv.AddChannel(channelID, guildID)
+	s := newSession(t, srv)
+	var last uint64
+	for i, step := range []time.Duration{0, 0, 1500 * time.Millisecond, time.Hour} {
+		advance(step)
+		m, err := s.ChannelMessageSend(channelID, fmt.Sprintf("message %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := discordgo.SnowflakeTimestamp(m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := clock().Truncate(time.Millisecond); !at.Equal(want) || !m.Timestamp.Equal(clock()) {
+			t.Fatalf("message %d: ID %s says %v, timestamp %v; want both %v", i, m.ID, at.UTC(), m.Timestamp, want)
+		}
+		id, err := strconv.ParseUint(m.ID, 10, 64)
+		if err != nil || id <= last {
+			t.Fatalf("message %d: ID %s after %d, want a larger one (%v)", i, m.ID, last, err)
+		}
+		last = id
 	}
 }

@@ -184,7 +184,7 @@ func (s *Server) ButtonClick(b ButtonClick) Interaction {
 		wm = s.wireMessageLocked(msg, false)
 	} else {
 		wm = map[string]any{"id": b.MessageID, "channel_id": b.ChannelID, "type": 0, "content": "",
-			"author": wireUser(s.cfg.bot), "timestamp": time.Now().UTC().Format(discordTime)}
+			"author": wireUser(s.cfg.bot), "timestamp": s.cfg.now().UTC().Format(discordTime)}
 	}
 	data := map[string]any{"custom_id": b.CustomID, "component_type": discordgo.ButtonComponent}
 	s.dispatchInteractionLocked(in, data, wm)
@@ -343,7 +343,7 @@ func (s *Server) interactionCallback(w http.ResponseWriter, r *http.Request, c *
 	case discordgo.InteractionResponseChannelMessageWithSource, discordgo.InteractionResponseDeferredChannelMessageWithSource:
 		m := &Message{
 			ID: s.newID(), ChannelID: in.channelID, GuildID: in.guildID, Author: s.cfg.bot,
-			InteractionID: in.id, Files: c.Files, Created: time.Now().UTC(),
+			InteractionID: in.id, Files: c.Files, Created: s.cfg.now().UTC(),
 		}
 		if !component {
 			m.kind = 20
@@ -440,7 +440,7 @@ func (s *Server) followup(w http.ResponseWriter, r *http.Request, c *Call) {
 	}
 	m := &Message{
 		ID: s.newID(), ChannelID: in.channelID, GuildID: in.guildID, Author: s.cfg.bot,
-		InteractionID: in.id, Files: c.Files, Created: time.Now().UTC(),
+		InteractionID: in.id, Files: c.Files, Created: s.cfg.now().UTC(),
 	}
 	f.reference = nil
 	f.apply(m)

@@ -201,7 +201,7 @@ func (s *Server) MessageCreateWith(um UserMessage) string {
 	}
 	m := &Message{
 		ID: s.newID(), ChannelID: um.ChannelID, GuildID: um.GuildID, Author: author,
-		Content: um.Content, Created: time.Now().UTC(),
+		Content: um.Content, Created: s.cfg.now().UTC(),
 	}
 	var replied string
 	if um.ReplyTo != "" {
@@ -278,7 +278,7 @@ func (s *Server) storeMessageLocked(m *Message) {
 // editedLocked records an edit and echoes MESSAGE_UPDATE.
 func (s *Server) editedLocked(m *Message) {
 	m.Edits++
-	m.Edited = time.Now().UTC()
+	m.Edited = s.cfg.now().UTC()
 	if !s.cfg.noEcho && !m.Ephemeral() {
 		s.dispatchMessageLocked("MESSAGE_UPDATE", m)
 	}

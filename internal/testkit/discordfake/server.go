@@ -158,7 +158,7 @@ type Server struct {
 	mux   *http.ServeMux
 	wsURL string
 
-	ids atomic.Uint64 // snowflake counter
+	ids atomic.Uint64 // the latest snowflake made
 	wg  sync.WaitGroup
 
 	mu      sync.Mutex
@@ -499,11 +499,21 @@ func (s *Server) SetMember(guildID, userID string, permissions int64) {
 	s.notifyLocked()
 }
 
-// newID returns a fresh snowflake. IDs are deterministic for a test and
-// increase, so they sort by creation as Discord's do.
+// newID returns a fresh snowflake made now, on the fake's clock: as
+// Discord's, its top 42 bits are the milliseconds since Discord's epoch
+// (2015-01-01), which discordgo.SnowflakeTimestamp reads back, and IDs
+// increase, so they sort by creation — those made in the same
+// millisecond by their low bits.
 func (s *Server) newID() string {
-	const fakeEpoch = 1704067200000 - 1420070400000 // 2024-01-01 in Discord's epoch, ms
-	return strconv.FormatUint(uint64(fakeEpoch)<<22+s.ids.Add(1), 10)
+	const discordEpoch = 1420070400000 // ms since 1970
+	made := uint64(max(s.cfg.now().UnixMilli()-discordEpoch, 0)) << 22
+	for {
+		last := s.ids.Load()
+		id := max(made, last+1)
+		if s.ids.CompareAndSwap(last, id) {
+			return strconv.FormatUint(id, 10)
+		}
+	}
 }
 
 func (s *Server) ensureUserLocked(id string) User {
