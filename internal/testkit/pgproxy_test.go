@@ -18,24 +18,9 @@ import (
 // answers to lose are answered as usual.
 func TestProxyLosesCommitAnswers(t *testing.T) {
 	ctx := context.Background()
-	direct := testkit.PostgresURL(t)
-	proxy, url := testkit.ProxyPostgres(t, direct)
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE TABLE notes (id int PRIMARY KEY); CREATE TABLE other (id int)`); err != nil {
-		t.Fatal(err)
-	}
-	// inTx inserts id with BEGIN … COMMIT; inPipeline in one pipeline,
-	// with no BEGIN (one implicit transaction, committed at its Sync).
-	inTx := func(table string, id int) error {
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES ($1)`, id)
-			return err
-		})
-	}
+	proxy, pool, inTx, committed := proxiedTables(t)
+	// inPipeline inserts id in one pipeline, with no BEGIN (one implicit
+	// transaction, committed at its Sync).
 	inPipeline := func(id int) error {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO notes VALUES ($1)`, id)
@@ -62,20 +47,49 @@ func TestProxyLosesCommitAnswers(t *testing.T) {
 	if n := proxy.Lost(); n != 2 {
 		t.Fatalf("lost %d answers, want 2", n)
 	}
-
-	conn, err := pgx.Connect(ctx, direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, _ := conn.Query(ctx, `SELECT id FROM notes ORDER BY id`)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(ids, []int{1, 2, 3}) {
+	if ids := committed("notes"); !slices.Equal(ids, []int{1, 2, 3}) {
 		t.Fatalf("committed %v, want [1 2 3]: the server commits what the client did not hear of", ids)
 	}
+}
+
+// proxiedTables makes the tables notes (id primary key) and other (id)
+// and a pool that reaches them through a new proxy. inTx inserts id into
+// table in a BEGIN … COMMIT transaction through the proxy; committed lists
+// a table's ids, read past the proxy.
+func proxiedTables(t *testing.T) (proxy *testkit.PostgresProxy, pool *pgxpool.Pool, inTx func(table string, id int) error, committed func(table string) []int) {
+	t.Helper()
+	ctx := context.Background()
+	direct := testkit.PostgresURL(t)
+	proxy, url := testkit.ProxyPostgres(t, direct)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `CREATE TABLE notes (id int PRIMARY KEY); CREATE TABLE other (id int)`); err != nil {
+		t.Fatal(err)
+	}
+	inTx = func(table string, id int) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES ($1)`, id)
+			return err
+		})
+	}
+	committed = func(table string) []int {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, _ := conn.Query(ctx, `SELECT id FROM `+table+` ORDER BY id`)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	return proxy, pool, inTx, committed
 }
 
 // TestProxyLosesRequests: through the proxy, a statement lost on its way
@@ -84,22 +98,7 @@ func TestProxyLosesCommitAnswers(t *testing.T) {
 // statements that do not match, or come after those to lose, run.
 func TestProxyLosesRequests(t *testing.T) {
 	ctx := context.Background()
-	direct := testkit.PostgresURL(t)
-	proxy, url := testkit.ProxyPostgres(t, direct)
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE TABLE notes (id int PRIMARY KEY); CREATE TABLE other (id int)`); err != nil {
-		t.Fatal(err)
-	}
-	inTx := func(table string, id int) error {
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `INSERT INTO `+table+` VALUES ($1)`, id)
-			return err
-		})
-	}
+	proxy, pool, inTx, committed := proxiedTables(t)
 	inPipeline := func(id int) error {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO other VALUES ($1)`, id)
@@ -123,19 +122,8 @@ func TestProxyLosesRequests(t *testing.T) {
 	if n := proxy.Dropped(); n != 2 {
 		t.Fatalf("lost %d statements, want 2", n)
 	}
-
-	conn, err := pgx.Connect(ctx, direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	for table, want := range map[string][]int{"notes": {3}, "other": {1}} {
-		rows, _ := conn.Query(ctx, `SELECT id FROM `+table+` ORDER BY id`)
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(ids, want) {
+		if ids := committed(table); !slices.Equal(ids, want) {
 			t.Fatalf("%s holds %v, want %v: nothing of a lost statement's transaction commits", table, ids, want)
 		}
 	}

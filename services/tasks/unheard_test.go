@@ -153,23 +153,32 @@ func (f *fixture) iteratedFence(n int64) int64 {
 	return 0
 }
 
+// firstCommitFailing makes tasks A and B and a worker w, and runs w's
+// first step, on A, whose commit claims B: arm sets the proxy to fail that
+// commit once (the model's answer arms it, so nothing before fails). The
+// step must succeed, its commit made or found made on a later try.
+func firstCommitFailing(t *testing.T, arm func(*testkit.PostgresProxy)) (f *fixture, proxy *testkit.PostgresProxy, w *tasks.Worker, a, b int64) {
+	t.Helper()
+	f, proxy = unheardFixture(t)
+	f.model.Then(func(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+		arm(proxy)
+		return listing(ctx, req)
+	})
+	f.model.Default(listing)
+	a, b = f.create("A").Number, f.create("B").Number
+	w = f.svc.Worker("w")
+	if did, err := f.drivenStep(w); !did || err != nil {
+		t.Fatalf("step on A: %v, %v; want its commit made, or found made, on a later try", did, err)
+	}
+	return f, proxy, w, a, b
+}
+
 // TestCommitWithoutAnswerKeepsItsClaim: the commit of A's iteration,
 // which claims B with it, commits but its answer is lost. The worker
 // tries again, finds its result in (not late), and runs B next: B is not
 // left leased to it until the lease ends, nor claimed twice.
 func TestCommitWithoutAnswerKeepsItsClaim(t *testing.T) {
-	f, proxy := unheardFixture(t)
-	f.model.Then(func(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
-		proxy.LoseAnswers(1, "INSERT INTO task_events") // the commit of this iteration
-		return listing(ctx, req)
-	})
-	f.model.Default(listing)
-	a, b := f.create("A").Number, f.create("B").Number
-	w := f.svc.Worker("w")
-
-	if did, err := f.drivenStep(w); !did || err != nil {
-		t.Fatalf("step on A: %v, %v; want the result found in after the lost answer", did, err)
-	}
+	f, proxy, w, a, b := firstCommitFailing(t, func(p *testkit.PostgresProxy) { p.LoseAnswers(1, "INSERT INTO task_events") })
 	if proxy.Lost() != 1 {
 		t.Fatalf("%d COMMIT answers lost, want 1", proxy.Lost())
 	}
@@ -204,18 +213,7 @@ func TestCommitWithoutAnswerKeepsItsClaim(t *testing.T) {
 // model again, and claims B with it: one model call, one step, one
 // iteration event for A, and B claimed once.
 func TestCommitLostOnItsWayIsMadeOnce(t *testing.T) {
-	f, proxy := unheardFixture(t)
-	f.model.Then(func(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
-		proxy.LoseRequests(1, "INSERT INTO task_steps") // the commit of this iteration
-		return listing(ctx, req)
-	})
-	f.model.Default(listing)
-	a, b := f.create("A").Number, f.create("B").Number
-	w := f.svc.Worker("w")
-
-	if did, err := f.drivenStep(w); !did || err != nil {
-		t.Fatalf("step on A: %v, %v; want its commit made on the second try", did, err)
-	}
+	f, proxy, _, a, b := firstCommitFailing(t, func(p *testkit.PostgresProxy) { p.LoseRequests(1, "INSERT INTO task_steps") })
 	if proxy.Dropped() != 1 {
 		t.Fatalf("%d commits lost on their way, want 1", proxy.Dropped())
 	}
