@@ -406,13 +406,7 @@ func TestPauseWithoutAnswerThenCanceledIsReportedDone(t *testing.T) {
 	f, proxy := unheardFixture(t)
 	n := f.create("Build auth").Number
 	proxy.LoseAnswers(1, "UPDATE tasks SET")
-	task, err := f.changeAcrossRetry(t, func() (plugin.Task, error) { return f.svc.Pause(f.ctx, n, "u1") },
-		func() bool { return proxy.Lost() > 0 },
-		func() {
-			if _, err := f.svc.Cancel(f.ctx, n, "u2"); err != nil {
-				t.Fatalf("u2's cancel: %v", err)
-			}
-		})
+	task, err := f.pauseThenCancel(t, n, func() bool { return proxy.Lost() > 0 })
 	if err != nil || task.Number != n || task.Status != plugin.StatusCanceled {
 		t.Fatalf("Pause = #%d %s, %v; want #%d as u2 left it (canceled), no error", task.Number, task.Status, err, n)
 	}
@@ -432,13 +426,7 @@ func TestPauseLostOnItsWayIsTriedOnTheTaskAsItIsNow(t *testing.T) {
 	f, proxy := unheardFixture(t)
 	n := f.create("Build auth").Number
 	proxy.LoseRequests(1, "UPDATE tasks SET")
-	task, err := f.changeAcrossRetry(t, func() (plugin.Task, error) { return f.svc.Pause(f.ctx, n, "u1") },
-		func() bool { return proxy.Dropped() > 0 },
-		func() {
-			if _, err := f.svc.Cancel(f.ctx, n, "u2"); err != nil {
-				t.Fatalf("u2's cancel: %v", err)
-			}
-		})
+	task, err := f.pauseThenCancel(t, n, func() bool { return proxy.Dropped() > 0 })
 	if err == nil || !strings.Contains(err.Error(), "ended") {
 		t.Fatalf("Pause = #%d %s, %v; want the refusal of a pause on an ended task", task.Number, task.Status, err)
 	}
@@ -451,11 +439,11 @@ func TestPauseLostOnItsWayIsTriedOnTheTaskAsItIsNow(t *testing.T) {
 	f.check()
 }
 
-// changeAcrossRetry runs change, a person's change of a task whose first
-// write is to fail (failed reports that it did), and once change waits to
-// try again runs meanwhile, another person's change; then it moves the
-// fake clock on until change returns.
-func (f *fixture) changeAcrossRetry(t *testing.T, change func() (plugin.Task, error), failed func() bool, meanwhile func()) (plugin.Task, error) {
+// pauseThenCancel has u1 pause task n, whose first write is to fail
+// (failed reports that it did), and u2 cancel n while Pause waits to try
+// again; then it moves the fake clock on until Pause returns, and returns
+// what it did.
+func (f *fixture) pauseThenCancel(t *testing.T, n int64, failed func() bool) (plugin.Task, error) {
 	t.Helper()
 	type result struct {
 		task plugin.Task
@@ -463,17 +451,19 @@ func (f *fixture) changeAcrossRetry(t *testing.T, change func() (plugin.Task, er
 	}
 	done := make(chan result, 1)
 	go func() {
-		task, err := change()
+		task, err := f.svc.Pause(f.ctx, n, "u1")
 		done <- result{task, err}
 	}()
 	for !failed() || f.clk.Waiters() == 0 {
 		select {
 		case r := <-done:
-			t.Fatalf("the change returned #%d %s, %v before its write failed", r.task.Number, r.task.Status, r.err)
+			t.Fatalf("Pause returned #%d %s, %v before its write failed", r.task.Number, r.task.Status, r.err)
 		case <-time.After(time.Millisecond):
 		}
 	}
-	meanwhile()
+	if _, err := f.svc.Cancel(f.ctx, n, "u2"); err != nil {
+		t.Fatalf("u2's cancel: %v", err)
+	}
 	r := driven(f, done)
 	return r.task, r.err
 }
