@@ -140,13 +140,7 @@ func (s *Server) pingLoop(c *socketConn) {
 // readLoop records acks until the connection ends.
 func (s *Server) readLoop(c *socketConn) {
 	defer s.wg.Done()
-	defer func() {
-		c.close()
-		s.mu.Lock()
-		s.conns = slices.DeleteFunc(s.conns, func(x *socketConn) bool { return x == c })
-		s.notifyLocked()
-		s.mu.Unlock()
-	}()
+	defer s.hangUp(c)
 	for {
 		_, raw, err := c.ws.ReadMessage()
 		if err != nil {
@@ -246,8 +240,18 @@ func (s *Server) Disconnect(ctx context.Context) error {
 	}
 	err := c.write(map[string]any{"type": "disconnect", "reason": "refresh_requested",
 		"debug_info": map[string]any{"host": "slackfake"}})
-	c.close()
+	s.hangUp(c)
 	return err
+}
+
+// hangUp closes c and no longer counts it open: at once, as Slack's end
+// of it is closed, not once its reader has seen the close.
+func (s *Server) hangUp(c *socketConn) {
+	c.close()
+	s.mu.Lock()
+	s.conns = slices.DeleteFunc(s.conns, func(x *socketConn) bool { return x == c })
+	s.notifyLocked()
+	s.mu.Unlock()
 }
 
 // Acks returns every ack received.
