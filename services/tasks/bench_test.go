@@ -12,9 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/taskloom/taskloom/adapters/postgres"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
@@ -39,14 +39,7 @@ func BenchmarkIterations(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			ctx := context.Background()
 			url := testkit.PostgresURL(b)
-			st, err := postgres.Open(ctx, url)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { st.Close() })
-			if err := st.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
+			st := teststore.PostgresAt(b, url)
 			model := testkit.NewScriptedModel().Default(func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
 				return plugin.ModelResponse{Text: testkit.DecisionJSON("noop", nil, min(req.Task.Iteration, 99), "continue")}, nil
 			})

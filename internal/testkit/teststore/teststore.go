@@ -32,7 +32,15 @@ func SQLite(t testing.TB) plugin.Store {
 // Postgres opens a store in a new PostgreSQL database.
 func Postgres(t testing.TB) plugin.Store {
 	t.Helper()
-	st, err := postgres.Open(context.Background(), testkit.PostgresURL(t))
+	return PostgresAt(t, testkit.PostgresURL(t))
+}
+
+// PostgresAt is a migrated store on the PostgreSQL database at url (from
+// testkit.PostgresURL), closed when t ends: for a test that also reaches
+// that database past the store.
+func PostgresAt(t testing.TB, url string) plugin.Store {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), url)
 	if err != nil {
 		t.Fatalf("open PostgreSQL store: %v", err)
 	}
