@@ -531,9 +531,9 @@ func measurePrompts(t testing.TB, open teststore.Opener, iterations int, tool pl
 			common++
 		}
 		s.size, s.prefix = append(s.size, len(p)), append(s.prefix, common)
-		latest := len(p) - strings.LastIndex(p, "\n\nStep ")
-		if !strings.Contains(p, "\n\nStep ") {
-			latest = len(p) - strings.LastIndex(p, "\n\nNo steps yet")
+		latest := 0 // the first prompt has no step
+		if i := strings.LastIndex(p, "\n\nStep "); i >= 0 {
+			latest = len(p) - i
 		}
 		s.latest = append(s.latest, latest)
 		// This prompt shows steps 1…L; the one before showed 1…L-1.
