@@ -22,7 +22,7 @@ func open(t *testing.T) *Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) plugin.Store { return open(t) })
+	storetest.Run(t, storetest.Stores{Empty: func(t *testing.T) plugin.Store { return open(t) }})
 }
 
 // TestClaimUsesQueueIndex checks that the claim reads the partial index

@@ -1,18 +1,25 @@
 package sqlite
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/storetest"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/plugin"
 )
 
 func open(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "data", "taskloom.db"))
+	return openAt(t, filepath.Join(t.TempDir(), "data", "taskloom.db"))
+}
+
+func openAt(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,8 +28,21 @@ func open(t *testing.T) *Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) plugin.Store { return open(t) })
+	storetest.Run(t, storetest.Stores{
+		Empty: func(t *testing.T) plugin.Store { return open(t) },
+		Migrated: func(t *testing.T) plugin.Store {
+			path := filepath.Join(t.TempDir(), "taskloom.db")
+			migrated.CopyTo(t, path)
+			return openAt(t, path)
+		},
+	})
 }
+
+// migrated is a file migrated once, copied for each test past the
+// migration tests.
+var migrated = testkit.MigratedFile{Open: func(ctx context.Context, path string) (testkit.Migrator, error) {
+	return Open(ctx, path)
+}}
 
 // TestClaimUsesQueueIndex checks that the queue query reads the partial
 // index tasks_queue, so its cost does not grow with the number of ended

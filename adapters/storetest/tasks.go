@@ -12,7 +12,12 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
+// testMigrateTwice migrates an empty store, then again twice: the
+// second and third find nothing to do and lose nothing.
 func testMigrateTwice(t *testing.T, s plugin.Store) {
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
 	first := create(t, s, newTask("Before migrating again"))
 	for i := range 2 {
 		if err := s.Migrate(t.Context()); err != nil {
@@ -28,6 +33,9 @@ func testMigrateTwice(t *testing.T, s plugin.Store) {
 	}
 }
 
+// testMigrateConcurrently migrates an empty store from four goroutines
+// at once, as replicas that start together do: each migration is
+// applied once and every call succeeds.
 func testMigrateConcurrently(t *testing.T, s plugin.Store) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)

@@ -18,16 +18,25 @@ import (
 // Opener opens a fresh, migrated store closed at the end of the test.
 type Opener func(t testing.TB) plugin.Store
 
-// SQLite opens a store in a new SQLite file.
+// SQLite opens a store in a new SQLite file: a copy of a file every
+// migration was applied to once per test process (the stores' own
+// conformance suites also migrate from an empty file).
 func SQLite(t testing.TB) plugin.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "taskloom.db"))
+	path := filepath.Join(t.TempDir(), "taskloom.db")
+	sqliteTemplate.CopyTo(t, path)
+	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatalf("open SQLite store: %v", err)
 	}
+	// Migrate finds every migration applied and prepares the store's
+	// statements, as on a store that served before.
 	return migrated(t, st)
 }
+
+var sqliteTemplate = testkit.MigratedFile{Open: func(ctx context.Context, path string) (testkit.Migrator, error) {
+	return sqlite.Open(ctx, path)
+}}
 
 // Postgres opens a store in a new PostgreSQL database.
 func Postgres(t testing.TB) plugin.Store {
