@@ -17,5 +17,6 @@ func main() {
 		Stdin:  os.Stdin,
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
+		TuneGC: true,
 	}))
 }

@@ -54,6 +54,10 @@ type Options struct {
 	// OnListen, when set, is told the HTTP address once it accepts
 	// connections (tests listen on port 0).
 	OnListen func(addr string)
+	// TuneGC makes serve set the garbage collector as GCFor says. The
+	// binary sets it; tests that run serve beside others in one process
+	// do not.
+	TuneGC bool
 }
 
 // Exit codes.
@@ -119,6 +123,11 @@ func Main(ctx context.Context, o Options) int {
 		return ExitUsage
 	}
 	log := newLogger(o.Stderr, cfg.LogLevel)
+	if cmd == "serve" && o.TuneGC {
+		gc := GCFor(o.Getenv, CgroupMemoryLimit())
+		defer gc.Apply()()
+		log.Info("garbage collector", "settings", gc.Why)
+	}
 	var sandbox *actions.Sandbox
 	if cmd == "serve" && cfg.RunCommand {
 		if sandbox, err = runCommandSandbox(ctx, cfg, o.Getenv); err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -313,16 +314,19 @@ type served struct {
 	exited chan int
 }
 
-// launch runs `taskloom serve` with env and waits until it listens.
-func launch(t *testing.T, env map[string]string) *served {
+// launch runs `taskloom serve` with env and waits until it listens;
+// opts change its Options.
+func launch(t *testing.T, env map[string]string, opts ...func(*app.Options)) *served {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{stderr: &syncBuffer{}, stop: cancel, exited: make(chan int, 1)}
 	addr := make(chan string, 1)
-	go func() {
-		s.exited <- app.Main(ctx, app.Options{Getenv: envOf(env), Stdout: &syncBuffer{}, Stderr: s.stderr,
-			OnListen: func(a string) { addr <- a }})
-	}()
+	o := app.Options{Getenv: envOf(env), Stdout: &syncBuffer{}, Stderr: s.stderr,
+		OnListen: func(a string) { addr <- a }}
+	for _, f := range opts {
+		f(&o)
+	}
+	go func() { s.exited <- app.Main(ctx, o) }()
 	select {
 	case a := <-addr:
 		s.base = "http://" + a
@@ -345,6 +349,35 @@ func (s *served) wait(t *testing.T, limit time.Duration) int {
 	case <-time.After(limit):
 		t.Fatalf("still running %s after SIGTERM:\n%s", limit, s.stderr.String())
 		return -1
+	}
+}
+
+// TestServeTunesTheCollector: the binary's serve (Options.TuneGC) runs
+// with GOGC at app.GCPercent when GOGC is not set, says so in its log,
+// and puts back the setting before when it exits. It runs alone: the
+// collector's target is the whole process's.
+func TestServeTunesTheCollector(t *testing.T) {
+	gcPercent := func() int {
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p
+	}
+	before := gcPercent()
+	s := launch(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0"},
+		func(o *app.Options) { o.TuneGC = true })
+	running := gcPercent()
+	s.stop()
+	if code := s.wait(t, app.ShutdownTimeout+5*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.stderr.String())
+	}
+	if running != app.GCPercent {
+		t.Errorf("GOGC while serving = %d, want %d", running, app.GCPercent)
+	}
+	if want := fmt.Sprintf("GOGC=%d (GOGC is not set)", app.GCPercent); !strings.Contains(s.stderr.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, s.stderr.String())
+	}
+	if after := gcPercent(); after != before {
+		t.Errorf("GOGC after serve exited = %d, want %d as before", after, before)
 	}
 }
 

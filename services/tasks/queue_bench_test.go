@@ -25,6 +25,7 @@ import (
 
 	"github.com/taskloom/taskloom/adapters/postgres"
 	"github.com/taskloom/taskloom/adapters/storetest"
+	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -312,10 +313,13 @@ func benchIterations(tb testing.TB) int {
 // BenchmarkQueue measures iterations per second at 1, 4 and 16 workers:
 // the raw baseline and Taskloom (the service's Workers with an instant
 // model, on the store's clock, as serve runs them: each commit claims the
-// worker's next task), round by round in turn so both see the same load,
+// worker's next task, the garbage collector set as serve sets it), round by round in turn so both see the same load,
 // and prints each ratio.
 func BenchmarkQueue(b *testing.B) {
 	total := benchIterations(b)
+	// The garbage collector as serve sets it (app.GCFor), for both sides:
+	// they share this process.
+	b.Cleanup(app.GCFor(os.Getenv, app.CgroupMemoryLimit()).Apply())
 	type row struct {
 		workers       int
 		raw, taskloom float64
