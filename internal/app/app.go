@@ -124,7 +124,7 @@ func Main(ctx context.Context, o Options) int {
 	}
 	log := newLogger(o.Stderr, cfg.LogLevel)
 	if cmd == "serve" && o.TuneGC {
-		gc := GCFor(o.Getenv, CgroupMemoryLimit())
+		gc := GCFor(o.Getenv, CgroupMemoryLimit(os.DirFS("/")))
 		defer gc.Apply()()
 		log.Info("garbage collector", "settings", gc.Why)
 	}

@@ -2,9 +2,11 @@ package app
 
 import (
 	"fmt"
+	"io/fs"
 	"math"
-	"os"
+	"path"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -36,9 +38,8 @@ type GC struct {
 
 // GCFor decides the collector's settings from GOGC and GOMEMLIMIT (a set
 // one is left to the runtime, which reads it itself) and the memory limit
-// of the process's control group: the content of cgroup v2's memory.max
-// or v1's memory.limit_in_bytes, "" when there is none to read.
-func GCFor(getenv func(string) string, cgroupLimit string) GC {
+// of the process's control group in bytes (CgroupMemoryLimit; 0 for none).
+func GCFor(getenv func(string) string, cgroupLimit int64) GC {
 	var g GC
 	var why []string
 	if getenv("GOGC") == "" {
@@ -47,15 +48,14 @@ func GCFor(getenv func(string) string, cgroupLimit string) GC {
 	} else {
 		why = append(why, "GOGC as set")
 	}
-	limit, ok := parseCgroupLimit(cgroupLimit)
 	switch {
 	case getenv("GOMEMLIMIT") != "":
 		why = append(why, "GOMEMLIMIT as set")
-	case ok:
-		g.Limit = int64(float64(limit) * memoryLimitShare)
-		why = append(why, fmt.Sprintf("GOMEMLIMIT=%dMiB (%.0f%% of the container's %dMiB)", g.Limit>>20, memoryLimitShare*100, limit>>20))
+	case cgroupLimit > 0:
+		g.Limit = int64(float64(cgroupLimit) * memoryLimitShare)
+		why = append(why, fmt.Sprintf("GOMEMLIMIT=%dMiB (%.0f%% of the control group's %dMiB)", g.Limit>>20, memoryLimitShare*100, cgroupLimit>>20))
 	default:
-		why = append(why, "no memory limit (no container limit found)")
+		why = append(why, "no memory limit (the control group sets none)")
 	}
 	g.Why = strings.Join(why, ", ")
 	return g
@@ -91,13 +91,46 @@ func (g GC) Apply() (restore func()) {
 	}
 }
 
-// CgroupMemoryLimit reads this process's control group memory limit
-// (cgroup v2, then v1), "" when neither file can be read.
-func CgroupMemoryLimit() string {
-	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		if b, err := os.ReadFile(f); err == nil {
-			return string(b)
+// CgroupMemoryLimit is the memory limit of this process's control group,
+// the least of its own and its ancestors' (a limit on a systemd slice or a
+// container's group bounds every group in it), in bytes; 0 when none is set
+// or can be read. It follows /proc/self/cgroup to cgroup v2's memory.max
+// and v1's memory.limit_in_bytes; fsys is the root file system,
+// os.DirFS("/").
+func CgroupMemoryLimit(fsys fs.FS) int64 {
+	data, err := fs.ReadFile(fsys, "proc/self/cgroup")
+	if err != nil {
+		return 0
+	}
+	var least int64
+	// Each line is hierarchy-ID:controllers:path; v2's is 0::path.
+	for line := range strings.SplitSeq(string(data), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
+			continue
+		}
+		var dir, file string
+		switch {
+		case f[0] == "0" && f[1] == "":
+			dir, file = "sys/fs/cgroup", "memory.max"
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			dir, file = "sys/fs/cgroup/memory", "memory.limit_in_bytes"
+		default:
+			continue
+		}
+		// Inside a container the group's path may not exist under the
+		// mount, whose root is the container's own group: its ancestors'
+		// files then stand for it.
+		for p := path.Clean(f[2]); ; p = path.Dir(p) {
+			if b, err := fs.ReadFile(fsys, path.Join(dir, p, file)); err == nil {
+				if n, ok := parseCgroupLimit(string(b)); ok && (least == 0 || n < least) {
+					least = n
+				}
+			}
+			if p == "/" {
+				break
+			}
 		}
 	}
-	return ""
+	return least
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"runtime/debug"
 	"testing"
+	"testing/fstest"
 )
 
 func TestGCFor(t *testing.T) {
@@ -10,19 +11,15 @@ func TestGCFor(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		env     map[string]string
-		cgroup  string
+		cgroup  int64
 		percent int
 		limit   int64
 	}{
-		{"nothing set, no container limit", nil, "", GCPercent, 0},
-		{"cgroup v2 without a limit", nil, "max\n", GCPercent, 0},
-		{"cgroup v2 limit", nil, "536870912\n", GCPercent, 512 * mib * 8 / 10},
-		{"cgroup v1 without a limit", nil, "9223372036854771712\n", GCPercent, 0},
-		{"cgroup v1 limit", nil, "268435456", GCPercent, 256 * mib * 8 / 10},
-		{"unreadable limit", nil, "lots", GCPercent, 0},
-		{"GOGC set", map[string]string{"GOGC": "50"}, "536870912", 0, 512 * mib * 8 / 10},
-		{"GOGC off", map[string]string{"GOGC": "off"}, "", 0, 0},
-		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, "536870912", GCPercent, 0},
+		{"nothing set, no limit", nil, 0, GCPercent, 0},
+		{"a control group's limit", nil, 512 * mib, GCPercent, 512 * mib * 8 / 10},
+		{"GOGC set", map[string]string{"GOGC": "50"}, 512 * mib, 0, 512 * mib * 8 / 10},
+		{"GOGC off", map[string]string{"GOGC": "off"}, 0, 0, 0},
+		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, 512 * mib, GCPercent, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := GCFor(func(k string) string { return tc.env[k] }, tc.cgroup)
@@ -31,6 +28,51 @@ func TestGCFor(t *testing.T) {
 			}
 			if g.Why == "" {
 				t.Error("no reason for the log")
+			}
+		})
+	}
+}
+
+func TestCgroupMemoryLimit(t *testing.T) {
+	const v1None = "9223372036854771712\n"
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	for _, tc := range []struct {
+		name string
+		fs   fstest.MapFS
+		want int64
+	}{
+		{"no /proc/self/cgroup", fstest.MapFS{}, 0},
+		{"v2, a container's own group", fstest.MapFS{
+			"proc/self/cgroup":         file("0::/\n"),
+			"sys/fs/cgroup/memory.max": file("536870912\n"),
+		}, 512 << 20},
+		{"v2 without a limit", fstest.MapFS{
+			"proc/self/cgroup":         file("0::/\n"),
+			"sys/fs/cgroup/memory.max": file("max\n"),
+		}, 0},
+		{"v2, a systemd service in a slice with a lower limit", fstest.MapFS{
+			"proc/self/cgroup": file("0::/work.slice/taskloom.service\n"),
+			"sys/fs/cgroup/work.slice/taskloom.service/memory.max": file("1073741824\n"),
+			"sys/fs/cgroup/work.slice/memory.max":                  file("268435456\n"),
+			"sys/fs/cgroup/memory.max":                             file("max\n"),
+		}, 256 << 20},
+		{"v1 hybrid, a group without a limit", fstest.MapFS{
+			"proc/self/cgroup": file("4:memory:/process_api/1f6a\n1:cpu:/\n0::/\n"),
+			"sys/fs/cgroup/memory/process_api/1f6a/memory.limit_in_bytes": file(v1None),
+			"sys/fs/cgroup/memory/memory.limit_in_bytes":                  file(v1None),
+		}, 0},
+		{"v1, a container whose group is the mount's root", fstest.MapFS{
+			"proc/self/cgroup":                           file("5:cpuacct,memory:/docker/abc\n"),
+			"sys/fs/cgroup/memory/memory.limit_in_bytes": file("134217728"),
+		}, 128 << 20},
+		{"garbage", fstest.MapFS{
+			"proc/self/cgroup":         file("0::/\nnonsense\n7:memory\n"),
+			"sys/fs/cgroup/memory.max": file("lots"),
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CgroupMemoryLimit(tc.fs); got != tc.want {
+				t.Errorf("CgroupMemoryLimit = %d, want %d", got, tc.want)
 			}
 		})
 	}

@@ -319,7 +319,7 @@ func BenchmarkQueue(b *testing.B) {
 	total := benchIterations(b)
 	// The garbage collector as serve sets it (app.GCFor), for both sides:
 	// they share this process.
-	b.Cleanup(app.GCFor(os.Getenv, app.CgroupMemoryLimit()).Apply())
+	b.Cleanup(app.GCFor(os.Getenv, app.CgroupMemoryLimit(os.DirFS("/"))).Apply())
 	type row struct {
 		workers       int
 		raw, taskloom float64
