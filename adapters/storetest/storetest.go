@@ -35,7 +35,6 @@ func Run(t *testing.T, stores Stores) {
 		name string
 		fn   func(t *testing.T, s plugin.Store)
 	}{
-
 		{"CreateNumbers", testCreateNumbers},
 		{"CreateFields", testCreateFields},
 		{"StrategyColumns", testStrategyColumns},

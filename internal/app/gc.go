@@ -20,12 +20,13 @@ import (
 // of the process's CPU an iteration (BenchmarkQueue at 16 workers).
 const GCPercent = 400
 
-// memoryLimitShare is the share of the container's memory limit that
+// memoryLimitShare is the share of the control group's memory limit that
 // `taskloom serve` gives the Go runtime as its soft limit when GOMEMLIMIT
 // is not set: near it the collector runs as often as it must, whatever
 // GCPercent allows, so the larger target does not get the process killed.
-// The rest is for what the runtime does not count (stacks of threads in
-// C code, the kernel's page cache of the SQLite file).
+// The rest is for what the group is charged and the runtime does not
+// count: the kernel's page cache of the files the process writes (the
+// SQLite file and its log).
 const memoryLimitShare = 0.8
 
 // GC is how serve tunes the garbage collector.
