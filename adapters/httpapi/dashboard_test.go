@@ -69,22 +69,52 @@ func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Contex
 	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
-	// A bound for the whole test, not a wait for time to pass.
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	// A bound for the whole test, not a wait for time to pass; each run
+	// has a shorter one (stepBound), so that a step that hangs leaves
+	// time to report what the page shows.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 120*time.Second)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelCtx()
 		cancelAlloc()
 	})
+	// Start the browser on this context: the first Run starts it on the
+	// context it is given, and run's are canceled after their steps.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
 	return ctx
 }
 
 // run runs browser steps, failing the test with what they were for.
 func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+	sctx, cancel := context.WithTimeout(ctx, stepBound)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
+		t.Fatalf("%s: %v\nthe page then: %s", what, err, pageState(ctx))
 	}
+}
+
+// stepBound bounds one run of browser steps.
+const stepBound = 45 * time.Second
+
+// pageState says what the dashboard shows — the stream's state, the
+// queue's rows, the selected task's status and decision box — for a
+// failure's message.
+func pageState(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({
+		conn: document.querySelector('#conn')?.dataset.state,
+		queue: [...document.querySelectorAll('#queue li')].map((li) => li.dataset.task + ": " + li.innerText.replace(/\s+/g, " ")),
+		status: document.querySelector('#d-status')?.textContent,
+		decide: document.querySelector('#d-decide')?.hidden ? "hidden" : document.querySelector('#d-decide')?.innerText,
+	})`))
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	return v
 }
 
 // eval evaluates a JavaScript expression in the page.
