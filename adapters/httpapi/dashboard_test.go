@@ -466,11 +466,16 @@ func TestDashboardDecides(t *testing.T) {
 	}
 
 	// #4 asks while the page is open: its call comes by the event stream.
+	// Its row first shows at the top of the queue (a new task is served
+	// first) and moves below the queued ones when the stream brings its
+	// question, which may come in a later batch: the click waits for that,
+	// or it may land where the row was, on another task.
 	f.create("Check the admin page")
 	f.step()
 	run(t, ctx, "deny the other, with a reason",
-		chromedp.WaitVisible(chromedp.CSS(row(4))),
+		poll(`document.querySelector('#queue li[data-task="4"]')?.innerText.includes("Needs approval")`),
 		chromedp.Click(chromedp.CSS(row(4))),
+		poll(`document.querySelector('#d-name').textContent === "Check the admin page"`),
 		chromedp.WaitVisible(chromedp.CSS("#d-deny-reason")),
 		poll(`document.querySelector('#d-call').textContent.includes('"url": "https://example.com/admin"')`),
 		chromedp.SendKeys(chromedp.CSS("#d-deny-reason"), "not the admin pages"),
