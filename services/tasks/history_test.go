@@ -66,21 +66,21 @@ func TestIterationReadsABoundedHistory(t *testing.T) {
 		f.model.Default(func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
 			it := req.Task.Iteration
 			decide := func(action string, params any, status string) (plugin.ModelResponse, error) {
-				return plugin.ModelResponse{Text: testkit.DecisionJSON(action, params, min(3*it, 99), status)}, nil
+				return plugin.ModelResponse{Text: testkit.DecisionJSON(action, params, min(2*it, 99), status)}, nil
 			}
 			switch it {
 			case 2:
 				return decide("ask_user", map[string]string{"question": "Which license?"}, "continue")
-			case 28:
+			case 38:
 				return decide("read_result", map[string]int{"step": 1}, "continue")
-			case 30:
+			case 40:
 				return decide("none", nil, "done")
 			}
 			return decide("write_file", map[string]string{"path": fmt.Sprintf("notes/%d.md", it), "content": fmt.Sprintf("note %d", it)}, "continue")
 		})
-		n := f.create("Write thirty notes").Number
+		n := f.create("Write forty notes").Number
 		st.armed.Store(true)
-		for i := 0; i < 40; i++ {
+		for i := 0; i < 50; i++ {
 			if !f.step("test") {
 				if f.task(n).Status != plugin.StatusWaiting {
 					break
@@ -90,19 +90,19 @@ func TestIterationReadsABoundedHistory(t *testing.T) {
 				}
 			}
 		}
-		if got := f.task(n); got.Status != plugin.StatusCompleted || got.Iteration != 30 {
+		if got := f.task(n); got.Status != plugin.StatusCompleted || got.Iteration != 40 {
 			t.Fatalf("task = %s at iteration %d: %s", got.Status, got.Iteration, got.Error)
 		}
 		reqs := f.model.Requests()
-		user := reqs[28].Messages[1].Content // iteration 29
+		user := reqs[38].Messages[1].Content // iteration 39
 		for _, want := range []string{
-			"The first 10 steps (10 succeeded): ask_user ×1, write_file ×9.",
+			"The first 15 steps (15 succeeded): ask_user ×1, write_file ×14.",
 			"- MIT",
-			"Step 28: read_result",
+			"Step 38: read_result",
 			"Result: wrote notes/1.md (6 bytes)",
 		} {
 			if !strings.Contains(user, want) {
-				t.Errorf("the prompt of iteration 29 lacks %q:\n%s", want, user)
+				t.Errorf("the prompt of iteration 39 lacks %q:\n%s", want, user)
 			}
 		}
 
@@ -111,17 +111,17 @@ func TestIterationReadsABoundedHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.step("test")
-		first := f.model.Requests()[30]
+		first := f.model.Requests()[40]
 		if first.Task.Number != retried.Number {
-			t.Fatalf("request 31 is for task #%d, not the retry #%d", first.Task.Number, retried.Number)
+			t.Fatalf("request 41 is for task #%d, not the retry #%d", first.Task.Number, retried.Number)
 		}
 		system := first.Messages[0].Content
-		for _, want := range []string{"continues task #1", "- step 21: write_file", "- step 30: (no action)", "adds: now in French"} {
+		for _, want := range []string{"continues task #1", "- step 31: write_file", "- step 40: (no action)", "adds: now in French"} {
 			if !strings.Contains(system, want) {
 				t.Errorf("the retry's first prompt lacks %q:\n%s", want, system)
 			}
 		}
-		if strings.Contains(system, "- step 20:") {
+		if strings.Contains(system, "- step 30:") {
 			t.Errorf("the retry's first prompt recalls more than the last 10 steps:\n%s", system)
 		}
 
