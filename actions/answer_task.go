@@ -51,17 +51,17 @@ func (a AnswerTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 	if r := decode(call.Params, &p); r != nil {
 		return *r, nil
 	}
-	if p.Number <= 0 && strings.TrimSpace(p.Text) != "" && msg.ReplyToBot {
+	if p.Number <= 0 && p.Beyond == "" && strings.TrimSpace(p.Text) != "" && msg.ReplyToBot {
 		res, ok, err := AnswerWaiting(ctx, call.Runtime, a.Chat, msg, p.Text)
 		if err != nil || ok {
 			return res, err
 		}
 		return fail("If you are answering a task's question, say `answer #3 <your answer>` with its number. Say `help` for the commands.")
 	}
-	if p.Number <= 0 || strings.TrimSpace(p.Text) == "" {
+	if strings.TrimSpace(p.Text) == "" {
 		return fail("Say `answer #3 <your answer>`.")
 	}
-	t, missing, err := a.visibleTask(ctx, call, p.Number)
+	t, missing, err := a.namedTask(ctx, call, p, "Say `answer #3 <your answer>`.")
 	if missing != nil || err != nil {
 		return derefResult(missing), err
 	}

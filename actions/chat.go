@@ -91,6 +91,19 @@ func (c *Chat) visibleTask(ctx context.Context, call *plugin.Call, number int64)
 	return t, nil, nil
 }
 
+// namedTask is the task a numbered command names, or the one sentence
+// that answers it: usage when it names none, "There is no task #N here."
+// when no task of this workspace has the number, however large.
+func (c *Chat) namedTask(ctx context.Context, call *plugin.Call, p numberParams, usage string) (plugin.Task, *plugin.Result, error) {
+	if p.Number <= 0 {
+		if p.Beyond != "" {
+			return plugin.Task{}, &plugin.Result{Error: fmt.Sprintf("There is no task #%s here.", p.Beyond)}, nil
+		}
+		return plugin.Task{}, &plugin.Result{Error: usage}, nil
+	}
+	return c.visibleTask(ctx, call, p.Number)
+}
+
 // mayControl says whether the author may pause, resume or cancel t.
 func (c *Chat) mayControl(msg *plugin.Message, t plugin.Task) bool {
 	return msg.AuthorID != "" && (t.RequestorID == msg.AuthorID || msg.Admin || slices.Contains(c.Admins, msg.AuthorID))
@@ -100,6 +113,7 @@ func (c *Chat) mayControl(msg *plugin.Message, t plugin.Task) bool {
 type numberParams struct {
 	Number int64  `json:"number"`
 	Text   string `json:"text,omitempty"`
+	Beyond string `json:"beyond,omitempty"` // Command.Beyond
 }
 
 func numberSchema(extra string) json.RawMessage {
@@ -132,7 +146,7 @@ func match(msg *plugin.Message, kind string) (json.RawMessage, bool) {
 	case CmdList, CmdHelp:
 		v = map[string]string{}
 	default:
-		v = numberParams{Number: c.Number, Text: c.Text}
+		v = numberParams{Number: c.Number, Text: c.Text, Beyond: c.Beyond}
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {

@@ -118,6 +118,12 @@ func TestBadCommandsChangeNothing(t *testing.T) {
 			{"answer #1 use JWT", "Task #1 is not waiting for an answer."},
 			{"resume #1", "Task #1 is not paused (it is queued); only a paused task can be resumed."},
 			{"cancel #42", "There is no task #42 here."},
+			{"cancel #99999999999999999999", "There is no task #99999999999999999999 here."},
+			{"status 99999999999999999999", "There is no task #99999999999999999999 here."},
+			{"answer #99999999999999999999 use JWT", "There is no task #99999999999999999999 here."},
+			{"retry #99999999999999999999", "There is no task #99999999999999999999 here."},
+			{"deny #99999999999999999999 no", "There is no task #99999999999999999999 here."},
+			{"pause #-99999999999999999999", "Which task? Say `pause #3`."},
 		}
 		for _, c := range cases {
 			k.expect("ann", c.text, c.want)

@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +12,10 @@ import (
 type Command struct {
 	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, help
 	Number int64  // the task number, when the command names one (0 when missing or malformed)
+	// Beyond is a task number as typed that no task can have, being more
+	// than an int64 holds ("cancel #99999999999999999999"); Number is
+	// then 0. It lets the answer name the task asked for.
+	Beyond string
 	Text   string // the goal, search query, answer, a retry's context or a denial's reason
 	// Strategy is the word before "task" in `create review task …`
 	// (PRODUCT §8), lower-cased; empty when the command names none.
@@ -78,20 +83,24 @@ func ParseCommand(text string) (Command, bool) {
 		case "unpause", "continue":
 			kind = CmdResume
 		}
-		return Command{Kind: kind, Number: taskNumber(m[2])}, true
+		n, beyond := taskNumber(m[2])
+		return Command{Kind: kind, Number: n, Beyond: beyond}, true
 	}
 	if m := reAnswer.FindStringSubmatch(s); m != nil {
-		return Command{Kind: CmdAnswer, Number: taskNumber(m[1]), Text: strings.TrimSpace(m[2])}, true
+		n, beyond := taskNumber(m[1])
+		return Command{Kind: CmdAnswer, Number: n, Beyond: beyond, Text: strings.TrimSpace(m[2])}, true
 	}
 	if m := reApprove.FindStringSubmatch(s); m != nil {
 		kind := CmdApprove
 		if k := strings.ToLower(m[1]); k == "deny" || k == "reject" {
 			kind = CmdDeny
 		}
-		return Command{Kind: kind, Number: taskNumber(m[2]), Text: strings.TrimSpace(m[3])}, true
+		n, beyond := taskNumber(m[2])
+		return Command{Kind: kind, Number: n, Beyond: beyond, Text: strings.TrimSpace(m[3])}, true
 	}
 	if m := reRetry.FindStringSubmatch(s); m != nil {
-		return Command{Kind: CmdRetry, Number: taskNumber(m[1]), Text: strings.TrimSpace(m[2])}, true
+		n, beyond := taskNumber(m[1])
+		return Command{Kind: CmdRetry, Number: n, Beyond: beyond, Text: strings.TrimSpace(m[2])}, true
 	}
 	if m := reSearch.FindStringSubmatch(s); m != nil {
 		return Command{Kind: CmdSearch, Text: strings.TrimSpace(m[1])}, true
@@ -110,13 +119,16 @@ func ParseCommand(text string) (Command, bool) {
 // task list").
 var notStrategy = map[string]bool{"a": true, "an": true, "task": true, "job": true, "new": true, "the": true, "one": true, "another": true, "background": true}
 
-// taskNumber reads "#12", "12" or "task12"; 0 when it is not a positive
-// number.
-func taskNumber(s string) int64 {
+// taskNumber reads "#12" or "12"; 0 when it is not a positive number,
+// and then beyond is the digits when they are one too large for any task.
+func taskNumber(s string) (n int64, beyond string) {
 	s = strings.TrimPrefix(strings.TrimSpace(s), "#")
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0
+	if errors.Is(err, strconv.ErrRange) && s[0] != '-' && s[0] != '+' {
+		return 0, s
 	}
-	return n
+	if err != nil || n <= 0 {
+		return 0, ""
+	}
+	return n, ""
 }

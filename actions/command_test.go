@@ -1,6 +1,7 @@
 package actions_test
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -44,6 +45,10 @@ func TestParseCommand(t *testing.T) {
 		{"resume #2", actions.Command{Kind: "resume", Number: 2}, true},
 		{"cancel #2", actions.Command{Kind: "cancel", Number: 2}, true},
 		{"stop 2", actions.Command{Kind: "cancel", Number: 2}, true},
+		{"cancel #99999999999999999999", actions.Command{Kind: "cancel", Beyond: "99999999999999999999"}, true},
+		{"cancel #9223372036854775807", actions.Command{Kind: "cancel", Number: 9223372036854775807}, true},
+		{"cancel #-99999999999999999999", actions.Command{Kind: "cancel"}, true},
+		{"retry 99999999999999999999 again", actions.Command{Kind: "retry", Beyond: "99999999999999999999", Text: "again"}, true},
 		{"search tasks auth", actions.Command{Kind: "search", Text: "auth"}, true},
 		{"/task search auth flow", actions.Command{Kind: "search", Text: "auth flow"}, true},
 		{"search", actions.Command{Kind: "search"}, true},
@@ -90,6 +95,9 @@ func FuzzParseCommand(f *testing.F) {
 		}
 		if c.Number < 0 {
 			t.Fatalf("negative number %d", c.Number)
+		}
+		if c.Beyond != "" && (c.Number != 0 || strings.Trim(c.Beyond, "0123456789") != "") {
+			t.Fatalf("beyond %q with number %d", c.Beyond, c.Number)
 		}
 		if utf8.ValidString(s) && !utf8.ValidString(c.Text) {
 			t.Fatalf("text %q is not valid UTF-8", c.Text)

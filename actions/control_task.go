@@ -60,10 +60,7 @@ func (a ControlTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 	if r := decode(call.Params, &p); r != nil {
 		return *r, nil
 	}
-	if p.Number <= 0 {
-		return fail("Which task? Say `%s #3`.", a.Op)
-	}
-	t, missing, err := a.visibleTask(ctx, call, p.Number)
+	t, missing, err := a.namedTask(ctx, call, p, fmt.Sprintf("Which task? Say `%s #3`.", a.Op))
 	if missing != nil || err != nil {
 		return derefResult(missing), err
 	}

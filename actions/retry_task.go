@@ -48,10 +48,7 @@ func (a RetryTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result
 	if r := decode(call.Params, &p); r != nil {
 		return *r, nil
 	}
-	if p.Number <= 0 {
-		return fail("Which task? Say `retry #3`, optionally followed by more context.")
-	}
-	old, missing, err := a.visibleTask(ctx, call, p.Number)
+	old, missing, err := a.namedTask(ctx, call, p, "Which task? Say `retry #3`, optionally followed by more context.")
 	if missing != nil || err != nil {
 		return derefResult(missing), err
 	}

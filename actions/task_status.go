@@ -39,10 +39,7 @@ func (a TaskStatus) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 	if r := decode(call.Params, &p); r != nil {
 		return *r, nil
 	}
-	if p.Number <= 0 {
-		return fail("Which task? Say `status #3`.")
-	}
-	t, missing, err := a.visibleTask(ctx, call, p.Number)
+	t, missing, err := a.namedTask(ctx, call, p, "Which task? Say `status #3`.")
 	if missing != nil || err != nil {
 		return derefResult(missing), err
 	}
