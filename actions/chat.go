@@ -93,10 +93,11 @@ func (c *Chat) visibleTask(ctx context.Context, call *plugin.Call, number int64)
 
 // namedTask is the task a numbered command names, or the one sentence
 // that answers it: usage when it names none, "There is no task #N here."
-// when no task of this workspace has the number, however large.
+// when no task of this workspace has the number, however large. (Beyond
+// is said back only when it is digits: a model's call may set it too.)
 func (c *Chat) namedTask(ctx context.Context, call *plugin.Call, p numberParams, usage string) (plugin.Task, *plugin.Result, error) {
 	if p.Number <= 0 {
-		if p.Beyond != "" {
+		if p.Beyond != "" && strings.Trim(p.Beyond, "0123456789") == "" {
 			return plugin.Task{}, &plugin.Result{Error: fmt.Sprintf("There is no task #%s here.", p.Beyond)}, nil
 		}
 		return plugin.Task{}, &plugin.Result{Error: usage}, nil

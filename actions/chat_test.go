@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -127,6 +128,13 @@ func TestBadCommandsChangeNothing(t *testing.T) {
 		}
 		for _, c := range cases {
 			k.expect("ann", c.text, c.want)
+		}
+		// A model's call that sets beyond to anything but digits is not
+		// said back.
+		msg := plugin.Message{Platform: "discord", Room: "discord:C1", WorkspaceID: "G1", AuthorID: "ann"}
+		res, err := k.rt.RunAction(k.ctx, "cancel_task", &plugin.Call{Message: &msg, Params: json.RawMessage(`{"number":0,"beyond":"1 <!everyone>"}`)})
+		if err != nil || res.Error != "Which task? Say `cancel #3`." {
+			t.Fatalf("cancel with a crafted beyond: %+v, %v", res, err)
 		}
 		if n := k.count(); n != 1 {
 			t.Fatalf("%d tasks after bad commands, want 1", n)
