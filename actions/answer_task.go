@@ -58,10 +58,11 @@ func (a AnswerTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 		}
 		return fail("If you are answering a task's question, say `answer #3 <your answer>` with its number. Say `help` for the commands.")
 	}
+	const usage = "Say `answer #3 <your answer>`."
 	if strings.TrimSpace(p.Text) == "" {
-		return fail("Say `answer #3 <your answer>`.")
+		return fail(usage)
 	}
-	t, missing, err := a.namedTask(ctx, call, p, "Say `answer #3 <your answer>`.")
+	t, missing, err := a.namedTask(ctx, call, p, usage)
 	if missing != nil || err != nil {
 		return derefResult(missing), err
 	}
