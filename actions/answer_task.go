@@ -74,7 +74,7 @@ func (a AnswerTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 func answer(ctx context.Context, c *Chat, msg *plugin.Message, t plugin.Task, text string) (plugin.Result, error) {
 	after, err := c.Tasks.Answer(ctx, t.Number, msg.AuthorID, strings.TrimSpace(text))
 	if err != nil {
-		if s := refusal(CmdAnswer, t, err); s != "" {
+		if s := refusal(render.ForPlatform(msg.Platform), CmdAnswer, t, err); s != "" {
 			return plugin.Result{Error: s, TaskNumber: t.Number}, nil
 		}
 		return plugin.Result{}, err

@@ -10,7 +10,9 @@ import (
 
 // AskUser posts a question to the task's room and parks the task in
 // waiting until someone answers (a reply to the question, or
-// `answer #N …`); the answer reaches the next iteration's prompt.
+// `answer #N …`); the answer reaches the next iteration's prompt. A task
+// without a room waits all the same, to be answered through the API, the
+// CLI or the dashboard.
 type AskUser struct{}
 
 var _ plugin.Action = AskUser{}
@@ -43,12 +45,16 @@ func (AskUser) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, er
 	if n := utf8.RuneCountInString(q); n > MaxPostRunes {
 		return fail("The question is %d characters; ask_user takes at most %d.", n, MaxPostRunes)
 	}
+	res := plugin.Result{Success: true, Text: "asked: " + q, Wait: plugin.WaitAnswer}
 	if task.RoomID == "" {
-		return fail("Task #%d has no chat room to ask in; decide without asking.", task.Number)
+		// A task made through the API, the CLI or the dashboard is asked
+		// there: the question is in its step and its events.
+		return res, nil
 	}
 	n, err := roomMessage(task, "question", q)
 	if err != nil {
 		return plugin.Result{}, err
 	}
-	return plugin.Result{Success: true, Text: "asked: " + q, Wait: plugin.WaitAnswer, Notifications: []plugin.Notification{n}}, nil
+	res.Notifications = []plugin.Notification{n}
+	return res, nil
 }

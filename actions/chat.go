@@ -20,8 +20,8 @@ type TaskControl interface {
 	Cancel(ctx context.Context, number int64, actor string) (plugin.Task, error)
 	Answer(ctx context.Context, number int64, actor, answer string) (plugin.Task, error)
 	Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error)
-	Approve(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Deny(ctx context.Context, number int64, actor, reason string) (plugin.Task, error)
+	Approve(ctx context.Context, number int64, actor, call string) (plugin.Task, error)
+	Deny(ctx context.Context, number int64, actor, call, reason string) (plugin.Task, error)
 }
 
 // Chat is what the chat commands share: the task service, and who may
@@ -115,6 +115,7 @@ type numberParams struct {
 	Number int64  `json:"number"`
 	Text   string `json:"text,omitempty"`
 	Beyond string `json:"beyond,omitempty"` // Command.Beyond
+	Call   string `json:"call,omitempty"`   // Command.Call
 }
 
 func numberSchema(extra string) json.RawMessage {
@@ -147,7 +148,7 @@ func match(msg *plugin.Message, kind string) (json.RawMessage, bool) {
 	case CmdList, CmdHelp:
 		v = map[string]string{}
 	default:
-		v = numberParams{Number: c.Number, Text: c.Text, Beyond: c.Beyond}
+		v = numberParams{Number: c.Number, Text: c.Text, Beyond: c.Beyond, Call: c.Call}
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -157,9 +158,14 @@ func match(msg *plugin.Message, kind string) (json.RawMessage, bool) {
 }
 
 // refusal explains a refused transition in one sentence.
-func refusal(op string, t plugin.Task, err error) string {
-	var te *plugin.TaskError
+func refusal(f render.Flavor, op string, t plugin.Task, err error) string {
+	var (
+		te    *plugin.TaskError
+		stale *plugin.StaleApprovalError
+	)
 	switch {
+	case errors.As(err, &stale):
+		return staleApproval(f, stale.Now)
 	case errors.Is(err, plugin.ErrTerminal):
 		return fmt.Sprintf("Task #%d has already ended (%s); it cannot be %s.", t.Number, strings.ToLower(render.StatusWord(t.Status)), pastTense(op))
 	case errors.As(err, &te) && errors.Is(err, plugin.ErrInvalidState):
@@ -178,6 +184,24 @@ func refusal(op string, t plugin.Task, err error) string {
 		}
 	}
 	return ""
+}
+
+// staleApproval answers a decision on an approval request that is no
+// longer pending, saying what task now (as it is) asks instead, if
+// anything.
+func staleApproval(f render.Flavor, now plugin.Task) string {
+	const gone = "That request is no longer pending"
+	switch {
+	case plugin.ApprovalID(now) != "":
+		return fmt.Sprintf("%s; task #%d now asks to run %s.", gone, now.Number,
+			render.Call(f, now.ApprovalAction, now.ApprovalParams))
+	case now.ApprovalGranted && now.ApprovalAction != "":
+		return fmt.Sprintf("%s; task #%d was approved to run %s, which it runs next.", gone, now.Number,
+			render.Call(f, now.ApprovalAction, now.ApprovalParams))
+	case now.Status.Terminal():
+		return fmt.Sprintf("%s; task #%d has ended (%s).", gone, now.Number, strings.ToLower(render.StatusWord(now.Status)))
+	}
+	return fmt.Sprintf("%s; task #%d is %s and asks for no approval.", gone, now.Number, strings.ToLower(render.StatusWord(now.Status)))
 }
 
 func pastTense(op string) string {

@@ -352,7 +352,13 @@ func TestApproveAndDeny(t *testing.T) {
 		if after, _ := k.store.GetTask(k.ctx, 1); after.EventSeq != before.EventSeq || after.WaitingOn != plugin.WaitApproval {
 			t.Fatalf("refused decisions changed the task: %+v", after)
 		}
-		k.expect("ann", "approve #1", "✅ Approved: task #1 \"Deploy\" runs `run_command {\"command\":\"make deploy\"}` next.")
+		k.expect("ann", "approve #1 call:0123456789abcdef", "That request is no longer pending; task #1 now asks to run `run_command {\"command\":\"make deploy\"}`.")
+		k.expect("ann", "deny #1 call:0123456789abcdef too late", "That request is no longer pending; task #1 now asks to run")
+		if after, _ := k.store.GetTask(k.ctx, 1); after.EventSeq != before.EventSeq || after.WaitingOn != plugin.WaitApproval {
+			t.Fatalf("decisions on a stale call changed the task: %+v", after)
+		}
+		k.expect("ann", "approve #1 call:"+plugin.ApprovalID(before), "✅ Approved `run_command {\"command\":\"make deploy\"}` for task #1 \"Deploy\"; it runs next.")
+		k.expect("ann", "approve #1 call:"+plugin.ApprovalID(before), "That request is no longer pending; task #1 was approved to run `run_command {\"command\":\"make deploy\"}`, which it runs next.")
 		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusQueued || !got.ApprovalGranted {
 			t.Fatalf("approved task = %s, granted %v", got.Status, got.ApprovalGranted)
 		}
@@ -369,7 +375,7 @@ func TestApproveAndDeny(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		k.expect("boss", "deny #2 not on a Friday", "🚫 Denied: task #2")
+		k.expect("boss", "deny #2 not on a Friday", "🚫 Denied `run_command {\"command\":\"make deploy\"}` for task #2")
 		steps, _ := k.store.Steps(k.ctx, 2)
 		if len(steps) != 1 || steps[0].Error != "denied by boss: not on a Friday" {
 			t.Fatalf("steps = %+v", steps)

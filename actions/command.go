@@ -17,6 +17,10 @@ type Command struct {
 	// then 0. It lets the answer name the task asked for.
 	Beyond string
 	Text   string // the goal, search query, answer, a retry's context or a denial's reason
+	// Call is the approval request an approve or deny names
+	// (`approve #3 call:5f0c…`, as the buttons send it): the decision is
+	// for that call only. Empty: the call pending now.
+	Call string
 	// Strategy is the word before "task" in `create review task …`
 	// (PRODUCT §8), lower-cased; empty when the command names none.
 	Strategy string
@@ -48,6 +52,7 @@ var (
 	reSearch         = regexp.MustCompile(`(?is)^(?:search|find)(?:\s+(?:tasks?|for))?(?:\s+query\s*:)?(?:\s+(.*))?$`)
 	reAnswer         = regexp.MustCompile(`(?is)^answer(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:text\s*:\s*)?(.*))?$`)
 	reApprove        = regexp.MustCompile(`(?is)^(approve|allow|deny|reject)\b(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:reason\s*:\s*)?(.*))?$`)
+	reCall           = regexp.MustCompile(`(?is)^call(?:\s*[:=]\s*([^\s:=]+)|\s+([0-9a-f]{8,64}))(?:\s+(.*))?$`)
 	reRetry          = regexp.MustCompile(`(?is)^(?:retry|rerun|redo)(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:context\s*:\s*)?(.*))?$`)
 	reHelp           = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
 )
@@ -96,7 +101,11 @@ func ParseCommand(text string) (Command, bool) {
 			kind = CmdDeny
 		}
 		n, beyond := taskNumber(m[2])
-		return Command{Kind: kind, Number: n, Beyond: beyond, Text: strings.TrimSpace(m[3])}, true
+		c := Command{Kind: kind, Number: n, Beyond: beyond, Text: strings.TrimSpace(m[3])}
+		if id := reCall.FindStringSubmatch(c.Text); id != nil {
+			c.Call, c.Text = id[1]+id[2], strings.TrimSpace(id[3])
+		}
+		return c, true
 	}
 	if m := reRetry.FindStringSubmatch(s); m != nil {
 		n, beyond := taskNumber(m[1])
@@ -118,6 +127,17 @@ func ParseCommand(text string) (Command, bool) {
 // command without naming a strategy ("create a new task", "create task
 // task list").
 var notStrategy = map[string]bool{"a": true, "an": true, "task": true, "job": true, "new": true, "the": true, "one": true, "another": true, "background": true}
+
+// DecisionText is the chat command a button of an approval request
+// stands for: op (approve or deny) of task number's call, named by its
+// id, as ParseCommand reads it back.
+func DecisionText(op string, number int64, call string) string {
+	s := op + " #" + strconv.FormatInt(number, 10)
+	if call != "" {
+		s += " call:" + call
+	}
+	return s
+}
 
 // taskNumber reads "#12" or "12"; 0 when it is not a positive number,
 // and then beyond is the digits when they are one too large for any task.

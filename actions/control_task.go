@@ -36,7 +36,8 @@ func (a ControlTask) Info() plugin.ActionInfo {
 	if a.Op == CmdDeny || a.Op == CmdApprove {
 		params = schema(`{"type":"object","additionalProperties":false,"required":["number"],"properties":{` +
 			`"number":{"type":"integer","minimum":1,"description":"the task number, as in #3"},` +
-			`"text":{"type":"string","maxLength":1000,"description":"why it is denied (deny only)"}}}`)
+			`"text":{"type":"string","maxLength":1000,"description":"why it is denied (deny only)"},`+
+			`"call":{"type":"string","maxLength":64,"description":"the id of the approval request decided on; omitted, the call pending now"}}}`)
 	}
 	return plugin.ActionInfo{
 		Name:        a.Op + "_task",
@@ -67,6 +68,11 @@ func (a ControlTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 	if !a.mayControl(msg, t) {
 		return fail("Only the person who created task #%d, or an admin, can %s it.", t.Number, a.Op)
 	}
+	if p.Call == "" && (a.Op == CmdApprove || a.Op == CmdDeny) {
+		// The call pending as the task was read: the one the answer
+		// names, and the only one this decision may land on.
+		p.Call = plugin.ApprovalID(t)
+	}
 	var after plugin.Task
 	switch a.Op {
 	case CmdPause:
@@ -74,40 +80,31 @@ func (a ControlTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 	case CmdResume:
 		after, err = a.Tasks.Resume(ctx, t.Number, msg.AuthorID)
 	case CmdApprove:
-		after, err = a.Tasks.Approve(ctx, t.Number, msg.AuthorID)
+		after, err = a.Tasks.Approve(ctx, t.Number, msg.AuthorID, p.Call)
 	case CmdDeny:
-		after, err = a.Tasks.Deny(ctx, t.Number, msg.AuthorID, strings.TrimSpace(p.Text))
+		after, err = a.Tasks.Deny(ctx, t.Number, msg.AuthorID, p.Call, strings.TrimSpace(p.Text))
 	default:
 		after, err = a.Tasks.Cancel(ctx, t.Number, msg.AuthorID)
 	}
+	f := render.ForPlatform(msg.Platform)
 	if err != nil {
-		if s := refusal(a.Op, t, err); s != "" {
+		if s := refusal(f, a.Op, t, err); s != "" {
 			return plugin.Result{Error: s, TaskNumber: t.Number}, nil
 		}
 		return plugin.Result{}, err
 	}
-	f := render.ForPlatform(msg.Platform)
 	icon := map[string]string{CmdPause: "⏸️", CmdResume: "▶️", CmdCancel: "🛑", CmdApprove: "✅", CmdDeny: "🚫"}[a.Op]
 	text := fmt.Sprintf("%s Task #%d %s %s.", icon, after.Number, quoted(f, after.Name), pastTense(a.Op))
 	switch a.Op {
 	case CmdApprove:
-		text = fmt.Sprintf("✅ Approved: task #%d %s runs %s next.", after.Number, quoted(f, after.Name),
-			inlineCode(f, clipText(t.ApprovalAction+" "+t.ApprovalParams, 300)))
+		text = fmt.Sprintf("✅ Approved %s for task #%d %s; it runs next.",
+			render.Call(f, t.ApprovalAction, t.ApprovalParams), after.Number, quoted(f, after.Name))
 	case CmdDeny:
-		text = fmt.Sprintf("🚫 Denied: task #%d %s will not run %s.", after.Number, quoted(f, after.Name),
-			inlineCode(f, clipText(t.ApprovalAction+" "+t.ApprovalParams, 300)))
+		text = fmt.Sprintf("🚫 Denied %s for task #%d %s; it will not run.",
+			render.Call(f, t.ApprovalAction, t.ApprovalParams), after.Number, quoted(f, after.Name))
 	}
 	if a.Op == CmdPause {
 		text += fmt.Sprintf(" Say %s to continue.", inlineCode(f, fmt.Sprintf("resume #%d", after.Number)))
 	}
 	return plugin.Result{Success: true, TaskNumber: after.Number, Text: text}, nil
-}
-
-// clipText shortens s to at most n characters, marking the cut.
-func clipText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

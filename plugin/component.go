@@ -49,9 +49,16 @@ type Outgoing struct {
 	// Ended are the tasks whose end the message reports, for a Retry
 	// button.
 	Ended []int64
-	// Approvals are the tasks whose tool call the message asks a person
-	// to approve, for Approve / Deny buttons.
-	Approvals []int64
+	// Approvals are the tool calls the message asks a person to approve,
+	// for Approve / Deny buttons that carry the request's id.
+	Approvals []ApprovalRef
+}
+
+// ApprovalRef names one approval request: the task, and the id of the
+// call it asks to make (ApprovalID).
+type ApprovalRef struct {
+	Task int64
+	Call string
 }
 
 // SentMessage is what the platform says it delivered.

@@ -217,6 +217,10 @@ const (
 	EventApproved = "approved"
 	EventDenied   = "denied"
 	EventToolRan  = "tool_ran"
+	// EventCommitFailed: an iteration's result could not be written (the
+	// store refused it); the task was given back to run the iteration
+	// again, or failed after MaxCommitFailures.
+	EventCommitFailed = "commit_failed"
 )
 
 // EventPayload is the shape of TaskEvent.Payload: the columns the change set

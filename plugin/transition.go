@@ -523,6 +523,7 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 		after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = step.Action, string(step.Params), false
 		after.ApprovalRole = step.Role
 		detail["action"], detail["params"] = step.Action, json.RawMessage(step.Params)
+		detail["call"] = ApprovalID(after)
 		m, err := Change(t, after, EventIterated, o.Owner, now, withFiles(detail, o.Files))
 		if err != nil {
 			return Mutation{}, err
@@ -584,6 +585,12 @@ func withNotifications(m Mutation, t Task, ns []Notification, now time.Time) Mut
 		if t.RoomID != "" {
 			n.Room = t.RoomID
 		}
+		if n.Room == "" {
+			// A task without a room (made through the API, the CLI or
+			// the dashboard) is followed through its events; there is
+			// no one to post to.
+			continue
+		}
 		if n.CreatedAt.IsZero() {
 			n.CreatedAt = now
 		}
@@ -593,62 +600,6 @@ func withNotifications(m Mutation, t Task, ns []Notification, now time.Time) Mut
 		m.Notifications = append(m.Notifications, n)
 	}
 	return m
-}
-
-// ErrNotAwaitingApproval refuses a decision on a task that asked for
-// none. It is an ErrInvalidState.
-var ErrNotAwaitingApproval = fmt.Errorf("%w: the task is not waiting for an approval", ErrInvalidState)
-
-// awaitingApproval refuses op unless t waits on an approval (or was paused
-// while it did).
-func awaitingApproval(op string, t Task) error {
-	if t.Status.Terminal() {
-		return refuse(op, t)
-	}
-	if t.WaitingOn != WaitApproval || t.ApprovalAction == "" || (t.Status != StatusWaiting && t.Status != StatusPaused) {
-		return &TaskError{Op: op, Number: t.Number, Status: t.Status, Err: ErrNotAwaitingApproval}
-	}
-	return nil
-}
-
-// Approved lets the tool call t asked for run, exactly as it was asked:
-// the task goes back to the queue, and its next claim runs that call
-// (ToolRan) without asking the model again. A task paused while it waited
-// stays paused, its wait satisfied.
-func Approved(t Task, actor string, now time.Time) (Mutation, error) {
-	if err := awaitingApproval("approve", t); err != nil {
-		return Mutation{}, err
-	}
-	after := t
-	after.WaitingOn, after.ApprovalGranted = WaitNone, true
-	if t.Status == StatusWaiting {
-		after.Status = StatusQueued
-	}
-	return Change(t, after, EventApproved, actor, now, map[string]any{
-		"action": t.ApprovalAction, "params": json.RawMessage(nonEmptyJSON(t.ApprovalParams))})
-}
-
-// Denied refuses the tool call t asked for: the step of the iteration that
-// asked fails with the reason, and the task goes back to the queue to
-// decide anew.
-func Denied(t Task, actor, reason string, now time.Time) (Mutation, error) {
-	if err := awaitingApproval("deny", t); err != nil {
-		return Mutation{}, err
-	}
-	after := t
-	after.WaitingOn, after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted = WaitNone, "", "", false
-	after.ApprovalRole = ""
-	if t.Status == StatusWaiting {
-		after.Status = StatusQueued
-	}
-	why := "denied by " + actor
-	if reason != "" {
-		why += ": " + reason
-	}
-	return changeWithStep(t, after, EventDenied, actor, now, map[string]any{"reason": reason},
-		Step{TaskNumber: t.Number, Iteration: t.Iteration, Action: t.ApprovalAction,
-			Params: json.RawMessage(nonEmptyJSON(t.ApprovalParams)), Success: false, Error: why,
-			Progress: t.Progress, Time: UTC(now), Role: t.ApprovalRole})
 }
 
 // ToolRan completes the iteration that asked for an approval: the
@@ -704,6 +655,54 @@ func Rejected(t Task, o Outcome, reason error) (Mutation, error) {
 		"result":      o.Step.Result,
 		"estimate":    o.Progress,
 	})
+}
+
+// MaxCommitFailures is how many times the result of one iteration may
+// fail to be written before the task fails instead of running it again:
+// a result the store refuses for what it is would otherwise be made,
+// refused and made again, a model call each time, forever.
+const MaxCommitFailures = 3
+
+// CommitFailed records that the result of the iteration claimed on t
+// could not be written, for reason, and that this is the failures-th time
+// for that iteration. The task is released to run the iteration again; at
+// MaxCommitFailures it fails with the reason instead. It needs the
+// lease, as the commit did.
+func CommitFailed(t Task, o Outcome, reason error, failures int) (Mutation, error) {
+	if err := holdsLease("record the failed commit of", t, o); err != nil {
+		return Mutation{}, err
+	}
+	now := UTC(o.Now)
+	after := t
+	after.LeaseOwner, after.LeaseExpiresAt = "", time.Time{}
+	detail := map[string]any{"iteration": t.Iteration + 1, "failures": failures, "reason": reason.Error()}
+	if failures >= MaxCommitFailures {
+		after.Status = StatusFailed
+		after.Error = fmt.Sprintf("the result of iteration %d could not be recorded (%d tries): %v", t.Iteration+1, failures, reason)
+		after.WaitingOn = WaitNone
+		after.ApprovalAction, after.ApprovalParams, after.ApprovalGranted, after.ApprovalRole = "", "", false, ""
+		after.CompletedAt = now
+	}
+	return Change(t, after, EventCommitFailed, o.Owner, now, detail)
+}
+
+// CommitFailures counts the EventCommitFailed events among events that are
+// about iteration.
+func CommitFailures(events []TaskEvent, iteration int) int {
+	n := 0
+	for _, e := range events {
+		if e.Type != EventCommitFailed {
+			continue
+		}
+		var p EventPayload
+		if json.Unmarshal(e.Payload, &p) != nil {
+			continue
+		}
+		if it, ok := p.Detail["iteration"].(float64); ok && int(it) == iteration {
+			n++
+		}
+	}
+	return n
 }
 
 // Released gives a claimed task back to the queue untouched, as a worker

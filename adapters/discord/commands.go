@@ -270,7 +270,8 @@ func commandAction(data discordgo.ApplicationCommandInteractionData) (string, js
 	return actions.CreateTask{}.Info().Name, raw
 }
 
-// Button custom IDs are "taskloom:<op>:<task number>".
+// Button custom IDs are "taskloom:<op>:<task number>", and for a decision
+// on an approval request "taskloom:<op>:<task number>:<request id>".
 const buttonPrefix = "taskloom:"
 
 // buttonOps are the controls, in the order they are shown.
@@ -280,16 +281,34 @@ func buttonID(op string, number int64) string {
 	return buttonPrefix + op + ":" + strconv.FormatInt(number, 10)
 }
 
-// buttonText is the chat command a button press stands for ("pause #12").
+// decisionID is the custom ID of an Approve or Deny button: bound to the
+// call it was shown with.
+func decisionID(op string, number int64, call string) string {
+	return buttonID(op, number) + ":" + call
+}
+
+// buttonText is the chat command a button press stands for ("pause #12",
+// "approve #12 call:5f0c…").
 func buttonText(customID string) (string, bool) {
 	rest, ok := strings.CutPrefix(customID, buttonPrefix)
 	if !ok {
 		return "", false
 	}
-	op, num, ok := strings.Cut(rest, ":")
+	op, rest, ok := strings.Cut(rest, ":")
+	num, call, bound := strings.Cut(rest, ":")
 	n, err := strconv.ParseInt(num, 10, 64)
 	if !ok || err != nil || n <= 0 || !slices.Contains(buttonOps, op) {
 		return "", false
 	}
+	decision := op == "approve" || op == "deny"
+	if decision != bound || (bound && (call == "" || strings.ContainsAny(call, " \t\n:"))) {
+		// A decision names its call; a button of an older message that
+		// does not would land on whatever the task asks now.
+		return "", false
+	}
+	if bound {
+		return actions.DecisionText(op, n, call), true
+	}
 	return fmt.Sprintf("%s #%d", op, n), true
 }
+

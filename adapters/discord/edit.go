@@ -37,7 +37,7 @@ func (a *Adapter) Edit(ctx context.Context, room, messageID string, m plugin.Out
 	if wait := a.bucketWait(discordgo.EndpointChannelMessage(channel, "")); wait > 0 {
 		return &plugin.RateLimitedError{RetryAfter: wait, Err: errors.New("discord: the channel's rate limit for edits is exhausted")}
 	}
-	comps := a.controls(ctx, slices.Concat(m.Approvals, m.Tasks, m.Ended))
+	comps := a.controls(ctx, m.Approvals, slices.Concat(m.Tasks, m.Ended))
 	if comps == nil {
 		comps = []discordgo.MessageComponent{} // an empty list removes the buttons; none would keep them
 	}

@@ -397,7 +397,7 @@ func (r *interactionReply) reply(ctx context.Context, resp plugin.Response) erro
 	if ephemeral {
 		flags = discordgo.MessageFlagsEphemeral
 	}
-	controls := r.a.controls(ctx, taskNumbers(resp.TaskNumber))
+	controls := r.a.controls(ctx, nil, taskNumbers(resp.TaskNumber))
 	last := func(i int) []discordgo.MessageComponent {
 		if i == len(parts)-1 {
 			return controls

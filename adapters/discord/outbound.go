@@ -90,7 +90,7 @@ func (a *Adapter) send(ctx context.Context, room string, m plugin.Outgoing, key 
 		}
 		ids = append(ids, found...)
 	}
-	controls := a.controls(ctx, slices.Concat(m.Approvals, m.Tasks, m.Ended))
+	controls := a.controls(ctx, m.Approvals, slices.Concat(m.Tasks, m.Ended))
 	for i := len(ids); i < len(parts); i++ {
 		var comps []discordgo.MessageComponent
 		if i == len(parts)-1 {
@@ -270,7 +270,7 @@ func channelOf(room string) (string, error) {
 func (a *Adapter) reply(ctx context.Context, channelID, guildID, messageID string, r plugin.Response) (string, error) {
 	parts := splitText(r.Text)
 	var first string
-	controls := a.controls(ctx, taskNumbers(r.TaskNumber))
+	controls := a.controls(ctx, nil, taskNumbers(r.TaskNumber))
 	for i, p := range parts {
 		var ref *discordgo.MessageReference
 		if i == 0 {
@@ -391,19 +391,21 @@ func taskNumbers(n int64) []int64 {
 }
 
 // controls are the buttons of the tasks a message is about, one row per
-// task: Approve, Deny and Cancel for a task waiting on an approval, Pause
-// or Resume (as the task's status allows) and Cancel for another that has
-// not ended, Retry for one that has.
-func (a *Adapter) controls(ctx context.Context, numbers []int64) []discordgo.MessageComponent {
+// task: Approve, Deny and Cancel for each approval request the message
+// shows that is still pending, the buttons carrying the request's id;
+// Pause or Resume (as the task's status allows) and Cancel for another
+// task that has not ended, Retry for one that has. A task waiting on an
+// approval gets Approve only where its call is shown.
+func (a *Adapter) controls(ctx context.Context, approvals []plugin.ApprovalRef, numbers []int64) []discordgo.MessageComponent {
 	st := a.rt.Store()
 	if st == nil {
 		return nil
 	}
 	var rows []discordgo.MessageComponent
 	seen := map[int64]bool{}
-	for _, n := range numbers {
+	task := func(n int64) (plugin.Task, bool) {
 		if seen[n] || len(rows) == maxControlRows {
-			continue
+			return plugin.Task{}, false
 		}
 		seen[n] = true
 		t, err := st.GetTask(ctx, n)
@@ -411,19 +413,30 @@ func (a *Adapter) controls(ctx context.Context, numbers []int64) []discordgo.Mes
 			if !errors.Is(err, plugin.ErrNotFound) {
 				a.log.Warn("cannot read a task for its buttons", "task", n, "err", err)
 			}
+			return plugin.Task{}, false
+		}
+		return t, true
+	}
+	for _, ref := range approvals {
+		t, ok := task(ref.Task)
+		if !ok || plugin.ApprovalID(t) != ref.Call {
+			continue
+		}
+		n := t.Number
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordgo.Button{Label: fmt.Sprintf("Approve #%d", n), Style: discordgo.SuccessButton, CustomID: decisionID("approve", n, ref.Call)},
+			discordgo.Button{Label: fmt.Sprintf("Deny #%d", n), Style: discordgo.DangerButton, CustomID: decisionID("deny", n, ref.Call)},
+			discordgo.Button{Label: fmt.Sprintf("Cancel #%d", n), Style: discordgo.SecondaryButton, CustomID: buttonID("cancel", n)},
+		}})
+	}
+	for _, n := range numbers {
+		t, ok := task(n)
+		if !ok {
 			continue
 		}
 		if t.Status.Terminal() {
 			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 				discordgo.Button{Label: fmt.Sprintf("Retry #%d", n), Style: discordgo.SecondaryButton, CustomID: buttonID("retry", n)},
-			}})
-			continue
-		}
-		if t.WaitingOn == plugin.WaitApproval && t.Status == plugin.StatusWaiting {
-			rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-				discordgo.Button{Label: fmt.Sprintf("Approve #%d", n), Style: discordgo.SuccessButton, CustomID: buttonID("approve", n)},
-				discordgo.Button{Label: fmt.Sprintf("Deny #%d", n), Style: discordgo.DangerButton, CustomID: buttonID("deny", n)},
-				discordgo.Button{Label: fmt.Sprintf("Cancel #%d", n), Style: discordgo.SecondaryButton, CustomID: buttonID("cancel", n)},
 			}})
 			continue
 		}

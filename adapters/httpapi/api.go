@@ -62,8 +62,10 @@ type TaskControl interface {
 	// asks and where, and carries the new context.
 	Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error)
 	// Approve and Deny decide on the tool call a task waits to make.
-	Approve(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Deny(ctx context.Context, number int64, actor, reason string) (plugin.Task, error)
+	// call names the request decided on (plugin.ApprovalID); one no
+	// longer pending is refused with plugin.ErrStaleApproval.
+	Approve(ctx context.Context, number int64, actor, call string) (plugin.Task, error)
+	Deny(ctx context.Context, number int64, actor, call, reason string) (plugin.Task, error)
 }
 
 var _ TaskControl = (*tasks.Service)(nil)
@@ -172,7 +174,7 @@ func (a *API) routes() []route {
 		{"POST /api/tasks/{number}/cancel", a.control("cancel"), true},
 		{"POST /api/tasks/{number}/answer", a.answerTask, true},
 		{"POST /api/tasks/{number}/retry", a.retryTask, true},
-		{"POST /api/tasks/{number}/approve", a.control("approve"), true},
+		{"POST /api/tasks/{number}/approve", a.approveTask, true},
 		{"POST /api/tasks/{number}/deny", a.denyTask, true},
 		{"GET /api/notifications", a.listNotifications, true},
 		{"POST /api/notifications/{id}/retry", a.retryNotification, true},
@@ -652,7 +654,7 @@ func jsonKind(goKind string) string {
 	return goKind
 }
 
-// control answers POST /api/tasks/{number}/pause|resume|cancel|approve:
+// control answers POST /api/tasks/{number}/pause|resume|cancel:
 // the transitions that take nothing but the task.
 func (a *API) control(op string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -678,8 +680,6 @@ func (a *API) control(op string) http.HandlerFunc {
 			t, err = a.o.Tasks.Resume(r.Context(), n, who)
 		case "cancel":
 			t, err = a.o.Tasks.Cancel(r.Context(), n, who)
-		case "approve":
-			t, err = a.o.Tasks.Approve(r.Context(), n, who)
 		default:
 			err = fmt.Errorf("control task #%d: unknown operation %q", n, op)
 		}

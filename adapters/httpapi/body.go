@@ -56,6 +56,9 @@ type taskBody struct {
 // approvalBody is the tool call a task asked a person to approve: null
 // when none awaits a decision or waits to run once granted.
 type approvalBody struct {
+	// ID names the request (plugin.ApprovalID): a decision that carries
+	// it lands on this call or on none. "" once granted.
+	ID      string          `json:"id"`
 	Action  string          `json:"action"`
 	Params  json.RawMessage `json:"params"`
 	Granted bool            `json:"granted"`
@@ -129,7 +132,7 @@ func taskOf(t plugin.Task) taskBody {
 	b.WaitingOn, b.NextAttemptAt, b.MaxTokens = string(t.WaitingOn), optTime(t.NextAttemptAt), t.MaxTokens
 	b.ContinuesNumber = optNumber(t.ContinuesNumber)
 	if t.ApprovalAction != "" {
-		b.Approval = &approvalBody{Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted, Role: t.ApprovalRole}
+		b.Approval = &approvalBody{ID: plugin.ApprovalID(t), Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted, Role: t.ApprovalRole}
 	}
 	b.Strategy, b.Phase, b.Ledger = t.Strategy, t.Phase, json.RawMessage("null")
 	if t.Ledger != "" {

@@ -26,9 +26,24 @@ type retryRequest struct {
 	Context string `json:"context"`
 }
 
+// approveRequest is the body of POST /api/tasks/{number}/approve: call,
+// when set, is the id of the approval request decided on (the task's
+// approval.id when it was shown); without it the call pending now is.
+type approveRequest struct {
+	Call string `json:"call"`
+}
+
 // denyRequest is the body of POST /api/tasks/{number}/deny.
 type denyRequest struct {
 	Reason string `json:"reason"`
+	Call   string `json:"call"`
+}
+
+// decisionBody answers an approval or a denial: the task, and the call
+// that was decided on.
+type decisionBody struct {
+	taskBody
+	Decided approvalBody `json:"decided"`
 }
 
 // decodeOptional is decodeBody for a body whose fields are all optional:
@@ -100,9 +115,22 @@ func (a *API) answerTask(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, taskOf(t))
 }
 
-// denyTask answers POST /api/tasks/{number}/deny {"reason"?}: the tool
-// call the task asked for does not run, and its step fails with the
-// reason.
+// approveTask answers POST /api/tasks/{number}/approve {"call"?}: the
+// tool call the task asked for runs at its next iteration (200, with the
+// call decided on); a call no longer pending, or a task that waits for no
+// approval, is a 409 and changes nothing.
+func (a *API) approveTask(w http.ResponseWriter, r *http.Request) {
+	var req approveRequest
+	n, who, ok := a.taskRequest(w, r, &req)
+	if !ok {
+		return
+	}
+	a.decide(w, r, n, who, "approve", req.Call, "")
+}
+
+// denyTask answers POST /api/tasks/{number}/deny {"reason"?, "call"?}:
+// the tool call the task asked for does not run, and its step fails with
+// the reason.
 func (a *API) denyTask(w http.ResponseWriter, r *http.Request) {
 	var req denyRequest
 	n, who, ok := a.taskRequest(w, r, &req)
@@ -114,14 +142,42 @@ func (a *API) denyTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	t, err := a.o.Tasks.Deny(r.Context(), n, who, reason)
+	a.decide(w, r, n, who, "deny", req.Call, reason)
+}
+
+// decide approves or denies the call of task n named call, or the one
+// pending as the task is read when call is "": either way the decision is
+// bound to one call, the one the answer names.
+func (a *API) decide(w http.ResponseWriter, r *http.Request, n int64, who, op, call, reason string) {
+	if utf8.RuneCountInString(call) > maxCallID {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf(`"call" is an approval request's id, at most %d characters`, maxCallID))
+		return
+	}
+	before, err := a.store.GetTask(r.Context(), n)
+	if err != nil {
+		a.fail(w, r, notFound(n, err))
+		return
+	}
+	if call == "" {
+		call = plugin.ApprovalID(before)
+	}
+	var t plugin.Task
+	if op == "approve" {
+		t, err = a.o.Tasks.Approve(r.Context(), n, who, call)
+	} else {
+		t, err = a.o.Tasks.Deny(r.Context(), n, who, call, reason)
+	}
 	if err != nil {
 		a.fail(w, r, refused(n, err))
 		return
 	}
-	a.log.Info("task's tool call denied via API", "task", n, "actor", who)
-	WriteJSON(w, http.StatusOK, taskOf(t))
+	a.log.Info("task's tool call decided via API", "task", n, "op", op, "call", call, "actor", who)
+	WriteJSON(w, http.StatusOK, decisionBody{taskBody: taskOf(t), Decided: approvalBody{
+		ID: call, Action: before.ApprovalAction, Params: jsonOf(before.ApprovalParams), Granted: op == "approve", Role: before.ApprovalRole}})
 }
+
+// maxCallID bounds the "call" of a decision; an id is 16 characters.
+const maxCallID = 64
 
 // retryTask answers POST /api/tasks/{number}/retry {"context"?}: 201 with
 // a new task continuing the ended one (its goal, its files, a summary of

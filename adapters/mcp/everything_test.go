@@ -120,7 +120,7 @@ func TestATaskCallsTheReferenceServer(t *testing.T) {
 	if waiting.WaitingOn != plugin.WaitApproval || waiting.ApprovalAction != "everything.get-env" || len(steps(task.Number)) != 1 {
 		t.Fatalf("task = %s on %q asking %q; want it waiting for approval of everything.get-env", waiting.Status, waiting.WaitingOn, waiting.ApprovalAction)
 	}
-	if _, err := svc.Approve(ctx, task.Number, "u1"); err != nil {
+	if _, err := svc.Approve(ctx, task.Number, "u1", ""); err != nil {
 		t.Fatal(err)
 	}
 	step()

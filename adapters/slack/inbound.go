@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -333,6 +332,16 @@ func (a *Adapter) sendResponses(ctx context.Context, responseURL string, msgs []
 	return nil
 }
 
+// staleButton answers a press of an Approve or Deny button whose value
+// names no call (a message from before requests carried their id).
+func staleButton(value string) string {
+	num, _, _ := strings.Cut(value, ":")
+	if _, err := strconv.ParseInt(num, 10, 64); err != nil {
+		num = "N"
+	}
+	return "That button is from an older message and names no call; say `status #" + num + "` to see what the task asks now."
+}
+
 // onInteraction takes an interaction, already acknowledged: a press of one
 // of the task buttons becomes "pause #N" (or resume, cancel) from the
 // person who pressed it. A press in the Home tab, which has no channel, is
@@ -354,17 +363,22 @@ func (a *Adapter) onInteraction(cb slackapi.InteractionCallback) {
 	}
 	r := room{Channel: channel, Thread: thread}
 	for _, act := range cb.ActionCallback.BlockActions {
-		verb, known := controlVerb[act.ActionID]
-		n, err := strconv.ParseInt(act.Value, 10, 64)
-		if !known || err != nil || n <= 0 {
+		text, n, ok := pressText(act.ActionID, act.Value)
+		if !ok {
 			a.log.Debug("interaction ignored", "action", act.ActionID, "value", act.Value)
+			if (act.ActionID == ActionApprove || act.ActionID == ActionDeny) && !home {
+				a.goTracked(func() {
+					if err := a.postEphemeral(a.base, r, cb.User.ID, staleButton(act.Value)); err != nil {
+						a.log.Warn("cannot answer an old approval button", "err", err)
+					}
+				})
+			}
 			continue
 		}
 		id := "action:" + cb.TriggerID + ":" + act.ActionID
 		if cb.TriggerID == "" {
 			id = "action:" + cb.User.ID + ":" + act.ActionTs + ":" + act.ActionID
 		}
-		text := fmt.Sprintf("%s #%d", verb, n)
 		a.goTracked(func() {
 			ctx := a.base
 			r, dm := r, isDMChannel(channel)

@@ -12,6 +12,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
@@ -229,7 +230,10 @@ func undeliverable(err error) error {
 
 // buttons are the task buttons a message carries besides the controls of
 // its tasks: Retry for ended tasks, Approve / Deny for tool calls.
-type buttons struct{ ended, approvals []int64 }
+type buttons struct {
+	ended     []int64
+	approvals []plugin.ApprovalRef
+}
 
 // post sends text to r as one or more messages and returns their ts; the
 // last carries the controls of tasks and the other buttons.
@@ -388,14 +392,15 @@ func messageBlocks(text string, tasks []int64, more buttons, summaries map[int64
 	label := func(s string) *slackapi.TextBlockObject {
 		return slackapi.NewTextBlockObject(slackapi.PlainTextType, s, true, false)
 	}
-	for _, n := range more.approvals {
+	for _, ref := range more.approvals {
 		if len(blocks) >= maxBlocks {
 			break
 		}
-		num := strconv.FormatInt(n, 10)
+		num := strconv.FormatInt(ref.Task, 10)
+		value := decisionValue(ref)
 		blocks = append(blocks, slackapi.NewActionBlock("taskloom_approval_"+num,
-			slackapi.NewButtonBlockElement(ActionApprove, num, label("✅ Approve #"+num)).WithStyle(slackapi.StylePrimary),
-			slackapi.NewButtonBlockElement(ActionDeny, num, label("🚫 Deny #"+num)).WithStyle(slackapi.StyleDanger)))
+			slackapi.NewButtonBlockElement(ActionApprove, value, label("✅ Approve #"+num)).WithStyle(slackapi.StylePrimary),
+			slackapi.NewButtonBlockElement(ActionDeny, value, label("🚫 Deny #"+num)).WithStyle(slackapi.StyleDanger)))
 	}
 	for _, n := range tasks {
 		if len(blocks) >= maxBlocks {
@@ -410,6 +415,30 @@ func messageBlocks(text string, tasks []int64, more buttons, summaries map[int64
 		blocks = append(blocks, slackapi.NewActionBlock("taskloom_ended_"+strconv.FormatInt(n, 10), taskButton(ActionRetry, n)))
 	}
 	return blocks
+}
+
+// decisionValue is the value of an Approve or Deny button:
+// "<task number>:<request id>", bound to the call it was shown with.
+func decisionValue(ref plugin.ApprovalRef) string {
+	return strconv.FormatInt(ref.Task, 10) + ":" + ref.Call
+}
+
+// pressText is the chat command a press of the button action with value
+// stands for ("pause #12", "approve #12 call:5f0c…"), or false for a
+// value that is not one of ours — an Approve or Deny without the id of
+// its call among them, which would land on whatever the task asks now.
+func pressText(action, value string) (string, int64, bool) {
+	verb, known := controlVerb[action]
+	num, call, bound := strings.Cut(value, ":")
+	n, err := strconv.ParseInt(num, 10, 64)
+	decision := action == ActionApprove || action == ActionDeny
+	if !known || err != nil || n <= 0 || decision != bound || (bound && (call == "" || strings.ContainsAny(call, " \t\n:"))) {
+		return "", 0, false
+	}
+	if bound {
+		return actions.DecisionText(verb, n, call), n, true
+	}
+	return fmt.Sprintf("%s #%d", verb, n), n, true
 }
 
 // sectionBlocks lays text out as section blocks of at most

@@ -109,7 +109,7 @@ func testDigest(t *testing.T, s plugin.Store) {
 	})
 	step(at(5*time.Minute), "run_command", true, plugin.WaitApproval) // asks; no step yet
 	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Denied(cur, "u1", "not now", at(6*time.Minute))
+		return plugin.Denied(cur, "u1", "", "not now", at(6*time.Minute))
 	})
 	step(at(7*time.Minute), "write_file", true, plugin.WaitNone)
 

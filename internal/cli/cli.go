@@ -40,7 +40,10 @@ Commands:
   cancel N              end a task for good
   answer N TEXT...      answer the question a waiting task asked
   approve N             let a task run the tool call it waits to make
+                          --call ID  only if that is still the call it waits on
+                          (the id "show N" prints); without it, the call pending now
   deny N [REASON...]    refuse that call; the task decides anew
+                          --call ID  as for approve
   retry N [CONTEXT...]  continue an ended task in a new one, with its files
   files N [PATH]        a task's files, or one file's bytes
   events N              a task's event log
@@ -176,8 +179,10 @@ func (r *runner) run(cmd string, args []string) error {
 		return r.show(args)
 	case "create", "new":
 		return r.create(args)
-	case "pause", "resume", "cancel", "approve":
+	case "pause", "resume", "cancel":
 		return r.control(cmd, args)
+	case "approve":
+		return r.approve(args)
 	case "answer":
 		return r.answer(args)
 	case "deny":
@@ -374,14 +379,7 @@ func (r *runner) control(op string, args []string) error {
 	if r.json {
 		return r.printJSON(raw)
 	}
-	switch {
-	case op == "approve" && t.Approval != nil:
-		fmt.Fprintf(r.out, "Approved %s for task #%d %q; it is %s.\n", callText(*t.Approval), t.Number, clean(t.Name), taskStatus(t))
-	case op == "approve":
-		fmt.Fprintf(r.out, "Approved the tool call of task #%d %q; it is %s.\n", t.Number, clean(t.Name), taskStatus(t))
-	default:
-		fmt.Fprintf(r.out, "Task #%d %q is %s.\n", t.Number, clean(t.Name), taskStatus(t))
-	}
+	fmt.Fprintf(r.out, "Task #%d %q is %s.\n", t.Number, clean(t.Name), taskStatus(t))
 	return nil
 }
 
@@ -417,8 +415,24 @@ func (r *runner) answer(args []string) error {
 	})
 }
 
+func (r *runner) approve(args []string) error {
+	fs := r.flags("approve")
+	call := fs.String("call", "", "the id of the approval request (show N prints it)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	n, err := number(pos, "approve")
+	if err != nil {
+		return err
+	}
+	return r.decide(n, "approve", map[string]string{"call": *call})
+}
+
 func (r *runner) deny(args []string) error {
-	pos, err := parse(r.flags("deny"), args)
+	fs := r.flags("deny")
+	call := fs.String("call", "", "the id of the approval request (show N prints it)")
+	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -426,9 +440,28 @@ func (r *runner) deny(args []string) error {
 	if err != nil {
 		return err
 	}
-	return r.post(fmt.Sprintf("/api/tasks/%d/deny", n), map[string]string{"reason": reason}, func(t task) {
-		fmt.Fprintf(r.out, "Denied the tool call of task #%d %q; it is %s and decides anew.\n", t.Number, clean(t.Name), taskStatus(t))
-	})
+	return r.decide(n, "deny", map[string]string{"call": *call, "reason": reason})
+}
+
+// decide approves or denies task n's call and says which call it was.
+func (r *runner) decide(n int64, op string, body map[string]string) error {
+	if err := r.connect(); err != nil {
+		return err
+	}
+	var d decision
+	raw, err := r.c.call(r.ctx, "POST", fmt.Sprintf("/api/tasks/%d/%s", n, op), body, &d)
+	if err != nil {
+		return err
+	}
+	if r.json {
+		return r.printJSON(raw)
+	}
+	if op == "approve" {
+		fmt.Fprintf(r.out, "Approved %s for task #%d %q; it is %s.\n", callText(d.Decided), d.Number, clean(d.Name), taskStatus(d.task))
+	} else {
+		fmt.Fprintf(r.out, "Denied %s for task #%d %q; it is %s and decides anew.\n", callText(d.Decided), d.Number, clean(d.Name), taskStatus(d.task))
+	}
+	return nil
 }
 
 func (r *runner) retry(args []string) error {

@@ -66,7 +66,9 @@ func waitWord(on string) string {
 	return on
 }
 
-// callText is a tool call as it will run: `run_command {"command":"ls"}`.
+// callText is a tool call as it will run: `run_command {"command":"ls"}`,
+// all of it, with long runs of whitespace counted and invisible characters
+// named (render.Visible), so that nothing in it hides the rest.
 func callText(a approval) string {
 	var b bytes.Buffer
 	params := strings.TrimSpace(string(a.Params))
@@ -74,9 +76,9 @@ func callText(a approval) string {
 		params = b.String()
 	}
 	if params == "" || params == "{}" || params == "null" {
-		return clean(a.Action)
+		return render.Visible(a.Action)
 	}
-	return clean(a.Action) + " " + cut(clean(params), 300)
+	return render.Visible(a.Action + " " + params)
 }
 
 func bar(progress int) string {
@@ -135,8 +137,11 @@ func writeTask(w io.Writer, t task) {
 	if t.WaitingOn != "" {
 		row("Waiting on:", waitWord(t.WaitingOn))
 	}
+	if q := pendingQuestion(t); q != "" {
+		row("Question:", render.Visible(q)+fmt.Sprintf(" — answer: taskloom tasks answer %d TEXT", t.Number))
+	}
 	if a := t.Approval; a != nil {
-		state := fmt.Sprintf("awaits a decision: taskloom tasks approve %d (or deny %d)", t.Number, t.Number)
+		state := fmt.Sprintf("awaits a decision: taskloom tasks approve %d --call %s (or deny %d --call %s)", t.Number, a.ID, t.Number, a.ID)
 		if a.Granted {
 			state = "approved; it runs at the next iteration"
 		}
@@ -177,6 +182,26 @@ func writeTask(w io.Writer, t task) {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%3d%%\t%s\n", s.Iteration, s.Time.Local().Format("15:04:05"), actionText(s), mark(s.Success), s.Progress, cut(clean(firstNonEmpty(s.Error, s.Result)), 80))
 	}
 	tw.Flush()
+}
+
+// pendingQuestion is the question a task waiting on an answer asked: its
+// latest ask_user step's.
+func pendingQuestion(t task) string {
+	if t.WaitingOn != "answer" {
+		return ""
+	}
+	for i := len(t.Steps) - 1; i >= 0; i-- {
+		if t.Steps[i].Action != "ask_user" {
+			continue
+		}
+		var p struct {
+			Question string `json:"question"`
+		}
+		if json.Unmarshal(t.Steps[i].Params, &p) == nil {
+			return p.Question
+		}
+	}
+	return ""
 }
 
 func mark(ok bool) string {

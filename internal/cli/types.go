@@ -41,9 +41,19 @@ type task struct {
 
 // approval is the tool call a task waits to make, or, granted, to run.
 type approval struct {
+	// ID names the request; a decision that carries it lands on this
+	// call or on none.
+	ID      string          `json:"id"`
 	Action  string          `json:"action"`
 	Params  json.RawMessage `json:"params"`
 	Granted bool            `json:"granted"`
+}
+
+// decision is the answer to an approve or a deny: the task, and the call
+// decided on.
+type decision struct {
+	task
+	Decided approval `json:"decided"`
 }
 
 type step struct {

@@ -255,9 +255,13 @@ func Status(f Flavor, t plugin.Task, steps []plugin.Step) string {
 	if g := block(f, "Goal: ", t.Goal); g != "" {
 		lines = append(lines, g)
 	}
-	lines = append(lines,
-		indent+"Status: "+StatusWord(t.Status),
-		fmt.Sprintf("%sProgress: %s %d%%", indent, Bar(t.Progress), clampPercent(t.Progress)))
+	status := StatusWord(t.Status)
+	if t.Status == plugin.StatusWaiting && t.WaitingOn != plugin.WaitAnswer {
+		status = waitWord[t.WaitingOn]
+	}
+	lines = append(lines, indent+"Status: "+status)
+	lines = append(lines, pending(f, t, steps)...)
+	lines = append(lines, fmt.Sprintf("%sProgress: %s %d%%", indent, Bar(t.Progress), clampPercent(t.Progress)))
 	if t.Strategy != "" && t.Strategy != plugin.StrategyLoop {
 		st := indent + "Strategy: " + Escape(f, t.Strategy)
 		if t.Phase != "" {
@@ -318,6 +322,52 @@ func Status(f Flavor, t plugin.Task, steps []plugin.Step) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// waitWord is how a task waiting on something other than an answer reads.
+var waitWord = map[plugin.WaitOn]string{
+	plugin.WaitApproval: "Waiting for an approval",
+	plugin.WaitSubtasks: "Waiting for its subtasks",
+}
+
+// pending is what a task waits for a person to decide, shown whole: the
+// tool call it asks to run (and how to decide), or the question it asked.
+func pending(f Flavor, t plugin.Task, steps []plugin.Step) []string {
+	if t.Status.Terminal() {
+		return nil
+	}
+	switch {
+	case plugin.ApprovalID(t) != "" && t.WaitingOn == plugin.WaitApproval:
+		return []string{
+			indent + "Asks to run: " + Call(f, t.ApprovalAction, t.ApprovalParams),
+			fmt.Sprintf("%sSay %s to let it, or %s.", indent, code(f, fmt.Sprintf("approve #%d", t.Number)), code(f, fmt.Sprintf("deny #%d <reason>", t.Number))),
+		}
+	case t.ApprovalGranted && t.ApprovalAction != "":
+		return []string{indent + "Approved to run next: " + Call(f, t.ApprovalAction, t.ApprovalParams)}
+	case t.WaitingOn == plugin.WaitAnswer:
+		if q := Question(steps); q != "" {
+			return []string{indent + "Asks: " + Escape(f, q),
+				fmt.Sprintf("%sSay %s.", indent, code(f, fmt.Sprintf("answer #%d <your answer>", t.Number)))}
+		}
+	}
+	return nil
+}
+
+// Question is the question the latest ask_user step of steps asked, or
+// "".
+func Question(steps []plugin.Step) string {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Action != "ask_user" {
+			continue
+		}
+		var p struct {
+			Question string `json:"question"`
+		}
+		if json.Unmarshal(steps[i].Params, &p) == nil {
+			return p.Question
+		}
+	}
+	return ""
 }
 
 // Help lists the chat commands of PRODUCT §3 with an example of each, and

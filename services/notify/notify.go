@@ -287,6 +287,8 @@ type (
 		Kind     string `json:"kind"` // post, question, approval
 		Text     string `json:"text"`
 		TaskName string `json:"task_name"`
+		// Call is an approval request's id (plugin.ApprovalID).
+		Call string `json:"call,omitempty"`
 	}
 )
 
@@ -311,7 +313,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 	var (
 		posts, ended []string
 		endedTasks   []int64
-		approvals    []int64
+		approvals    []plugin.ApprovalRef
 		updates      []render.Update
 		shown        []plugin.RoomProgress
 		tasks        []int64
@@ -345,8 +347,10 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 				var p messagePayload
 				if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
 					posts = append(posts, postText(f, t, p))
-					if p.Kind == "approval" && t.WaitingOn == plugin.WaitApproval {
-						approvals = append(approvals, n)
+					if p.Kind == "approval" && p.Call != "" && p.Call == plugin.ApprovalID(t) {
+						// Still pending: buttons bound to this call. A
+						// request decided meanwhile is shown without.
+						approvals = append(approvals, plugin.ApprovalRef{Task: n, Call: p.Call})
 					}
 				}
 			case plugin.NotifyTerminal:
@@ -408,14 +412,11 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 	return plugin.Outgoing{Text: text, Tasks: tasks, Ended: endedTasks, Approvals: approvals}, shown, nil
 }
 
-// approvalShown is how much of a tool call an approval request shows.
-const approvalShown = 1500
-
 func postText(f render.Flavor, t plugin.Task, p messagePayload) string {
 	title := fmt.Sprintf("Task #%d \"%s\"", t.Number, render.Escape(f, t.Name))
 	if p.Kind == "approval" {
 		return fmt.Sprintf("🔐 Task #%d wants to run %s\n   Say `approve #%d` to let it, or `deny #%d <reason>`.",
-			t.Number, render.Code(f, p.Text, approvalShown), t.Number, t.Number)
+			t.Number, render.Call(f, p.Text, ""), t.Number, t.Number)
 	}
 	if p.Kind == "question" {
 		return fmt.Sprintf("❓ %s asks:\n   %s\n   Reply to this message, or say `answer #%d <your answer>`.",

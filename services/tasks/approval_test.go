@@ -67,7 +67,7 @@ func TestApprovedCallRunsExactlyAsAsked(t *testing.T) {
 		}
 
 		calls := len(f.model.Requests())
-		if _, err := f.svc.Approve(f.ctx, n, "u1"); err != nil {
+		if _, err := f.svc.Approve(f.ctx, n, "u1", ""); err != nil {
 			t.Fatal(err)
 		}
 		f.step("test")
@@ -83,7 +83,7 @@ func TestApprovedCallRunsExactlyAsAsked(t *testing.T) {
 		if got.Iteration != 1 || len(steps) != 1 || steps[0].Iteration != 1 || !steps[0].Success || got.ApprovalAction != "" {
 			t.Fatalf("after the approved run: iteration %d, steps %+v, approval %q; want the one step of iteration 1", got.Iteration, steps, got.ApprovalAction)
 		}
-		if _, err := f.svc.Approve(f.ctx, n, "u1"); err == nil {
+		if _, err := f.svc.Approve(f.ctx, n, "u1", ""); err == nil {
 			t.Fatal("a second approval was taken")
 		}
 		f.check()
@@ -100,7 +100,7 @@ func TestDeniedCallFailsItsStep(t *testing.T) {
 		f.model.Decide("write_file", map[string]string{"path": "x.sh", "content": "echo safe"}, 40, "continue")
 		n := f.create("Write a script").Number
 		f.step("test")
-		if _, err := f.svc.Deny(f.ctx, n, "boss", "not that"); err != nil {
+		if _, err := f.svc.Deny(f.ctx, n, "boss", "", "not that"); err != nil {
 			t.Fatal(err)
 		}
 		steps := f.steps(n)

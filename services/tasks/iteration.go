@@ -131,7 +131,8 @@ func (it *Iterator) runTool(ctx context.Context, task plugin.Task, files *plugin
 // approvalRequest is the 🔐 message asking the task's room to approve a
 // tool call.
 func approvalRequest(task plugin.Task, action string, params json.RawMessage) (plugin.Notification, error) {
-	payload, err := json.Marshal(map[string]string{"kind": "approval", "text": action + " " + string(params), "task_name": task.Name})
+	payload, err := json.Marshal(map[string]string{"kind": "approval", "text": action + " " + string(params), "task_name": task.Name,
+		"call": plugin.AskedApprovalID(task, action, params)})
 	if err != nil {
 		return plugin.Notification{}, fmt.Errorf("approval request: %w", err)
 	}

@@ -134,18 +134,21 @@ func (s *Service) Answer(ctx context.Context, number int64, actor, answer string
 }
 
 // Approve lets a task run the tool call it asked approval for, exactly as
-// it asked (PRODUCT §9). Who may decide is the caller's to check.
-func (s *Service) Approve(ctx context.Context, number int64, actor string) (plugin.Task, error) {
+// it asked (PRODUCT §9). call is the id of the request the person saw
+// (plugin.ApprovalID), or "" for the call pending now; a call no longer
+// pending is refused with a *plugin.StaleApprovalError. Who may decide is
+// the caller's to check.
+func (s *Service) Approve(ctx context.Context, number int64, actor, call string) (plugin.Task, error) {
 	return s.transition(ctx, number, func(t plugin.Task) (plugin.Mutation, error) {
-		return plugin.Approved(t, actor, s.clk.Now())
+		return plugin.Approved(t, actor, call, s.clk.Now())
 	})
 }
 
 // Deny refuses the tool call a task asked approval for; its step fails
-// with reason.
-func (s *Service) Deny(ctx context.Context, number int64, actor, reason string) (plugin.Task, error) {
+// with reason. call is as for Approve.
+func (s *Service) Deny(ctx context.Context, number int64, actor, call, reason string) (plugin.Task, error) {
 	return s.transition(ctx, number, func(t plugin.Task) (plugin.Mutation, error) {
-		return plugin.Denied(t, actor, reason, s.clk.Now())
+		return plugin.Denied(t, actor, call, reason, s.clk.Now())
 	})
 }
 

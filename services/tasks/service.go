@@ -630,12 +630,54 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 	}
 	if err != nil {
 		s.opts.Metrics.Iteration("error")
-		return fmt.Errorf("commit iteration of task #%d: %w", claimed.Number, err)
+		err = fmt.Errorf("commit iteration of task #%d: %w", claimed.Number, err)
+		if ferr := s.commitFailed(claimed, o, err); ferr != nil {
+			return errors.Join(err, ferr)
+		}
+		return err
 	}
 	s.opts.Metrics.Iteration(outcome(after.Status))
 	s.afterChange(ctx, after)
 	return nil
 }
+
+// commitFailed records that o, the result of the iteration claimed on
+// claimed, could not be written for reason, and gives the task back to run
+// that iteration again — or, the plugin.MaxCommitFailures-th time, fails
+// it with the reason. The count is in the task's recent events, so it
+// holds across workers and replicas.
+func (s *Service) commitFailed(claimed plugin.Task, o plugin.Outcome, reason error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	evs, err := s.store.TaskEvents(ctx, claimed.Number, max(0, claimed.EventSeq-recentCommitEvents))
+	if err != nil {
+		return fmt.Errorf("count the failed commits of task #%d: %w", claimed.Number, err)
+	}
+	failures := plugin.CommitFailures(evs, claimed.Iteration+1) + 1
+	o.Now = s.clk.Now()
+	record := func(t plugin.Task) (plugin.Mutation, error) { return plugin.CommitFailed(t, o, reason, failures) }
+	t, err := s.mutate(ctx, claimed.Number, record)
+	if err != nil && !domainError(err) {
+		return fmt.Errorf("record the failed commit of task #%d: %w", claimed.Number, err)
+	}
+	if err != nil && t.Number == 0 {
+		// What the change causes may be what the store refuses (a
+		// notification it cannot take): record it without.
+		if t, err = s.store.UpdateTask(ctx, claimed.Number, record); err != nil {
+			return fmt.Errorf("record the failed commit of task #%d: %w", claimed.Number, err)
+		}
+	}
+	s.log.Error("an iteration's result could not be recorded", "task", claimed.Number, "iteration", claimed.Iteration+1,
+		"failures", failures, "task_failed", t.Status.Terminal(), "err", reason)
+	s.afterChange(ctx, t)
+	return nil
+}
+
+// recentCommitEvents is how far back in a task's events commitFailed
+// looks for the failed commits of the same iteration: each failure is a
+// claim and a commit_failed event, so the last MaxCommitFailures fit with
+// room for others between them.
+const recentCommitEvents = 8 * plugin.MaxCommitFailures
 
 // landed reports whether the task's event log shows o committed: its
 // iteration (or the approved call's run) under o's fence, after the

@@ -215,7 +215,7 @@ func TestToolsApproval(t *testing.T) {
 		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitApproval || got.ApprovalAction != "write_file" || got.ApprovalRole != plugin.RoleAgent {
 			t.Fatalf("task = %s on %q for %q as %q; want waiting on approval of write_file, asked as %q", got.Status, got.WaitingOn, got.ApprovalAction, got.ApprovalRole, plugin.RoleAgent)
 		}
-		if _, err := f.svc.Approve(f.ctx, n, "u1"); err != nil {
+		if _, err := f.svc.Approve(f.ctx, n, "u1", ""); err != nil {
 			t.Fatal(err)
 		}
 		f.step("test") // runs the approved call, no model call

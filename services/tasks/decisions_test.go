@@ -1,0 +1,210 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+// outboxCalls are the ids the approval requests in the outbox carry, in
+// order. Rows are not taken out: a later read sees them again.
+func (f *fixture) outboxCalls() []string {
+	f.t.Helper()
+	var out []string
+	for {
+		room, rows, err := f.store.ClaimRoom(f.ctx, plugin.RoomClaim{Owner: "reader", Now: f.clk.Now(), Lease: time.Millisecond})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if room == "" {
+			return out
+		}
+		for _, r := range rows {
+			var p struct{ Kind, Call string }
+			if json.Unmarshal(r.Payload, &p) == nil && p.Kind == "approval" {
+				out = append(out, p.Call)
+			}
+		}
+	}
+}
+
+// TestDecisionsLandOnTheirCall: deny call A; the model asks call B; an
+// approval that names A changes nothing and says what is pending now; one
+// that names B runs B. The request posted for each carries its own id.
+func TestDecisionsLandOnTheirCall(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := approvalFixture(t, open)
+		f.model.Decide("write_file", map[string]string{"path": "a.sh", "content": "echo A"}, 20, "continue")
+		f.model.Decide("write_file", map[string]string{"path": "b.sh", "content": "echo B"}, 30, "continue")
+		n := f.create("Write a script").Number
+		f.step("test")
+		a := plugin.ApprovalID(f.task(n))
+		if got := f.outboxCalls(); len(got) != 1 || got[0] != a || a == "" {
+			t.Fatalf("requests posted carry %q; want the pending call's id %q", got, a)
+		}
+		if _, err := f.svc.Deny(f.ctx, n, "u1", a, "not A"); err != nil {
+			t.Fatal(err)
+		}
+		f.step("test")
+		waiting := f.task(n)
+		b := plugin.ApprovalID(waiting)
+		if b == "" || b == a {
+			t.Fatalf("after the model asked again the pending id is %q (A's was %q)", b, a)
+		}
+		if got := f.outboxCalls(); len(got) != 2 || got[1] != b {
+			t.Fatalf("requests posted carry %q; want B's id %q", got, b)
+		}
+
+		for _, decide := range []func() error{
+			func() error { _, err := f.svc.Approve(f.ctx, n, "u1", a); return err },
+			func() error { _, err := f.svc.Deny(f.ctx, n, "u1", a, "late"); return err },
+			func() error { _, err := f.svc.Approve(f.ctx, n, "u1", "not-an-id"); return err },
+		} {
+			err := decide()
+			var stale *plugin.StaleApprovalError
+			if !errors.As(err, &stale) || !errors.Is(err, plugin.ErrInvalidState) || plugin.ApprovalID(stale.Now) != b {
+				t.Fatalf("a decision on A's call = %v; want a StaleApprovalError naming B", err)
+			}
+		}
+		if got := f.task(n); got.EventSeq != waiting.EventSeq || got.ApprovalGranted || plugin.ApprovalID(got) != b {
+			t.Fatalf("a stale decision changed the task: %+v", got)
+		}
+
+		if _, err := f.svc.Approve(f.ctx, n, "u1", b); err != nil {
+			t.Fatal(err)
+		}
+		f.step("test")
+		if data, err := f.file(n, "b.sh"); err != nil || data != "echo B" {
+			t.Fatalf("b.sh = %q, %v; want B run as asked", data, err)
+		}
+		if _, err := f.file(n, "a.sh"); !errors.Is(err, plugin.ErrNoFile) {
+			t.Fatalf("a.sh: %v; A was denied and must never run", err)
+		}
+		if _, err := f.svc.Approve(f.ctx, n, "u1", b); !errors.Is(err, plugin.ErrStaleApproval) {
+			t.Fatalf("approving B again = %v; want it refused as no longer pending", err)
+		}
+		f.check()
+	})
+}
+
+// TestAskedApprovalIDIsTheCommittedOne: the id a request is posted with,
+// computed before the iteration commits, is the id of the call once it
+// is pending — for a call with parameters and one without.
+func TestAskedApprovalIDIsTheCommittedOne(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := approvalFixture(t, open)
+		f.model.Decide("write_file", map[string]string{"path": "x", "content": "  spaced  "}, 20, "continue")
+		n := f.create("Write").Number
+		before := f.task(n)
+		f.step("test")
+		got := f.task(n)
+		if want := plugin.AskedApprovalID(before, got.ApprovalAction, json.RawMessage(got.ApprovalParams)); plugin.ApprovalID(got) != want {
+			t.Fatalf("pending id %q, asked id %q", plugin.ApprovalID(got), want)
+		}
+	})
+}
+
+// TestTaskWithoutARoomAsksAndWaits: a task made through the API has no
+// room; it asks its question and waits for an approval like any other,
+// is answered and approved, and completes.
+func TestTaskWithoutARoomAsksAndWaits(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := approvalFixture(t, open)
+		f.model.Decide("ask_user", map[string]string{"question": "Which port?"}, 10, "continue")
+		f.model.Decide("write_file", map[string]string{"path": "port", "content": "8080"}, 50, "continue")
+		f.model.Decide("", nil, 100, "done")
+		n := f.create("Configure the port", func(in *plugin.NewTask) { in.RoomID, in.Platform = "", "api" }).Number
+
+		f.step("test")
+		if got := f.task(n); got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitAnswer {
+			t.Fatalf("after asking: %s on %q; want waiting on an answer", got.Status, got.WaitingOn)
+		}
+		if f.step("test") {
+			t.Fatal("a task waiting on an answer was served")
+		}
+		if _, err := f.svc.Answer(f.ctx, n, "api", "8080"); err != nil {
+			t.Fatal(err)
+		}
+		f.step("test")
+		got := f.task(n)
+		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitApproval || plugin.ApprovalID(got) == "" {
+			t.Fatalf("after asking approval: %s on %q; want waiting on an approval (error %q)", got.Status, got.WaitingOn, got.Error)
+		}
+		evs, err := f.store.TaskEvents(f.ctx, n, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asked bool
+		for _, e := range evs {
+			var p plugin.EventPayload
+			_ = json.Unmarshal(e.Payload, &p)
+			asked = asked || (e.Type == plugin.EventIterated && p.Detail["call"] == plugin.ApprovalID(got))
+		}
+		if !asked {
+			t.Fatal("no event carries the approval request's id")
+		}
+		if _, err := f.svc.Approve(f.ctx, n, "api", plugin.ApprovalID(got)); err != nil {
+			t.Fatal(err)
+		}
+		f.step("test")
+		f.step("test")
+		if got := f.task(n); got.Status != plugin.StatusCompleted {
+			t.Fatalf("task = %s (%s); want completed", got.Status, got.Error)
+		}
+		if data, err := f.file(n, "port"); err != nil || data != "8080" {
+			t.Fatalf("port = %q, %v", data, err)
+		}
+		f.check()
+	})
+}
+
+// TestCommitThatCannotSucceedFailsTheTask: a result the store refuses
+// every time (here a notification it cannot take) is not made again
+// forever: after MaxCommitFailures tries of the same iteration the task
+// fails with the reason, having asked the model that many times.
+func TestCommitThatCannotSucceedFailsTheTask(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open)
+		refuse := func(before, after plugin.Task, m *plugin.Mutation) []plugin.Notification {
+			if m.Event.Type != plugin.EventIterated {
+				return nil
+			}
+			return []plugin.Notification{{TaskNumber: after.Number}} // no room: the store refuses it
+		}
+		f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", Notify: refuse})
+		decision := testkit.DecisionJSON("write_file", map[string]string{"path": "x", "content": "y"}, 20, "continue")
+		f.model.Default(func(context.Context, plugin.ModelRequest) (plugin.ModelResponse, error) {
+			return plugin.ModelResponse{Text: decision}, nil
+		})
+		n := f.create("Loop forever").Number
+		for i := 1; i <= plugin.MaxCommitFailures; i++ {
+			if _, err := f.svc.Step(f.ctx, "test"); err == nil {
+				t.Fatalf("try %d: the commit went through", i)
+			}
+			f.clk.Advance(lease)
+			got := f.task(n)
+			if want := i == plugin.MaxCommitFailures; got.Status.Terminal() != want {
+				t.Fatalf("after %d failed commits: %s; want ended %v", i, got.Status, want)
+			}
+		}
+		got := f.task(n)
+		if got.Status != plugin.StatusFailed || !strings.Contains(got.Error, "could not be recorded (3 tries)") {
+			t.Fatalf("task = %s, %q; want failed saying why", got.Status, got.Error)
+		}
+		if calls := len(f.model.Requests()); calls != plugin.MaxCommitFailures {
+			t.Fatalf("the model was asked %d times; want %d", calls, plugin.MaxCommitFailures)
+		}
+		if f.step("test") {
+			t.Fatal("the failed task was served again")
+		}
+		f.check()
+	})
+}
