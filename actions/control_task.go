@@ -36,7 +36,7 @@ func (a ControlTask) Info() plugin.ActionInfo {
 	if a.Op == CmdDeny || a.Op == CmdApprove {
 		params = schema(`{"type":"object","additionalProperties":false,"required":["number"],"properties":{` +
 			`"number":{"type":"integer","minimum":1,"description":"the task number, as in #3"},` +
-			`"text":{"type":"string","maxLength":1000,"description":"why it is denied (deny only)"},`+
+			`"text":{"type":"string","maxLength":1000,"description":"why it is denied (deny only)"},` +
 			`"call":{"type":"string","maxLength":64,"description":"the id of the approval request decided on; omitted, the call pending now"}}}`)
 	}
 	return plugin.ActionInfo{

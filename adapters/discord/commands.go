@@ -311,4 +311,3 @@ func buttonText(customID string) (string, bool) {
 	}
 	return fmt.Sprintf("%s #%d", op, n), true
 }
-
