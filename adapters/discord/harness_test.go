@@ -77,6 +77,12 @@ func start(t *testing.T, srv *discordfake.Server, tweak ...func(*discord.Options
 // newUnstarted builds the bot with the adapter registered, not started.
 func newUnstarted(t *testing.T, srv *discordfake.Server, tweak ...func(*discord.Options)) *bot {
 	t.Helper()
+	return newBot(t, srv, nil, tweak...)
+}
+
+// newBot is newUnstarted with configuration variables set.
+func newBot(t *testing.T, srv *discordfake.Server, env map[string]string, tweak ...func(*discord.Options)) *bot {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	b := &bot{t: t, ctx: ctx, srv: srv, clk: clock.NewFake(t0), store: teststore.SQLite(t), model: testkit.NewScriptedModel()}
@@ -85,7 +91,7 @@ func newUnstarted(t *testing.T, srv *discordfake.Server, tweak ...func(*discord.
 		if k == "TASKLOOM_DATA_DIR" {
 			return dir
 		}
-		return ""
+		return env[k]
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func Card(f Flavor, u Update) string {
 	t := u.Task
 	lines := []string{
 		"📋 " + title(f, t),
-		fmt.Sprintf("%s%s %d%%  %s", indent, Bar(t.Progress), clampPercent(t.Progress), StatusWord(t.Status)),
+		fmt.Sprintf("%s%s %d%%  %s", indent, Bar(t.Progress), clampPercent(t.Progress), TaskStatusWord(t)),
 	}
 	if t.Iteration > 0 {
 		lines = append(lines, indent+"Iteration: "+itoa(t.Iteration))

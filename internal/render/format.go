@@ -54,6 +54,21 @@ func Duration(d time.Duration) string {
 	return "0s"
 }
 
+// TaskStatusWord is StatusWord for t, saying what a waiting task waits on
+// when it is not an answer: "Waiting for an approval", "Waiting for its
+// subtasks".
+func TaskStatusWord(t plugin.Task) string {
+	if t.Status == plugin.StatusWaiting {
+		switch t.WaitingOn {
+		case plugin.WaitApproval:
+			return "Waiting for an approval"
+		case plugin.WaitSubtasks:
+			return "Waiting for its subtasks"
+		}
+	}
+	return StatusWord(t.Status)
+}
+
 // StatusWord is how a status reads in a sentence: "Running", "Waiting for an
 // answer", "Stalled". An unknown status is shown as it is stored.
 func StatusWord(s plugin.Status) string {

@@ -67,7 +67,7 @@ func progressBlock(f Flavor, u Update) string {
 		lines = append(lines, fmt.Sprintf("%sProgress: %d%%", indent, to))
 	}
 	if t.Status == plugin.StatusPaused || t.Status == plugin.StatusWaiting {
-		lines = append(lines, indent+"Status: "+StatusWord(t.Status))
+		lines = append(lines, indent+"Status: "+TaskStatusWord(t))
 	}
 	if u.LastAction != nil {
 		lines = append(lines, indent+"Last action: "+actor(f, t, *u.LastAction)+action(f, *u.LastAction))
@@ -227,7 +227,7 @@ func Queue(f Flavor, tasks []plugin.Task, total int, now time.Time) string {
 	for i, t := range tasks {
 		label := ref(t.Number, names[i], f)
 		gap := strings.Repeat(" ", max(col-width(ref(t.Number, names[i], Plain)), 1))
-		line := fmt.Sprintf("%s%s%s %*d%%  %s", label, gap, Bar(t.Progress), digits, clampPercent(t.Progress), StatusWord(t.Status))
+		line := fmt.Sprintf("%s%s%s %*d%%  %s", label, gap, Bar(t.Progress), digits, clampPercent(t.Progress), TaskStatusWord(t))
 		if t.Iteration > 0 {
 			line += fmt.Sprintf(" (iter %d)", t.Iteration)
 		}
@@ -255,11 +255,7 @@ func Status(f Flavor, t plugin.Task, steps []plugin.Step) string {
 	if g := block(f, "Goal: ", t.Goal); g != "" {
 		lines = append(lines, g)
 	}
-	status := StatusWord(t.Status)
-	if t.Status == plugin.StatusWaiting && t.WaitingOn != plugin.WaitAnswer {
-		status = waitWord[t.WaitingOn]
-	}
-	lines = append(lines, indent+"Status: "+status)
+	lines = append(lines, indent+"Status: "+TaskStatusWord(t))
 	lines = append(lines, pending(f, t, steps)...)
 	lines = append(lines, fmt.Sprintf("%sProgress: %s %d%%", indent, Bar(t.Progress), clampPercent(t.Progress)))
 	if t.Strategy != "" && t.Strategy != plugin.StrategyLoop {
@@ -322,12 +318,6 @@ func Status(f Flavor, t plugin.Task, steps []plugin.Step) string {
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// waitWord is how a task waiting on something other than an answer reads.
-var waitWord = map[plugin.WaitOn]string{
-	plugin.WaitApproval: "Waiting for an approval",
-	plugin.WaitSubtasks: "Waiting for its subtasks",
 }
 
 // pending is what a task waits for a person to decide, shown whole: the

@@ -1,0 +1,110 @@
+package discord_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/testkit/discordfake"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// approvalRequest flushes the outbox and waits for the newest message
+// that asks to approve a call of task n other than the one skip names,
+// and returns it with its Approve and Deny buttons. (The service's own
+// flusher may be the one that sends it.)
+func (b *bot) approvalRequest(n int64, skip string) (msg discordfake.Message, approve, deny string) {
+	b.t.Helper()
+	b.clk.Advance(5 * time.Second)
+	if _, err := b.core.Notify.Flush(b.ctx); err != nil {
+		b.t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("taskloom:approve:%d:", n)
+	for k := 1; ; k++ {
+		ms := b.messages(channelID, k)
+		for i := len(ms) - 1; i >= 0; i-- {
+			approve, deny = "", ""
+			for _, id := range ms[i].CustomIDs() {
+				switch {
+				case strings.HasPrefix(id, prefix):
+					approve = id
+				case strings.HasPrefix(id, "taskloom:deny:"):
+					deny = id
+				}
+			}
+			if approve != "" && approve != skip {
+				return ms[i], approve, deny
+			}
+		}
+		k = len(ms)
+	}
+}
+
+// press clicks customID on msg as user and returns the text of the answer.
+func (b *bot) press(msg discordfake.Message, customID, user string, answers *int) string {
+	b.t.Helper()
+	b.srv.ButtonClick(discordfake.ButtonClick{MessageID: msg.ID, CustomID: customID, User: discordfake.User{ID: user}})
+	*answers++
+	_, m := b.response(*answers)
+	return m.Content
+}
+
+// TestApproveLandsOnTheCallItShowed: deny call A; the model asks call B;
+// Approve on A's message changes nothing and says B is pending; Approve on
+// B's message runs B. Each request shows its whole call before its
+// buttons, and status names the pending call.
+func TestApproveLandsOnTheCallItShowed(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t)
+	b := newBot(t, srv, map[string]string{"TASKLOOM_APPROVE_TOOLS": "write_file"})
+	if err := b.core.Runtime.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.core.Tasks.Stop(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.MessageCreate(channelID, guildID, alice, b.mention("create task Deploy"))
+	b.messages(channelID, 1)
+
+	padded := "echo harmless-looking" + strings.Repeat(" ", 2600) + "; echo PAYLOAD > file"
+	b.model.Decide("write_file", map[string]string{"path": "a.sh", "content": padded}, 20, "continue")
+	b.step()
+	msgA, approveA, denyA := b.approvalRequest(1, "")
+	mustContain(t, "request A", msgA.Content, "🔐 Task #1 wants to run", "a.sh", "␠×2600; echo PAYLOAD")
+	if want := "taskloom:approve:1:" + plugin.ApprovalID(b.task(1)); approveA != want {
+		t.Fatalf("Approve on A = %q, want %q", approveA, want)
+	}
+	answers := 0
+	srv.MessageCreate(channelID, guildID, alice, b.mention("status #1"))
+	status := b.messages(channelID, 3)
+	mustContain(t, "status", status[len(status)-1].Content, "Waiting for an approval", "Asks to run:", "␠×2600; echo PAYLOAD")
+
+	mustContain(t, "deny A", b.press(msgA, denyA, alice, &answers), "🚫 Denied", "a.sh", "for task #1")
+	b.model.Decide("write_file", map[string]string{"path": "b.sh", "content": "echo B"}, 30, "continue")
+	b.step()
+	msgB, approveB, _ := b.approvalRequest(1, approveA)
+	if msgB.ID == msgA.ID || approveB == approveA {
+		t.Fatalf("B's request is A's message or button: %q", approveB)
+	}
+	before := b.task(1)
+
+	got := b.press(msgA, approveA, alice, &answers)
+	mustContain(t, "approve A after B", got, "That request is no longer pending; task #1 now asks to run", "b.sh")
+	if after := b.task(1); after.EventSeq != before.EventSeq || after.ApprovalGranted {
+		t.Fatalf("Approve on A's message changed the task: %+v", after)
+	}
+
+	mustContain(t, "approve B", b.press(msgB, approveB, alice, &answers), "✅ Approved", "b.sh", "for task #1")
+	b.step()
+	if _, data, err := b.store.ReadTaskFile(b.ctx, 1, "b.sh"); err != nil || string(data) != "echo B" {
+		t.Fatalf("b.sh = %q, %v; want B run", data, err)
+	}
+	if _, _, err := b.store.ReadTaskFile(b.ctx, 1, "a.sh"); err == nil {
+		t.Fatal("a.sh exists: the denied call ran")
+	}
+	if ids := msgB.CustomIDs(); !slices.Contains(ids, approveB) {
+		t.Fatalf("B's buttons = %v", ids)
+	}
+}
