@@ -73,6 +73,12 @@ func newEnv(t *testing.T, mode string, with ...func(*slack.Options)) *env {
 // newEnvStore is newEnv whose service uses wrap(store) (nil: the store).
 func newEnvStore(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store, with ...func(*slack.Options)) *env {
 	t.Helper()
+	return newEnvVars(t, mode, wrap, nil, with...)
+}
+
+// newEnvVars is newEnvStore with configuration variables set.
+func newEnvVars(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store, extra map[string]string, with ...func(*slack.Options)) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	t.Cleanup(cancel)
 	log := testLogger(t)
@@ -84,6 +90,9 @@ func newEnvStore(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store
 		slackfake.WithUser(slackfake.User{ID: dave, Name: "dave", Owner: true}),
 	)
 	vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir()}
+	for k, v := range extra {
+		vars[k] = v
+	}
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ func TestAnswerApproveDenyRetry(t *testing.T) {
 		s.step() // the new task, the only one the queue may serve: it waits
 	}
 
+	call2, call3 := plugin.ApprovalID(mustTask(t, s, 2)), plugin.ApprovalID(mustTask(t, s, 3))
 	tests := []struct {
 		name string
 		args []string
@@ -35,7 +36,7 @@ func TestAnswerApproveDenyRetry(t *testing.T) {
 		{"show a task waiting on an answer", []string{"show", "1"}, 0, []string{`Task #1 "Pick a database" — waiting for an answer`, "Waiting on:    an answer"}},
 		{"show the call a task waits to make", []string{"show", "2"}, 0, []string{
 			"Waiting on:    an approval",
-			`Tool call:     http_get {"url":"https://example.com/status"} — awaits a decision: taskloom tasks approve 2 (or deny 2)`,
+			`Tool call:     http_get {"url":"https://example.com/status"} — awaits a decision: taskloom tasks approve 2 --call ` + call2 + ` (or deny 2 --call ` + call2 + `)`,
 			"budget 1000000"}},
 		{"answer a task not waiting on one", []string{"answer", "2", "PostgreSQL"}, 1, []string{"not waiting for an answer"}},
 		{"answer without an answer", []string{"answer", "1"}, 2, []string{"answer takes a task number and the answer"}},
@@ -43,11 +44,14 @@ func TestAnswerApproveDenyRetry(t *testing.T) {
 		{"its event", []string{"events", "1"}, 0, []string{"answered   by api: PostgreSQL, please"}},
 		{"answer it again", []string{"answer", "1", "MySQL"}, 1, []string{"not waiting for an answer"}},
 		{"approve a task not waiting on one", []string{"approve", "1"}, 1, []string{"not waiting for an approval"}},
-		{"approve", []string{"approve", "2"}, 0, []string{`Approved http_get {"url":"https://example.com/status"} for task #2 "Check the status page"; it is queued.`}},
+		{"approve another call", []string{"approve", "2", "--call", call3}, 1, []string{"no longer pending"}},
+		{"deny another call", []string{"deny", "2", "--call", "0123456789abcdef", "no"}, 1, []string{"no longer pending"}},
+		{"approve", []string{"approve", "2", "--call", call2}, 0, []string{`Approved http_get {"url":"https://example.com/status"} for task #2 "Check the status page"; it is queued.`}},
 		{"show the approved call", []string{"show", "2"}, 0, []string{"approved; it runs at the next iteration"}},
 		{"deny an approved call", []string{"deny", "2"}, 1, []string{"not waiting for an approval"}},
+		{"approve it again", []string{"approve", "2", "--call", call2}, 1, []string{"no longer pending"}},
 		{"deny, with a reason after --", []string{"deny", "3", "--", "--force", "and", "-f", "are", "not", "for", "tasks"}, 0,
-			[]string{`Denied the tool call of task #3 "Check the admin page"; it is queued and decides anew.`}},
+			[]string{`Denied http_get {"url":"https://example.com/admin"} for task #3 "Check the admin page"; it is queued and decides anew.`}},
 		{"the denial's event", []string{"events", "3"}, 0, []string{"asks approval: http_get {\"url\":\"https://example.com/admin\"}", "denied     by api: --force and -f are not for tasks"}},
 		{"deny without a number", []string{"deny"}, 2, []string{"deny takes a task number and, if you like, a reason"}},
 		{"retry a task that has not ended", []string{"retry", "1"}, 1, []string{"has not ended"}},

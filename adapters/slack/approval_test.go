@@ -1,0 +1,90 @@
+package slack_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/internal/testkit/slackfake"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// TestApproveLandsOnTheCallItShowed: deny call A; the model asks call B;
+// Approve on A's message changes nothing and says B is pending; Approve on
+// B's message runs B. A request shows its whole call, padding and all.
+func TestApproveLandsOnTheCallItShowed(t *testing.T) {
+	t.Parallel()
+	e := newEnvVars(t, httpMode, nil, map[string]string{"TASKLOOM_APPROVE_TOOLS": "write_file"})
+	ev, _ := e.mention("create task Deploy")
+	thread := inThread("C1", ev.TS)
+	requests := func(n int) []slackfake.Message {
+		t.Helper()
+		e.clk.Advance(5 * time.Second)
+		if _, err := e.core.Notify.Flush(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		return e.waitMessages(n, both(thread, saying("🔐 Task #1 wants to run")))
+	}
+	value := func(m slackfake.Message, action string) string {
+		t.Helper()
+		for _, b := range m.Buttons() {
+			if b.ActionID == action {
+				return b.Value
+			}
+		}
+		t.Fatalf("no %s button on %q", action, m.Text)
+		return ""
+	}
+	press := func(m slackfake.Message, action, v string) {
+		t.Helper()
+		in, err := e.fake.ButtonPress(alice, m, action, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.deliver(in)
+		e.settle()
+	}
+
+	padded := "echo harmless-looking" + strings.Repeat(" ", 2600) + "; echo PAYLOAD > file"
+	e.model.Decide("write_file", map[string]string{"path": "a.sh", "content": padded}, 20, "continue")
+	e.step()
+	reqA := requests(1)[0]
+	if !strings.Contains(reqA.Text, "␠×2600; echo PAYLOAD") {
+		t.Fatalf("request A hides its payload: %q", reqA.Text)
+	}
+	valA := value(reqA, slack.ActionApprove)
+	if want := "1:" + plugin.ApprovalID(e.task(1)); valA != want || value(reqA, slack.ActionDeny) != want {
+		t.Fatalf("A's buttons carry %q; want %q", valA, want)
+	}
+
+	press(reqA, slack.ActionDeny, valA)
+	e.waitMessages(1, saying("🚫 Denied"))
+	e.model.Decide("write_file", map[string]string{"path": "b.sh", "content": "echo B"}, 30, "continue")
+	e.step()
+	reqB := requests(2)[1]
+	valB := value(reqB, slack.ActionApprove)
+	if valB == valA {
+		t.Fatalf("B's request carries A's id %q", valA)
+	}
+	before := e.task(1)
+
+	press(reqA, slack.ActionApprove, valA)
+	stale := e.waitMessages(1, saying("That request is no longer pending; task #1 now asks to run"))
+	if !strings.Contains(stale[0].Text, "b.sh") {
+		t.Errorf("the refusal does not name B: %q", stale[0].Text)
+	}
+	if after := e.task(1); after.EventSeq != before.EventSeq || after.ApprovalGranted {
+		t.Fatalf("Approve on A's message changed the task: %+v", after)
+	}
+
+	press(reqB, slack.ActionApprove, valB)
+	e.waitMessages(1, saying("✅ Approved"))
+	e.step()
+	if _, data, err := e.core.Runtime.Store().ReadTaskFile(e.ctx, 1, "b.sh"); err != nil || string(data) != "echo B" {
+		t.Fatalf("b.sh = %q, %v; want B run", data, err)
+	}
+	if _, _, err := e.core.Runtime.Store().ReadTaskFile(e.ctx, 1, "a.sh"); err == nil {
+		t.Fatal("a.sh exists: the denied call ran")
+	}
+}
