@@ -202,6 +202,16 @@ func (a *API) Mount(s *Server) {
 	}
 }
 
+// MountPlugins adds the routes plugins serve (plugin.Runtime.Routes, under
+// /plugins/<name>/) to s, behind the same token check as /api: a plugin's
+// handler may read or change what the API guards, so it is reached by no
+// one the API would turn away.
+func (a *API) MountPlugins(s *Server, routes []plugin.MountedRoute) {
+	for _, r := range routes {
+		s.Handle(r.Pattern, a.authorize(r.Route.Handler))
+	}
+}
+
 // authorize lets a request through when no token is configured or when it
 // carries the token as a bearer credential.
 func (a *API) authorize(next http.Handler) http.Handler {
