@@ -178,13 +178,13 @@ func parsePrometheus(f files, p *problems) prometheusConfig {
 var interpolation = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}`)
 
 // exampleEnv reads compose.env.example: the variables it asks for, each
-// given a test value.
+// given a stand-in of the form the file asks for.
 func exampleEnv(f files) map[string]string {
 	env := map[string]string{}
 	for _, line := range strings.Split(f["compose.env.example"], "\n") {
 		line = strings.TrimSpace(line)
 		if k, _, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			env[k] = "test" + strings.ToLower(strings.ReplaceAll(k, "_", ""))
+			env[k] = standIn(k)
 		}
 	}
 	return env

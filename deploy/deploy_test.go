@@ -3,6 +3,8 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -132,6 +134,7 @@ func TestChecksCatchBrokenFiles(t *testing.T) {
 		{"Job restarts forever", job, "restartPolicy: OnFailure", "restartPolicy: Always", "restartPolicy"},
 		{"Job listens beyond loopback", job, "value: 127.0.0.1:8080", "value: 0.0.0.0:8080", "TASKLOOM_API_TOKEN"},
 		{"a real-looking secret", secret, "REPLACE_ME_API_TOKEN", "b1946ac92492d2347c6235b4d2611184", "placeholder"},
+		{"a placeholder token long enough to serve", secret, "REPLACE_ME_API_TOKEN", "REPLACE_ME_WITH_64_HEX_DIGITS_FROM_OPENSSL", "unchanged Secret is refused"},
 
 		{"one replica in compose", compose, "  taskloom-2:\n    <<: *taskloom\n    command: [\"serve\"]", "  taskloom-2:\n    <<: *taskloom\n    command: [\"check\"]", "2 replicas"},
 		{"compose token hard-coded", compose, "TASKLOOM_API_TOKEN: ${TASKLOOM_API_TOKEN:?set TASKLOOM_API_TOKEN in deploy/.env}", "TASKLOOM_API_TOKEN: s3cret", "hard-coded"},
@@ -311,6 +314,15 @@ func secretName(name string) bool {
 		}
 	}
 	return false
+}
+
+// standIn is a value for the variable name of the form the deployment
+// files ask operators to generate (openssl rand -hex 32): 64 hexadecimal
+// digits, long enough for TASKLOOM_API_TOKEN and fit for a password in
+// a URL.
+func standIn(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:])
 }
 
 func envOf(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }

@@ -371,7 +371,7 @@ func checkDockerfile(f files, p *problems) *image {
 
 	// The image needs TASKLOOM_API_TOKEN from whoever runs it: with one,
 	// the default command must be one taskloom accepts.
-	env := map[string]string{"TASKLOOM_API_TOKEN": "test-token"}
+	env := map[string]string{"TASKLOOM_API_TOKEN": standIn("TASKLOOM_API_TOKEN")}
 	for k, v := range img.env {
 		env[k] = v
 	}

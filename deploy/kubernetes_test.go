@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/taskloom/taskloom/internal/config"
 )
 
 // The parts of the Kubernetes objects the checks read.
@@ -212,7 +214,8 @@ func parseKubernetes(f files, p *problems) *kube {
 }
 
 // env is the environment of container c of img: the image's ENV, then
-// the container's, with values from Secrets looked up in the manifests.
+// the container's, with values from Secrets looked up in the manifests (a
+// value that is a REPLACE_ME placeholder as a whole is given a stand-in).
 func (k *kube) env(img *image, c container, p *problems) map[string]string {
 	env := maps.Clone(img.env)
 	for _, e := range c.Env {
@@ -232,6 +235,10 @@ func (k *kube) env(img *image, c container, p *problems) map[string]string {
 				p.add(k.fileOf(c), "container %s: %s comes from Secret %s, which is not among the manifests", c.Name, e.Name, ref.Name)
 			case !found:
 				p.add(k.fileOf(c), "container %s: %s comes from key %s of Secret %s, which has no such key", c.Name, e.Name, ref.Key, ref.Name)
+			}
+			if strings.HasPrefix(v, "REPLACE_ME") {
+				// Whoever applies the Secret puts a real value here.
+				v = standIn(e.Name)
 			}
 			env[e.Name] = v
 		default:
@@ -362,6 +369,11 @@ func checkKubernetes(f files, img *image, p *problems) {
 		for key, v := range values {
 			if v != "" && !strings.Contains(v, "REPLACE_ME") {
 				p.add(k.file["Secret"], "Secret %s: %s looks like a real value: keep placeholders (REPLACE_ME…) or empty values in the repository", name, key)
+			}
+			// Applied unchanged, the Secret must not start a server
+			// whose token everyone can read here.
+			if key == "TASKLOOM_API_TOKEN" && len(v) >= config.MinAPITokenLength {
+				p.add(k.file["Secret"], "Secret %s: the placeholder of %s is %d characters, long enough to be accepted: keep it under %d so that an unchanged Secret is refused", name, key, len(v), config.MinAPITokenLength)
 			}
 		}
 	}

@@ -36,8 +36,10 @@ const (
 	// MaxTextLength bounds, in characters, what a person sends with a
 	// task: an answer, a retry's context, a denial's reason.
 	MaxTextLength = 4000
-	// RequestorHeader names who asks, for the task's requestor_id and the
-	// actor of its events; "api" when absent.
+	// RequestorHeader names whom a caller holding the API token speaks
+	// for: the task's requestor_id and the actor of its events become
+	// "api:<name>". Without a token configured it is ignored, and every
+	// caller is "api".
 	RequestorHeader = "X-Taskloom-Requestor"
 )
 
@@ -202,6 +204,16 @@ func (a *API) Mount(s *Server) {
 	}
 }
 
+// MountPlugins adds the routes plugins serve (plugin.Runtime.Routes, under
+// /plugins/<name>/) to s, behind the same token check as /api: a plugin's
+// handler may read or change what the API guards, so it is reached by no
+// one the API would turn away.
+func (a *API) MountPlugins(s *Server, routes []plugin.MountedRoute) {
+	for _, r := range routes {
+		s.Handle(r.Pattern, a.authorize(r.Route.Handler))
+	}
+}
+
 // authorize lets a request through when no token is configured or when it
 // carries the token as a bearer credential.
 func (a *API) authorize(next http.Handler) http.Handler {
@@ -221,9 +233,19 @@ func (a *API) authorize(next http.Handler) http.Handler {
 				writeError(w, http.StatusUnauthorized, msg)
 				return
 			}
+			r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, true))
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// tokenKey marks the context of a request that carried the API token.
+type tokenKey struct{}
+
+// carriedToken reports whether authorize found the API token on r.
+func carriedToken(r *http.Request) bool {
+	ok, _ := r.Context().Value(tokenKey{}).(bool)
+	return ok
 }
 
 // writeError writes the API's error body: {"error": "a sentence"}.
@@ -306,16 +328,22 @@ func taskNumber(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return n, true
 }
 
-// requestor names who is asking: the X-Taskloom-Requestor header, or "api".
+// requestor names who is asking, as the task's requestor_id and the
+// actor of its events. Only a request that carried the API token may name
+// someone (X-Taskloom-Requestor), and the name is recorded as
+// "api:<name>", so that it can never pass for a chat user, whose
+// approvals and limits are their own. Any other request is "api",
+// whatever it sends: without a token anyone on the machine could claim
+// any name.
 func requestor(r *http.Request) (string, error) {
 	v := strings.TrimSpace(r.Header.Get(RequestorHeader))
-	if v == "" {
+	if v == "" || !carriedToken(r) {
 		return "api", nil
 	}
 	if utf8.RuneCountInString(v) > MaxRequestorLen || strings.IndexFunc(v, unicode.IsControl) >= 0 {
 		return "", fmt.Errorf("%s must be at most %d printable characters", RequestorHeader, MaxRequestorLen)
 	}
-	return v, nil
+	return "api:" + v, nil
 }
 
 func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {

@@ -143,11 +143,11 @@ func TestEndpoints(t *testing.T) {
 				t.Errorf("Location = %q", r.header.Get("Location"))
 			}
 		}},
-		{name: "create in a room, by a named requestor", method: "POST", path: "/api/tasks",
+		{name: "create in a room (a requestor header without a token is ignored)", method: "POST", path: "/api/tasks",
 			body:   body(`{"goal": "Watch the deploy", "name": "Deploy watch", "room": "discord:123", "max_stale_iterations": 5}`),
 			header: []string{httpapi.RequestorHeader, "ops-bot"}, code: 201, check: func(t *testing.T, r response) {
 				b := r.body
-				if b["room_id"] != "discord:123" || b["platform"] != "discord" || b["requestor_id"] != "ops-bot" || b["name"] != "Deploy watch" || b["max_stale_iterations"] != 5.0 {
+				if b["room_id"] != "discord:123" || b["platform"] != "discord" || b["requestor_id"] != "api" || b["name"] != "Deploy watch" || b["max_stale_iterations"] != 5.0 {
 					t.Errorf("task = %v", b)
 				}
 			}},
@@ -164,8 +164,6 @@ func TestEndpoints(t *testing.T) {
 		{name: "create with a name too long", method: "POST", path: "/api/tasks", body: body(`{"goal": "x", "name": "` + strings.Repeat("n", 81) + `"}`), code: 400},
 		{name: "create in a malformed room", method: "POST", path: "/api/tasks", body: body(`{"goal": "x", "room": "discord::1"}`), code: 400},
 		{name: "create in a room no platform serves", method: "POST", path: "/api/tasks", body: body(`{"goal": "x", "room": "slack:C42"}`), code: 400, check: wantError(`no "slack" platform`)},
-		{name: "create with a requestor header too long", method: "POST", path: "/api/tasks", body: body(`{"goal": "x"}`),
-			header: []string{httpapi.RequestorHeader, strings.Repeat("r", 101)}, code: 400},
 		{name: "create with a body over 64 KiB", method: "POST", path: "/api/tasks",
 			body: body(`{"goal": "x", "name": "` + strings.Repeat("n", 64<<10) + `"}`), code: 413},
 		{name: "create with a chunked body over 64 KiB", method: "POST", path: "/api/tasks",
@@ -303,7 +301,7 @@ func TestCreateWithStrategy(t *testing.T) {
 // TestTooManyActiveTasks: the task service's per-requestor limit is a 429
 // with its sentence.
 func TestTooManyActiveTasks(t *testing.T) {
-	f := newFixture(t, teststore.SQLite)
+	f := tokenFixture(t, teststore.SQLite)
 	for i := range 20 {
 		if r := f.do("POST", "/api/tasks", body(`{"goal": "g"}`)); r.code != 201 {
 			t.Fatalf("create %d = %d %s", i, r.code, r.raw)
@@ -316,6 +314,63 @@ func TestTooManyActiveTasks(t *testing.T) {
 	// Another requestor is not limited by "api"'s tasks.
 	if r := f.do("POST", "/api/tasks", body(`{"goal": "g"}`), httpapi.RequestorHeader, "someone-else"); r.code != 201 {
 		t.Fatalf("other requestor = %d %s", r.code, r.raw)
+	}
+}
+
+// TestRequestorNeedsTheToken: X-Taskloom-Requestor names whom a caller
+// speaks for only when the call carried the API token, and then as
+// "api:<name>", never as a chat user's id; without a token configured
+// every caller is "api", whatever it sends. The task's requestor and the
+// actor of its events agree.
+func TestRequestorNeedsTheToken(t *testing.T) {
+	tests := []struct {
+		name   string
+		token  bool
+		header string
+		code   int
+		want   string
+	}{
+		{"with the token, a name", true, "ops-bot", 201, "api:ops-bot"},
+		{"with the token, a chat user's id", true, "U012ABCDEF", 201, "api:U012ABCDEF"},
+		{"with the token, no name", true, "", 201, "api"},
+		{"with the token, a name too long", true, strings.Repeat("r", 101), 400, ""},
+		{"without a token, a name", false, "ops-bot", 201, "api"},
+		{"without a token, a chat user's id", false, "U012ABCDEF", 201, "api"},
+		{"without a token, a name too long", false, strings.Repeat("r", 101), 201, "api"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, teststore.SQLite)
+			if tt.token {
+				f = tokenFixture(t, teststore.SQLite)
+			}
+			var hdr []string
+			if tt.header != "" {
+				hdr = []string{httpapi.RequestorHeader, tt.header}
+			}
+			r := f.do("POST", "/api/tasks", body(`{"goal": "g"}`), hdr...)
+			if r.code != tt.code {
+				t.Fatalf("create = %d %s, want %d", r.code, r.raw, tt.code)
+			}
+			if tt.code != 201 {
+				if f.count() != 0 {
+					t.Fatal("a refused create made a task")
+				}
+				return
+			}
+			if r.body["requestor_id"] != tt.want {
+				t.Errorf("requestor_id = %v, want %q", r.body["requestor_id"], tt.want)
+			}
+			if ev := f.lastEvent(1); ev.Actor != tt.want {
+				t.Errorf("created by %q, want %q", ev.Actor, tt.want)
+			}
+			if r := f.do("POST", "/api/tasks/1/cancel", nil, hdr...); r.code != 200 {
+				t.Fatalf("cancel = %d %s", r.code, r.raw)
+			}
+			if ev := f.lastEvent(1); ev.Type != plugin.EventCanceled || ev.Actor != tt.want {
+				t.Errorf("%s by %q, want canceled by %q", ev.Type, ev.Actor, tt.want)
+			}
+		})
 	}
 }
 

@@ -132,7 +132,7 @@ func TestCreateWithATokenBudget(t *testing.T) {
 // is refused and changes nothing.
 func TestAnswer(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
-		f := newFixture(t, open)
+		f := tokenFixture(t, open)
 		f.model.Decide("ask_user", map[string]string{"question": "Which database should the service use?"}, 10, "continue")
 		f.create("Pick a database for the service")
 		f.step() // #1 asks and waits
@@ -167,7 +167,7 @@ func TestAnswer(t *testing.T) {
 					ev := f.lastEvent(1)
 					var p plugin.EventPayload
 					_ = json.Unmarshal(ev.Payload, &p)
-					if ev.Type != plugin.EventAnswered || ev.Actor != "alice" || p.Detail["answer"] != "PostgreSQL, please" {
+					if ev.Type != plugin.EventAnswered || ev.Actor != "api:alice" || p.Detail["answer"] != "PostgreSQL, please" {
 						t.Errorf("event = %s by %s: %s", ev.Type, ev.Actor, ev.Payload)
 					}
 				}},
@@ -181,7 +181,7 @@ func TestAnswer(t *testing.T) {
 // created.
 func TestRetry(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
-		f := newFixture(t, open)
+		f := tokenFixture(t, open)
 		r := f.net("POST", "/api/tasks", `{"goal": "Build the auth pages", "name": "Auth pages", "room": "discord:123", "max_iterations": 7}`)
 		if r.code != 201 {
 			t.Fatalf("create = %d %s", r.code, r.raw)
@@ -198,13 +198,13 @@ func TestRetry(t *testing.T) {
 				header: []string{httpapi.RequestorHeader, "bob"}, code: 201, check: func(t *testing.T, r response) {
 					b := r.body
 					if b["number"] != 2.0 || b["continues_number"] != 1.0 || b["goal"] != "Build the auth pages" || b["name"] != "Auth pages" ||
-						b["status"] != "queued" || b["requestor_id"] != "bob" || b["room_id"] != "discord:123" || b["max_iterations"] != 7.0 {
+						b["status"] != "queued" || b["requestor_id"] != "api:bob" || b["room_id"] != "discord:123" || b["max_iterations"] != 7.0 {
 						t.Errorf("task = %v", b)
 					}
 					if r.header.Get("Location") != "/api/tasks/2" {
 						t.Errorf("Location = %q", r.header.Get("Location"))
 					}
-					if ev := f.lastEvent(2); ev.Type != plugin.EventCreated || ev.Actor != "bob" || !strings.Contains(string(ev.Payload), "use JWT this time") {
+					if ev := f.lastEvent(2); ev.Type != plugin.EventCreated || ev.Actor != "api:bob" || !strings.Contains(string(ev.Payload), "use JWT this time") {
 						t.Errorf("created event = %s by %s: %s", ev.Type, ev.Actor, ev.Payload)
 					}
 				}},
@@ -233,7 +233,7 @@ func TestRetry(t *testing.T) {
 // and changes nothing.
 func TestApproveAndDeny(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
-		f := newFixture(t, open)
+		f := tokenFixture(t, open)
 		f.model.Decide("http_get", map[string]string{"url": "https://example.com/status"}, 20, "continue")
 		f.create("Check the status page")
 		f.step() // #1 asks to run http_get and waits
@@ -265,7 +265,7 @@ func TestApproveAndDeny(t *testing.T) {
 					if r.body["status"] != "queued" || r.body["waiting_on"] != "" || a["action"] != "http_get" || a["granted"] != true {
 						t.Errorf("task = %v", r.body)
 					}
-					if ev := f.lastEvent(1); ev.Type != plugin.EventApproved || ev.Actor != "alice" {
+					if ev := f.lastEvent(1); ev.Type != plugin.EventApproved || ev.Actor != "api:alice" {
 						t.Errorf("event = %s by %s", ev.Type, ev.Actor)
 					}
 				}},
@@ -284,7 +284,7 @@ func TestApproveAndDeny(t *testing.T) {
 					if r.body["status"] != "queued" || r.body["waiting_on"] != "" || r.body["approval"] != nil {
 						t.Errorf("task = %v", r.body)
 					}
-					if ev := f.lastEvent(2); ev.Type != plugin.EventDenied || ev.Actor != "bob" || !strings.Contains(string(ev.Payload), "not that site") {
+					if ev := f.lastEvent(2); ev.Type != plugin.EventDenied || ev.Actor != "api:bob" || !strings.Contains(string(ev.Payload), "not that site") {
 						t.Errorf("event = %s by %s: %s", ev.Type, ev.Actor, ev.Payload)
 					}
 				}},

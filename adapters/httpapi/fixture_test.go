@@ -46,6 +46,21 @@ type fixture struct {
 	api   *httpapi.API
 	opts  httpapi.APIOptions
 	ts    *httptest.Server // started by net
+	// bearer, when set, is sent as the API token with every request
+	// whose header pairs do not set Authorization themselves.
+	bearer string
+}
+
+// testToken is the API token of fixtures made by tokenFixture.
+const testToken = "httpapi-test-token-0123456789abcdef"
+
+// tokenFixture is newFixture with the API token configured, and sent by
+// do and net, as by a client holding it.
+func tokenFixture(t *testing.T, open teststore.Opener, configure ...func(*httpapi.APIOptions)) *fixture {
+	t.Helper()
+	f := newFixture(t, open, append(configure, func(o *httpapi.APIOptions) { o.Token = testToken })...)
+	f.bearer = testToken
+	return f
 }
 
 func newFixture(t *testing.T, open teststore.Opener, configure ...func(*httpapi.APIOptions)) *fixture {
@@ -111,8 +126,8 @@ func (f *fixture) step() {
 
 // net sends one request over a real connection to an httptest server of
 // the fixture's Server, as a client on the same machine does (Host
-// 127.0.0.1:port; Content-Type application/json for a change). The header
-// pairs add to it.
+// 127.0.0.1:port; Content-Type application/json for a change; the token,
+// when the fixture has one). The header pairs add to it.
 func (f *fixture) net(method, path, body string, header ...string) response {
 	f.t.Helper()
 	if f.ts == nil {
@@ -125,6 +140,9 @@ func (f *fixture) net(method, path, body string, header ...string) response {
 	}
 	if method != "GET" && method != "HEAD" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if f.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+f.bearer)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -156,14 +174,17 @@ type response struct {
 
 // do sends one request to the server in process, as a well-behaved
 // client on the same machine does: to Host localhost and, for a change,
-// with Content-Type application/json. The header pairs override both
-// ("Host" sets the request's host).
+// with Content-Type application/json (and the token, when the fixture has
+// one). The header pairs override these ("Host" sets the request's host).
 func (f *fixture) do(method, path string, body io.Reader, header ...string) response {
 	f.t.Helper()
 	req := httptest.NewRequest(method, path, body)
 	req.Host = "localhost"
 	if method != "GET" && method != "HEAD" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if f.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+f.bearer)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		if http.CanonicalHeaderKey(header[i]) == "Host" {

@@ -450,9 +450,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 		_ = httpServer.Close()
 		return err
 	}
-	for _, r := range rt.Routes() {
-		srv.Handle(r.Pattern, r.Route.Handler)
-	}
+	api.MountPlugins(srv, rt.Routes())
 	for _, name := range cfg.ApproveTools {
 		if _, ok := rt.Action(name); !ok && strings.Contains(name, ".") {
 			log.Warn("TASKLOOM_APPROVE_TOOLS names an MCP tool that its server does not offer (now); check the name", "tool", name)

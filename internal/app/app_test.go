@@ -90,11 +90,39 @@ func TestBadConfigurationIsOneLine(t *testing.T) {
 	if code != app.ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "TASKLOOM_WORKERS") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	code, _, stderr = run(t, map[string]string{"TASKLOOM_HTTP_ADDR": "0.0.0.0:8080"})
-	if code != app.ExitUsage || !strings.Contains(stderr, "TASKLOOM_API_TOKEN") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"TASKLOOM_HTTP_ADDR": "0.0.0.0:8080"}, "TASKLOOM_API_TOKEN: must be set"},
+		// Behind a reverse proxy on this machine the listen address is
+		// loopback, yet anyone who reaches the public URL reaches the API.
+		{map[string]string{"TASKLOOM_PUBLIC_URL": "https://taskloom.example.com"}, "TASKLOOM_API_TOKEN: must be set with TASKLOOM_PUBLIC_URL"},
+		{map[string]string{"TASKLOOM_API_TOKEN": "s3cret"}, "TASKLOOM_API_TOKEN: is 6 characters, want at least 32"},
+		{map[string]string{"TASKLOOM_API_TOKEN": "s3cret", "TASKLOOM_PUBLIC_URL": "https://taskloom.example.com"}, "TASKLOOM_API_TOKEN: is 6 characters"},
+	} {
+		tt.env["TASKLOOM_DATA_DIR"] = t.TempDir()
+		if tt.env["TASKLOOM_HTTP_ADDR"] == "" {
+			tt.env["TASKLOOM_HTTP_ADDR"] = "127.0.0.1:0"
+		}
+		// Refused, serve returns at once; were it to start, it would
+		// run until the deadline and exit 0.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var stderrBuf syncBuffer
+		code := app.Main(ctx, app.Options{Args: []string{"serve"}, Getenv: envOf(tt.env), Stdout: io.Discard, Stderr: &stderrBuf})
+		cancel()
+		stderr := stderrBuf.String()
+		if code != app.ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("serve with %v: exit %d, stderr %q; want %d and one line containing %q", tt.env, code, stderr, app.ExitUsage, tt.want)
+		}
+		if strings.Contains(stderr, "s3cret") {
+			t.Errorf("serve with %v: the error shows the token: %q", tt.env, stderr)
+		}
 	}
 }
+
+// apiToken is a TASKLOOM_API_TOKEN long enough for serve to accept.
+const apiToken = "test-api-token-0123456789abcdef0123456789"
 
 func TestCommands(t *testing.T) {
 	t.Parallel()
@@ -492,8 +520,8 @@ func joined(msgs []discordfake.Message) string {
 // serve shows a demo-model task run to completion.
 func TestCLIFollowsADemoTask(t *testing.T) {
 	t.Parallel()
-	base := startServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_API_TOKEN": "s3cret"})
-	env := map[string]string{"TASKLOOM_URL": base, "TASKLOOM_API_TOKEN": "s3cret"}
+	base := startServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_API_TOKEN": apiToken})
+	env := map[string]string{"TASKLOOM_URL": base, "TASKLOOM_API_TOKEN": apiToken}
 	code, out, errOut := run(t, env, "tasks", "create", "write a haiku")
 	if code != 0 || !strings.Contains(out, "#1") {
 		t.Fatalf("create: exit %d\n%s%s", code, out, errOut)

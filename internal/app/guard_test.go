@@ -15,14 +15,15 @@ import (
 // of every route but Slack's. The host of TASKLOOM_PUBLIC_URL and the
 // machine's own name are answered to and a rebound name is not; a change
 // that is not JSON is refused; Slack's signed endpoints are reached
-// whatever Host a proxy forwards, and keep their signature check.
+// whatever Host a proxy forwards, and keep their signature check. A
+// public URL needs the API token, and the API asks for it.
 func TestServeGuardsTheAPI(t *testing.T) {
 	t.Parallel()
 	fake := slackfake.New(t)
 	base := startServe(t, map[string]string{
 		"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
-		"TASKLOOM_PUBLIC_URL": "https://taskloom.example.com",
-		"SLACK_BOT_TOKEN":     fake.BotToken(), "SLACK_SIGNING_SECRET": fake.SigningSecret(), "SLACK_API_URL": fake.APIURL(),
+		"TASKLOOM_PUBLIC_URL": "https://taskloom.example.com", "TASKLOOM_API_TOKEN": apiToken,
+		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_SIGNING_SECRET": fake.SigningSecret(), "SLACK_API_URL": fake.APIURL(),
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -32,7 +33,9 @@ func TestServeGuardsTheAPI(t *testing.T) {
 	tests := []struct {
 		name, method, path, host, contentType, origin, body string
 		code                                                int
+		noToken                                             bool
 	}{
+		{name: "the public host without the token", method: "GET", path: "/api/tasks", host: "taskloom.example.com", noToken: true, code: 401},
 		{name: "the public host", method: "GET", path: "/api/tasks", host: "taskloom.example.com", code: 200},
 		{name: "the public origin creating a task", method: "POST", path: "/api/tasks", host: "taskloom.example.com",
 			contentType: "application/json", origin: "https://taskloom.example.com", body: goal, code: 201},
@@ -55,6 +58,9 @@ func TestServeGuardsTheAPI(t *testing.T) {
 		}
 		if tt.origin != "" {
 			req.Header.Set("Origin", tt.origin)
+		}
+		if !tt.noToken {
+			req.Header.Set("Authorization", "Bearer "+apiToken)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -45,7 +45,10 @@ Commands:
   deny N [REASON...]    refuse that call; the task decides anew
                           --call ID  as for approve
   retry N [CONTEXT...]  continue an ended task in a new one, with its files
-  files N [PATH]        a task's files, or one file's bytes
+  files N [PATH]        a task's files, or one file's bytes; on a terminal the
+                        file's control and bidirectional characters are shown
+                        escaped (\x1b, \u202e), elsewhere it is written as it is
+                          --raw  write the bytes as they are, even on a terminal
   events N              a task's event log
                           --follow  draw its progress live until it ends
 

@@ -313,7 +313,7 @@ func TestCommands(t *testing.T) {
 		{"follow an ended task as JSON lines", []string{"events", "2", "--follow", "--json"}, 0, []string{`"type":"created"`}, false},
 		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`}, false},
 		{"nothing", nil, 2, []string{"Usage: taskloom tasks"}, false},
-		{"help", []string{"help"}, 0, []string{"Usage: taskloom tasks", "--follow"}, false},
+		{"help", []string{"help"}, 0, []string{"Usage: taskloom tasks", "--follow", "--raw"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

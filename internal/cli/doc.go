@@ -11,7 +11,9 @@
 // `events N --follow` draws the task's progress bar live from the
 // /api/events stream until the task ends; a server with no room for
 // another stream (503) is asked again after its Retry-After, a bounded
-// number of times.
+// number of times. `files N PATH` shows a file's control and
+// bidirectional characters escaped when it writes to a terminal, and the
+// bytes as they are with --raw or to a pipe or a file.
 //
 // Exit codes: 0 done, 1 the API refused or could not be reached (its
 // "error" sentence is printed), 2 bad usage.

@@ -12,3 +12,7 @@ func SetSleep(fn func(ctx context.Context, d time.Duration) error) (undo func())
 	sleep = fn
 	return func() { sleep = old }
 }
+
+// TerminalSafe is what `taskloom tasks files N PATH` writes to a terminal
+// for a file's bytes.
+var TerminalSafe = terminalSafe

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // taskFile is one entry of GET /api/tasks/{n}/files.
@@ -17,10 +18,16 @@ type taskFile struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// files lists a task's files, or with a path prints one file's bytes as
-// they are: `taskloom tasks files 3`, `taskloom tasks files 3 notes/plan.md`.
+// files lists a task's files, or with a path prints one file's bytes:
+// `taskloom tasks files 3`, `taskloom tasks files 3 notes/plan.md`. A
+// file is written to a terminal with its control characters made
+// visible (see terminalSafe), since a task's files are written by a model
+// and the tools it ran, and an escape sequence in them could rewrite the
+// screen or the terminal's title, or hide text; --raw, or any output that
+// is not a terminal (a pipe, a file), gets the bytes as they are.
 func (r *runner) files(args []string) error {
 	fs := r.flags("files")
+	rawOut := fs.Bool("raw", false, "write the file's bytes as they are, even to a terminal")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -44,6 +51,9 @@ func (r *runner) files(args []string) error {
 		if err != nil {
 			return err
 		}
+		if !*rawOut && isTerminal(r.out) {
+			raw = terminalSafe(raw)
+		}
 		_, err = r.out.Write(raw)
 		return err
 	}
@@ -64,7 +74,43 @@ func (r *runner) files(args []string) error {
 	tw := tabwriter.NewWriter(r.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PATH\tSIZE\tUPDATED")
 	for _, f := range body.Files {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Path, strconv.FormatInt(f.Size, 10), f.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
+		// A path has no control characters, but may have a
+		// bidirectional override that reorders the line.
+		path := string(terminalSafe([]byte(f.Path)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", path, strconv.FormatInt(f.Size, 10), f.UpdatedAt.Local().Format("2006-01-02 15:04:05"))
 	}
 	return tw.Flush()
+}
+
+// terminalSafe returns b with everything a terminal would act on rather
+// than show written out visibly, and the rest as it is:
+//
+//   - C0 controls but newline and tab, and DEL: \x1b, \x0d, \x7f;
+//   - C1 controls (U+0080–U+009F): \u009b;
+//   - bidirectional embeddings, overrides and isolates (U+202A–U+202E,
+//     U+2066–U+2069), which reorder what follows them: \u202e;
+//   - a byte that is not part of valid UTF-8: \xHH, since a terminal in
+//     an 8-bit mode reads a lone 0x9b as the start of a control sequence.
+//
+// A backslash already in the file is left as it is: --raw tells the two
+// apart.
+func terminalSafe(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			out = fmt.Appendf(out, `\x%02x`, b[0])
+		case r == '\n' || r == '\t':
+			out = append(out, b[:size]...)
+		case r < 0x20 || r == 0x7f:
+			out = fmt.Appendf(out, `\x%02x`, r)
+		case r >= 0x80 && r <= 0x9f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
 }

@@ -13,6 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/term"
+
 	"github.com/taskloom/taskloom/internal/render"
 )
 
@@ -300,13 +302,20 @@ func detailCall(d map[string]any) string {
 	return callText(approval{Action: action, Params: params})
 }
 
-// isTerminal reports whether w is a terminal, where the follow mode redraws
-// its progress line in place.
+// terminalWriter is an output that says itself whether it is a terminal;
+// tests give Run one in place of os.Stdout.
+type terminalWriter interface {
+	io.Writer
+	IsTerminal() bool
+}
+
+// isTerminal reports whether w is a terminal: where the follow mode
+// redraws its progress line in place, and a file's control characters are
+// made visible. A character device is not enough: /dev/null is one.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+	if tw, ok := w.(terminalWriter); ok {
+		return tw.IsTerminal()
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

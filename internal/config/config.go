@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Config is everything Taskloom reads from its environment.
@@ -211,8 +212,8 @@ func (c Config) Validate() error {
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		return &Error{Var: "TASKLOOM_HTTP_ADDR", Value: c.HTTPAddr, Reason: "the port is not a number from 0 to 65535"}
 	}
-	if c.APIToken == "" && !IsLoopback(host) {
-		return &Error{Var: "TASKLOOM_API_TOKEN", Reason: fmt.Sprintf("must be set to serve the API on %s, which is not a loopback address", c.HTTPAddr)}
+	if err := c.checkAPIToken(host); err != nil {
+		return err
 	}
 	for _, u := range []struct{ name, value string }{
 		{"OPENAI_BASE_URL", c.OpenAIBaseURL},
@@ -241,6 +242,32 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return &Error{Var: "TASKLOOM_LOG_LEVEL", Value: c.LogLevel, Reason: "want debug, info, warn or error"}
+	}
+	return nil
+}
+
+// MinAPITokenLength is the fewest characters TASKLOOM_API_TOKEN may have:
+// a shorter token can be guessed by anyone who can reach the API.
+const MinAPITokenLength = 32
+
+// checkAPIToken refuses a token too short to be a secret, and a missing
+// one whenever people reach the API from another machine: through a
+// listen address that is not a loopback one, or through the public URL
+// (a reverse proxy on the same machine reaches a loopback address, yet
+// forwards everyone's requests). listenHost is the host of HTTPAddr.
+func (c Config) checkAPIToken(listenHost string) error {
+	if n := utf8.RuneCountInString(c.APIToken); n > 0 && n < MinAPITokenLength {
+		return &Error{Var: "TASKLOOM_API_TOKEN", Reason: fmt.Sprintf(
+			"is %d characters, want at least %d (e.g. the output of openssl rand -hex 32)", n, MinAPITokenLength)}
+	}
+	if c.APIToken != "" {
+		return nil
+	}
+	if !IsLoopback(listenHost) {
+		return &Error{Var: "TASKLOOM_API_TOKEN", Reason: fmt.Sprintf("must be set to serve the API on %s, which is not a loopback address", c.HTTPAddr)}
+	}
+	if c.PublicURL != "" {
+		return &Error{Var: "TASKLOOM_API_TOKEN", Reason: "must be set with TASKLOOM_PUBLIC_URL: people reach the API from elsewhere through it"}
 	}
 	return nil
 }

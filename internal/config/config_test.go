@@ -10,6 +10,9 @@ import (
 	"github.com/taskloom/taskloom/internal/config"
 )
 
+// token is a TASKLOOM_API_TOKEN long enough to be accepted.
+const token = "0123456789abcdef0123456789abcdef"
+
 func env(kv ...string) func(string) string {
 	m := map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -36,7 +39,7 @@ func TestValues(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load(env(
 		"DATABASE_URL", "postgres://u@db:5432/taskloom",
-		"TASKLOOM_HTTP_ADDR", "0.0.0.0:9000", "TASKLOOM_API_TOKEN", "s3cret",
+		"TASKLOOM_HTTP_ADDR", "0.0.0.0:9000", "TASKLOOM_API_TOKEN", token,
 		"OPENAI_BASE_URL", "http://127.0.0.1:11434/v1",
 		"TASKLOOM_WORKERS", "4", "TASKLOOM_FLUSH_INTERVAL", "2s", "TASKLOOM_LEASE", "30s",
 		"TASKLOOM_ADMINS", " U1, U2 ,,",
@@ -69,6 +72,10 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"TASKLOOM_HTTP_ADDR", "8080"}, `TASKLOOM_HTTP_ADDR="8080": want host:port`},
 		{[]string{"TASKLOOM_HTTP_ADDR", "0.0.0.0:8080"}, `TASKLOOM_API_TOKEN: must be set to serve the API on 0.0.0.0:8080`},
 		{[]string{"TASKLOOM_HTTP_ADDR", ":8080"}, `TASKLOOM_API_TOKEN`},
+		{[]string{"TASKLOOM_PUBLIC_URL", "https://taskloom.example.com"}, `TASKLOOM_API_TOKEN: must be set with TASKLOOM_PUBLIC_URL`},
+		{[]string{"TASKLOOM_API_TOKEN", "s3cret"}, `TASKLOOM_API_TOKEN: is 6 characters, want at least 32`},
+		{[]string{"TASKLOOM_API_TOKEN", token[1:], "TASKLOOM_HTTP_ADDR", "0.0.0.0:8080"}, `TASKLOOM_API_TOKEN: is 31 characters`},
+		{[]string{"TASKLOOM_API_TOKEN", "hunter2"}, `TASKLOOM_API_TOKEN: is 7 characters`},
 		{[]string{"OPENAI_BASE_URL", "localhost:11434"}, `OPENAI_BASE_URL="localhost:11434": want an http:// or https:// URL`},
 		{[]string{"DISCORD_API_URL", "discord"}, `DISCORD_API_URL`},
 		{[]string{"SLACK_APP_TOKEN", "xoxb-1"}, `SLACK_APP_TOKEN: an app-level token starts with xapp-`},
@@ -168,7 +175,7 @@ func TestDiscordShards(t *testing.T) {
 func TestPublicURL(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"", "https://taskloom.example.com", "http://10.0.0.5:8080/", " https://[2001:db8::1]:8443 "} {
-		c, err := config.Load(env("TASKLOOM_PUBLIC_URL", v))
+		c, err := config.Load(env("TASKLOOM_PUBLIC_URL", v, "TASKLOOM_API_TOKEN", token))
 		if err != nil || c.PublicURL != strings.TrimSpace(v) {
 			t.Errorf("TASKLOOM_PUBLIC_URL=%q: PublicURL %q, err %v", v, c.PublicURL, err)
 		}
@@ -181,6 +188,34 @@ func TestLoopbackWithoutTokenIsFine(t *testing.T) {
 		if _, err := config.Load(env("TASKLOOM_HTTP_ADDR", addr)); err != nil {
 			t.Errorf("%s: %v", addr, err)
 		}
+	}
+}
+
+// TestTokenWhereverTheAPIIsReached: a token of 32 characters or more is
+// enough to listen anywhere and to be reached through a public URL; a
+// loopback address alone needs none.
+func TestTokenWhereverTheAPIIsReached(t *testing.T) {
+	t.Parallel()
+	for _, e := range [][]string{
+		{"TASKLOOM_API_TOKEN", token, "TASKLOOM_HTTP_ADDR", "0.0.0.0:8080"},
+		{"TASKLOOM_API_TOKEN", token, "TASKLOOM_PUBLIC_URL", "https://taskloom.example.com"},
+		{"TASKLOOM_API_TOKEN", token + token, "TASKLOOM_HTTP_ADDR", ":8080", "TASKLOOM_PUBLIC_URL", "https://taskloom.example.com"},
+		{"TASKLOOM_API_TOKEN", token},
+		{"TASKLOOM_HTTP_ADDR", "127.0.0.1:8080"},
+	} {
+		if _, err := config.Load(env(e...)); err != nil {
+			t.Errorf("%v: %v", e, err)
+		}
+	}
+	// Validate, which runs again once flags are applied, checks the same.
+	c, err := config.Load(env("TASKLOOM_PUBLIC_URL", "https://taskloom.example.com", "TASKLOOM_API_TOKEN", token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.APIToken = ""
+	var ce *config.Error
+	if err := c.Validate(); !errors.As(err, &ce) || ce.Var != "TASKLOOM_API_TOKEN" {
+		t.Fatalf("Validate without a token but with a public URL = %v", err)
 	}
 }
 
