@@ -248,7 +248,8 @@ func TestApproveAndDeny(t *testing.T) {
 			{name: "the task shows the call", method: "GET", path: "/api/tasks/1", code: 200, check: func(t *testing.T, r response) {
 				a, _ := r.body["approval"].(map[string]any)
 				params, _ := a["params"].(map[string]any)
-				if r.body["waiting_on"] != "approval" || a["action"] != "http_get" || params["url"] != "https://example.com/status" || a["granted"] != false || a["role"] != plugin.RoleAgent {
+				if r.body["waiting_on"] != "approval" || a["action"] != "http_get" || params["url"] != "https://example.com/status" || a["granted"] != false || a["role"] != plugin.RoleAgent ||
+					a["id"] != plugin.ApprovalID(waiting) {
 					t.Errorf("task = %v", r.body)
 				}
 			}},
@@ -259,11 +260,19 @@ func TestApproveAndDeny(t *testing.T) {
 				check: both(wantError("reason"), still)},
 			{name: "an unknown field", method: "POST", path: "/api/tasks/1/deny", body: `{"why": "no"}`, code: 400, check: still},
 			{name: "an unknown task", method: "POST", path: "/api/tasks/99/approve", code: 404, check: wantError("there is no task #99")},
-			{name: "approve", method: "POST", path: "/api/tasks/1/approve", body: `{}`, header: []string{httpapi.RequestorHeader, "alice"}, code: 200,
+			{name: "approve a call no longer pending", method: "POST", path: "/api/tasks/1/approve", body: `{"call": "0123456789abcdef"}`, code: 409,
+				check: both(wantError("no longer pending"), still)},
+			{name: "deny a call no longer pending", method: "POST", path: "/api/tasks/1/deny", body: `{"call": "0123456789abcdef", "reason": "x"}`, code: 409,
+				check: both(wantError("no longer pending"), still)},
+			{name: "a call id too long", method: "POST", path: "/api/tasks/1/approve", body: `{"call": "` + strings.Repeat("a", 65) + `"}`, code: 400, check: still},
+			{name: "approve", method: "POST", path: "/api/tasks/1/approve", body: `{"call": "` + plugin.ApprovalID(waiting) + `"}`, header: []string{httpapi.RequestorHeader, "alice"}, code: 200,
 				check: func(t *testing.T, r response) {
 					a, _ := r.body["approval"].(map[string]any)
 					if r.body["status"] != "queued" || r.body["waiting_on"] != "" || a["action"] != "http_get" || a["granted"] != true {
 						t.Errorf("task = %v", r.body)
+					}
+					if d, _ := r.body["decided"].(map[string]any); d["id"] != plugin.ApprovalID(waiting) || d["action"] != "http_get" {
+						t.Errorf("decided = %v; want the call approved", r.body["decided"])
 					}
 					if ev := f.lastEvent(1); ev.Type != plugin.EventApproved || ev.Actor != "api:alice" {
 						t.Errorf("event = %s by %s", ev.Type, ev.Actor)

@@ -226,7 +226,7 @@ function applyEvent(ev) {
     t[k] = norm(v);
   }
   if ("continues_number" in changes) t.continues_number = changes.continues_number || null;
-  applyApproval(t, changes);
+  applyApproval(t, changes, (ev.payload && ev.payload.detail) || {});
   if (state.selected === n) {
     const last = state.timeline[state.timeline.length - 1];
     if (!last || ev.sequence > last.sequence) state.timeline.push(ev);
@@ -242,18 +242,21 @@ function parseLedger(v) {
   try { return JSON.parse(v); } catch { return null; }
 }
 
-// applyApproval keeps t.approval, the API's {action, params, granted},
+// applyApproval keeps t.approval, the API's {id, action, params, granted},
 // in step with an event's approval_action, approval_params (the call's
-// JSON, as a string) and approval_granted columns.
-function applyApproval(t, changes) {
+// JSON, as a string) and approval_granted columns, and the request's id
+// the event's detail names. A call whose id no event gave is fetched.
+function applyApproval(t, changes, detail) {
   if (!("approval_action" in changes || "approval_params" in changes || "approval_granted" in changes)) return;
-  const a = Object.assign({ action: "", params: {}, granted: false }, t.approval || {});
+  const a = Object.assign({ id: "", action: "", params: {}, granted: false }, t.approval || {});
   if ("approval_action" in changes) a.action = changes.approval_action || "";
   if ("approval_params" in changes) {
     try { a.params = changes.approval_params ? JSON.parse(changes.approval_params) : {}; } catch (_) { a.params = changes.approval_params; }
   }
   if ("approval_granted" in changes) a.granted = !!changes.approval_granted;
+  a.id = a.granted ? "" : (detail.call || "");
   t.approval = a.action ? a : null;
+  if (t.approval && !a.granted && !a.id) fetchTask(t.number);
 }
 
 async function fetchTask(n) {
@@ -639,11 +642,13 @@ function decisionBox(t, mode) {
       const a = t.approval;
       const call = el("pre", "call");
       call.id = "d-call";
-      call.append(el("code", "", a.action), "\n" + pretty(a.params));
+      call.append(el("code", "", visible(a.action)), "\n" + visible(pretty(a.params)));
       const approve = el("button", "primary", "Approve");
       approve.type = "button";
       approve.dataset.action = "approve";
-      approve.addEventListener("click", () => decide(approve, n, "approve", {}));
+      // The decision is for this call: if the task asks another by
+      // now, the API refuses it (409) and changes nothing.
+      approve.addEventListener("click", () => decide(approve, n, "approve", { call: a.id || "" }));
       const reason = el("input");
       reason.id = "d-deny-reason";
       reason.maxLength = 4000;
@@ -652,7 +657,7 @@ function decisionBox(t, mode) {
       const deny = el("button", "danger", "Deny");
       deny.type = "button";
       deny.dataset.action = "deny";
-      deny.addEventListener("click", () => decide(deny, n, "deny", { reason: reason.value.trim() }));
+      deny.addEventListener("click", () => decide(deny, n, "deny", { reason: reason.value.trim(), call: a.id || "" }));
       const row = el("div", "decide-actions");
       row.append(approve, reason, deny);
       return [el("h3", "", "Approval needed"), el("p", "lead", "Task #" + n + " wants to run:"), call, row];
@@ -716,6 +721,21 @@ function questionOf(n) {
     if (p.detail && p.detail.question) return String(p.detail.question);
   }
   return "";
+}
+
+// visible shows every character of s for what it is, as the chat
+// platforms show a call to approve: a run of four or more of one
+// whitespace character as its mark and count ("␠×2600"), a control,
+// bidirectional, zero-width or other invisible format character as its
+// code point ("⟨U+202E⟩"). Newlines of the pretty-printed call stay.
+function visible(s) {
+  const marks = { " ": "␠", "\t": "⇥", "\n": "↵" };
+  const code = (c) => "⟨U+" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩";
+  return String(s)
+    .replace(/([ \t\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000])\1{3,}/gu,
+      (run, c) => (marks[c] || code(c)) + "×" + [...run].length)
+    .replace(/[\p{Cc}\p{Cf}\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/gu,
+      (c) => (c === "\n" ? c : c === "\t" ? "⇥" : code(c)));
 }
 
 function pretty(params) {
