@@ -124,8 +124,12 @@ func ownAddresses(resolver Resolver, hosts []string) func(context.Context, netip
 }
 
 // Start listens on a new Unix socket in the sandbox's staging directory,
-// reachable by the sandbox's user, and serves until Close.
+// reachable by the sandbox's user, and serves until Close. Starting a
+// started proxy does nothing.
 func (e *Egress) Start() error {
+	if e.ln != nil {
+		return nil
+	}
 	dir, err := stagingDir()
 	if err != nil {
 		return fmt.Errorf("egress proxy: %w", err)
