@@ -150,6 +150,10 @@ func Main(ctx context.Context, o Options) int {
 		}
 	}
 
+	if cmd == "serve" {
+		warnRootMCP(cfg, log, os.Geteuid())
+	}
+
 	switch cmd {
 	case "migrate":
 		return runMigrate(ctx, cfg, log, o)
@@ -643,6 +647,21 @@ func runCommandSandbox(ctx context.Context, cfg config.Config, getenv func(strin
 		return nil, refuse(err)
 	}
 	return sandbox, nil
+}
+
+// warnRootMCP logs, in one line, that stdio MCP servers are started by a
+// Taskloom that runs as root (uid): they run as root too, and can read
+// Taskloom's memory and environment.
+func warnRootMCP(cfg config.Config, log *slog.Logger, uid int) {
+	if uid != 0 {
+		return
+	}
+	for _, s := range cfg.MCPServers {
+		if s.Command != "" {
+			log.Warn("Taskloom runs as root with stdio MCP servers configured: they run as root too and can read Taskloom's secrets; run Taskloom as an unprivileged user", "mcp_servers", len(cfg.MCPServers))
+			return
+		}
+	}
 }
 
 // sandboxLimits are the TASKLOOM_RUN_COMMAND_* limits.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -110,6 +111,35 @@ func TestCoreRunsCommandsInTheSandbox(t *testing.T) {
 		}[network]
 		if err != nil || !strings.Contains(res.Text, want) {
 			t.Errorf("TASKLOOM_RUN_COMMAND_NETWORK=%s: %+v, %v; want output with %q", network, res, err, want)
+		}
+	}
+}
+
+// Taskloom run as root with stdio MCP servers says so at start-up, in
+// one warning line.
+func TestRootWithMCPServersIsWarned(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		uid     int
+		servers string
+		warned  bool
+	}{
+		{0, `{"files": {"command": "mcp-files"}}`, true},
+		{1000, `{"files": {"command": "mcp-files"}}`, false},
+		{0, `{"web": {"url": "https://mcp.example.com/mcp"}}`, false},
+		{0, ``, false},
+	} {
+		cfg, err := config.Load(func(k string) string {
+			return map[string]string{"TASKLOOM_DATA_DIR": "x", "TASKLOOM_MCP_SERVERS": c.servers}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf strings.Builder
+		app.WarnRootMCP(cfg, slog.New(slog.NewTextHandler(&buf, nil)), c.uid)
+		got := buf.String()
+		if warned := strings.Contains(got, "level=WARN") && strings.Contains(got, "runs as root with stdio MCP servers"); warned != c.warned || strings.Count(got, "\n") > 1 {
+			t.Errorf("uid %d, servers %q: logged %q; want a warning: %v", c.uid, c.servers, got, c.warned)
 		}
 	}
 }
