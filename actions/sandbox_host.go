@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -121,7 +122,21 @@ func copyHelper(exe string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sandbox helper: copy %s: %w", exe, err)
 	}
+	removeOldHelpers(dir, path)
 	return path, nil
+}
+
+// removeOldHelpers removes the copies of other binaries made more than a
+// day ago, so that builds that came and went (tests, upgrades) do not
+// pile up. A process still using one copies its binary again when it
+// finds its copy gone.
+func removeOldHelpers(dir, keep string) {
+	old, _ := filepath.Glob(filepath.Join(dir, "init-*"))
+	for _, p := range old {
+		if fi, err := os.Lstat(p); err == nil && p != keep && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.Remove(p)
+		}
+	}
 }
 
 // reachableByOthers says whether a user other than the owner, in no
