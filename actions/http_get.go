@@ -73,11 +73,38 @@ func (e *ForbiddenAddressError) Error() string {
 
 func (e *ForbiddenAddressError) Is(target error) bool { return target == ErrForbiddenAddress }
 
-// dial resolves address, refuses every special-purpose address among the
-// answers (unless AllowPrivate) and connects to the first allowed one that
-// answers. The check and the connection use the same IP literal, so no
-// second lookup can swap in another address.
+// dial connects as PublicDialer does, with the action's settings.
 func (a *HTTPGet) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	d := PublicDialer{AllowPrivate: a.AllowPrivate, Timeout: a.Timeout, Resolver: a.Resolver, Dial: a.Dial}
+	return d.DialContext(ctx, network, address)
+}
+
+// PublicDialer connects only to public addresses: it resolves a host
+// name itself, refuses every special-purpose address among the answers
+// (loopback, private, link-local, …; see specialRanges) and those Refuse
+// names, and connects to the first allowed one that answers. The check
+// and the connection use the same IP literal, so no second lookup can
+// swap in another address (DNS rebinding). http_get and the sandbox's
+// egress proxy both dial through it.
+type PublicDialer struct {
+	// AllowPrivate turns the special-purpose check off (http_get's
+	// TASKLOOM_HTTP_GET_ALLOW_PRIVATE); Refuse still applies.
+	AllowPrivate bool
+	// Timeout bounds one connection attempt; default DefaultHTTPTimeout.
+	Timeout time.Duration
+	// Resolver finds a host name's addresses; nil is net.DefaultResolver.
+	Resolver Resolver
+	// Dial connects to one address that has passed the check: always an
+	// IP literal and a port, never a name. Nil is a net.Dialer.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Refuse, when set, names more addresses that may not be reached
+	// (the host's own) and why.
+	Refuse func(ctx context.Context, ip netip.Addr) (why string, refused bool)
+}
+
+// DialContext resolves address and connects to an allowed address of it.
+// A refusal is a *ForbiddenAddressError among the errors returned.
+func (d *PublicDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", address, err)
@@ -90,7 +117,7 @@ func (a *HTTPGet) dial(ctx context.Context, network, address string) (net.Conn, 
 	if ip, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{ip}
 	} else {
-		resolver := a.Resolver
+		resolver := d.Resolver
 		if resolver == nil {
 			resolver = net.DefaultResolver
 		}
@@ -108,9 +135,9 @@ func (a *HTTPGet) dial(ctx context.Context, network, address string) (net.Conn, 
 			return nil, fmt.Errorf("look up %s: no addresses", host)
 		}
 	}
-	connect := a.Dial
+	connect := d.Dial
 	if connect == nil {
-		timeout := a.Timeout
+		timeout := d.Timeout
 		if timeout <= 0 {
 			timeout = DefaultHTTPTimeout
 		}
@@ -118,9 +145,15 @@ func (a *HTTPGet) dial(ctx context.Context, network, address string) (net.Conn, 
 	}
 	var errs []error
 	for _, ip := range addrs {
-		if !a.AllowPrivate {
+		if !d.AllowPrivate {
 			if r, special := specialPurpose(ip); special {
 				errs = append(errs, &ForbiddenAddressError{Addr: ip.WithZone(""), Range: r.Name})
+				continue
+			}
+		}
+		if d.Refuse != nil {
+			if why, refused := d.Refuse(ctx, ip.WithZone("").Unmap()); refused {
+				errs = append(errs, &ForbiddenAddressError{Addr: ip.WithZone(""), Range: why})
 				continue
 			}
 		}

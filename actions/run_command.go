@@ -9,10 +9,12 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// RunCommand runs a shell command inside the Sandbox (PRODUCT §9), in a
-// temporary directory holding the task's files as its iteration sees
-// them; what the command changes there is written back to the iteration's
-// files, within the limits of PRODUCT §10, and committed with its result.
+// RunCommand runs a shell command inside the Sandbox, in a temporary
+// directory holding the task's files as its iteration sees them; what the
+// command changes there is written back to the iteration's files, within
+// the limits of the task's files (1 MiB a file, 20 MiB and 1,000 files a
+// task), and committed with its result. A command a sandbox limit stopped
+// fails its step with a sentence naming the limit.
 // It is registered only when the operator enables it
 // (TASKLOOM_RUN_COMMAND=true), and start-up refuses that when the sandbox
 // cannot be made.
@@ -25,7 +27,7 @@ var _ plugin.Action = RunCommand{}
 func (RunCommand) Info() plugin.ActionInfo {
 	return plugin.ActionInfo{
 		Name:        "run_command",
-		Description: "Run a shell command in a sandbox whose working directory (" + SandboxWorkDir + ") holds the task's workspace, and return its exit status and output (60 seconds and 64 KiB of output at most; no network unless the operator allows it). Regular files it creates, changes or removes there are kept in the workspace (1 MiB a file; 20 MiB and 1,000 files a task); empty folders, links and file modes are not.",
+		Description: "Run a shell command in a sandbox whose working directory (" + SandboxWorkDir + ") holds the task's workspace, and return its exit status and output (60 seconds and 64 KiB of output at most; limits on memory, processes, file size, writable space and CPU time; no network unless the operator allows it, and then only public addresses through an HTTP proxy given as HTTP_PROXY/HTTPS_PROXY). Regular files it creates, changes or removes there are kept in the workspace (1 MiB a file; 20 MiB and 1,000 files a task); empty folders, links and file modes are not.",
 		Examples:    []string{`{"command":"go test ./..."}`},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["command"],"properties":{"command":{"type":"string"}}}`),
 		Tool:        true,
@@ -49,7 +51,7 @@ func (a RunCommand) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 	if a.Sandbox == nil {
 		return plugin.Result{}, errors.New("run_command has no sandbox")
 	}
-	dir, err := layOut(ctx, files, task.Number)
+	dir, err := layOut(ctx, a.Sandbox, files, task.Number)
 	if err != nil {
 		return plugin.Result{}, fmt.Errorf("run_command for task #%d: %w", task.Number, err)
 	}
@@ -81,7 +83,12 @@ func (a RunCommand) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 		}
 		return plugin.Result{Text: text, Error: fmt.Sprintf("The command ran out of time after %s and was killed with everything it started.", timeout)}, nil
 	case out.ExitCode != 0:
-		return plugin.Result{Text: fmt.Sprintf("exit status %d\n%s", out.ExitCode, text), Error: fmt.Sprintf("The command exited with status %d.", out.ExitCode)}, nil
+		why := fmt.Sprintf("The command exited with status %d.", out.ExitCode)
+		if out.Limit != "" {
+			why += " " + a.Sandbox.Limits.Describe(out.Limit)
+			text += "\n[stopped by the " + out.Limit + " limit]"
+		}
+		return plugin.Result{Text: fmt.Sprintf("exit status %d\n%s", out.ExitCode, text), Error: why}, nil
 	}
 	return plugin.Result{Success: true, Text: "exit status 0\n" + text}, nil
 }

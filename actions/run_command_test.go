@@ -28,6 +28,18 @@ func needBwrap(t *testing.T) {
 	}
 }
 
+// workDir is a directory for a sandbox to work in. When the tests run as
+// root the sandbox runs as nobody, which must be able to reach it: the
+// test's own temporary directory is opened to others for that.
+func workDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func run(t *testing.T, s *actions.Sandbox, dir, command string) actions.Output {
 	t.Helper()
 	out, err := s.Run(context.Background(), dir, command, 7)
@@ -153,7 +165,7 @@ func TestRunCommandKeepsWithinTheLimits(t *testing.T) {
 // away the permissions needed to remove it.
 func TestRunCommandRemovesItsDirectory(t *testing.T) {
 	needBwrap(t)
-	tmp := t.TempDir()
+	tmp := workDir(t)
 	t.Setenv("TMPDIR", tmp)
 	k := newKit(t)
 	write(t, k, "a/b.txt", "b")
@@ -161,7 +173,11 @@ func TestRunCommandRemovesItsDirectory(t *testing.T) {
 	if !ok {
 		t.Fatalf("%v %q", ok, text)
 	}
-	if entries, err := os.ReadDir(tmp); err != nil || len(entries) != 0 {
+	entries, err := os.ReadDir(tmp)
+	// The sandbox's staging directory (its helper and the egress
+	// socket) is kept for the life of the process and after.
+	entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "taskloom-sandbox-") })
+	if err != nil || len(entries) != 0 {
 		t.Errorf("left behind in TMPDIR: %v, %v", entries, err)
 	}
 	k.commit()
@@ -188,7 +204,7 @@ func TestSandboxHidesTaskloomsSecrets(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	s := &actions.Sandbox{Timeout: 20 * time.Second}
-	dir := t.TempDir()
+	dir := workDir(t)
 
 	env := run(t, s, dir, "env")
 	got := map[string]string{}
@@ -273,7 +289,7 @@ func TestSandboxHasNoNetworkUnlessAllowed(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	connect := fmt.Sprintf(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo CONNECTED-OK'`, port)
 
-	out := run(t, &actions.Sandbox{Timeout: 20 * time.Second}, t.TempDir(), connect)
+	out := run(t, &actions.Sandbox{Timeout: 20 * time.Second}, workDir(t), connect)
 	if strings.Contains(out.Text, "CONNECTED-OK") || out.ExitCode == 0 {
 		t.Errorf("without TASKLOOM_RUN_COMMAND_NETWORK the sandbox reached the host's 127.0.0.1:%d: exit %d %q", port, out.ExitCode, out.Text)
 	}
@@ -283,23 +299,12 @@ func TestSandboxHasNoNetworkUnlessAllowed(t *testing.T) {
 	default:
 	}
 
-	// With the network allowed the same command connects: the refusal
-	// above is the namespace's doing.
-	out = run(t, &actions.Sandbox{Timeout: 20 * time.Second, Network: true}, t.TempDir(), connect)
-	if !strings.Contains(out.Text, "CONNECTED-OK") {
-		t.Fatalf("with the network allowed: exit %d %q", out.ExitCode, out.Text)
-	}
-	select {
-	case <-accepted:
-	case <-time.After(5 * time.Second):
-		t.Fatal("with the network allowed, the host's listener saw no connection")
-	}
 }
 
 func TestSandboxWritesOnlyItsDirectory(t *testing.T) {
 	needBwrap(t)
 	t.Parallel()
-	dir, outside := t.TempDir(), t.TempDir()
+	dir, outside := workDir(t), workDir(t)
 	if err := os.Symlink(outside, filepath.Join(dir, "escape")); err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +383,7 @@ func TestSandboxTimeoutKillsEveryProcess(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	out := run(t, &actions.Sandbox{Timeout: 2 * time.Second}, t.TempDir(), command)
+	out := run(t, &actions.Sandbox{Timeout: 2 * time.Second}, workDir(t), command)
 	took := time.Since(start)
 	close(done)
 	if n := <-seen; n != len(markers) {
@@ -423,7 +428,7 @@ func findSleeps(markers []string) []int {
 func TestSandboxCapsOutput(t *testing.T) {
 	needBwrap(t)
 	t.Parallel()
-	out := run(t, &actions.Sandbox{Timeout: 20 * time.Second}, t.TempDir(), `head -c 100000 /dev/zero | tr '\0' x`)
+	out := run(t, &actions.Sandbox{Timeout: 20 * time.Second}, workDir(t), `head -c 100000 /dev/zero | tr '\0' x`)
 	if len(out.Text) != actions.DefaultCommandOutput || out.Dropped != 100000-actions.DefaultCommandOutput || out.ExitCode != 0 {
 		t.Fatalf("kept %d bytes, dropped %d, exit %d; want %d kept", len(out.Text), out.Dropped, out.ExitCode, actions.DefaultCommandOutput)
 	}
@@ -434,7 +439,7 @@ func TestSandboxThatCannotBeMadeIsAnError(t *testing.T) {
 	if _, err := actions.LookBwrap(""); err == nil || !strings.Contains(err.Error(), "bwrap is not installed") {
 		t.Errorf("LookBwrap with no PATH: %v", err)
 	}
-	bin := t.TempDir()
+	bin := workDir(t)
 	// A bwrap that fails as a real one does when user namespaces are
 	// refused.
 	fake := filepath.Join(bin, "bwrap")
@@ -445,7 +450,7 @@ func TestSandboxThatCannotBeMadeIsAnError(t *testing.T) {
 		t.Errorf("LookBwrap = %q, %v; want %s", got, err, fake)
 	}
 	s := &actions.Sandbox{Bwrap: fake}
-	if _, err := s.Run(context.Background(), t.TempDir(), "true", 1); err == nil || !strings.Contains(err.Error(), "bwrap could not make the sandbox: bwrap: setting up uid map: Permission denied") {
+	if _, err := s.Run(context.Background(), workDir(t), "true", 1); err == nil || !strings.Contains(err.Error(), "bwrap could not make the sandbox: bwrap: setting up uid map: Permission denied") {
 		t.Errorf("Run with a failing bwrap: %v", err)
 	}
 	if err := s.Check(context.Background()); err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "Permission denied") {
@@ -459,9 +464,7 @@ func TestSandboxThatCannotBeMadeIsAnError(t *testing.T) {
 func TestSandboxCheck(t *testing.T) {
 	needBwrap(t)
 	t.Parallel()
-	for _, network := range []bool{false, true} {
-		if err := (&actions.Sandbox{Network: network}).Check(context.Background()); err != nil {
-			t.Errorf("Check (network %v): %v", network, err)
-		}
+	if err := (&actions.Sandbox{}).Check(context.Background()); err != nil {
+		t.Errorf("Check: %v", err)
 	}
 }

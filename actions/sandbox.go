@@ -28,31 +28,47 @@ const SandboxWorkDir = "/work"
 // sandboxPath is the command's PATH inside the sandbox.
 const sandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// Sandbox runs shell commands under bubblewrap (bwrap) so that a command a
-// model chose sees nothing of Taskloom (PRODUCT §9): new user, PID, mount,
-// network, IPC, UTS and cgroup namespaces and no capabilities; the system
-// (/usr, /bin, /lib*, a few files of /etc) read-only; a fresh /proc, /dev
-// and /tmp; one writable directory, mounted at SandboxWorkDir; and an
-// environment of PATH, HOME, LANG and TASKLOOM_TASK only. bwrap itself is
-// started with an empty environment too, because the PID namespace's init
-// is bwrap and the command can read its /proc/1/environ.
+// Sandbox runs commands under bubblewrap (bwrap) so that a command a
+// model chose sees nothing of Taskloom: new user, PID, mount, network,
+// IPC, UTS and cgroup namespaces and no capabilities; the system (/usr,
+// /bin, /lib*, a few files of /etc) read-only; a fresh /proc, /dev, and
+// size-limited /tmp and /dev/shm; one writable directory, mounted at
+// SandboxWorkDir; and an environment of PATH, HOME, LANG and
+// TASKLOOM_TASK only. bwrap itself is started with an empty environment
+// too, because the PID namespace's init is bwrap and the command can read
+// its /proc/1/environ.
 //
-// The directory is the caller's: today a task's workspace, later the
-// task's files materialised from the database into a temporary one.
+// The command runs as an unprivileged user: Taskloom's own when it is not
+// root, and SandboxUID when it is (bwrap is started as that user), so
+// that the limits (Limits) bind — the kernel does not apply
+// RLIMIT_NPROC to root. With Network, the sandbox still has a network
+// namespace of its own, with nothing but a loopback: it reaches the world
+// only through Egress, Taskloom's proxy, which refuses loopback, private
+// and other special-purpose addresses as http_get does.
 type Sandbox struct {
 	// Bwrap is the bwrap binary; "" looks "bwrap" up in PATH.
 	Bwrap string
-	// Network shares the host's network namespace
-	// (TASKLOOM_RUN_COMMAND_NETWORK). Without it the command has a
-	// network namespace of its own with nothing but a loopback.
+	// Network lets the command reach public addresses through Egress
+	// (TASKLOOM_RUN_COMMAND_NETWORK), as HTTP_PROXY and HTTPS_PROXY.
+	// Without it, no proxy is offered either.
 	Network bool
+	// Egress is the proxy a sandbox with Network reaches the world
+	// through; it must be set when Network is.
+	Egress *Egress
 	// Timeout bounds a run; the command and every process it started are
 	// killed when it passes. Zero means DefaultCommandTimeout.
 	Timeout time.Duration
 	// MaxOutput caps the output kept; the rest is counted. Zero means
 	// DefaultCommandOutput.
 	MaxOutput int
+	// Limits bound memory, processes, file size, writable space and CPU
+	// time; zero fields take DefaultLimits.
+	Limits Limits
 }
+
+// SandboxUID is the user (and group) a sandbox runs as on the host when
+// Taskloom runs as root: nobody.
+const SandboxUID = 65534
 
 // Output is what a sandboxed command did.
 type Output struct {
@@ -60,25 +76,17 @@ type Output struct {
 	Dropped  int    // bytes written beyond MaxOutput
 	ExitCode int    // -1 when it was killed at the timeout
 	TimedOut bool
+	// Limit names the limit that stopped the command (LimitMemory, …),
+	// when one did as far as can be told; "" otherwise.
+	Limit string
 }
 
 // Run runs command with sh -c in the sandbox, with dir as its working
 // directory, and waits for it. A command that fails or times out is an
 // Output, not an error; the error is for a sandbox that could not be made.
+// When Taskloom runs as root, dir and what is in it are given to
+// SandboxUID first, and the sandbox user must be able to reach dir.
 func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64) (Output, error) {
-	bwrap, err := s.bwrap()
-	if err != nil {
-		return Output{}, err
-	}
-	dir, err = filepath.Abs(dir)
-	if err != nil {
-		return Output{}, fmt.Errorf("sandbox directory %s: %w", dir, err)
-	}
-	if fi, err := os.Stat(dir); err != nil {
-		return Output{}, fmt.Errorf("sandbox directory: %w", err)
-	} else if !fi.IsDir() {
-		return Output{}, fmt.Errorf("sandbox directory %s is not a directory", dir)
-	}
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
@@ -96,14 +104,17 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 		return Output{}, fmt.Errorf("sandbox: %w", err)
 	}
 	defer started.Close()
-	args := append(s.args(dir, taskNumber), "--", "/bin/sh", "-c",
-		`printf . >&3 && exec 3>&- && exec /bin/sh -c "$0"`, command)
-
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bwrap, args...)
-	cmd.Env = []string{} // not nil: nil would hand bwrap our environment
-	cmd.Dir = "/"
+	cmd, err := s.Command(ctx, Spec{
+		Dir:  dir,
+		Argv: []string{"/bin/sh", "-c", `printf . >&3 && exec 3>&- && exec /bin/sh -c "$0"`, command},
+		Env:  []string{"PATH=" + sandboxPath, "HOME=" + SandboxWorkDir, "LANG=C.UTF-8", "TASKLOOM_TASK=" + strconv.FormatInt(taskNumber, 10)},
+	})
+	if err != nil {
+		startedW.Close()
+		return Output{}, err
+	}
 	cmd.ExtraFiles = []*os.File{startedW}
 	out := &capped{n: limit}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -111,13 +122,12 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 	// has a session of its own (--new-session) but dies with bwrap
 	// (--die-with-parent), and when a PID namespace's init dies the kernel
 	// kills every process left in it, however it detached itself.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	err = cmd.Start()
 	startedW.Close()
 	if err != nil {
-		return Output{}, fmt.Errorf("start %s: %w", bwrap, err)
+		return Output{}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	err = cmd.Wait()
 	var mark [1]byte
@@ -138,7 +148,67 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 	case err != nil:
 		return Output{}, fmt.Errorf("run in the sandbox: %w", err)
 	}
+	res.Limit = limitHit(res.ExitCode, res.Text)
 	return res, nil
+}
+
+// Spec is one process to run in the sandbox.
+type Spec struct {
+	// Dir is the writable directory mounted at SandboxWorkDir, where the
+	// process starts.
+	Dir string
+	// Argv is the command and its arguments, as seen inside the sandbox.
+	Argv []string
+	// Env is the whole environment of the process ("NAME=value"); the
+	// egress proxy's variables are added when the sandbox has Network.
+	Env []string
+	// ReadOnly are host paths bound read-only at the same place inside,
+	// besides the system: an MCP server's own files.
+	ReadOnly []string
+	// NoCPULimit leaves CPU time unlimited, for a long-lived server whose
+	// CPU time adds up over days.
+	NoCPULimit bool
+}
+
+// Command makes the bwrap command that runs spec in the sandbox, not yet
+// started. It has its own process group, an empty environment of its
+// own, and, when Taskloom is root, runs as SandboxUID.
+func (s *Sandbox) Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
+	bwrap, err := s.bwrap()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(spec.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox directory %s: %w", spec.Dir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("sandbox directory: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("sandbox directory %s is not a directory", dir)
+	}
+	if s.Network && s.Egress == nil {
+		return nil, errors.New("the sandbox has a network but no egress proxy")
+	}
+	helper, err := sandboxHelper()
+	if err != nil {
+		return nil, err
+	}
+	if asRoot() {
+		if err := giveToSandbox(dir); err != nil {
+			return nil, err
+		}
+	}
+	limits := s.Limits.withDefaults()
+	args := s.args(dir, helper, limits, spec)
+	cmd := exec.CommandContext(ctx, bwrap, args...)
+	cmd.Env = []string{} // not nil: nil would hand bwrap our environment
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if asRoot() {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: SandboxUID, Gid: SandboxUID, Groups: []uint32{}}
+	}
+	return cmd, nil
 }
 
 // Check makes a sandbox and runs true in it, so that start-up can refuse
@@ -185,8 +255,9 @@ func LookBwrap(path string) (string, error) {
 	return "", errors.New("bwrap is not installed (no bwrap on PATH; the Debian package is bubblewrap)")
 }
 
-// args are bwrap's options, up to the command.
-func (s *Sandbox) args(dir string, taskNumber int64) []string {
+// args are bwrap's arguments for spec, the command included.
+func (s *Sandbox) args(dir, helper string, l Limits, spec Spec) []string {
+	size := strconv.FormatInt(l.Disk, 10)
 	args := []string{
 		"--unshare-all",  // user (if it can), PID, mount, network, IPC, UTS, cgroup
 		"--unshare-user", // …and the user namespace is not optional
@@ -195,24 +266,37 @@ func (s *Sandbox) args(dir string, taskNumber int64) []string {
 		"--new-session", // no controlling terminal to push input into
 		"--hostname", "sandbox",
 	}
-	if s.Network {
-		args = append(args, "--share-net")
+	args = append(args, systemMounts()...)
+	for _, p := range spec.ReadOnly {
+		args = append(args, "--ro-bind", p, p)
 	}
-	args = append(args, systemMounts(s.Network)...)
+	args = append(args, "--ro-bind", helper, sandboxInitPath)
+	proxy := ""
+	if s.Network {
+		proxy = sandboxEgressSock
+		args = append(args, "--bind", s.Egress.SocketPath(), sandboxEgressSock)
+	}
 	args = append(args,
 		"--proc", "/proc",
 		"--dev", "/dev",
-		"--tmpfs", "/tmp",
+		"--size", size, "--tmpfs", "/dev/shm",
+		"--size", size, "--tmpfs", "/tmp",
 		"--bind", dir, SandboxWorkDir,
 		"--chdir", SandboxWorkDir,
-		"--remount-ro", "/", // the root bwrap built; /work, /tmp, /dev stay writable
+		"--remount-ro", "/", // the root bwrap built; /work, /tmp, /dev/shm stay writable
 		"--clearenv",
-		"--setenv", "PATH", sandboxPath,
-		"--setenv", "HOME", SandboxWorkDir,
-		"--setenv", "LANG", "C.UTF-8",
-		"--setenv", "TASKLOOM_TASK", strconv.FormatInt(taskNumber, 10),
 	)
-	return args
+	env := spec.Env
+	if s.Network {
+		u := "http://" + sandboxProxyAddr
+		env = append(env[:len(env):len(env)], "HTTP_PROXY="+u, "HTTPS_PROXY="+u, "http_proxy="+u, "https_proxy="+u)
+	}
+	for _, e := range env {
+		name, value, _ := strings.Cut(e, "=")
+		args = append(args, "--setenv", name, value)
+	}
+	args = append(args, "--")
+	return append(args, initArgs(l, !spec.NoCPULimit, proxy, spec.Argv)...)
 }
 
 // etcFiles are the parts of /etc that programs need to run, find users,
@@ -226,12 +310,9 @@ var etcFiles = []string{
 	"/etc/ssl/certs", "/etc/pki/tls/certs", "/etc/pki/ca-trust/extracted",
 }
 
-// netEtcFiles are needed only to resolve names on the host's network.
-var netEtcFiles = []string{"/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf"}
-
 // systemMounts binds the system read-only. /bin, /sbin and /lib* are
 // symlinks into /usr on merged-/usr systems and directories elsewhere.
-func systemMounts(network bool) []string {
+func systemMounts() []string {
 	args := []string{"--ro-bind", "/usr", "/usr"}
 	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		fi, err := os.Lstat(d)
@@ -245,11 +326,7 @@ func systemMounts(network bool) []string {
 			args = append(args, "--ro-bind", d, d)
 		}
 	}
-	files := etcFiles
-	if network {
-		files = append(files[:len(files):len(files)], netEtcFiles...)
-	}
-	for _, f := range files {
+	for _, f := range etcFiles {
 		args = append(args, "--ro-bind-try", f, f)
 	}
 	return args

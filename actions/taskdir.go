@@ -19,24 +19,24 @@ import (
 const maxNotKept = 10
 
 // taskDir is a task's files laid out in a temporary directory, where a
-// command runs (PRODUCT §10: run_command runs in a temporary directory
-// holding the task's files; what it changes is written back in the
-// iteration's commit).
+// command runs: what the command changes there is written back to the
+// task's files in the iteration's commit.
 type taskDir struct {
 	dir    string
 	before map[string]plugin.TaskFile // what was laid out, by path
 }
 
 // layOut writes the task's files, as the iteration sees them, into a new
-// temporary directory.
-func layOut(ctx context.Context, files plugin.Files, task int64) (*taskDir, error) {
+// temporary directory that the sandbox makes (a size-limited one where it
+// can).
+func layOut(ctx context.Context, s *Sandbox, files plugin.Files, task int64) (*taskDir, error) {
 	list, err := files.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "taskloom-task-"+strconv.FormatInt(task, 10)+"-")
+	dir, _, err := s.WorkDir("taskloom-task-" + strconv.FormatInt(task, 10) + "-")
 	if err != nil {
-		return nil, fmt.Errorf("make the command's directory: %w", err)
+		return nil, err
 	}
 	d := &taskDir{dir: dir, before: make(map[string]plugin.TaskFile, len(list))}
 	if err := d.fill(ctx, files, list); err != nil {
@@ -208,6 +208,9 @@ func walkRegular(root *os.Root, dir string, fn func(p string, size int64)) error
 // remove deletes the directory and everything in it, whatever modes the
 // command left on its folders.
 func (d *taskDir) remove() error {
+	if err := RemoveWorkDir(d.dir); err != nil {
+		return err
+	}
 	if root, err := os.OpenRoot(d.dir); err == nil {
 		_ = walkRegular(root, ".", func(string, int64) {})
 		root.Close()

@@ -53,9 +53,7 @@ func newKit(t *testing.T, extra ...plugin.Action) *kit {
 // on success and the refusal sentence otherwise.
 func (k *kit) call(name string, params any) (ok bool, text string) {
 	k.t.Helper()
-	raw, _ := json.Marshal(params)
-	task := k.task
-	res, err := k.rt.RunAction(context.Background(), name, &plugin.Call{Task: &task, Params: raw, Files: k.files})
+	res, err := k.run(name, params)
 	if err != nil {
 		k.t.Fatalf("%s: unexpected error %v", name, err)
 	}
@@ -63,6 +61,13 @@ func (k *kit) call(name string, params any) (ok bool, text string) {
 		return false, res.Error
 	}
 	return true, res.Text
+}
+
+// run runs a tool as the kit's task would and returns its whole result.
+func (k *kit) run(name string, params any) (plugin.Result, error) {
+	raw, _ := json.Marshal(params)
+	task := k.task
+	return k.rt.RunAction(context.Background(), name, &plugin.Call{Task: &task, Params: raw, Files: k.files})
 }
 
 // commit ends the kit's iteration as the task service does — claim,

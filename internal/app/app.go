@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -130,11 +131,27 @@ func Main(ctx context.Context, o Options) int {
 	}
 	var sandbox *actions.Sandbox
 	if cmd == "serve" && cfg.RunCommand {
-		if sandbox, err = runCommandSandbox(ctx, cfg, o.Getenv); err != nil {
+		var egress *actions.Egress
+		if cfg.RunCommandNetwork {
+			egress = newEgress(cfg, log)
+			if err := egress.Start(); err != nil {
+				fmt.Fprintf(o.Stderr, "taskloom: %v\n", &config.Error{Var: "TASKLOOM_RUN_COMMAND_NETWORK", Reason: strings.ReplaceAll(err.Error(), "\n", " ")})
+				return ExitUsage
+			}
+			defer egress.Close()
+		}
+		if sandbox, err = runCommandSandbox(ctx, cfg, o.Getenv, egress); err != nil {
 			fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
 			return ExitUsage
 		}
-		log.Info("run_command: enabled, in a bwrap sandbox", "bwrap", sandbox.Bwrap, "network", cfg.RunCommandNetwork)
+		log.Info("run_command: enabled, in a bwrap sandbox", "bwrap", sandbox.Bwrap, "network", cfg.RunCommandNetwork, "limits", sandbox.Limits.String())
+		if os.Geteuid() != 0 {
+			log.Warn("run_command: the working directory's size is not bounded (a tmpfs for it needs root); each file still is, and /tmp", "file_size", actions.FormatBytes(cfg.RunCommandFileSize))
+		}
+	}
+
+	if cmd == "serve" {
+		warnRootMCP(cfg, log, os.Geteuid())
 	}
 
 	switch cmd {
@@ -505,7 +522,9 @@ type CoreOptions struct {
 	Logger    *slog.Logger
 	Owner     string // names this replica in leases and outbox claims
 	// Sandbox runs run_command's commands when Config.RunCommand is set;
-	// nil makes one from Config, unchecked (serve checks it at start-up).
+	// nil makes one from Config, unchecked (serve checks it at start-up),
+	// with an egress proxy of its own when the network is allowed, which
+	// the runtime starts and stops.
 	Sandbox *actions.Sandbox
 	// Getenv gives the PATH and HOME that stdio MCP servers are started
 	// with; os.Getenv when nil.
@@ -549,7 +568,14 @@ func NewCore(o CoreOptions) *Core {
 	chat := &actions.Chat{Tasks: taskService, Admins: cfg.Admins, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale}
 	sandbox := o.Sandbox
 	if sandbox == nil {
-		sandbox = &actions.Sandbox{Network: cfg.RunCommandNetwork}
+		sandbox = &actions.Sandbox{Network: cfg.RunCommandNetwork, Limits: sandboxLimits(cfg)}
+		if cfg.RunCommand && cfg.RunCommandNetwork {
+			sandbox.Egress = newEgress(cfg, o.Logger)
+			if err := rt.Register(&plugin.Plugin{Name: "egress", Description: "the sandbox's egress proxy",
+				Services: []plugin.Service{egressService{sandbox.Egress}}}); err != nil {
+				panic(err) // the first plugin registered: cannot fail
+			}
+		}
 	}
 	tools := actions.Tools(actions.ToolConfig{
 		HTTPAllowPrivate: cfg.HTTPAllowPrivate,
@@ -605,7 +631,7 @@ func mcpServers(servers []config.MCPServer) []mcp.Server {
 // bwrap, user namespaces refused) fails at start-up, in one line saying
 // why, rather than at a task's first command. bwrap is looked for on the
 // PATH that getenv gives.
-func runCommandSandbox(ctx context.Context, cfg config.Config, getenv func(string) string) (*actions.Sandbox, error) {
+func runCommandSandbox(ctx context.Context, cfg config.Config, getenv func(string) string, egress *actions.Egress) (*actions.Sandbox, error) {
 	refuse := func(err error) error {
 		return &config.Error{Var: "TASKLOOM_RUN_COMMAND",
 			Reason: "the run_command sandbox cannot be made: " + strings.ReplaceAll(err.Error(), "\n", " ")}
@@ -614,12 +640,54 @@ func runCommandSandbox(ctx context.Context, cfg config.Config, getenv func(strin
 	if err != nil {
 		return nil, refuse(err)
 	}
-	sandbox := &actions.Sandbox{Bwrap: bwrap, Network: cfg.RunCommandNetwork}
+	sandbox := &actions.Sandbox{Bwrap: bwrap, Network: cfg.RunCommandNetwork, Egress: egress, Limits: sandboxLimits(cfg)}
 	if err := sandbox.Check(ctx); err != nil {
 		return nil, refuse(err)
 	}
 	return sandbox, nil
 }
+
+// warnRootMCP logs, in one line, that stdio MCP servers are started by a
+// Taskloom that runs as root (uid): they run as root too, and can read
+// Taskloom's memory and environment.
+func warnRootMCP(cfg config.Config, log *slog.Logger, uid int) {
+	if uid != 0 {
+		return
+	}
+	for _, s := range cfg.MCPServers {
+		if s.Command != "" {
+			log.Warn("Taskloom runs as root with stdio MCP servers configured: they run as root too and can read Taskloom's secrets; run Taskloom as an unprivileged user", "mcp_servers", len(cfg.MCPServers))
+			return
+		}
+	}
+}
+
+// sandboxLimits are the TASKLOOM_RUN_COMMAND_* limits.
+func sandboxLimits(cfg config.Config) actions.Limits {
+	return actions.Limits{Memory: cfg.RunCommandMemory, Processes: cfg.RunCommandProcesses, FileSize: cfg.RunCommandFileSize,
+		Disk: cfg.RunCommandDisk, CPU: cfg.RunCommandCPU}
+}
+
+// newEgress makes the sandbox's egress proxy, which refuses Taskloom's
+// own addresses (its listen address and public URL) besides what
+// http_get refuses.
+func newEgress(cfg config.Config, log *slog.Logger) *actions.Egress {
+	var own []string
+	if host, _, err := net.SplitHostPort(cfg.HTTPAddr); err == nil && host != "" {
+		own = append(own, host)
+	}
+	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
+		own = append(own, u.Hostname())
+	}
+	return actions.NewEgress(actions.EgressOptions{OwnHosts: own, Logger: log})
+}
+
+// egressService starts and stops an egress proxy with the runtime.
+type egressService struct{ e *actions.Egress }
+
+func (egressService) Name() string                  { return "egress" }
+func (s egressService) Start(context.Context) error { return s.e.Start() }
+func (s egressService) Stop(context.Context) error  { return s.e.Close() }
 
 // replicaName names this process in leases and outbox claims.
 func replicaName() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,6 +27,10 @@ func TestRunCommandWithoutASandboxStopsStartUp(t *testing.T) {
 	// A bwrap that fails as a real one does where user namespaces are
 	// refused.
 	fakeBin := t.TempDir()
+	// Run as root, Taskloom starts bwrap as nobody, who must reach it.
+	if err := os.Chmod(filepath.Dir(fakeBin), 0o711); err != nil {
+		t.Fatal(err)
+	}
 	script := "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
 	if err := os.WriteFile(filepath.Join(fakeBin, "bwrap"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -55,10 +60,15 @@ func TestServeWithRunCommand(t *testing.T) {
 	}
 	t.Parallel()
 	startServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_RUN_COMMAND": "true", "PATH": os.Getenv("PATH")})
+	// With the network, start-up starts the egress proxy and checks the
+	// sandbox reaches its forwarder.
+	startServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_RUN_COMMAND": "true",
+		"TASKLOOM_RUN_COMMAND_NETWORK": "true", "TASKLOOM_RUN_COMMAND_MEMORY": "256MiB", "PATH": os.Getenv("PATH")})
 }
 
 // NewCore gives run_command a sandbox with the network
-// TASKLOOM_RUN_COMMAND_NETWORK says.
+// TASKLOOM_RUN_COMMAND_NETWORK says: none, or only through the egress
+// proxy, which refuses the host's loopback (where Taskloom's API is).
 func TestCoreRunsCommandsInTheSandbox(t *testing.T) {
 	if _, err := actions.LookBwrap(os.Getenv("PATH")); err != nil {
 		t.Skipf("cannot test run_command's sandbox: %v", err)
@@ -78,7 +88,8 @@ func TestCoreRunsCommandsInTheSandbox(t *testing.T) {
 			c.Close()
 		}
 	}()
-	connect := fmt.Sprintf(`pwd; if bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null; then echo online; else echo offline; fi`, ln.Addr().(*net.TCPAddr).Port)
+	port := ln.Addr().(*net.TCPAddr).Port
+	connect := fmt.Sprintf(`pwd; if bash -c 'exec 3<>/dev/tcp/127.0.0.1/%[1]d' 2>/dev/null; then echo online; else echo offline; fi; curl -sS -m 5 http://127.0.0.1:%[1]d/ 2>&1`, port)
 	for _, network := range []string{"false", "true"} {
 		vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_RUN_COMMAND": "true", "TASKLOOM_RUN_COMMAND_NETWORK": network}
 		cfg, err := config.Load(func(k string) string { return vars[k] })
@@ -94,9 +105,41 @@ func TestCoreRunsCommandsInTheSandbox(t *testing.T) {
 		params, _ := json.Marshal(map[string]string{"command": connect})
 		res, err := core.Runtime.RunAction(context.Background(), "run_command", &plugin.Call{Task: &plugin.Task{Number: 1}, Params: params,
 			Files: plugin.NewFileView(st, 1)})
-		want := map[string]string{"false": "/work\noffline\n", "true": "/work\nonline\n"}[network]
-		if err != nil || !res.Success || !strings.HasSuffix(res.Text, want) {
-			t.Errorf("TASKLOOM_RUN_COMMAND_NETWORK=%s: %+v, %v; want output ending %q", network, res, err, want)
+		want := map[string]string{
+			"false": "/work\noffline\ncurl: (7) Failed to connect to 127.0.0.1 port " + fmt.Sprint(port),
+			"true":  "/work\noffline\nTaskloom's egress proxy refused 127.0.0.1:" + fmt.Sprint(port) + ": 127.0.0.1 is not a public address",
+		}[network]
+		if err != nil || !strings.Contains(res.Text, want) {
+			t.Errorf("TASKLOOM_RUN_COMMAND_NETWORK=%s: %+v, %v; want output with %q", network, res, err, want)
+		}
+	}
+}
+
+// Taskloom run as root with stdio MCP servers says so at start-up, in
+// one warning line.
+func TestRootWithMCPServersIsWarned(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		uid     int
+		servers string
+		warned  bool
+	}{
+		{0, `{"files": {"command": "mcp-files"}}`, true},
+		{1000, `{"files": {"command": "mcp-files"}}`, false},
+		{0, `{"web": {"url": "https://mcp.example.com/mcp"}}`, false},
+		{0, ``, false},
+	} {
+		cfg, err := config.Load(func(k string) string {
+			return map[string]string{"TASKLOOM_DATA_DIR": "x", "TASKLOOM_MCP_SERVERS": c.servers}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf strings.Builder
+		app.WarnRootMCP(cfg, slog.New(slog.NewTextHandler(&buf, nil)), c.uid)
+		got := buf.String()
+		if warned := strings.Contains(got, "level=WARN") && strings.Contains(got, "runs as root with stdio MCP servers"); warned != c.warned || strings.Count(got, "\n") > 1 {
+			t.Errorf("uid %d, servers %q: logged %q; want a warning: %v", c.uid, c.servers, got, c.warned)
 		}
 	}
 }

@@ -65,9 +65,20 @@ type Config struct {
 	// RunCommand registers the run_command tool (TASKLOOM_RUN_COMMAND).
 	// Start-up fails when its sandbox cannot be made.
 	RunCommand bool
-	// RunCommandNetwork lets run_command's sandbox use the host's network
-	// (TASKLOOM_RUN_COMMAND_NETWORK); without it, it has none.
+	// RunCommandNetwork lets run_command's sandbox reach public addresses
+	// through Taskloom's egress proxy (TASKLOOM_RUN_COMMAND_NETWORK);
+	// without it, it has no network at all.
 	RunCommandNetwork bool
+	// The limits of a sandboxed command: memory in bytes
+	// (TASKLOOM_RUN_COMMAND_MEMORY), processes
+	// (TASKLOOM_RUN_COMMAND_PROCESSES), the size of a file written
+	// (TASKLOOM_RUN_COMMAND_FILE_SIZE), writable space
+	// (TASKLOOM_RUN_COMMAND_DISK) and CPU time (TASKLOOM_RUN_COMMAND_CPU).
+	RunCommandMemory    int64
+	RunCommandProcesses int
+	RunCommandFileSize  int64
+	RunCommandDisk      int64
+	RunCommandCPU       time.Duration
 	// HTTPAllowPrivate lets http_get reach loopback and private addresses
 	// (TASKLOOM_HTTP_GET_ALLOW_PRIVATE).
 	HTTPAllowPrivate bool
@@ -167,6 +178,11 @@ func Load(getenv func(string) string) (Config, error) {
 		Admins:               r.list("TASKLOOM_ADMINS"),
 		RunCommand:           r.boolean("TASKLOOM_RUN_COMMAND"),
 		RunCommandNetwork:    r.boolean("TASKLOOM_RUN_COMMAND_NETWORK"),
+		RunCommandMemory:     r.bytes("TASKLOOM_RUN_COMMAND_MEMORY", 512<<20, 16<<20, 1<<40),
+		RunCommandProcesses:  r.integer("TASKLOOM_RUN_COMMAND_PROCESSES", 128, 8, 100000),
+		RunCommandFileSize:   r.bytes("TASKLOOM_RUN_COMMAND_FILE_SIZE", 64<<20, 1<<20, 1<<40),
+		RunCommandDisk:       r.bytes("TASKLOOM_RUN_COMMAND_DISK", 256<<20, 1<<20, 1<<40),
+		RunCommandCPU:        r.duration("TASKLOOM_RUN_COMMAND_CPU", 60*time.Second, time.Second, 24*time.Hour),
 		HTTPAllowPrivate:     r.boolean("TASKLOOM_HTTP_GET_ALLOW_PRIVATE"),
 		AnswerTimeout:        r.duration("TASKLOOM_ANSWER_TIMEOUT", 24*time.Hour, time.Minute, 365*24*time.Hour),
 		MaxTokens:            r.int64("TASKLOOM_MAX_TOKENS", DefaultMaxTokens, 0, 1<<40),
@@ -345,6 +361,53 @@ func (r *reader) int64(name string, def, lo, hi int64) int64 {
 		return def
 	}
 	return n
+}
+
+// bytes reads a size: a whole number of bytes, or one with a unit —
+// KiB, MiB, GiB, TiB (powers of 1024; K, M, G, T and KB, MB, GB, TB mean
+// the same).
+func (r *reader) bytes(name string, def, lo, hi int64) int64 {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, ok := parseBytes(v)
+	if !ok || n < lo || n > hi {
+		r.fail(&Error{Var: name, Value: v, Reason: fmt.Sprintf("want a size from %s to %s, such as 512MiB or 1GiB", formatBytes(lo), formatBytes(hi))})
+		return def
+	}
+	return n
+}
+
+func parseBytes(v string) (int64, bool) {
+	i := strings.IndexFunc(v, func(c rune) bool { return c < '0' || c > '9' })
+	digits, unit := v, ""
+	if i >= 0 {
+		digits, unit = v[:i], strings.ToUpper(strings.TrimSpace(v[i:]))
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	shift := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20,
+		"G": 30, "GB": 30, "GIB": 30, "T": 40, "TB": 40, "TIB": 40}
+	s, ok := shift[unit]
+	if !ok || n > (1<<62)>>s {
+		return 0, false
+	}
+	return n << s, true
+}
+
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d%s", n>>u.shift, u.name)
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func (r *reader) float(name string, def, lo, hi float64) float64 {

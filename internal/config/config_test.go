@@ -106,6 +106,13 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"TASKLOOM_APPROVE_TOOLS", "run_command; rm -rf"}, `TASKLOOM_APPROVE_TOOLS="run_command; rm -rf": "run_command; rm -rf" is not a tool name`},
 		{[]string{"TASKLOOM_MAX_ACTIVE", "0"}, `TASKLOOM_MAX_ACTIVE="0": want a whole number from 1`},
 		{[]string{"TASKLOOM_RETENTION", "1m"}, `TASKLOOM_RETENTION="1m": want a duration from 1h0m0s`},
+		{[]string{"TASKLOOM_RUN_COMMAND_MEMORY", "lots"}, `TASKLOOM_RUN_COMMAND_MEMORY="lots": want a size from 16MiB to 1TiB, such as 512MiB or 1GiB`},
+		{[]string{"TASKLOOM_RUN_COMMAND_MEMORY", "1MiB"}, `TASKLOOM_RUN_COMMAND_MEMORY="1MiB": want a size from 16MiB`},
+		{[]string{"TASKLOOM_RUN_COMMAND_MEMORY", "512 MB of it"}, `TASKLOOM_RUN_COMMAND_MEMORY="512 MB of it"`},
+		{[]string{"TASKLOOM_RUN_COMMAND_PROCESSES", "2"}, `TASKLOOM_RUN_COMMAND_PROCESSES="2": want a whole number from 8 to 100000`},
+		{[]string{"TASKLOOM_RUN_COMMAND_FILE_SIZE", "-1"}, `TASKLOOM_RUN_COMMAND_FILE_SIZE="-1": want a size from 1MiB`},
+		{[]string{"TASKLOOM_RUN_COMMAND_DISK", "99999999999T"}, `TASKLOOM_RUN_COMMAND_DISK="99999999999T"`},
+		{[]string{"TASKLOOM_RUN_COMMAND_CPU", "60"}, `TASKLOOM_RUN_COMMAND_CPU="60": want a duration such as 5s`},
 	}
 	for _, tt := range tests {
 		_, err := config.Load(env(tt.env...))
@@ -235,6 +242,21 @@ func TestRunCommandSwitches(t *testing.T) {
 		if err != nil || c.RunCommand != tt.command || c.RunCommandNetwork != tt.network {
 			t.Errorf("%v: RunCommand %v, RunCommandNetwork %v, err %v; want %v, %v", tt.env, c.RunCommand, c.RunCommandNetwork, err, tt.command, tt.network)
 		}
+	}
+}
+
+func TestRunCommandLimits(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(env())
+	if err != nil || c.RunCommandMemory != 512<<20 || c.RunCommandProcesses != 128 || c.RunCommandFileSize != 64<<20 ||
+		c.RunCommandDisk != 256<<20 || c.RunCommandCPU != time.Minute {
+		t.Errorf("defaults: %d %d %d %d %s, %v", c.RunCommandMemory, c.RunCommandProcesses, c.RunCommandFileSize, c.RunCommandDisk, c.RunCommandCPU, err)
+	}
+	c, err = config.Load(env("TASKLOOM_RUN_COMMAND_MEMORY", "1GiB", "TASKLOOM_RUN_COMMAND_PROCESSES", "64",
+		"TASKLOOM_RUN_COMMAND_FILE_SIZE", "16M", "TASKLOOM_RUN_COMMAND_DISK", "1073741824", "TASKLOOM_RUN_COMMAND_CPU", "2m"))
+	if err != nil || c.RunCommandMemory != 1<<30 || c.RunCommandProcesses != 64 || c.RunCommandFileSize != 16<<20 ||
+		c.RunCommandDisk != 1<<30 || c.RunCommandCPU != 2*time.Minute {
+		t.Errorf("set: %d %d %d %d %s, %v", c.RunCommandMemory, c.RunCommandProcesses, c.RunCommandFileSize, c.RunCommandDisk, c.RunCommandCPU, err)
 	}
 }
 
