@@ -127,23 +127,7 @@ func TestEgressProxyRules(t *testing.T) {
 func TestSandboxNetworkOnlyThroughTheProxy(t *testing.T) {
 	needBwrap(t)
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan struct{}, 8)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- struct{}{}
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port, accepted := hostListener(t)
 	e := actions.NewEgress(actions.EgressOptions{Timeout: 3 * time.Second})
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
@@ -177,4 +161,28 @@ curl -sS -m 5 --noproxy '*' http://127.0.0.1:3128/ >/dev/null; echo " forwarder=
 		t.Error("the host's listener accepted a connection from the sandbox")
 	default:
 	}
+}
+
+// hostListener listens on the host's loopback for as long as t runs and
+// returns its port and a channel that gets a value for each connection
+// it accepted (and closed at once).
+func hostListener(t *testing.T) (int, <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan struct{}, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, accepted
 }
