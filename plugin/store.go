@@ -218,6 +218,10 @@ type Notification struct {
 	// Enqueue ignores these fields and Status.
 	DeliveryKey string    `json:"delivery_key,omitempty"`
 	SendingAt   time.Time `json:"sending_at,omitzero"`
+	// Rendered is the message the first send under DeliveryKey rendered,
+	// as the notification service encodes it, on one row of the message
+	// (BeginSend); empty on the others and before any send.
+	Rendered string `json:"-"`
 }
 
 // RoomClaim asks for the due notifications of one room.
@@ -256,9 +260,12 @@ type Outbox interface {
 	RenewClaim(ctx context.Context, owner string, ids []int64, until time.Time) error
 	// BeginSend records on owner's claimed rows that a send of their
 	// message, named key, begins at now: DeliveryKey becomes key and
-	// SendingAt, if unset, now. ErrStaleFence when one of them is no
-	// longer owner's, and then nothing is recorded.
-	BeginSend(ctx context.Context, owner string, ids []int64, key string, now time.Time) error
+	// SendingAt, if unset, now. rendered is the message as this attempt
+	// made it; it is kept on one of the rows (Rendered) unless one of
+	// them has an earlier attempt's already, so that every attempt sends
+	// the first one's bytes. ErrStaleFence when one of them is no longer
+	// owner's, and then nothing is recorded.
+	BeginSend(ctx context.Context, owner string, ids []int64, key string, now time.Time, rendered string) error
 	// MarkFailed gives up on owner's claimed rows: they become dead letters
 	// (NotificationFailed at now, with reason), never claimed again unless
 	// retried. Rows no longer owner's are left alone and reported with

@@ -287,7 +287,14 @@ WHERE id = ANY($1) AND claimed_by = $2`
 
 	sqlRenewClaim = `UPDATE notifications SET claim_expires_at = $3 WHERE ` + claimedBy
 
-	sqlMarkSending = `UPDATE notifications SET delivery_key = $3, sending_at = COALESCE(sending_at, $4) WHERE ` + claimedBy
+	// sqlMarkSending keeps the first rendering of a message: one row of
+	// it (the lowest id) holds it, set only while none does.
+	sqlMarkSending = `
+UPDATE notifications SET delivery_key = $3, sending_at = COALESCE(sending_at, $4),
+    rendered = CASE WHEN id = (SELECT min(id) FROM notifications WHERE id = ANY($1))
+        AND NOT EXISTS (SELECT 1 FROM notifications WHERE id = ANY($1) AND rendered <> '')
+        THEN $5 ELSE rendered END
+WHERE ` + claimedBy
 
 	sqlFail = `
 UPDATE notifications

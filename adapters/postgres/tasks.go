@@ -682,8 +682,8 @@ func (t *txn) RenewClaimed(ctx context.Context, owner string, ids []int64, until
 	return t.exec(ctx, sqlRenewClaim, ids, owner, timeArg(until))
 }
 
-func (t *txn) MarkSending(ctx context.Context, owner string, ids []int64, key string, now time.Time) (int64, error) {
-	return t.exec(ctx, sqlMarkSending, ids, owner, key, timeArg(now))
+func (t *txn) MarkSending(ctx context.Context, owner string, ids []int64, key string, now time.Time, rendered string) (int64, error) {
+	return t.exec(ctx, sqlMarkSending, ids, owner, key, timeArg(now), rendered)
 }
 
 func (t *txn) FailClaimed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) (int64, error) {

@@ -166,7 +166,14 @@ WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
 
 	sqlRenewClaim = `UPDATE notifications SET claim_expires_at = ?3 WHERE ` + claimedBy
 
-	sqlMarkSending = `UPDATE notifications SET delivery_key = ?3, sending_at = coalesce(sending_at, ?4) WHERE ` + claimedBy
+	// sqlMarkSending keeps the first rendering of a message, as
+	// adapters/postgres's does.
+	sqlMarkSending = `
+UPDATE notifications SET delivery_key = ?3, sending_at = coalesce(sending_at, ?4),
+    rendered = CASE WHEN id = (SELECT min(value) FROM json_each(?1))
+        AND NOT EXISTS (SELECT 1 FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND rendered <> '')
+        THEN ?5 ELSE rendered END
+WHERE ` + claimedBy
 
 	sqlFail = `
 UPDATE notifications

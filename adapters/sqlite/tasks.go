@@ -143,8 +143,8 @@ func (t dialectTx) RenewClaimed(ctx context.Context, owner string, ids []int64, 
 	return t.exec(ctx, sqlRenewClaim, jsonList(ids), owner, timeArg(until))
 }
 
-func (t dialectTx) MarkSending(ctx context.Context, owner string, ids []int64, key string, now time.Time) (int64, error) {
-	return t.exec(ctx, sqlMarkSending, jsonList(ids), owner, key, timeArg(now))
+func (t dialectTx) MarkSending(ctx context.Context, owner string, ids []int64, key string, now time.Time, rendered string) (int64, error) {
+	return t.exec(ctx, sqlMarkSending, jsonList(ids), owner, key, timeArg(now), rendered)
 }
 
 func (t dialectTx) FailClaimed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) (int64, error) {

@@ -77,9 +77,10 @@ type Tx interface {
 	// owner holds to until; it says how many it renewed.
 	RenewClaimed(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error)
 	// MarkSending sets the delivery key of the pending rows of ids that
-	// owner holds to key, and their sending time, where unset, to now; it
-	// says how many it marked.
-	MarkSending(ctx context.Context, owner string, ids []int64, key string, now time.Time) (int64, error)
+	// owner holds to key, and their sending time, where unset, to now;
+	// rendered goes on the row of ids with the lowest id unless a row of
+	// ids has a rendered message already. It says how many it marked.
+	MarkSending(ctx context.Context, owner string, ids []int64, key string, now time.Time, rendered string) (int64, error)
 	// FailClaimed makes the pending rows of ids that owner holds dead
 	// letters, failed at now with reason, counting the attempt, and
 	// releases them; it says how many it failed.

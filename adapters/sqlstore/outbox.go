@@ -152,13 +152,13 @@ func (c Core) RenewClaim(ctx context.Context, owner string, ids []int64, until t
 
 // BeginSend records on owner's claimed rows that a send of their message,
 // named key, begins at now: all or none, as RenewClaim.
-func (c Core) BeginSend(ctx context.Context, owner string, ids []int64, key string, now time.Time) error {
+func (c Core) BeginSend(ctx context.Context, owner string, ids []int64, key string, now time.Time, rendered string) error {
 	key = plugin.CleanText(key)
 	if key == "" || now.IsZero() {
 		return fmt.Errorf("begin sending notifications: %w: a send needs a key and a time", plugin.ErrInvalid)
 	}
 	return c.allClaimed(ctx, "begin sending", owner, ids, func(tx Tx, ids []int64) (int64, error) {
-		return tx.MarkSending(ctx, owner, ids, key, plugin.UTC(now))
+		return tx.MarkSending(ctx, owner, ids, key, plugin.UTC(now), rendered)
 	})
 }
 
@@ -244,7 +244,7 @@ func UniqueIDs(ids []int64) []int64 {
 // NotificationColumns are the columns of notifications in the order
 // ScanNotification reads them.
 const NotificationColumns = `id, room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error, ` +
-	`status, failed_at, retried_at, delivery_key, sending_at`
+	`status, failed_at, retried_at, delivery_key, sending_at, rendered`
 
 // NotificationArgs lists the values an insert of n writes: room,
 // task_number, category, payload, created_at, attempts, next_attempt_at,
@@ -261,7 +261,7 @@ func ScanNotification(row Row) (plugin.Notification, error) {
 	var payload []byte
 	var created, next, failed, retried, sending Time
 	err := row.Scan(&n.ID, &n.Room, &n.TaskNumber, &n.Category, &payload, &created, &n.Attempts, &next, &n.LastError,
-		&n.Status, &failed, &retried, &n.DeliveryKey, &sending)
+		&n.Status, &failed, &retried, &n.DeliveryKey, &sending, &n.Rendered)
 	n.Payload = payload
 	n.CreatedAt = created.T
 	n.NextAttemptAt = next.T

@@ -34,7 +34,7 @@ func testMoveTask(t *testing.T, s plugin.Store) {
 	if _, ids := claimRoom(t, s, plugin.RoomClaim{Owner: "s1", Now: at(time.Second), Lease: time.Minute, Room: channel}); len(ids) != 1 {
 		t.Fatalf("claimed %v, want the one notification", ids)
 	}
-	if err := s.BeginSend(ctx, "s1", []int64{begun.ID}, "key-1", at(time.Second)); err != nil {
+	if err := s.BeginSend(ctx, "s1", []int64{begun.ID}, "key-1", at(time.Second), ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Release(ctx, "s1", []int64{begun.ID}, at(time.Hour), "timeout"); err != nil {

@@ -426,10 +426,10 @@ func testOutboxBeginSend(t *testing.T, s plugin.Store) {
 		t.Errorf("enqueued = %+v, want pending with no send begun", n)
 	}
 	ns := claimAll(t, s, "sender-1", at(time.Minute), time.Minute)
-	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "k1", at(time.Minute)); err != nil {
+	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "k1", at(time.Minute), `{"text":"first"}`); err != nil {
 		t.Fatalf("BeginSend: %v", err)
 	}
-	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "", at(time.Minute)); !errors.Is(err, plugin.ErrInvalid) {
+	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "", at(time.Minute), ""); !errors.Is(err, plugin.ErrInvalid) {
 		t.Errorf("BeginSend without a key: %v, want ErrInvalid", err)
 	}
 	// sender-1 dies; sender-2 finds the rows as sender-1 left them.
@@ -442,26 +442,34 @@ func testOutboxBeginSend(t *testing.T, s plugin.Store) {
 			t.Errorf("row %d after a begun send = key %q sending at %v; want k1 at %v", n.ID, n.DeliveryKey, n.SendingAt, at(time.Minute))
 		}
 	}
+	// The rendering is kept once, on the message's first row.
+	if got := renderings(ns); !slices.Equal(got, []string{`{"text":"first"}`, ""}) {
+		t.Errorf("renderings after a begun send = %q; want the message on the first row only", got)
+	}
 	// sender-1 may not touch them now, not even one of them.
-	if err := s.BeginSend(t.Context(), "sender-1", []int64{a1.ID}, "k2", at(3*time.Minute)); !errors.Is(err, plugin.ErrStaleFence) {
+	if err := s.BeginSend(t.Context(), "sender-1", []int64{a1.ID}, "k2", at(3*time.Minute), ""); !errors.Is(err, plugin.ErrStaleFence) {
 		t.Errorf("BeginSend by the sender whose claim expired: %v, want ErrStaleFence", err)
 	}
-	// A second attempt keeps the first attempt's time.
-	if err := s.BeginSend(t.Context(), "sender-2", []int64{a1.ID, a2.ID}, "k1", at(4*time.Minute)); err != nil {
+	// A second attempt keeps the first attempt's time and rendering.
+	if err := s.BeginSend(t.Context(), "sender-2", []int64{a1.ID, a2.ID}, "k1", at(4*time.Minute), `{"text":"second"}`); err != nil {
 		t.Fatalf("BeginSend again: %v", err)
 	}
 	if err := s.Release(t.Context(), "sender-2", []int64{a1.ID, a2.ID}, at(5*time.Minute), "timeout"); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range claimAll(t, s, "sender-3", at(5*time.Minute), time.Hour) {
+	again := claimAll(t, s, "sender-3", at(5*time.Minute), time.Hour)
+	for _, n := range again {
 		if n.DeliveryKey != "k1" || !n.SendingAt.Equal(at(time.Minute)) || n.Attempts != 1 {
 			t.Errorf("row %d after a retry = %+v; want key k1, first sent at %v, 1 attempt", n.ID, n, at(time.Minute))
 		}
 	}
+	if got := renderings(again); !slices.Equal(got, []string{`{"text":"first"}`, ""}) {
+		t.Errorf("renderings after a second attempt = %q; want the first attempt's, kept", got)
+	}
 	// All or none: one row of another sender's refuses the whole call.
 	b := enqueue(t, s, "room-b", plugin.NotifyProgress, at(6*time.Minute))
 	nb := claimAll(t, s, "sender-4", at(6*time.Minute), time.Minute)
-	if err := s.BeginSend(t.Context(), "sender-4", append(ids(nb), a1.ID), "k3", at(6*time.Minute)); !errors.Is(err, plugin.ErrStaleFence) {
+	if err := s.BeginSend(t.Context(), "sender-4", append(ids(nb), a1.ID), "k3", at(6*time.Minute), ""); !errors.Is(err, plugin.ErrStaleFence) {
 		t.Errorf("BeginSend with a row of another sender: %v, want ErrStaleFence", err)
 	}
 	list, err := s.ListNotifications(t.Context(), "", b.ID-1, 1)
@@ -470,13 +478,22 @@ func testOutboxBeginSend(t *testing.T, s plugin.Store) {
 	}
 }
 
+// renderings are the Rendered of rows, in order.
+func renderings(rows []plugin.Notification) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Rendered
+	}
+	return out
+}
+
 // testOutboxDeadLetters: a notification given up on is kept, listed and
 // never claimed, until it is retried.
 func testOutboxDeadLetters(t *testing.T, s plugin.Store) {
 	a1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
 	a2 := enqueue(t, s, "room-a", plugin.NotifyTerminal, at(time.Second))
 	ns := claimAll(t, s, "sender-1", at(time.Minute), time.Minute)
-	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "k1", at(time.Minute)); err != nil {
+	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "k1", at(time.Minute), ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.MarkFailed(t.Context(), "sender-2", ids(ns), at(time.Minute), "not mine"); !errors.Is(err, plugin.ErrStaleFence) {

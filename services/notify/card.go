@@ -209,11 +209,16 @@ func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task 
 func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int64, rows []plugin.Notification, msg plugin.Outgoing, shown []plugin.RoomProgress) (bool, error) {
 	ids := idsOf(rows)
 	platformName := plugin.RoomPlatform(room)
+	if first, firstShown, again := firstRendering(rows); again {
+		// An earlier attempt may have posted the card: post its bytes,
+		// which the platform recognises; the next flush edits it.
+		msg, shown = first, firstShown
+	}
 	key, since := rows[0].DeliveryKey, firstAttempt(rows)
 	if key == "" {
 		key = deliveryKey(ids)
 	}
-	if err := s.store.BeginSend(ctx, s.opts.Owner, ids, key, s.now()); err != nil {
+	if err := s.store.BeginSend(ctx, s.opts.Owner, ids, key, s.now(), rendering(msg, shown)); err != nil {
 		if errors.Is(err, plugin.ErrStaleFence) {
 			s.log.Warn("another sender took a card's notifications before it was posted", "room", room, "task", task, "err", err)
 			return false, nil

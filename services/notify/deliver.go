@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -95,9 +96,12 @@ func byMessage(rows []plugin.Notification) [][]plugin.Notification {
 func (s *Service) deliverMessage(ctx context.Context, room string, rows []plugin.Notification) (bool, error) {
 	ids := idsOf(rows)
 	platformName := plugin.RoomPlatform(room)
-	msg, shown, err := s.compose(ctx, room, rows)
-	if err != nil {
-		return false, s.failed(ctx, room, rows, err)
+	msg, shown, again := firstRendering(rows)
+	if !again {
+		var err error
+		if msg, shown, err = s.compose(ctx, room, rows); err != nil {
+			return false, s.failed(ctx, room, rows, err)
+		}
 	}
 	if msg.Text == "" {
 		return false, s.store.MarkSent(ctx, s.opts.Owner, ids, shown)
@@ -111,7 +115,7 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []plugin
 	if key == "" {
 		key = deliveryKey(ids)
 	}
-	if err := s.store.BeginSend(ctx, s.opts.Owner, ids, key, s.now()); err != nil {
+	if err := s.store.BeginSend(ctx, s.opts.Owner, ids, key, s.now(), rendering(msg, shown)); err != nil {
 		if errors.Is(err, plugin.ErrStaleFence) {
 			s.log.Warn("another sender took the notifications before they were sent", "room", room, "key", key, "err", err)
 			return false, nil
@@ -320,4 +324,42 @@ func deliveryKey(ids []int64) string {
 		h.Write(b[:])
 	}
 	return strconv.FormatInt(ids[0], 36) + "-" + strconv.FormatUint(uint64(h.Sum32()), 36)
+}
+
+// rendered is a message as the first send under its key made it, kept on
+// one of its rows (plugin.Notification.Rendered) by BeginSend: every later
+// attempt sends these very bytes, whatever the task has done since, so a
+// platform that knows an earlier attempt only by its text (Discord's
+// history once the nonce is forgotten) finds it.
+type rendered struct {
+	Text      string                `json:"text"`
+	Tasks     []int64               `json:"tasks,omitempty"`
+	Ended     []int64               `json:"ended,omitempty"`
+	Approvals []plugin.ApprovalRef  `json:"approvals,omitempty"`
+	Shown     []plugin.RoomProgress `json:"shown,omitempty"`
+}
+
+// rendering encodes m and the progress it shows for BeginSend.
+func rendering(m plugin.Outgoing, shown []plugin.RoomProgress) string {
+	b, err := json.Marshal(rendered{Text: m.Text, Tasks: m.Tasks, Ended: m.Ended, Approvals: m.Approvals, Shown: shown})
+	if err != nil {
+		return "" // unreachable: plain values
+	}
+	return string(b)
+}
+
+// firstRendering is the message an earlier attempt at rows rendered, if
+// one did (and left it readable).
+func firstRendering(rows []plugin.Notification) (plugin.Outgoing, []plugin.RoomProgress, bool) {
+	for _, r := range rows {
+		if r.Rendered == "" || r.DeliveryKey == "" {
+			continue
+		}
+		var m rendered
+		if json.Unmarshal([]byte(r.Rendered), &m) != nil || m.Text == "" {
+			return plugin.Outgoing{}, nil, false
+		}
+		return plugin.Outgoing{Text: m.Text, Tasks: m.Tasks, Ended: m.Ended, Approvals: m.Approvals}, m.Shown, true
+	}
+	return plugin.Outgoing{}, nil, false
 }

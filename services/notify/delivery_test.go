@@ -233,7 +233,7 @@ func TestAnEarlierAttemptsKeyIsKept(t *testing.T) {
 				if _, _, err := st.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "ghost", Now: clk.Now(), Lease: notify.DefaultLease}); err != nil {
 					t.Fatal(err)
 				}
-				if err := st.BeginSend(t.Context(), "ghost", []int64{n.ID}, "ghost-7", clk.Now()); err != nil {
+				if err := st.BeginSend(t.Context(), "ghost", []int64{n.ID}, "ghost-7", clk.Now(), ""); err != nil {
 					t.Fatal(err)
 				}
 				ghost, _ := f.rt.Platform(c.room)
@@ -279,7 +279,7 @@ func TestSlackRoomThatCannotBeReadStillGetsTheMessage(t *testing.T) {
 		if _, _, err := st.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "ghost", Now: clk.Now(), Lease: notify.DefaultLease}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.BeginSend(t.Context(), "ghost", []int64{n.ID}, "ghost-9", clk.Now()); err != nil {
+		if err := st.BeginSend(t.Context(), "ghost", []int64{n.ID}, "ghost-9", clk.Now(), ""); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(notify.DefaultLease)
