@@ -55,6 +55,7 @@ func (AskUser) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, er
 	if err != nil {
 		return plugin.Result{}, err
 	}
+	n.Asks = plugin.WaitAnswer
 	res.Notifications = []plugin.Notification{n}
 	return res, nil
 }

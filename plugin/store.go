@@ -222,6 +222,11 @@ type Notification struct {
 	// as the notification service encodes it, on one row of the message
 	// (BeginSend); empty on the others and before any send.
 	Rendered string `json:"-"`
+	// Asks is what the notification asks people for (a question's
+	// answer, an approval), set by the tool that made it and not stored:
+	// an iteration that ends its task drops such a request, as nobody
+	// can answer it any more.
+	Asks WaitOn `json:"-"`
 }
 
 // RoomClaim asks for the due notifications of one room.

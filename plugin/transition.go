@@ -585,6 +585,11 @@ func withNotifications(m Mutation, t Task, ns []Notification, now time.Time) Mut
 		if t.RoomID != "" {
 			n.Room = t.RoomID
 		}
+		if n.Asks != WaitNone && m.Task.Status.Terminal() {
+			// The iteration that asked ended the task (its last
+			// iteration, its budget): there is nothing to answer.
+			continue
+		}
 		if n.Room == "" {
 			// A task without a room (made through the API, the CLI or
 			// the dashboard) is followed through its events; there is

@@ -208,3 +208,30 @@ func TestCommitThatCannotSucceedFailsTheTask(t *testing.T) {
 		f.check()
 	})
 }
+
+// TestLastIterationAsksNothing: an iteration that asks a question or an
+// approval but ends its task (its last iteration) posts no request:
+// nobody could answer it.
+func TestLastIterationAsksNothing(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := approvalFixture(t, open)
+		f.model.Decide("write_file", map[string]string{"path": "x", "content": "y"}, 20, "continue")
+		f.model.Decide("ask_user", map[string]string{"question": "Which port?"}, 20, "continue")
+		last := func(in *plugin.NewTask) { in.MaxIterations = 1 }
+		a := f.create("Ask approval on the last iteration", last).Number
+		f.step("test")
+		q := f.create("Ask a question on the last iteration", last).Number
+		f.step("test")
+		for _, n := range []int64{a, q} {
+			if got := f.task(n); got.Status != plugin.StatusStalemate || got.WaitingOn != plugin.WaitNone || plugin.ApprovalID(got) != "" {
+				t.Fatalf("#%d = %s waiting on %q; want ended, waiting on nothing", n, got.Status, got.WaitingOn)
+			}
+		}
+		for _, text := range f.outboxTexts() {
+			if strings.HasPrefix(text, "approval:") || strings.HasPrefix(text, "question:") {
+				t.Errorf("the outbox asks %q of an ended task", text)
+			}
+		}
+		f.check()
+	})
+}

@@ -136,7 +136,8 @@ func approvalRequest(task plugin.Task, action string, params json.RawMessage) (p
 	if err != nil {
 		return plugin.Notification{}, fmt.Errorf("approval request: %w", err)
 	}
-	return plugin.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: plugin.NotifyMessage, Payload: payload}, nil
+	return plugin.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: plugin.NotifyMessage, Payload: payload,
+		Asks: plugin.WaitApproval}, nil
 }
 
 // load reads what a turn knows of its task's past, in reads bounded
