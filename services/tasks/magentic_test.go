@@ -128,6 +128,29 @@ func TestMagenticReplanNeedsAPlan(t *testing.T) {
 	})
 }
 
+// TestMagenticStallOnTheLastDecisionEndsTheTask: a stall on the
+// supervisor's last decision allowed (max_steps) ends the task there
+// instead of granting a replan turn past max_steps.
+func TestMagenticStallOnTheLastDecisionEndsTheTask(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		fake := testkit.NewOpenAI(t)
+		f := newTeamFixture(t, open, fake, nil, func(o *tasks.Options) { o.Team.MaxStalls, o.Team.MaxSteps = 1, 2 })
+		n := f.createAs(plugin.StrategyMagentic, "Write the report").Number
+		fake.Reply(magReply("writer", "Write", nil, "1. write"))
+		fake.Reply(note("a", 10, "continue"))
+		fake.Reply(magReply("writer", "Write more", nil, "")) // decision 2 of 2, a stall
+		f.stepsN(3, "w")
+		got := f.task(n)
+		if got.Status != plugin.StatusStalemate || !strings.Contains(got.Error, "max_steps") {
+			t.Fatalf("task = %s %q; want stalemate at max_steps", got.Status, got.Error)
+		}
+		if reqs := len(fake.Requests()); reqs != 3 {
+			t.Fatalf("the model was asked %d times; want 3, no decision past max_steps", reqs)
+		}
+		f.check()
+	})
+}
+
 // TestMagenticLedgerStaysBounded: facts beyond the ledger's bound keep
 // only the latest.
 func TestMagenticLedgerStaysBounded(t *testing.T) {

@@ -227,6 +227,11 @@ func (tt *teamTurn) decide(ctx context.Context, magentic bool) (plugin.Outcome, 
 	}
 	if magentic {
 		if stalled := tt.stall(&o, &led, &st, a); stalled {
+			if o.Stalemate == "" && st.Decisions >= tt.team.MaxSteps {
+				// A stall on the last decision allowed: no replan
+				// turn is left to make.
+				o.Stalemate = tt.maxStepsReason()
+			}
 			return o, nil
 		}
 	}
