@@ -86,7 +86,15 @@ func reviewStateOf(t plugin.Task) reviewState {
 	return st
 }
 
+// reviewTextRunes bounds each text a review task carries from claim to
+// claim (plan, notes, work, why it got stuck): they are in its state and
+// in every prompt of the phases that read them, so a model's long reply
+// must not make every later prompt long.
+const reviewTextRunes = 4000
+
 func (st reviewState) encode() string {
+	st.Plan, st.Notes = clip(st.Plan, reviewTextRunes), clip(st.Notes, reviewTextRunes)
+	st.Work, st.Stuck = clip(st.Work, reviewTextRunes), clip(st.Stuck, reviewTextRunes)
 	raw, err := json.Marshal(st)
 	if err != nil {
 		panic(err) // strings, ints and a bool: always encodes

@@ -541,3 +541,29 @@ func FuzzParseReviewReplies(f *testing.F) {
 		}
 	})
 }
+
+// TestReviewTextsStayBounded: a plan and review notes of 50,000
+// characters are clipped where the task keeps them, so neither its state
+// nor any later prompt carries them whole.
+func TestReviewTextsStayBounded(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		fake := testkit.NewOpenAI(t)
+		f := newWireFixture(t, open, fake, nil)
+		n := rvCreate(f, "Write a haiku")
+		long := strings.Repeat("plan ", 10_000)
+		fake.Reply(rvAnalysis("execute", long))
+		fake.Reply(rvWrite("haiku.md", "a\nb\nc", 100, "done"))
+		fake.Reply(rvVerdict("changes_requested", strings.Repeat("note ", 10_000), ""))
+		fake.Reply(rvWrite("haiku.md", "a\nb\nc", 90, "continue"))
+		rvServe(f, 4)
+		if got := f.task(n); len(got.State) > 4*4000+1000 {
+			t.Fatalf("the task's state is %d bytes; want its texts clipped", len(got.State))
+		}
+		for i, r := range fake.Requests() {
+			if u := rvUser(r); len(u) > 40_000 {
+				t.Errorf("request %d's user message is %d bytes; want the plan and notes clipped", i+1, len(u))
+			}
+		}
+		f.check()
+	})
+}
