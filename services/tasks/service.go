@@ -23,7 +23,29 @@ const (
 	leaseMargin             = 10 * time.Second
 	commitTimeout           = 15 * time.Second
 	errorBackoff            = time.Second
+	// stopGrace is how long a write still running when Stop's deadline
+	// passes (a commit, a release) may go on: past it the task is left
+	// to its lease, and Stop returns.
+	stopGrace = 2 * time.Second
 )
+
+// writeContext bounds a write that must happen even as its caller is
+// canceled — an iteration's commit, a task given back: commitTimeout,
+// cut to stopGrace (on the service's clock) once parent ends, which for
+// a worker is when Stop's deadline has passed.
+func (s *Service) writeContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), commitTimeout)
+	stop := context.AfterFunc(parent, func() {
+		t := s.clk.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case <-t.C():
+			cancel()
+		case <-ctx.Done():
+		}
+	})
+	return ctx, func() { stop(); cancel() }
+}
 
 // NotifyFunc derives the outbox rows a task change causes; the service
 // writes them in the same transaction as the change. The notification
@@ -268,7 +290,7 @@ func (s *Service) work(owner string) {
 	defer func() {
 		// A task claimed with the last commit is not in flight: give it
 		// back for another replica to take at once.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hardCtx), commitTimeout)
+		ctx, cancel := s.writeContext(s.hardCtx)
 		defer cancel()
 		if err := w.Release(ctx); err != nil {
 			s.log.Error("cannot give back the task claimed ahead", "owner", owner, "err", err)
@@ -383,7 +405,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 	}
 	// The write must happen even if ctx is being canceled: use a
 	// context of its own.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	wctx, wcancel := s.writeContext(ctx)
 	defer wcancel()
 	var mf *ModelFailure
 	if errors.As(runErr, &mf) {
@@ -400,7 +422,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 // untouched (an iteration "released"). A lease lost meanwhile leaves
 // nothing to give back.
 func (s *Service) release(ctx context.Context, task plugin.Task) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	wctx, cancel := s.writeContext(ctx)
 	defer cancel()
 	err := s.persist(wctx, func() error {
 		_, err := s.mutate(wctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
@@ -647,6 +669,11 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 // it with the reason. The count is in the task's recent events, so it
 // holds across workers and replicas.
 func (s *Service) commitFailed(claimed plugin.Task, o plugin.Outcome, reason error) error {
+	if s.hardCtx != nil && s.hardCtx.Err() != nil {
+		// Stopping past its deadline: the commit was cut short, not
+		// refused; the task's lease gives it back.
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	evs, err := s.store.TaskEvents(ctx, claimed.Number, max(0, claimed.EventSeq-recentCommitEvents))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,4 +74,68 @@ func TestWorkerGivesBackItsHeldTaskOnStop(t *testing.T) {
 			t.Errorf("%d model calls, want 1", n)
 		}
 	})
+}
+
+// hungStore is a store whose writes hang until their context ends, as a
+// database that stopped answering does.
+type hungStore struct {
+	plugin.Store
+	writing chan struct{} // closed at the first write that hangs
+	once    sync.Once
+}
+
+func (h *hungStore) UpdateTask(ctx context.Context, n int64, fn plugin.MutateFunc) (plugin.Task, error) {
+	h.once.Do(func() { close(h.writing) })
+	<-ctx.Done()
+	return plugin.Task{}, ctx.Err()
+}
+
+// TestStopKeepsItsDeadline: a commit hanging on a store that stopped
+// answering when Stop's deadline passes is given stopGrace more on the
+// service's clock, then Stop returns; the task is left to its lease.
+func TestStopKeepsItsDeadline(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC))
+	store := &hungStore{Store: teststore.SQLite(t), writing: make(chan struct{})}
+	model := testkit.NewScriptedModel().Default(func(context.Context, plugin.ModelRequest) (plugin.ModelResponse, error) {
+		return plugin.ModelResponse{Text: testkit.DecisionJSON("none", nil, 10, "continue")}, nil
+	})
+	rt := plugin.New(plugin.Options{Store: store, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := rt.Register(&plugin.Plugin{Name: "model", Models: map[plugin.ModelType]plugin.Model{plugin.ModelText: model}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Store.CreateTask(ctx, plugin.NewTask{Goal: "A", RequestorID: "u1", Platform: "console", RoomID: "console", Now: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Runtime: rt, Lease: time.Minute, Workers: 1, Owner: "r"})
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Wake()
+	select {
+	case <-store.writing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the iteration's commit never began")
+	}
+	late, cancel := context.WithCancel(ctx)
+	cancel() // Stop's deadline has passed
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop(late) }()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case err := <-stopped:
+			if err == nil {
+				t.Fatal("Stop past its deadline reported no error")
+			}
+			return
+		case <-deadline:
+			t.Fatal("Stop did not return within stopGrace of its deadline: a hanging commit held it")
+		case <-time.After(10 * time.Millisecond):
+			clk.Advance(stopGrace / 4)
+		}
+	}
 }
