@@ -44,8 +44,15 @@ type Config struct {
 	BaseURL string
 	// Model names the model; empty means DefaultModel.
 	Model string
-	// HTTPClient sends the requests; nil means a new http.Client.
+	// HTTPClient sends the requests; nil means a new http.Client whose
+	// transport keeps MaxConns idle connections to the server.
 	HTTPClient *http.Client
+	// MaxConns is how many calls may be in flight at once (the workers,
+	// and chat beside them): so many connections are kept open between
+	// calls, instead of Go's default of 2 a host, which makes most calls
+	// of a busy replica open a new connection (a TLS handshake each, on
+	// a real endpoint). 0 keeps the default.
+	MaxConns int
 	// MaxRetries is how many times a failed call is retried after the
 	// first attempt: 0 means DefaultMaxRetries, a negative value none.
 	MaxRetries int
@@ -96,6 +103,19 @@ func (s structured) String() string {
 
 var _ plugin.Model = (*Model)(nil)
 
+// transport is Go's default transport keeping up to conns idle
+// connections to each host (and at least its default).
+func transport(conns int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if conns > t.MaxIdleConnsPerHost {
+		t.MaxIdleConnsPerHost = conns
+	}
+	if conns > t.MaxIdleConns {
+		t.MaxIdleConns = conns
+	}
+	return t
+}
+
 // New returns a model configured by cfg. It needs an API key or a base URL.
 func New(cfg Config) (*Model, error) {
 	if cfg.APIKey == "" && cfg.BaseURL == "" {
@@ -111,7 +131,7 @@ func New(cfg Config) (*Model, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: transport(cfg.MaxConns)}
 	}
 	cc.HTTPClient = headerRecorder{hc}
 	m := &Model{

@@ -323,13 +323,18 @@ type unownedCounter interface {
 	Unowned(ctx context.Context) (steps, events int64, err error)
 }
 
+// chatConns are the model connections kept for chat replies and
+// evaluators beside the workers' own.
+const chatConns = 8
+
 // newModel picks the OpenAI-compatible model when a key or base URL is
 // configured, the demo model otherwise.
 func newModel(cfg config.Config, log *slog.Logger, clk clock.Clock) (plugin.Model, error) {
 	if cfg.UseDemoModel {
 		return demo.New(demo.Options{Clock: clk, Logger: log}), nil // it says so in the log
 	}
-	m, err := openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, Clock: clk, Logger: log})
+	m, err := openai.New(openai.Config{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, Clock: clk, Logger: log,
+		MaxConns: cfg.Workers + chatConns})
 	if err != nil {
 		return nil, fmt.Errorf("OpenAI-compatible model: %w", err)
 	}
