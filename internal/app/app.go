@@ -377,7 +377,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 		Getenv: o.Getenv})
 	rt := core.Runtime
 	var plugins []*plugin.Plugin
-	if useConsole(cfg, o.Getenv, o.Stdin) {
+	if useConsole(cfg, o.Stdin) {
 		con := &console.Console{Runtime: rt, In: o.Stdin, Out: o.Stdout, User: consoleUser(o.Getenv), OnEOF: func() {
 			log.Info("console input ended (Ctrl-D): shutting down")
 			quit()
@@ -703,15 +703,12 @@ func replicaName() string {
 // useConsole says whether to chat in the terminal: TASKLOOM_CONSOLE=true or
 // false decides; otherwise yes when no platform is configured and stdin is
 // a terminal.
-func useConsole(cfg config.Config, getenv func(string) string, stdin io.Reader) bool {
+func useConsole(cfg config.Config, stdin io.Reader) bool {
 	if stdin == nil {
 		return false
 	}
-	switch strings.ToLower(strings.TrimSpace(getenv("TASKLOOM_CONSOLE"))) {
-	case "1", "true", "yes", "on":
-		return true
-	case "0", "false", "no", "off":
-		return false
+	if cfg.Console != nil {
+		return *cfg.Console
 	}
 	if cfg.DiscordToken != "" || cfg.SlackBotToken != "" {
 		return false

@@ -46,6 +46,10 @@ type Config struct {
 	// DiscordThreads gives a task created in a Discord channel a thread of
 	// its own, where it reports (TASKLOOM_DISCORD_THREADS).
 	DiscordThreads bool
+	// Console, when set, says whether to chat in the terminal
+	// (TASKLOOM_CONSOLE); nil leaves it to whether a platform is
+	// configured and stdin is a terminal.
+	Console *bool
 
 	SlackBotToken      string
 	SlackAppToken      string
@@ -165,6 +169,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DiscordApplicationID: r.str("DISCORD_APPLICATION_ID", ""),
 		DiscordAPIURL:        r.str("DISCORD_API_URL", DefaultDiscordAPIURL),
 		DiscordThreads:       r.boolean("TASKLOOM_DISCORD_THREADS"),
+		Console:              r.optionalBool("TASKLOOM_CONSOLE"),
 		SlackBotToken:        r.str("SLACK_BOT_TOKEN", ""),
 		SlackAppToken:        r.str("SLACK_APP_TOKEN", ""),
 		SlackSigningSecret:   r.str("SLACK_SIGNING_SECRET", ""),
@@ -480,15 +485,27 @@ func (r *reader) httpURL(name string) string {
 }
 
 func (r *reader) boolean(name string) bool {
+	b := r.optionalBool(name)
+	return b != nil && *b
+}
+
+// optionalBool reads a boolean that may be left unset (nil): true, false,
+// 1, 0, yes, no, on or off, in any case. Anything else stops start-up.
+func (r *reader) optionalBool(name string) *bool {
 	v := strings.TrimSpace(r.getenv(name))
-	if v == "" {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
+	var b bool
+	switch strings.ToLower(v) {
+	case "":
+		return nil
+	case "1", "t", "true", "yes", "on":
+		b = true
+	case "0", "f", "false", "no", "off":
+		b = false
+	default:
 		r.fail(&Error{Var: name, Value: v, Reason: "want true or false"})
+		return nil
 	}
-	return b
+	return &b
 }
 
 // shard reads a shard ID and a shard count that are set together or not

@@ -3,6 +3,7 @@ package config_test
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,8 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"TASKLOOM_LOG_LEVEL", "loud"}, `TASKLOOM_LOG_LEVEL`},
 		{[]string{"TASKLOOM_RUN_COMMAND", "yes please"}, `TASKLOOM_RUN_COMMAND="yes please": want true or false`},
 		{[]string{"TASKLOOM_DISCORD_THREADS", "sometimes"}, `TASKLOOM_DISCORD_THREADS="sometimes": want true or false`},
-		{[]string{"TASKLOOM_RUN_COMMAND_NETWORK", "on"}, `TASKLOOM_RUN_COMMAND_NETWORK="on": want true or false`},
+		{[]string{"TASKLOOM_CONSOLE", "maybe"}, `TASKLOOM_CONSOLE="maybe": want true or false`},
+		{[]string{"TASKLOOM_RUN_COMMAND_NETWORK", "enabled"}, `TASKLOOM_RUN_COMMAND_NETWORK="enabled": want true or false`},
 		{[]string{"DISCORD_SHARD_ID", "1"}, `DISCORD_SHARD_COUNT: must be set with DISCORD_SHARD_ID (both or neither)`},
 		{[]string{"DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID: must be set with DISCORD_SHARD_COUNT (both or neither)`},
 		{[]string{"DISCORD_SHARD_ID", "2", "DISCORD_SHARD_COUNT", "2"}, `DISCORD_SHARD_ID="2": want a shard from 0 to 1 (DISCORD_SHARD_COUNT is 2)`},
@@ -269,6 +271,29 @@ func TestDiscordThreads(t *testing.T) {
 		c, err := config.Load(env("TASKLOOM_DISCORD_THREADS", tt.value))
 		if err != nil || c.DiscordThreads != tt.want {
 			t.Errorf("TASKLOOM_DISCORD_THREADS=%q: %v, %v; want %v", tt.value, c.DiscordThreads, err, tt.want)
+		}
+	}
+}
+
+// TestConsoleSetting: TASKLOOM_CONSOLE unset leaves the choice to the
+// terminal; any spelling of true or false decides.
+func TestConsoleSetting(t *testing.T) {
+	for v, want := range map[string]string{"": "auto", "yes": "true", "ON": "true", "1": "true", "false": "false", "off": "false", "No": "false"} {
+		cfg, err := config.Load(func(k string) string {
+			if k == "TASKLOOM_CONSOLE" {
+				return v
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatalf("TASKLOOM_CONSOLE=%q: %v", v, err)
+		}
+		got := "auto"
+		if cfg.Console != nil {
+			got = strconv.FormatBool(*cfg.Console)
+		}
+		if got != want {
+			t.Errorf("TASKLOOM_CONSOLE=%q gives %s, want %s", v, got, want)
 		}
 	}
 }
