@@ -139,6 +139,14 @@ type ActionInfo struct {
 	// Tool offers the action to agent tasks. Chat-only commands leave it
 	// false.
 	Tool bool
+	// NeedsRoom says the tool works only for a task with a chat room
+	// (it posts there): a task without one is not offered it.
+	NeedsRoom bool
+}
+
+// OffersTo reports whether the action is a tool task may use.
+func (i ActionInfo) OffersTo(task Task) bool {
+	return i.Tool && (!i.NeedsRoom || task.RoomID != "")
 }
 
 // Action is something the bot can do: a chat command handler and a tool an

@@ -87,7 +87,7 @@ func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.M
 	text := ChatReply
 	var calls []plugin.ToolCall
 	if req.Task != nil {
-		text, calls = answer(*req.Task, req.Tools)
+		text, calls = answer(*req.Task, req.Tools, offered(req, "post_message"))
 	}
 	var prompt int64
 	for _, msg := range req.Messages {
@@ -99,6 +99,22 @@ func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.M
 		Model:     Name,
 		Usage:     plugin.Usage{PromptTokens: prompt, CompletionTokens: tokens(text)},
 	}, nil
+}
+
+// offered reports whether req offers the tool name: among its native
+// tools, or listed in its prompt as the iteration prompt lists tools.
+func offered(req plugin.ModelRequest, name string) bool {
+	for _, t := range req.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	for _, m := range req.Messages {
+		if strings.Contains(m.Content, "\n- "+name+": ") {
+			return true
+		}
+	}
+	return false
 }
 
 // tokens estimates a token count the way people do: a token per four
@@ -127,7 +143,12 @@ type Decision struct {
 // Iterations past the plan's end, which only happen when steps failed along
 // the way, finish the task.
 func Decide(task plugin.TaskRef) Decision {
-	p := plan{task: task, n: PlanLength(task.Goal)}
+	return plan{task: task, n: PlanLength(task.Goal), post: true}.decide()
+}
+
+// decide is Decide for p.
+func (p plan) decide() Decision {
+	task := p.task
 	i := min(max(task.Iteration, 1), p.n)
 	mv := p.move(i)
 	d := Decision{
@@ -154,6 +175,10 @@ func Decide(task plugin.TaskRef) Decision {
 type plan struct {
 	task plugin.TaskRef
 	n    int
+	// post says post_message is among the tools offered (a task with a
+	// room); without it the plan's progress notes look over the notes
+	// folder instead.
+	post bool
 }
 
 type move struct {
@@ -185,6 +210,11 @@ func (p plan) move(i int) move {
 	}
 	switch (i - 4) % 4 {
 	case 0:
+		if !p.post {
+			return move{action: "list_files", params: map[string]string{"path": "notes"},
+				todo: "Look at what the notes folder holds now.", did: "looked at the notes folder",
+				thought: "See how far the notes have come."}
+		}
 		text := fmt.Sprintf("(demo model) Task #%d is at step %d of %d of a rehearsal plan for %q. "+
 			"No real model is configured, so no real work is done.", p.task.Number, i, p.n, goal)
 		return move{action: "post_message", params: map[string]string{"text": text},

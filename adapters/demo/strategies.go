@@ -12,8 +12,8 @@ import (
 // strategy's role asks for (PRODUCT §8): the same rehearsal plan, walked
 // through thoughts and observations (react), native tool calls (tools),
 // an analysis and a review (review), or a supervisor routing its agents.
-func answer(task plugin.TaskRef, tools []plugin.ToolSpec) (text string, calls []plugin.ToolCall) {
-	p := plan{task: task, n: PlanLength(task.Goal)}
+func answer(task plugin.TaskRef, tools []plugin.ToolSpec, post bool) (text string, calls []plugin.ToolCall) {
+	p := plan{task: task, n: PlanLength(task.Goal), post: post}
 	switch {
 	case task.Strategy == plugin.StrategyTools || len(tools) > 0:
 		return p.toolCalls(task.Iteration)
@@ -22,7 +22,7 @@ func answer(task plugin.TaskRef, tools []plugin.ToolSpec) (text string, calls []
 	case task.Role == plugin.RoleAnalysis:
 		return encode(map[string]any{"thought": "(demo model) The goal is small enough to do in one go.",
 			"decision": "execute", "plan": "Follow the rehearsal plan in " + PlanFile + "."}), nil
-	case task.Role == plugin.RoleReviewer:
+	case task.Role == plugin.RoleReviewer && task.Strategy == plugin.StrategyReview:
 		return encode(map[string]any{"thought": "(demo model) The plan was written and read back.",
 			"verdict": "approve", "notes": "The rehearsal plan is complete.", "summary": p.finalSummary()}), nil
 	case task.Role == plugin.RoleSupervisor:
@@ -30,7 +30,7 @@ func answer(task plugin.TaskRef, tools []plugin.ToolSpec) (text string, calls []
 	case task.Role != "" && task.Role != plugin.RoleAgent:
 		// An agent of a multi-agent strategy: the plan's step, with a tool
 		// every built-in agent has where the plan's needs another.
-		d := Decide(p.agentTurn(task))
+		d := plan{task: p.agentTurn(task), n: p.n, post: p.post}.decide()
 		if d.Action == "post_message" {
 			d.Action, d.Params = "list_files", map[string]string{}
 		}
@@ -39,9 +39,9 @@ func answer(task plugin.TaskRef, tools []plugin.ToolSpec) (text string, calls []
 		// Execution follows the one analysis claim.
 		t := task
 		t.Iteration = max(task.Iteration-1, 1)
-		return encode(Decide(t)), nil
+		return encode(plan{task: t, n: p.n, post: p.post}.decide()), nil
 	}
-	return encode(Decide(task)), nil
+	return encode(p.decide()), nil
 }
 
 // react answers a ReAct claim: cycle c of the plan is its step c.

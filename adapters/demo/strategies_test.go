@@ -49,9 +49,17 @@ func TestEveryStrategyCompletesOnTheDemoModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		steps, err := st.Steps(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if task.Status != plugin.StatusCompleted {
-			steps, _ := st.Steps(ctx, n)
 			t.Errorf("%s task #%d: %s (%s) after %d claims; want completed; steps: %+v", s, n, task.Status, task.Error, task.Iteration, steps)
+		}
+		for _, step := range steps {
+			if !step.Success {
+				t.Errorf("%s task #%d: step %d (%s, %s) failed: %s", s, n, step.Iteration, step.Role, step.Action, step.Error)
+			}
 		}
 	}
 }

@@ -265,7 +265,7 @@ func (tt *teamTurn) notes(h History, more ...string) []string {
 func (tt *teamTurn) agentStep(ctx context.Context, a Agent, note, instruction string) (plugin.Outcome, Decision, error) {
 	o := tt.Outcome()
 	o.Step.Role = a.Name
-	tools := agentTools(tt.Runtime, a)
+	tools := agentTools(tt.Runtime, tt.Task, a)
 	resp, err := tt.ask(ctx, &o, Request{Role: a.Name, Tools: tools, Notes: tt.notes(tt.it.History, note), Instruction: instruction, Schema: DecisionSchema},
 		"team_agent_system.tmpl", map[string]any{"Agent": viewOf(a), "Tools": tools, "Team": tt.team.views()})
 	if err != nil {
@@ -302,9 +302,9 @@ func (tt *teamTurn) agentStep(ctx context.Context, a Agent, note, instruction st
 // agentTools are the runtime's tools that a may use, as the prompt shows
 // them; a tool a names that the runtime does not have (an MCP server that
 // is down) is left out.
-func agentTools(rt *plugin.Runtime, a Agent) []Tool {
+func agentTools(rt *plugin.Runtime, task plugin.Task, a Agent) []Tool {
 	tools := []Tool{}
-	for _, t := range ToolsOf(rt) {
+	for _, t := range ToolsOf(rt, task) {
 		if slices.Contains(a.Tools, t.Name) {
 			tools = append(tools, t)
 		}

@@ -102,13 +102,14 @@ type Tool struct {
 	Parameters  string
 }
 
-// ToolsOf lists the runtime's tool actions (ActionInfo.Tool), sorted by
-// name so the prompt's fixed part does not change with registration order.
-func ToolsOf(rt *plugin.Runtime) []Tool {
+// ToolsOf lists the runtime's tool actions that task may use
+// (ActionInfo.OffersTo), sorted by name so the prompt's fixed part does
+// not change with registration order.
+func ToolsOf(rt *plugin.Runtime, task plugin.Task) []Tool {
 	var tools []Tool
 	for _, a := range rt.Actions() {
 		info := a.Info()
-		if !info.Tool {
+		if !info.OffersTo(task) {
 			continue
 		}
 		p := strings.TrimSpace(string(info.Parameters))

@@ -160,7 +160,7 @@ func (t *Turn) history(r Request) History {
 func (t *Turn) Messages(r Request) ([]plugin.ChatMessage, error) {
 	tools := r.Tools
 	if tools == nil {
-		tools = ToolsOf(t.Runtime)
+		tools = ToolsOf(t.Runtime, t.Task)
 	}
 	return BuildIterationPrompt(PromptInput{
 		System:      t.system,
@@ -256,7 +256,7 @@ func (t *Turn) Decide(ctx context.Context, o *plugin.Outcome, d Decision) {
 // the tool ran and succeeded.
 func (t *Turn) Act(ctx context.Context, o *plugin.Outcome, action string, params json.RawMessage) bool {
 	o.Step.Action, o.Step.Params = action, params
-	if a, ok := t.Runtime.Action(action); !ok || !a.Info().Tool {
+	if a, ok := t.Runtime.Action(action); !ok || !a.Info().OffersTo(t.Task) {
 		t.Fail(o, action, fmt.Sprintf("%q is not a tool this task can use", action))
 		return false
 	}

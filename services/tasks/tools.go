@@ -77,7 +77,7 @@ func (nativeTools) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
 	o := t.Outcome()
 	o.Step.Role = plugin.RoleAgent
 	st := readToolsState(t.Task.State)
-	tools := ToolsOf(t.Runtime)
+	tools := ToolsOf(t.Runtime, t.Task)
 	specs := make([]plugin.ToolSpec, 0, len(tools)+1)
 	for _, tl := range tools {
 		if tl.Name != reportProgressTool {
