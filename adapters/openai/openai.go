@@ -65,6 +65,8 @@ type Config struct {
 // Model is the OpenAI-compatible model.
 type Model struct {
 	client     *goopenai.Client
+	base       string   // the API root requests go to
+	baseURL    *url.URL // base, parsed
 	model      string
 	maxRetries int
 	clock      clock.Clock
@@ -134,8 +136,14 @@ func New(cfg Config) (*Model, error) {
 		hc = &http.Client{Transport: transport(cfg.MaxConns)}
 	}
 	cc.HTTPClient = headerRecorder{hc}
+	base, err := url.Parse(cc.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("openai: base URL %q: %w", cc.BaseURL, err)
+	}
 	m := &Model{
 		client:     goopenai.NewClientWithConfig(cc),
+		base:       cc.BaseURL,
+		baseURL:    base,
 		model:      cfg.Model,
 		maxRetries: cfg.MaxRetries,
 		clock:      cfg.Clock,

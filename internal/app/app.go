@@ -323,6 +323,36 @@ type unownedCounter interface {
 	Unowned(ctx context.Context) (steps, events int64, err error)
 }
 
+// checker is a model that can check its configuration without spending
+// a completion (adapters/openai).
+type checker interface {
+	Check(ctx context.Context) error
+}
+
+// modelCheckTimeout bounds the check of the model's endpoint at start.
+const modelCheckTimeout = 10 * time.Second
+
+// checkModel checks the model's endpoint once, beside start-up: what it
+// finds wrong is one line naming the variable to look at. It stops
+// nothing — tasks wait for a model that does not answer, as they would
+// later.
+func checkModel(ctx context.Context, c checker, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, modelCheckTimeout)
+	defer cancel()
+	err := c.Check(ctx)
+	var p *openai.Problem
+	switch {
+	case err == nil:
+		log.Info("model endpoint answers")
+	case errors.As(err, &p):
+		name := map[string]string{openai.SettingBaseURL: "OPENAI_BASE_URL", openai.SettingAPIKey: "OPENAI_API_KEY",
+			openai.SettingModel: "OPENAI_MODEL"}[p.Setting]
+		log.Warn(name + ": " + p.Reason)
+	default:
+		log.Warn("the model endpoint could not be checked", "err", err)
+	}
+}
+
 // chatConns are the model connections kept for chat replies and
 // evaluators beside the workers' own.
 const chatConns = 8
@@ -366,6 +396,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	model, err := newModel(cfg, log, clk)
 	if err != nil {
 		return err
+	}
+	if c, ok := model.(checker); ok {
+		go checkModel(ctx, c, log)
 	}
 	character := plugin.DefaultCharacter()
 	if cfg.Character != "" {

@@ -49,6 +49,10 @@ type OpenAI struct {
 	def     *scripted
 	reqs    []OpenAIRequest
 	served  int
+	// models are the IDs GET /v1/models lists; listings counts those
+	// requests, which Requests leaves out.
+	models   []string
+	listings int
 }
 
 // OpenAIRequest is one request the fake received.
@@ -307,7 +311,53 @@ func (o *OpenAI) push(s scripted) {
 	o.script = append(o.script, s)
 }
 
+// SetModels sets the model IDs GET /v1/models lists (by default
+// gpt-4o-mini and gpt-4o).
+func (o *OpenAI) SetModels(ids ...string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.models = ids
+}
+
+// Listings counts the GET /v1/models requests the server answered.
+func (o *OpenAI) Listings() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.listings
+}
+
+// listModels answers GET /v1/models as the API does: the key checked
+// first, then {"object":"list","data":[{"id","object":"model",…}]}.
+func (o *OpenAI) listModels(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	o.listings++
+	key, outage, ids := o.key, o.outage, o.models
+	o.mu.Unlock()
+	if ids == nil {
+		ids = []string{"gpt-4o-mini", "gpt-4o"}
+	}
+	switch {
+	case outage != 0:
+		msg, typ, code := defaultOpenAIError(outage)
+		writeOpenAIError(w, outage, msg, typ, code)
+		return
+	case key != "" && r.Header.Get("Authorization") != "Bearer "+key:
+		writeOpenAIError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+		return
+	}
+	data := make([]map[string]any, len(ids))
+	for i, id := range ids {
+		data[i] = map[string]any{"id": id, "object": "model", "created": 1700000000, "owned_by": "system"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+}
+
 func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		o.listModels(w, r)
+		return
+	}
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeOpenAIError(w, http.StatusBadRequest, "could not read the request body", "invalid_request_error", nil)
