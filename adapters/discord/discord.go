@@ -191,8 +191,33 @@ func (a *Adapter) Start(ctx context.Context) error {
 	a.running = true
 	a.mu.Unlock()
 
-	if err := a.sess.Open(); err != nil {
+	err := a.connect(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case refused(err):
+		// A token or settings Discord refuses stay refused: say so now.
 		a.abort()
+		return err
+	}
+	// Discord (or the way to it) is down: the rest of the service runs,
+	// and the connection is tried again until it is made.
+	a.log.Warn("cannot connect to Discord; trying again", "in", firstRetry, "err", err)
+	go a.reconnect(a.base)
+	return nil
+}
+
+// Connecting at start-up again after a failure: the wait doubles from
+// firstRetry up to maxRetry.
+const (
+	firstRetry = time.Second
+	maxRetry   = 5 * time.Minute
+)
+
+// connect opens the gateway, learns the application and registers the
+// commands.
+func (a *Adapter) connect(ctx context.Context) error {
+	if err := a.sess.Open(); err != nil {
 		return fmt.Errorf("discord: connect to the gateway: %w", explainOpen(err))
 	}
 	appID, err := a.applicationID()
@@ -204,7 +229,6 @@ func (a *Adapter) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		a.closeSession()
-		a.abort()
 		return fmt.Errorf("discord: %w", err)
 	}
 	shard := "none"
@@ -213,6 +237,62 @@ func (a *Adapter) Start(ctx context.Context) error {
 	}
 	a.log.Info("connected to Discord", "bot", a.botID(), "application", appID, "shard", shard)
 	return nil
+}
+
+// reconnect tries connect until it succeeds, Discord refuses for good, or
+// ctx (the adapter's life) ends.
+func (a *Adapter) reconnect(ctx context.Context) {
+	wait := firstRetry
+	for {
+		if err := clock.Sleep(ctx, a.clk, wait); err != nil {
+			return
+		}
+		a.mu.Lock()
+		stopping := a.stopping
+		a.mu.Unlock()
+		if stopping {
+			return
+		}
+		err := a.connect(ctx)
+		switch {
+		case err == nil:
+			return
+		case ctx.Err() != nil:
+			return
+		case refused(err):
+			a.log.Error("Discord refused the connection; chat on Discord stays off until restart", "err", err)
+			return
+		}
+		wait = min(2*wait, maxRetry)
+		a.log.Warn("cannot connect to Discord; trying again", "in", wait, "err", err)
+	}
+}
+
+// settingError is a setting that does not fit what Discord says of the
+// bot (its application): no retry mends it.
+type settingError string
+
+func (e settingError) Error() string { return string(e) }
+
+// refused reports whether err is Discord refusing the bot's token or
+// settings, which no retry changes: a gateway close 4004 (token),
+// 4010–4014 (shard, intents), or an HTTP 4xx other than a rate limit or
+// a timeout (a refused token, an application that is not the bot's).
+func refused(err error) bool {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) && (ce.Code == 4004 || (ce.Code >= 4010 && ce.Code <= 4014)) {
+		return true
+	}
+	var se settingError
+	if errors.As(err, &se) {
+		return true
+	}
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Response == nil {
+		return false
+	}
+	code := re.Response.StatusCode
+	return code >= 400 && code < 500 && code != http.StatusTooManyRequests && code != http.StatusRequestTimeout
 }
 
 func (a *Adapter) abort() {
@@ -240,11 +320,11 @@ func (a *Adapter) applicationID() (string, error) {
 	switch want := a.opts.ApplicationID; {
 	case want == "":
 		if ready == "" {
-			return "", errors.New("the gateway did not say which application the token belongs to: set DISCORD_APPLICATION_ID")
+			return "", settingError("the gateway did not say which application the token belongs to: set DISCORD_APPLICATION_ID")
 		}
 		return ready, nil
 	case ready != "" && ready != want:
-		return "", fmt.Errorf("DISCORD_APPLICATION_ID=%s, but the token belongs to application %s", want, ready)
+		return "", settingError(fmt.Sprintf("DISCORD_APPLICATION_ID=%s, but the token belongs to application %s", want, ready))
 	default:
 		return want, nil
 	}
