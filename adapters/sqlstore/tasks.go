@@ -131,7 +131,7 @@ func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, erro
 			after, err = checkedClaim(claimWithEvent(ctx, ec, cl))
 			return err
 		}
-		after, err = claimHead(ctx, tx, cl)
+		after, err = claimHead(ctx, tx, cl, 0)
 		return err
 	})
 	if err != nil {
@@ -160,7 +160,11 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 		// takes one into this transaction.
 		_, alone := tx.(EventClaimer)
 		if !alone {
-			claimed, err = claimHead(ctx, tx, next)
+			// The task committed is not the claim's, even when its
+			// lease has run out: a late commit nobody contested is
+			// taken (the fence decides, not the clock), and claiming
+			// the task first would move its fence and refuse it.
+			claimed, err = claimHead(ctx, tx, next, number)
 			if errors.Is(err, plugin.ErrNoTask) {
 				claimed, err = plugin.Task{}, nil
 			}
@@ -252,8 +256,8 @@ func checkedClaim(cl plugin.Claim, r ClaimResult, err error) (plugin.Task, error
 }
 
 // claimHead claims with a HeadClaimer's statement and writes the event,
-// in tx.
-func claimHead(ctx context.Context, tx Tx, cl plugin.Claim) (plugin.Task, error) {
+// in tx, passing over task except (0 for none).
+func claimHead(ctx context.Context, tx Tx, cl plugin.Claim, except int64) (plugin.Task, error) {
 	hc, ok := tx.(HeadClaimer)
 	if !ok {
 		return plugin.Task{}, fmt.Errorf("claim task: the store's dialect has no claim statement")
@@ -262,7 +266,7 @@ func claimHead(ctx context.Context, tx Tx, cl plugin.Claim) (plugin.Task, error)
 		return plugin.Task{}, fmt.Errorf("claim task: %w", err)
 	}
 	now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
-	before, after, err := hc.ClaimHead(ctx, cl.Owner, now, until)
+	before, after, err := hc.ClaimHead(ctx, cl.Owner, now, until, except)
 	if errors.Is(err, ErrNoRows) {
 		return plugin.Task{}, fmt.Errorf("claim task: %w", plugin.ErrNoTask)
 	}

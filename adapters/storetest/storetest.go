@@ -58,6 +58,8 @@ func Run(t *testing.T, stores Stores) {
 		{"UpdateAndClaimFails", testUpdateAndClaimFails},
 		{"UpdateAndClaimEmpty", testUpdateAndClaimEmpty},
 		{"ClaimsAheadTakeTurns", testClaimsAheadTakeTurns},
+		{"LateCommitUncontested", testLateCommitUncontested},
+		{"LateCommitContested", testLateCommitContested},
 
 		{"LimitActive", testLimitActive},
 		{"LimitConcurrent", testLimitConcurrent},
