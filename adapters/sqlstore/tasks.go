@@ -56,60 +56,88 @@ func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 }
 
 // checkLimits refuses, inside the creating transaction, a task past a
-// limit of PRODUCT §9: the requestor's active tasks (subtasks included;
-// their lock makes two creators at the limit wait for each other), the
-// parent's subtasks and their depth. It caps a subtask's token budget at
-// what its parent has left.
+// limit of the requestor's (their active tasks, subtasks included) or of
+// its parent (see checkParent, which locks the parent first, so that
+// locks are taken in one order: a task's row, then its requestor's).
 func checkLimits(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) error {
-	if row.RequestorID != "" && maxActive > 0 {
-		if err := tx.LockRequestor(ctx, row.RequestorID); err != nil {
+	if row.ParentNumber != 0 {
+		parent, err := tx.LockTask(ctx, row.ParentNumber)
+		if errors.Is(err, ErrNoRows) {
+			return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
+		}
+		if err != nil {
+			return fmt.Errorf("create task: parent: %w", err)
+		}
+		if err := checkParent(ctx, tx, parent, row); err != nil {
 			return fmt.Errorf("create task: %w", err)
 		}
-		n, err := tx.CountActive(ctx, row.RequestorID)
-		if err != nil {
-			return fmt.Errorf("create task: count active tasks: %w", err)
-		}
-		if n >= maxActive {
-			return fmt.Errorf("create task: %w: you already have %d tasks that have not ended (the limit is %d)", plugin.ErrLimit, n, maxActive)
-		}
 	}
-	if row.ParentNumber == 0 {
+	return checkActive(ctx, tx, row, maxActive)
+}
+
+// checkActive refuses a task whose requestor has maxActive tasks (or
+// more) that have not ended, subtasks included. The requestor's lock
+// makes two creators at the limit wait for each other.
+func checkActive(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) error {
+	if row.RequestorID == "" || maxActive <= 0 {
 		return nil
 	}
-	parent, err := tx.LockTask(ctx, row.ParentNumber)
-	if errors.Is(err, ErrNoRows) {
-		return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
+	if err := tx.LockRequestor(ctx, row.RequestorID); err != nil {
+		return fmt.Errorf("create task: %w", err)
 	}
+	n, err := tx.CountActive(ctx, row.RequestorID)
 	if err != nil {
-		return fmt.Errorf("create task: parent: %w", err)
+		return fmt.Errorf("create task: count active tasks: %w", err)
 	}
+	if n >= maxActive {
+		return fmt.Errorf("create task: %w: you already have %d tasks that have not ended (the limit is %d)", plugin.ErrLimit, n, maxActive)
+	}
+	return nil
+}
+
+// checkParent refuses a subtask of parent, a row this transaction has
+// locked, past the limits of subtasks: plugin.MaxSubtasks children,
+// plugin.MaxSubtaskDepth levels, and the parent's token budget.
+//
+// A subtask's budget is reserved from what its parent has left: the
+// parent's budget less the tokens it has spent (its own and those of its
+// children that ended) and less the budgets its children that have not
+// ended hold. row's budget is capped at that remainder (a subtask asking
+// for none gets all of it), and a parent with nothing left has no room
+// for another subtask. When a child ends, its tokens count toward the
+// parent and its reservation ends with it: what it did not spend is the
+// parent's again. So the tokens a tree spends stay within its root's
+// budget, but for the call that takes a task past its own budget.
+func checkParent(ctx context.Context, tx Tx, parent plugin.Task, row *plugin.Task) error {
 	if parent.Status.Terminal() {
-		return fmt.Errorf("create task: %w: parent task #%d has ended", plugin.ErrInvalid, parent.Number)
+		return fmt.Errorf("%w: parent task #%d has ended", plugin.ErrInvalid, parent.Number)
 	}
 	children, err := tx.Children(ctx, parent.Number)
 	if err != nil {
-		return fmt.Errorf("create task: subtasks of #%d: %w", parent.Number, err)
+		return fmt.Errorf("subtasks of #%d: %w", parent.Number, err)
 	}
 	if len(children) >= plugin.MaxSubtasks {
-		return fmt.Errorf("create task: %w: task #%d already has %d subtasks (the limit is %d)", plugin.ErrLimit, parent.Number, len(children), plugin.MaxSubtasks)
+		return fmt.Errorf("%w: task #%d already has %d subtasks (the limit is %d)", plugin.ErrLimit, parent.Number, len(children), plugin.MaxSubtasks)
 	}
 	depth := 1
 	for up := parent; up.ParentNumber != 0; depth++ {
 		if depth >= plugin.MaxSubtaskDepth {
-			return fmt.Errorf("create task: %w: subtasks nest at most %d levels deep", plugin.ErrLimit, plugin.MaxSubtaskDepth)
+			return fmt.Errorf("%w: subtasks nest at most %d levels deep", plugin.ErrLimit, plugin.MaxSubtaskDepth)
 		}
 		if up, err = tx.LockTask(ctx, up.ParentNumber); err != nil {
-			return fmt.Errorf("create task: ancestor of #%d: %w", parent.Number, err)
+			return fmt.Errorf("ancestor of #%d: %w", parent.Number, err)
 		}
 	}
-	if parent.MaxTokens > 0 {
-		left := parent.MaxTokens - parent.Tokens()
-		if left <= 0 {
-			return fmt.Errorf("create task: %w: task #%d has spent its token budget (%d of %d tokens)", plugin.ErrLimit, parent.Number, parent.Tokens(), parent.MaxTokens)
-		}
-		if row.MaxTokens == 0 || row.MaxTokens > left {
-			row.MaxTokens = left
-		}
+	if parent.MaxTokens <= 0 {
+		return nil
+	}
+	left := plugin.TokensLeft(parent, children)
+	if left <= 0 {
+		return fmt.Errorf("%w: task #%d has no token budget left for a subtask (%d of its %d tokens spent, %d held by its running subtasks)",
+			plugin.ErrLimit, parent.Number, parent.Tokens(), parent.MaxTokens, plugin.TokensReserved(children))
+	}
+	if row.MaxTokens == 0 || row.MaxTokens > left {
+		row.MaxTokens = left
 	}
 	return nil
 }

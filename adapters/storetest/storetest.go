@@ -65,6 +65,7 @@ func Run(t *testing.T, stores Stores) {
 		{"LimitConcurrent", testLimitConcurrent},
 		{"LimitSubtasks", testLimitSubtasks},
 		{"SubtaskBudget", testSubtaskBudget},
+		{"SubtaskBudgetSiblings", testSubtaskBudgetSiblings},
 		{"SubtasksResumeParent", testSubtasksResumeParent},
 		{"SubtasksEndedBeforeWait", testSubtasksEndedBeforeWait},
 		{"AnswerOnlyAnswerWaits", testAnswerOnlyAnswerWaits},
