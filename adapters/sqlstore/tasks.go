@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -28,31 +29,96 @@ func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 		if err := checkLimits(ctx, tx, &row, in.MaxActive); err != nil {
 			return err
 		}
-		row.EventSeq = 1
-		if row.Number, err = tx.InsertTask(ctx, row); err != nil {
-			return fmt.Errorf("create task: %w", err)
-		}
-		m, err := plugin.Created(row, actor, plugin.CleanText(in.Context))
-		if err != nil {
-			return err
-		}
-		if m.Task.EventSeq != row.EventSeq {
-			return fmt.Errorf("create task #%d: the created event has sequence %d", row.Number, m.Task.EventSeq)
-		}
-		if row.ContinuesNumber != 0 {
-			if err := tx.CopyFiles(ctx, row.ContinuesNumber, row.Number); err != nil {
-				return fmt.Errorf("create task #%d: copy the files of task #%d: %w", row.Number, row.ContinuesNumber, err)
-			}
-		}
-		if err := insertEvent(ctx, tx, m.Event); err != nil {
-			return fmt.Errorf("create task #%d: %w", row.Number, err)
-		}
-		return nil
+		return insertTask(ctx, tx, &row, actor, plugin.CleanText(in.Context))
 	})
 	if err != nil {
 		return plugin.Task{}, err
 	}
 	return row, nil
+}
+
+// insertTask numbers and writes row, checked against the limits already,
+// with its "created" event (and, for a retry, the files of the task it
+// continues).
+func insertTask(ctx context.Context, tx Tx, row *plugin.Task, actor, context string) error {
+	var err error
+	row.EventSeq = 1
+	if row.Number, err = tx.InsertTask(ctx, *row); err != nil {
+		return fmt.Errorf("create task: %w", err)
+	}
+	m, err := plugin.Created(*row, actor, context)
+	if err != nil {
+		return err
+	}
+	if m.Task.EventSeq != row.EventSeq {
+		return fmt.Errorf("create task #%d: the created event has sequence %d", row.Number, m.Task.EventSeq)
+	}
+	if row.ContinuesNumber != 0 {
+		if err := tx.CopyFiles(ctx, row.ContinuesNumber, row.Number); err != nil {
+			return fmt.Errorf("create task #%d: copy the files of task #%d: %w", row.Number, row.ContinuesNumber, err)
+		}
+	}
+	if err := insertEvent(ctx, tx, m.Event); err != nil {
+		return fmt.Errorf("create task #%d: %w", row.Number, err)
+	}
+	return nil
+}
+
+// createSubtasks creates the children m's step asked for (m.Subtasks), in
+// the transaction that commits m, so that a commit refused (a lost lease,
+// an ended task) creates none and a re-run iteration cannot make a second
+// child. Each is checked against the limits of subtasks here, with m's
+// task, locked by this transaction, as its parent: a child past one is
+// not created, and the step's result says why, as it says the number of
+// each child created. A task that comes to wait on subtasks none of which
+// was created is resumed at once (settleSubtasks).
+func createSubtasks(ctx context.Context, tx Tx, m *plugin.Mutation) error {
+	if len(m.Subtasks) == 0 {
+		return nil
+	}
+	parent := m.Task
+	actor := fmt.Sprintf("task #%d", parent.Number)
+	lines := make([]string, 0, len(m.Subtasks))
+	for _, in := range m.Subtasks {
+		in.ParentNumber, in.ContinuesNumber = parent.Number, 0
+		if in.Now.IsZero() {
+			in.Now = m.Event.Time
+		}
+		row, err := plugin.NewTaskRow(in)
+		if err == nil {
+			plugin.CleanTask(&row)
+			if err = checkParent(ctx, tx, parent, &row); err == nil {
+				err = checkActive(ctx, tx, &row, in.MaxActive)
+			}
+		}
+		switch {
+		case errors.Is(err, plugin.ErrLimit), errors.Is(err, plugin.ErrInvalid):
+			lines = append(lines, plugin.SubtaskNotCreated(in, limitReason(err)))
+			continue
+		case err != nil:
+			return fmt.Errorf("subtask of #%d: %w", parent.Number, err)
+		}
+		if err := insertTask(ctx, tx, &row, actor, ""); err != nil {
+			return fmt.Errorf("subtask of #%d: %w", parent.Number, err)
+		}
+		lines = append(lines, plugin.SubtaskCreated(row))
+	}
+	if m.Step != nil {
+		m.Step.Result = plugin.WithSubtaskLines(m.Step.Result, lines)
+	}
+	return nil
+}
+
+// limitReason is the sentence of a limit or validation error, without the
+// operation and the sentinel before it.
+func limitReason(err error) string {
+	s := err.Error()
+	for _, sentinel := range []error{plugin.ErrInvalid, plugin.ErrLimit} {
+		if _, after, ok := strings.Cut(s, sentinel.Error()+": "); ok {
+			return after
+		}
+	}
+	return s
 }
 
 // checkLimits refuses, inside the creating transaction, a task past a
@@ -401,6 +467,10 @@ func updateTask(ctx context.Context, tx Tx, number int64, fn plugin.MutateFunc) 
 	if err := plugin.CheckMutation(cur, m); err != nil {
 		return plugin.Task{}, err
 	}
+	// Children first: their numbers go into the step's result.
+	if err := createSubtasks(ctx, tx, &m); err != nil {
+		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
+	}
 	if err := writeMutation(ctx, tx, cur, &m); err != nil {
 		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
 	}
@@ -439,18 +509,20 @@ func settleSubtasks(ctx context.Context, tx Tx, cur plugin.Task, m plugin.Mutati
 		if parent.Status.Terminal() {
 			return nil
 		}
-		return resumeParent(ctx, tx, parent, &t, now)
+		return resumeParent(ctx, tx, parent, &t, now, false)
 	}
 	if t.WaitingOn == plugin.WaitSubtasks && cur.WaitingOn != plugin.WaitSubtasks {
-		return resumeParent(ctx, tx, t, nil, now)
+		return resumeParent(ctx, tx, t, nil, now, len(m.Subtasks) > 0)
 	}
 	return nil
 }
 
 // resumeParent applies plugin.SubtaskEnded to parent, a row locked by
 // this transaction. With a nil child it writes nothing unless every
-// subtask has ended.
-func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.Task, now time.Time) error {
+// subtask has ended, and there is one — or asked says the change that made
+// the parent wait asked for its children itself (Mutation.Subtasks), so
+// none is still to come.
+func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.Task, now time.Time, asked bool) error {
 	children, err := tx.Children(ctx, parent.Number)
 	if err != nil {
 		return fmt.Errorf("subtasks of #%d: %w", parent.Number, err)
@@ -461,10 +533,16 @@ func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.
 			remaining++
 		}
 	}
-	if child == nil && (remaining > 0 || len(children) == 0) {
+	if child == nil && (remaining > 0 || (len(children) == 0 && !asked)) {
 		return nil
 	}
-	m, err := plugin.SubtaskEnded(parent, child, remaining, plugin.SubtaskOutcomes(children), now)
+	outcomes := plugin.SubtaskOutcomes(children)
+	if len(children) == 0 {
+		// It asked for subtasks and none could be created (the step's
+		// result says why): there is nothing to wait for.
+		outcomes = "no subtask was created"
+	}
+	m, err := plugin.SubtaskEnded(parent, child, remaining, outcomes, now)
 	if err != nil {
 		return err
 	}
