@@ -2,18 +2,25 @@ package actions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// CreateSubtask starts a child task in the same room and parks the parent
-// in waiting until every child has ended; it then resumes with their
-// outcomes. The store refuses, atomically, a subtask past the limits of
-// PRODUCT §9 (the requestor's active tasks, plugin.MaxSubtasks children,
-// plugin.MaxSubtaskDepth levels) and caps its token budget at what the
-// parent has left.
+// CreateSubtask asks for a child task in the same room and parks the
+// parent in waiting until every child has ended; it then resumes with
+// their outcomes.
+//
+// The child is not created while the tool runs: it goes with the
+// iteration's result (plugin.Result.Subtasks) and the store creates it in
+// the iteration's commit, so a worker that lost its lease creates nothing
+// and a re-run iteration cannot make a second child. The store checks
+// there, atomically, the limits of subtasks — the requestor's active
+// tasks, plugin.MaxSubtasks children, plugin.MaxSubtaskDepth levels — and
+// reserves the child's token budget from what the parent has left; it
+// notes on the step the child's number, or why it was not created. The
+// tool checks the same limits first, as the task stood when its iteration
+// began, so that a request bound to be refused fails at once.
 type CreateSubtask struct {
 	MaxActive int
 	MaxTokens int64
@@ -23,11 +30,12 @@ var _ plugin.Action = CreateSubtask{}
 
 func (CreateSubtask) Info() plugin.ActionInfo {
 	return plugin.ActionInfo{
-		Name:        "create_subtask",
-		Description: "Split off part of the work as a subtask; this task waits until its subtasks have ended, then sees their outcomes.",
-		Examples:    []string{`{"goal":"Write unit tests for the login endpoint","name":"Login tests"}`},
-		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string"},"name":{"type":"string"}}}`),
-		Tool:        true,
+		Name: "create_subtask",
+		Description: "Split off part of the work as a subtask; this task waits until its subtasks have ended, then sees their outcomes. " +
+			"A subtask's token budget (max_tokens; by default all this task has left) is held from this task's until the subtask ends.",
+		Examples:   []string{`{"goal":"Write unit tests for the login endpoint","name":"Login tests"}`},
+		Parameters: schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string"},"name":{"type":"string"},"max_tokens":{"type":"integer","minimum":1}}}`),
+		Tool:       true,
 	}
 }
 
@@ -37,34 +45,80 @@ func (a CreateSubtask) Handle(ctx context.Context, call *plugin.Call) (plugin.Re
 		return *refused, nil
 	}
 	var p struct {
-		Goal string `json:"goal"`
-		Name string `json:"name"`
+		Goal      string `json:"goal"`
+		Name      string `json:"name"`
+		MaxTokens int64  `json:"max_tokens"`
 	}
 	if r := decode(call.Params, &p); r != nil {
 		return *r, nil
 	}
-	st := call.Runtime.Store()
+	if p.MaxTokens < 0 {
+		return fail("Cannot create the subtask: max_tokens is %d; leave it out or give a positive number.", p.MaxTokens)
+	}
 	budget := a.MaxTokens
+	if p.MaxTokens > 0 && (budget == 0 || p.MaxTokens < budget) {
+		budget = p.MaxTokens
+	}
 	maxActive := a.MaxActive
 	if maxActive == 0 {
 		maxActive = plugin.DefaultMaxActive
 	}
-	child, err := st.CreateTask(ctx, plugin.NewTask{
+	in := plugin.NewTask{
 		Name: p.Name, Goal: p.Goal, RequestorID: task.RequestorID, Platform: task.Platform,
 		RoomID: task.RoomID, WorkspaceID: task.WorkspaceID, ParentNumber: task.Number,
 		MaxIterations: task.MaxIterations, MaxStaleIterations: task.MaxStaleIterations,
 		MaxTokens: &budget, MaxActive: maxActive,
 		Actor: fmt.Sprintf("task #%d", task.Number), Now: call.Runtime.Clock().Now(),
-	})
-	switch {
-	case errors.Is(err, plugin.ErrLimit), errors.Is(err, plugin.ErrInvalid):
+	}
+	row, err := plugin.NewTaskRow(in)
+	if err != nil {
 		return fail("Cannot create the subtask: %s.", reason(err))
-	case err != nil:
-		return plugin.Result{}, fmt.Errorf("create a subtask of #%d: %w", task.Number, err)
+	}
+	if why, err := subtaskRefusal(ctx, call.Runtime.Store(), *task, maxActive); err != nil {
+		return plugin.Result{}, fmt.Errorf("check the limits of a subtask of #%d: %w", task.Number, err)
+	} else if why != "" {
+		return fail("Cannot create the subtask: %s.", why)
 	}
 	return plugin.Result{
-		Success: true, TaskNumber: child.Number,
-		Text: fmt.Sprintf("created subtask #%d %q", child.Number, child.Name),
-		Wait: plugin.WaitSubtasks,
+		Success: true,
+		Text:    fmt.Sprintf("subtask %q requested: it is created when this step is recorded, and its number is noted here then", row.Name),
+		Wait:    plugin.WaitSubtasks, Subtasks: []plugin.NewTask{in},
 	}, nil
+}
+
+// subtaskRefusal says why a subtask of task would be refused, as far as
+// the store shows now ("" when it would not): the store checks again
+// when it creates the child.
+func subtaskRefusal(ctx context.Context, st plugin.Store, task plugin.Task, maxActive int) (string, error) {
+	children, err := st.ListTasks(ctx, plugin.TaskFilter{ParentNumber: task.Number})
+	if err != nil {
+		return "", err
+	}
+	if len(children) >= plugin.MaxSubtasks {
+		return fmt.Sprintf("task #%d already has %d subtasks (the limit is %d)", task.Number, len(children), plugin.MaxSubtasks), nil
+	}
+	depth := 1
+	for up := task; up.ParentNumber != 0; depth++ {
+		if depth >= plugin.MaxSubtaskDepth {
+			return fmt.Sprintf("subtasks nest at most %d levels deep", plugin.MaxSubtaskDepth), nil
+		}
+		if up, err = st.GetTask(ctx, up.ParentNumber); err != nil {
+			return "", err
+		}
+	}
+	if task.MaxTokens > 0 && plugin.TokensLeft(task, children) <= 0 {
+		return fmt.Sprintf("task #%d has no token budget left for a subtask (%d of its %d tokens spent, %d held by its running subtasks)",
+			task.Number, task.Tokens(), task.MaxTokens, plugin.TokensReserved(children)), nil
+	}
+	if task.RequestorID != "" && maxActive > 0 {
+		n, err := st.CountTasks(ctx, plugin.TaskFilter{RequestorID: task.RequestorID,
+			Statuses: []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting}})
+		if err != nil {
+			return "", err
+		}
+		if n >= maxActive {
+			return fmt.Sprintf("the requestor already has %d tasks that have not ended (the limit is %d)", n, maxActive), nil
+		}
+	}
+	return "", nil
 }

@@ -149,7 +149,7 @@ func CheckMutation(cur Task, m Mutation) error {
 		if err != nil {
 			return fmt.Errorf("update task #%d: %w", cur.Number, err)
 		}
-		if !same || m.Step != nil || len(m.Files) > 0 {
+		if !same || m.Step != nil || len(m.Files) > 0 || len(m.Subtasks) > 0 {
 			return &TaskError{Op: "update", Number: cur.Number, Status: cur.Status, Err: ErrTerminal}
 		}
 	}

@@ -205,6 +205,12 @@ type Result struct {
 	// question) written in the same transaction as the iteration's result:
 	// a result rejected for a lost lease posts nothing.
 	Notifications []Notification
+	// Subtasks, for a tool a task called, are children to create in the
+	// same transaction as the iteration's result (Outcome.Subtasks): a
+	// result rejected for a lost lease creates none, so a re-run
+	// iteration cannot make a second child. Their numbers are known only
+	// then; the store notes them on the step's result.
+	Subtasks []NewTask
 }
 
 // ProviderInfo describes a provider.

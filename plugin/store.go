@@ -98,6 +98,12 @@ type Store interface {
 type NextClaimer interface {
 	// UpdateTaskAndClaim is ClaimTask(next) and UpdateTask(number, fn),
 	// committed together where the store can, else one after the other.
+	// The claim made before the commit never takes task number, even
+	// when its lease has run out: the fence decides whether a late commit
+	// is taken, not the clock. One nobody contested (the task's fence and
+	// owner still the worker's) is taken; one made after another worker
+	// claimed the task is refused with ErrStaleFence, and nothing is
+	// claimed.
 	// fn's error and UpdateTask's are returned as UpdateTask returns
 	// them, and then nothing is claimed. When no other task is ready,
 	// claimed is the zero Task and err is nil. If the update committed

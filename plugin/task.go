@@ -154,6 +154,27 @@ type Task struct {
 // Tokens is what the task has used, prompt and completion together.
 func (t Task) Tokens() int64 { return t.PromptTokens + t.CompletionTokens }
 
+// TokensReserved is what the children of a task that have not ended hold
+// of its token budget: their own budgets, reserved from the parent's
+// when each was created, until each ends.
+func TokensReserved(children []Task) int64 {
+	var n int64
+	for _, c := range children {
+		if !c.Status.Terminal() && c.MaxTokens > 0 {
+			n += c.MaxTokens
+		}
+	}
+	return n
+}
+
+// TokensLeft is what a task with a token budget has left for a new
+// subtask: its budget, less the tokens it has spent (its own and those of
+// its children that ended) and those its children that have not ended
+// hold (TokensReserved).
+func TokensLeft(t Task, children []Task) int64 {
+	return t.MaxTokens - t.Tokens() - TokensReserved(children)
+}
+
 // Label is how chat messages name a task: #3 "Build auth".
 func (t Task) Label() string { return fmt.Sprintf("#%d %q", t.Number, t.Name) }
 

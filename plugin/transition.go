@@ -23,6 +23,13 @@ type Mutation struct {
 	// Files are the writes and deletions of the task's files the step
 	// made (PRODUCT §10), written before the event.
 	Files []FileChange
+	// Subtasks are the children the step's tool asked for, created by
+	// the store in the same transaction, under the limits of subtasks
+	// checked there (see NewTask.MaxActive, MaxSubtasks, MaxSubtaskDepth
+	// and the parent's token budget). The store notes on the step, for
+	// each, its number or why it was not created; a commit refused for a
+	// lost lease creates none.
+	Subtasks []NewTask
 }
 
 // MutateFunc computes a mutation from the current row, which the store has
@@ -376,7 +383,11 @@ type Outcome struct {
 	// Files are the changes the step's tool made to the task's files
 	// (FileView.Changes), written with the result: a result refused for
 	// a lost lease writes none.
-	Files            []FileChange
+	Files []FileChange
+	// Subtasks are the children the step's tools asked for
+	// (Result.Subtasks), created with the result: a result refused for a
+	// lost lease creates none.
+	Subtasks         []NewTask
 	PromptTokens     int64
 	CompletionTokens int64
 
@@ -528,15 +539,67 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 		if err != nil {
 			return Mutation{}, err
 		}
-		m.Files = o.Files
+		m.Files, m.Subtasks = o.Files, o.Subtasks
 		return withNotifications(m, t, o.Notifications, now), nil
+	}
+	subtasks := o.Subtasks
+	if after.Status.Terminal() && len(subtasks) > 0 {
+		// A task that ends has no use for children: none is created,
+		// and the step says so.
+		lines := make([]string, len(subtasks))
+		for i, in := range subtasks {
+			lines[i] = SubtaskNotCreated(in, "this task ended with this step")
+		}
+		step.Result, subtasks = WithSubtaskLines(step.Result, lines), nil
 	}
 	m, err := changeWithStep(t, after, EventIterated, o.Owner, now, withFiles(detail, o.Files), step)
 	if err != nil {
 		return Mutation{}, err
 	}
-	m.Files = o.Files
+	m.Files, m.Subtasks = o.Files, subtasks
 	return withNotifications(m, t, o.Notifications, now), nil
+}
+
+// SubtaskCreated is the line a step's result gains for child, a subtask
+// its tool asked for, once the store has created it.
+func SubtaskCreated(child Task) string {
+	s := fmt.Sprintf("created subtask #%d %q", child.Number, child.Name)
+	if child.MaxTokens > 0 {
+		s += fmt.Sprintf(" with a budget of %d tokens, held from this task's until it ends", child.MaxTokens)
+	}
+	return s
+}
+
+// SubtaskNotCreated is the line a step's result gains for a subtask its
+// tool asked for that was not created, for reason.
+func SubtaskNotCreated(in NewTask, reason string) string {
+	name := strings.TrimSpace(in.Name)
+	if name == "" {
+		name = NameFromGoal(in.Goal)
+	}
+	return fmt.Sprintf("subtask %q not created: %s", name, reason)
+}
+
+// WithSubtaskLines is a step's result followed by lines about the
+// subtasks its tools asked for.
+func WithSubtaskLines(result string, lines []string) string {
+	if len(lines) == 0 {
+		return result
+	}
+	all := strings.Join(lines, "\n")
+	if result == "" {
+		return all
+	}
+	if keep := MaxResultBytes - len(all) - 1; len(result) > keep {
+		// The lines are what the next prompt must see: the result
+		// before them gives way, cut where a character begins.
+		keep = max(keep, 0)
+		for keep > 0 && !utf8.RuneStart(result[keep]) {
+			keep--
+		}
+		result = result[:keep]
+	}
+	return result + "\n" + all
 }
 
 // withFiles records in an event's detail which files the step changed:
@@ -638,7 +701,7 @@ func ToolRan(t Task, o Outcome) (Mutation, error) {
 	if err != nil {
 		return Mutation{}, err
 	}
-	m.Files = o.Files
+	m.Files, m.Subtasks = o.Files, o.Subtasks
 	return withNotifications(m, t, o.Notifications, now), nil
 }
 

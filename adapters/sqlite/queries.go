@@ -42,7 +42,8 @@ VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(taskColumns)-1), ", ") 
   AND status IN ('queued', 'running', 'paused', 'waiting')`
 
 	// sqlClaimPick is the head of the queue: queued or running, no live
-	// lease (?1 is now), never processed first, then by number. It reads
+	// lease (?1 is now), never processed first, then by number, but for
+	// task ?2 (0 for none: the task a claim with a commit commits). It reads
 	// the partial index tasks_queue in order and stops at the first free
 	// task. The planner would rather seek tasks_status and sort every
 	// active task when few are active; INDEXED BY keeps the plan that
@@ -51,6 +52,7 @@ VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(taskColumns)-1), ", ") 
 WHERE status IN ('queued', 'running')
   AND (lease_expires_at IS NULL OR lease_expires_at <= ?1)
   AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)
+  AND number <> ?2
 ORDER BY last_processed_at, number
 LIMIT 1`
 

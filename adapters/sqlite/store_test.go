@@ -69,7 +69,7 @@ SELECT 'Old ' || n, 'An old task', 'completed', 100, 50, 3, 'local', ?1, ?1, ?1 
 	if _, err := s.write.ExecContext(ctx, `ANALYZE`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+sqlClaimPick, now.UnixMicro())
+	rows, err := s.read.QueryContext(ctx, "EXPLAIN QUERY PLAN "+sqlClaimPick, now.UnixMicro(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

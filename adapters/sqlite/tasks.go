@@ -59,8 +59,8 @@ func (t dialectTx) InsertTask(ctx context.Context, row plugin.Task) (int64, erro
 // ClaimHead reads the head of the queue (sqlClaimPick), then claims it
 // (sqlClaimTask), in the same IMMEDIATE transaction: SQLite's RETURNING
 // cannot give the values a row had before.
-func (t dialectTx) ClaimHead(ctx context.Context, owner string, now, until time.Time) (before, after plugin.Task, err error) {
-	before, err = noRows(sqlstore.ScanTask(t.tx.QueryRowContext(ctx, sqlClaimPick, timeArg(now))))
+func (t dialectTx) ClaimHead(ctx context.Context, owner string, now, until time.Time, except int64) (before, after plugin.Task, err error) {
+	before, err = noRows(sqlstore.ScanTask(t.tx.QueryRowContext(ctx, sqlClaimPick, timeArg(now), except)))
 	if err != nil {
 		return before, after, err
 	}

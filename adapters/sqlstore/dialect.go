@@ -111,10 +111,10 @@ type Tx interface {
 // a HeadClaimer or an EventClaimer.
 type HeadClaimer interface {
 	// ClaimHead claims the head of the fair queue for owner until until
-	// (now is the claim's time) in the dialect's claim statement. It
-	// returns the row before and after the claim; ErrNoRows when no task
-	// is ready.
-	ClaimHead(ctx context.Context, owner string, now, until time.Time) (before, after plugin.Task, err error)
+	// (now is the claim's time) in the dialect's claim statement, passing
+	// over task except (0 for none). It returns the row before and after
+	// the claim; ErrNoRows when no task is ready.
+	ClaimHead(ctx context.Context, owner string, now, until time.Time, except int64) (before, after plugin.Task, err error)
 }
 
 // EventClaimer is a Tx whose claim statement writes the claim's event

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -28,26 +29,7 @@ func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 		if err := checkLimits(ctx, tx, &row, in.MaxActive); err != nil {
 			return err
 		}
-		row.EventSeq = 1
-		if row.Number, err = tx.InsertTask(ctx, row); err != nil {
-			return fmt.Errorf("create task: %w", err)
-		}
-		m, err := plugin.Created(row, actor, plugin.CleanText(in.Context))
-		if err != nil {
-			return err
-		}
-		if m.Task.EventSeq != row.EventSeq {
-			return fmt.Errorf("create task #%d: the created event has sequence %d", row.Number, m.Task.EventSeq)
-		}
-		if row.ContinuesNumber != 0 {
-			if err := tx.CopyFiles(ctx, row.ContinuesNumber, row.Number); err != nil {
-				return fmt.Errorf("create task #%d: copy the files of task #%d: %w", row.Number, row.ContinuesNumber, err)
-			}
-		}
-		if err := insertEvent(ctx, tx, m.Event); err != nil {
-			return fmt.Errorf("create task #%d: %w", row.Number, err)
-		}
-		return nil
+		return insertTask(ctx, tx, &row, actor, plugin.CleanText(in.Context))
 	})
 	if err != nil {
 		return plugin.Task{}, err
@@ -55,61 +37,173 @@ func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 	return row, nil
 }
 
-// checkLimits refuses, inside the creating transaction, a task past a
-// limit of PRODUCT §9: the requestor's active tasks (subtasks included;
-// their lock makes two creators at the limit wait for each other), the
-// parent's subtasks and their depth. It caps a subtask's token budget at
-// what its parent has left.
-func checkLimits(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) error {
-	if row.RequestorID != "" && maxActive > 0 {
-		if err := tx.LockRequestor(ctx, row.RequestorID); err != nil {
-			return fmt.Errorf("create task: %w", err)
-		}
-		n, err := tx.CountActive(ctx, row.RequestorID)
-		if err != nil {
-			return fmt.Errorf("create task: count active tasks: %w", err)
-		}
-		if n >= maxActive {
-			return fmt.Errorf("create task: %w: you already have %d tasks that have not ended (the limit is %d)", plugin.ErrLimit, n, maxActive)
+// insertTask numbers and writes row, checked against the limits already,
+// with its "created" event (and, for a retry, the files of the task it
+// continues).
+func insertTask(ctx context.Context, tx Tx, row *plugin.Task, actor, context string) error {
+	var err error
+	row.EventSeq = 1
+	if row.Number, err = tx.InsertTask(ctx, *row); err != nil {
+		return fmt.Errorf("create task: %w", err)
+	}
+	m, err := plugin.Created(*row, actor, context)
+	if err != nil {
+		return err
+	}
+	if m.Task.EventSeq != row.EventSeq {
+		return fmt.Errorf("create task #%d: the created event has sequence %d", row.Number, m.Task.EventSeq)
+	}
+	if row.ContinuesNumber != 0 {
+		if err := tx.CopyFiles(ctx, row.ContinuesNumber, row.Number); err != nil {
+			return fmt.Errorf("create task #%d: copy the files of task #%d: %w", row.Number, row.ContinuesNumber, err)
 		}
 	}
-	if row.ParentNumber == 0 {
+	if err := insertEvent(ctx, tx, m.Event); err != nil {
+		return fmt.Errorf("create task #%d: %w", row.Number, err)
+	}
+	return nil
+}
+
+// createSubtasks creates the children m's step asked for (m.Subtasks), in
+// the transaction that commits m, so that a commit refused (a lost lease,
+// an ended task) creates none and a re-run iteration cannot make a second
+// child. Each is checked against the limits of subtasks here, with m's
+// task, locked by this transaction, as its parent: a child past one is
+// not created, and the step's result says why, as it says the number of
+// each child created. A task that comes to wait on subtasks none of which
+// was created is resumed at once (settleSubtasks).
+func createSubtasks(ctx context.Context, tx Tx, m *plugin.Mutation) error {
+	if len(m.Subtasks) == 0 {
 		return nil
 	}
-	parent, err := tx.LockTask(ctx, row.ParentNumber)
-	if errors.Is(err, ErrNoRows) {
-		return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
+	parent := m.Task
+	actor := fmt.Sprintf("task #%d", parent.Number)
+	lines := make([]string, 0, len(m.Subtasks))
+	for _, in := range m.Subtasks {
+		in.ParentNumber, in.ContinuesNumber = parent.Number, 0
+		if in.Now.IsZero() {
+			in.Now = m.Event.Time
+		}
+		row, err := plugin.NewTaskRow(in)
+		if err == nil {
+			plugin.CleanTask(&row)
+			if err = checkParent(ctx, tx, parent, &row); err == nil {
+				err = checkActive(ctx, tx, &row, in.MaxActive)
+			}
+		}
+		switch {
+		case errors.Is(err, plugin.ErrLimit), errors.Is(err, plugin.ErrInvalid):
+			lines = append(lines, plugin.SubtaskNotCreated(in, limitReason(err)))
+			continue
+		case err != nil:
+			return fmt.Errorf("subtask of #%d: %w", parent.Number, err)
+		}
+		if err := insertTask(ctx, tx, &row, actor, ""); err != nil {
+			return fmt.Errorf("subtask of #%d: %w", parent.Number, err)
+		}
+		lines = append(lines, plugin.SubtaskCreated(row))
 	}
+	if m.Step != nil {
+		m.Step.Result = plugin.WithSubtaskLines(m.Step.Result, lines)
+	}
+	return nil
+}
+
+// limitReason is the sentence of a limit or validation error, without the
+// operation and the sentinel before it.
+func limitReason(err error) string {
+	s := err.Error()
+	for _, sentinel := range []error{plugin.ErrInvalid, plugin.ErrLimit} {
+		if _, after, ok := strings.Cut(s, sentinel.Error()+": "); ok {
+			return after
+		}
+	}
+	return s
+}
+
+// checkLimits refuses, inside the creating transaction, a task past a
+// limit of the requestor's (their active tasks, subtasks included) or of
+// its parent (see checkParent, which locks the parent first, so that
+// locks are taken in one order: a task's row, then its requestor's).
+func checkLimits(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) error {
+	if row.ParentNumber != 0 {
+		parent, err := tx.LockTask(ctx, row.ParentNumber)
+		if errors.Is(err, ErrNoRows) {
+			return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
+		}
+		if err != nil {
+			return fmt.Errorf("create task: parent: %w", err)
+		}
+		if err := checkParent(ctx, tx, parent, row); err != nil {
+			return fmt.Errorf("create task: %w", err)
+		}
+	}
+	return checkActive(ctx, tx, row, maxActive)
+}
+
+// checkActive refuses a task whose requestor has maxActive tasks (or
+// more) that have not ended, subtasks included. The requestor's lock
+// makes two creators at the limit wait for each other.
+func checkActive(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) error {
+	if row.RequestorID == "" || maxActive <= 0 {
+		return nil
+	}
+	if err := tx.LockRequestor(ctx, row.RequestorID); err != nil {
+		return fmt.Errorf("create task: %w", err)
+	}
+	n, err := tx.CountActive(ctx, row.RequestorID)
 	if err != nil {
-		return fmt.Errorf("create task: parent: %w", err)
+		return fmt.Errorf("create task: count active tasks: %w", err)
 	}
+	if n >= maxActive {
+		return fmt.Errorf("create task: %w: you already have %d tasks that have not ended (the limit is %d)", plugin.ErrLimit, n, maxActive)
+	}
+	return nil
+}
+
+// checkParent refuses a subtask of parent, a row this transaction has
+// locked, past the limits of subtasks: plugin.MaxSubtasks children,
+// plugin.MaxSubtaskDepth levels, and the parent's token budget.
+//
+// A subtask's budget is reserved from what its parent has left: the
+// parent's budget less the tokens it has spent (its own and those of its
+// children that ended) and less the budgets its children that have not
+// ended hold. row's budget is capped at that remainder (a subtask asking
+// for none gets all of it), and a parent with nothing left has no room
+// for another subtask. When a child ends, its tokens count toward the
+// parent and its reservation ends with it: what it did not spend is the
+// parent's again. So the tokens a tree spends stay within its root's
+// budget, but for the call that takes a task past its own budget.
+func checkParent(ctx context.Context, tx Tx, parent plugin.Task, row *plugin.Task) error {
 	if parent.Status.Terminal() {
-		return fmt.Errorf("create task: %w: parent task #%d has ended", plugin.ErrInvalid, parent.Number)
+		return fmt.Errorf("%w: parent task #%d has ended", plugin.ErrInvalid, parent.Number)
 	}
 	children, err := tx.Children(ctx, parent.Number)
 	if err != nil {
-		return fmt.Errorf("create task: subtasks of #%d: %w", parent.Number, err)
+		return fmt.Errorf("subtasks of #%d: %w", parent.Number, err)
 	}
 	if len(children) >= plugin.MaxSubtasks {
-		return fmt.Errorf("create task: %w: task #%d already has %d subtasks (the limit is %d)", plugin.ErrLimit, parent.Number, len(children), plugin.MaxSubtasks)
+		return fmt.Errorf("%w: task #%d already has %d subtasks (the limit is %d)", plugin.ErrLimit, parent.Number, len(children), plugin.MaxSubtasks)
 	}
 	depth := 1
 	for up := parent; up.ParentNumber != 0; depth++ {
 		if depth >= plugin.MaxSubtaskDepth {
-			return fmt.Errorf("create task: %w: subtasks nest at most %d levels deep", plugin.ErrLimit, plugin.MaxSubtaskDepth)
+			return fmt.Errorf("%w: subtasks nest at most %d levels deep", plugin.ErrLimit, plugin.MaxSubtaskDepth)
 		}
 		if up, err = tx.LockTask(ctx, up.ParentNumber); err != nil {
-			return fmt.Errorf("create task: ancestor of #%d: %w", parent.Number, err)
+			return fmt.Errorf("ancestor of #%d: %w", parent.Number, err)
 		}
 	}
-	if parent.MaxTokens > 0 {
-		left := parent.MaxTokens - parent.Tokens()
-		if left <= 0 {
-			return fmt.Errorf("create task: %w: task #%d has spent its token budget (%d of %d tokens)", plugin.ErrLimit, parent.Number, parent.Tokens(), parent.MaxTokens)
-		}
-		if row.MaxTokens == 0 || row.MaxTokens > left {
-			row.MaxTokens = left
-		}
+	if parent.MaxTokens <= 0 {
+		return nil
+	}
+	left := plugin.TokensLeft(parent, children)
+	if left <= 0 {
+		return fmt.Errorf("%w: task #%d has no token budget left for a subtask (%d of its %d tokens spent, %d held by its running subtasks)",
+			plugin.ErrLimit, parent.Number, parent.Tokens(), parent.MaxTokens, plugin.TokensReserved(children))
+	}
+	if row.MaxTokens == 0 || row.MaxTokens > left {
+		row.MaxTokens = left
 	}
 	return nil
 }
@@ -131,7 +225,7 @@ func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, erro
 			after, err = checkedClaim(claimWithEvent(ctx, ec, cl))
 			return err
 		}
-		after, err = claimHead(ctx, tx, cl)
+		after, err = claimHead(ctx, tx, cl, 0)
 		return err
 	})
 	if err != nil {
@@ -160,7 +254,11 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 		// takes one into this transaction.
 		_, alone := tx.(EventClaimer)
 		if !alone {
-			claimed, err = claimHead(ctx, tx, next)
+			// The task committed is not the claim's, even when its
+			// lease has run out: a late commit nobody contested is
+			// taken (the fence decides, not the clock), and claiming
+			// the task first would move its fence and refuse it.
+			claimed, err = claimHead(ctx, tx, next, number)
 			if errors.Is(err, plugin.ErrNoTask) {
 				claimed, err = plugin.Task{}, nil
 			}
@@ -252,8 +350,8 @@ func checkedClaim(cl plugin.Claim, r ClaimResult, err error) (plugin.Task, error
 }
 
 // claimHead claims with a HeadClaimer's statement and writes the event,
-// in tx.
-func claimHead(ctx context.Context, tx Tx, cl plugin.Claim) (plugin.Task, error) {
+// in tx, passing over task except (0 for none).
+func claimHead(ctx context.Context, tx Tx, cl plugin.Claim, except int64) (plugin.Task, error) {
 	hc, ok := tx.(HeadClaimer)
 	if !ok {
 		return plugin.Task{}, fmt.Errorf("claim task: the store's dialect has no claim statement")
@@ -262,7 +360,7 @@ func claimHead(ctx context.Context, tx Tx, cl plugin.Claim) (plugin.Task, error)
 		return plugin.Task{}, fmt.Errorf("claim task: %w", err)
 	}
 	now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
-	before, after, err := hc.ClaimHead(ctx, cl.Owner, now, until)
+	before, after, err := hc.ClaimHead(ctx, cl.Owner, now, until, except)
 	if errors.Is(err, ErrNoRows) {
 		return plugin.Task{}, fmt.Errorf("claim task: %w", plugin.ErrNoTask)
 	}
@@ -369,6 +467,10 @@ func updateTask(ctx context.Context, tx Tx, number int64, fn plugin.MutateFunc) 
 	if err := plugin.CheckMutation(cur, m); err != nil {
 		return plugin.Task{}, err
 	}
+	// Children first: their numbers go into the step's result.
+	if err := createSubtasks(ctx, tx, &m); err != nil {
+		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
+	}
 	if err := writeMutation(ctx, tx, cur, &m); err != nil {
 		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
 	}
@@ -407,18 +509,20 @@ func settleSubtasks(ctx context.Context, tx Tx, cur plugin.Task, m plugin.Mutati
 		if parent.Status.Terminal() {
 			return nil
 		}
-		return resumeParent(ctx, tx, parent, &t, now)
+		return resumeParent(ctx, tx, parent, &t, now, false)
 	}
 	if t.WaitingOn == plugin.WaitSubtasks && cur.WaitingOn != plugin.WaitSubtasks {
-		return resumeParent(ctx, tx, t, nil, now)
+		return resumeParent(ctx, tx, t, nil, now, len(m.Subtasks) > 0)
 	}
 	return nil
 }
 
 // resumeParent applies plugin.SubtaskEnded to parent, a row locked by
 // this transaction. With a nil child it writes nothing unless every
-// subtask has ended.
-func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.Task, now time.Time) error {
+// subtask has ended, and there is one — or asked says the change that made
+// the parent wait asked for its children itself (Mutation.Subtasks), so
+// none is still to come.
+func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.Task, now time.Time, asked bool) error {
 	children, err := tx.Children(ctx, parent.Number)
 	if err != nil {
 		return fmt.Errorf("subtasks of #%d: %w", parent.Number, err)
@@ -429,10 +533,16 @@ func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.
 			remaining++
 		}
 	}
-	if child == nil && (remaining > 0 || len(children) == 0) {
+	if child == nil && (remaining > 0 || (len(children) == 0 && !asked)) {
 		return nil
 	}
-	m, err := plugin.SubtaskEnded(parent, child, remaining, plugin.SubtaskOutcomes(children), now)
+	outcomes := plugin.SubtaskOutcomes(children)
+	if len(children) == 0 {
+		// It asked for subtasks and none could be created (the step's
+		// result says why): there is nothing to wait for.
+		outcomes = "no subtask was created"
+	}
+	m, err := plugin.SubtaskEnded(parent, child, remaining, outcomes, now)
 	if err != nil {
 		return err
 	}

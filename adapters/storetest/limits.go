@@ -100,30 +100,97 @@ func testLimitSubtasks(t *testing.T, s plugin.Store) {
 	refusedByLimit(t, s, sub("one level too deep", parent), "level 4")
 }
 
-// testSubtaskBudget: a subtask's token budget is at most what its parent
-// has left.
+// spend commits one iteration of task n (15 tokens: see outcome) by
+// worker w at now, with verdict v.
+func spend(t *testing.T, s plugin.Store, n int64, w string, now time.Time, v plugin.Verdict) plugin.Task {
+	t.Helper()
+	c, err := s.UpdateTask(t.Context(), n, func(cur plugin.Task) (plugin.Mutation, error) {
+		m, err := plugin.Claimed(cur, plugin.Claim{Owner: w, Now: now, Lease: time.Minute})
+		m.Event.Actor = w
+		return m, err
+	})
+	if err != nil {
+		t.Fatalf("claim #%d: %v", n, err)
+	}
+	o := outcome(c, now.Add(time.Second), 10+c.Iteration, v)
+	o.Step.Params = []byte(fmt.Sprintf(`{"text":"step %d"}`, c.Iteration))
+	return update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+}
+
+// testSubtaskBudget: a subtask reserves its token budget from what its
+// parent has left — the parent's budget less what it spent and what its
+// running subtasks hold — so siblings together never hold more than the
+// parent had left; what a subtask did not spend is the parent's again
+// once it ends.
 func testSubtaskBudget(t *testing.T, s plugin.Store) {
 	budget := int64(100)
 	in := limited("root", -1)
 	in.MaxTokens = &budget
 	root := create(t, s, in)
-	for i := range 4 { // 15 tokens an iteration
-		c := claim(t, s, "w", at(time.Duration(2*i+1)*time.Minute), time.Minute)
-		o := outcome(c, at(time.Duration(2*i+2)*time.Minute), 10+i, plugin.VerdictContinue)
-		o.Step.Params = []byte(fmt.Sprintf(`{"text":"step %d"}`, i))
-		update(t, s, root.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+	for i := range 4 { // 15 tokens an iteration: 40 left
+		spend(t, s, root.Number, "w", at(time.Duration(2*i+1)*time.Minute), plugin.VerdictContinue)
 	}
-	for _, asked := range []*int64{nil, ptr(int64(0)), ptr(int64(1000)), ptr(int64(30))} {
-		child := limited("child", -1)
-		child.ParentNumber, child.MaxTokens = root.Number, asked
-		got := create(t, s, child)
-		want := int64(40)
-		if asked != nil && *asked == 30 {
-			want = 30
+	child := func(asked *int64) plugin.NewTask {
+		c := limited("child", -1)
+		c.ParentNumber, c.MaxTokens = root.Number, asked
+		return c
+	}
+	first := create(t, s, child(ptr(int64(30))))
+	if first.MaxTokens != 30 {
+		t.Errorf("a subtask asking for 30 of the 40 tokens left got %d", first.MaxTokens)
+	}
+	second := create(t, s, child(ptr(int64(1000))))
+	if second.MaxTokens != 10 {
+		t.Errorf("a subtask asking for 1000 tokens while its sibling holds 30 of the 40 left got %d; want 10", second.MaxTokens)
+	}
+	for _, asked := range []*int64{nil, ptr(int64(0)), ptr(int64(1))} {
+		refusedByLimit(t, s, child(asked), fmt.Sprintf("a subtask asking for %v tokens when its siblings hold all that is left", deref(asked)))
+	}
+	// The first child spends 15 of its 30 and ends: its tokens count
+	// toward the root, and the 15 it did not spend are the root's again.
+	spend(t, s, first.Number, "w", at(10*time.Minute), plugin.VerdictDone)
+	if got := get(t, s, root.Number); got.Tokens() != 75 {
+		t.Fatalf("the root has spent %d tokens, want 75: its 60 and its ended child's 15", got.Tokens())
+	}
+	third := create(t, s, child(nil))
+	if third.MaxTokens != 15 {
+		t.Errorf("a subtask asking for the default after a sibling ended got %d; want 15 (100 - 75 spent - 10 held)", third.MaxTokens)
+	}
+	refusedByLimit(t, s, child(nil), "a subtask when the running ones hold all that is left")
+	check(t, s, root.Number, first.Number, second.Number, third.Number)
+}
+
+// testSubtaskBudgetSiblings: ten subtasks of a task with 40 tokens left
+// hold 40 between them, however much each asks for: the tree cannot
+// spend ten times what its root has left.
+func testSubtaskBudgetSiblings(t *testing.T, s plugin.Store) {
+	budget := int64(100)
+	in := limited("root", -1)
+	in.MaxTokens = &budget
+	root := create(t, s, in)
+	for i := range 4 {
+		spend(t, s, root.Number, "w", at(time.Duration(2*i+1)*time.Minute), plugin.VerdictContinue)
+	}
+	var held int64
+	made := 0
+	for i := range plugin.MaxSubtasks {
+		c := limited(fmt.Sprintf("sibling %d", i), -1)
+		c.ParentNumber, c.MaxTokens = root.Number, ptr(int64(4+i%3))
+		task, err := s.CreateTask(t.Context(), c)
+		switch {
+		case errors.Is(err, plugin.ErrLimit):
+			continue
+		case err != nil:
+			t.Fatalf("CreateTask: %v", err)
 		}
-		if got.MaxTokens != want {
-			t.Errorf("a subtask asking for %v tokens got %d; want %d (the parent has 40 left)", deref(asked), got.MaxTokens, want)
-		}
+		made++
+		held += task.MaxTokens
+	}
+	if held > 40 {
+		t.Errorf("%d subtasks hold %d tokens between them; their parent had 40 left", made, held)
+	}
+	if made < 8 {
+		t.Errorf("only %d subtasks asking for 4 to 6 tokens each fit in 40 tokens", made)
 	}
 }
 

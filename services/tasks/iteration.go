@@ -125,6 +125,9 @@ func (it *Iterator) runTool(ctx context.Context, task plugin.Task, files *plugin
 		return firstNonEmpty(res.Error, "the tool reported a failure"), false
 	}
 	o.Step.Success, o.Wait, o.Notifications = true, res.Wait, res.Notifications
+	// A turn may run several tools into one outcome (review's
+	// decomposition): their subtasks add up.
+	o.Subtasks = append(o.Subtasks, res.Subtasks...)
 	return "", true
 }
 

@@ -358,6 +358,7 @@ func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 // if it holds one, and claims w's next task with this commit.
 func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, error) {
 	var task plugin.Task
+	var leaseLeft time.Duration // what is left of an adopted task's lease
 	if w != nil && w.next.Number == 0 && w.unsure {
 		if err := w.adopt(ctx); err != nil {
 			return false, err
@@ -365,6 +366,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 	}
 	if w != nil && w.next.Number != 0 {
 		task, w.next = w.next, plugin.Task{}
+		leaseLeft, w.nextBudget = w.nextBudget, 0
 		if blocked, _ := s.model.blocked(s.clk.Now()); blocked {
 			// The model stopped answering since the claim: the task
 			// waits with the others, untouched.
@@ -393,6 +395,11 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 		s.emit(ctx, plugin.TaskChanged, task)
 	}
 	budget := max(s.opts.Lease-leaseMargin, s.opts.Lease/2)
+	if leaseLeft > 0 {
+		// An adopted task: its lease began with a claim made earlier,
+		// and the iteration must end before it does.
+		budget = min(budget, leaseLeft)
+	}
 	iterCtx, cancel := clock.WithTimeout(ctx, s.clk, budget)
 	o, runErr := s.it.Run(iterCtx, task)
 	cancel()
@@ -447,6 +454,9 @@ type Worker struct {
 	s     *Service
 	owner string
 	next  plugin.Task // claimed with the last commit and not yet run
+	// nextBudget, when not zero, bounds the iteration of next: what is
+	// left of an adopted task's lease, less the margin a commit needs.
+	nextBudget time.Duration
 	// unsure is set when a claim of the worker's may have committed
 	// without its answer reaching the worker (the connection broke
 	// between the two): before it claims again, the worker looks for a
@@ -476,14 +486,20 @@ func (w *Worker) Release(ctx context.Context) error {
 		return nil
 	}
 	task := w.next
-	w.next = plugin.Task{}
+	w.next, w.nextBudget = plugin.Task{}, 0
 	return w.s.release(ctx, task)
 }
 
 // adopt takes up a task the store shows leased to the worker while the
 // worker knows of none: one claimed by a claim or a commit whose answer
 // was lost. Its lease and fence are the worker's, so the worker runs it
-// next, in its turn, as if the answer had come.
+// next, in its turn, as if the answer had come — but only while the lease
+// holds, and for no longer than it holds: once a lease has ended, any
+// worker may claim the task, and running it under the old lease could
+// run the same iteration twice at once. A task whose lease has ended, or
+// has too little left for an iteration, is given back instead (a lease
+// taken over meanwhile leaves nothing to give back), and the worker
+// claims afresh.
 func (w *Worker) adopt(ctx context.Context) error {
 	held, err := w.s.store.ListTasks(ctx, plugin.TaskFilter{LeaseOwner: w.owner,
 		Statuses: []plugin.Status{plugin.StatusRunning}, Order: plugin.OrderQueue, Limit: 2})
@@ -493,12 +509,38 @@ func (w *Worker) adopt(ctx context.Context) error {
 	// Two such claims in a row leave two tasks: the next step takes the
 	// other.
 	w.unsure = len(held) > 1
-	if len(held) > 0 {
-		w.next = held[0]
-		w.s.log.Info("a task claimed without an answer (the connection broke) is run by its worker",
-			"task", w.next.Number, "owner", w.owner, "fence", w.next.Fence)
+	if len(held) == 0 {
+		return nil
 	}
+	task := held[0]
+	now, err := w.s.leaseNow(ctx)
+	if err != nil {
+		w.unsure = true
+		return fmt.Errorf("look for a task claimed without an answer: %w", err)
+	}
+	left := task.LeaseExpiresAt.Sub(now) - leaseMargin
+	if left <= 0 {
+		w.s.log.Info("a task claimed without an answer (the connection broke) is given back: its lease has ended or is about to",
+			"task", task.Number, "owner", w.owner, "fence", task.Fence, "lease_expires_at", task.LeaseExpiresAt)
+		return w.s.release(ctx, task)
+	}
+	w.next, w.nextBudget = task, left
+	w.s.log.Info("a task claimed without an answer (the connection broke) is run by its worker",
+		"task", task.Number, "owner", w.owner, "fence", task.Fence, "budget", left)
 	return nil
+}
+
+// leaseNow is the time leases are measured at: the store's clock when
+// the service measures leases on it, else the service's own.
+func (s *Service) leaseNow(ctx context.Context) (time.Time, error) {
+	if !s.opts.StoreClock {
+		return s.clk.Now(), nil
+	}
+	now, err := s.store.Now(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the store's clock: %w", err)
+	}
+	return now, nil
 }
 
 // ModelState is what /readyz says of the model: "ok", "degraded" while

@@ -156,6 +156,7 @@ func (t *Turn) runCalls(ctx context.Context, o *plugin.Outcome, st *toolsState, 
 					o.Files = co.Files // a view's changes so far, this call's included
 				}
 				o.Notifications = append(o.Notifications, co.Notifications...)
+				o.Subtasks = append(o.Subtasks, co.Subtasks...)
 				if co.Wait == plugin.WaitApproval {
 					// The call waits for a person: the claim ends on it, as
 					// Turn.Act's one call would, and what ran before it is

@@ -1,0 +1,219 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// Subtasks a task's tool asks for are created in the transaction that
+// commits the iteration (Mutation.Subtasks), under the limits of
+// subtasks checked there; the step's result says each child's number,
+// or why it was not created.
+
+// subtask is a request for a child of task parent, as create_subtask
+// makes one.
+func subtask(parent plugin.Task, goal string, budget *int64) plugin.NewTask {
+	in := newTask(goal)
+	in.ParentNumber, in.MaxTokens, in.MaxActive = parent.Number, budget, -1
+	in.Actor = fmt.Sprintf("task #%d", parent.Number)
+	return in
+}
+
+// commitSubtasks claims task n for w at now and commits an iteration
+// whose step asks for subs and waits on them (verdict v).
+func commitSubtasks(t *testing.T, s plugin.Store, c plugin.Task, now time.Time, v plugin.Verdict, subs ...plugin.NewTask) (plugin.Task, error) {
+	t.Helper()
+	o := outcome(c, now, 20, v)
+	o.Step.Action, o.Step.Params, o.Step.Result = "create_subtask", []byte(`{"goal":"…"}`), "requested"
+	for i := range subs {
+		subs[i].Now = time.Time{} // created at the commit's time
+	}
+	o.Wait, o.Subtasks = plugin.WaitSubtasks, subs
+	return s.UpdateTask(t.Context(), c.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+}
+
+// claimTask claims task n for owner at now through UpdateTask, whatever
+// else the queue holds.
+func claimTask(t *testing.T, s plugin.Store, n int64, owner string, now time.Time) plugin.Task {
+	t.Helper()
+	return update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Claimed(cur, plugin.Claim{Owner: owner, Now: now, Lease: time.Minute})
+	})
+}
+
+func lastStep(t *testing.T, s plugin.Store, n int64) plugin.Step {
+	t.Helper()
+	steps, err := s.RecentSteps(t.Context(), n, 1)
+	if err != nil || len(steps) != 1 {
+		t.Fatalf("RecentSteps(#%d) = %d steps, %v", n, len(steps), err)
+	}
+	return steps[0]
+}
+
+func children(t *testing.T, s plugin.Store, parent int64) []plugin.Task {
+	t.Helper()
+	out, err := s.ListTasks(t.Context(), plugin.TaskFilter{ParentNumber: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// testSubtasksWithCommit: the children an iteration asks for are created
+// with its commit, numbered then, and the step's result names them.
+func testSubtasksWithCommit(t *testing.T, s plugin.Store) {
+	parent := create(t, s, newTask("Build auth"))
+	c := claimTask(t, s, parent.Number, "w", at(time.Minute))
+	after, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictContinue,
+		subtask(parent, "Write the login tests", nil), subtask(parent, "Write the logout tests", nil))
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if after.Status != plugin.StatusWaiting || after.WaitingOn != plugin.WaitSubtasks {
+		t.Errorf("parent = %s on %q; want waiting on subtasks", after.Status, after.WaitingOn)
+	}
+	kids := children(t, s, parent.Number)
+	if len(kids) != 2 {
+		t.Fatalf("%d children, want 2", len(kids))
+	}
+	res := lastStep(t, s, parent.Number).Result
+	for _, k := range kids {
+		if k.Status != plugin.StatusQueued || !k.CreatedAt.Equal(at(2*time.Minute)) {
+			t.Errorf("child #%d: %s, created %v; want queued, created with the commit", k.Number, k.Status, k.CreatedAt)
+		}
+		if want := fmt.Sprintf("created subtask #%d %q", k.Number, k.Name); !strings.Contains(res, want) {
+			t.Errorf("the step's result %q does not say %q", res, want)
+		}
+		if evs := events(t, s, k.Number); len(evs) != 1 || evs[0].Type != plugin.EventCreated || evs[0].Actor != fmt.Sprintf("task #%d", parent.Number) {
+			t.Errorf("child #%d's events: %v", k.Number, eventTypes(evs))
+		}
+	}
+	if !strings.HasPrefix(res, "requested\n") {
+		t.Errorf("the step's result %q lost what the tool said", res)
+	}
+	check(t, s, parent.Number, kids[0].Number, kids[1].Number)
+}
+
+// testSubtasksNotCreatedWithoutTheLease: a commit refused for a lost
+// lease creates no child; the worker that holds the lease now creates
+// its own, once.
+func testSubtasksNotCreatedWithoutTheLease(t *testing.T, s plugin.Store) {
+	parent := create(t, s, newTask("Build auth"))
+	first := claimTask(t, s, parent.Number, "w1", at(time.Minute))
+	second := claimTask(t, s, parent.Number, "w2", at(3*time.Minute))
+	if _, err := commitSubtasks(t, s, first, at(4*time.Minute), plugin.VerdictContinue, subtask(parent, "Write the tests", nil)); !errors.Is(err, plugin.ErrStaleFence) {
+		t.Fatalf("a commit after the lease was taken over: %v, want ErrStaleFence", err)
+	}
+	if n, _ := s.CountTasks(t.Context(), plugin.TaskFilter{}); n != 1 {
+		t.Fatalf("%d tasks after the refused commit; want the parent alone", n)
+	}
+	if _, err := commitSubtasks(t, s, second, at(5*time.Minute), plugin.VerdictContinue, subtask(parent, "Write the tests", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if kids := children(t, s, parent.Number); len(kids) != 1 {
+		t.Fatalf("%d children; want 1", len(kids))
+	}
+	check(t, s, parent.Number)
+}
+
+// testSubtaskLimitsInCommit: the limits of subtasks hold in the commit,
+// counting the children asked for before in the same step: a child past
+// one is not created and the step says why. A parent none of whose
+// children could be created does not wait for them.
+func testSubtaskLimitsInCommit(t *testing.T, s plugin.Store) {
+	t.Run("children", func(t *testing.T) {
+		parent := create(t, s, newTask("Many parts"))
+		for i := range plugin.MaxSubtasks - 1 {
+			create(t, s, subtask(parent, fmt.Sprintf("part %d", i), nil))
+		}
+		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
+		after, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictContinue,
+			subtask(parent, "The last part", nil), subtask(parent, "One part too many", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kids := children(t, s, parent.Number); len(kids) != plugin.MaxSubtasks {
+			t.Errorf("%d children; want %d", len(kids), plugin.MaxSubtasks)
+		}
+		res := lastStep(t, s, parent.Number).Result
+		if !strings.Contains(res, `subtask "One part too many" not created: task #`) || !strings.Contains(res, "already has 10 subtasks") {
+			t.Errorf("the step's result %q does not say why the 11th child was not created", res)
+		}
+		if after.Status != plugin.StatusWaiting {
+			t.Errorf("parent = %s; want waiting on the child created", after.Status)
+		}
+	})
+	t.Run("budget", func(t *testing.T) {
+		budget := int64(100)
+		in := newTask("On a budget")
+		in.MaxTokens = &budget
+		parent := create(t, s, in)
+		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
+		// The iteration's own 15 tokens count: 85 left for children.
+		if _, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictContinue,
+			subtask(parent, "Half", ptr(int64(50))), subtask(parent, "The rest", nil), subtask(parent, "Nothing left", nil)); err != nil {
+			t.Fatal(err)
+		}
+		kids := children(t, s, parent.Number)
+		if len(kids) != 2 || kids[0].MaxTokens != 50 || kids[1].MaxTokens != 35 {
+			t.Fatalf("children %v; want two, with budgets 50 and 35", budgets(kids))
+		}
+		if res := lastStep(t, s, parent.Number).Result; !strings.Contains(res, `subtask "Nothing left" not created: task #`) {
+			t.Errorf("the step's result %q does not say why the third child was not created", res)
+		}
+	})
+	t.Run("active", func(t *testing.T) {
+		parent := create(t, s, newTask("Busy requestor"))
+		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
+		active, err := s.CountTasks(t.Context(), plugin.TaskFilter{RequestorID: "u1",
+			Statuses: []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := subtask(parent, "One too many", nil)
+		in.MaxActive = active
+		after, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictContinue, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kids := children(t, s, parent.Number); len(kids) != 0 {
+			t.Errorf("%d children past the requestor's limit", len(kids))
+		}
+		if res := lastStep(t, s, parent.Number).Result; !strings.Contains(res, `subtask "One too many" not created:`) {
+			t.Errorf("the step's result %q does not say why the child was not created", res)
+		}
+		// Nothing to wait for: resumed at once, with the iteration.
+		if after = get(t, s, parent.Number); after.Status != plugin.StatusQueued || after.WaitingOn != plugin.WaitNone {
+			t.Errorf("parent = %s on %q; want queued, not waiting on children it does not have", after.Status, after.WaitingOn)
+		}
+		check(t, s, parent.Number)
+	})
+	t.Run("ended", func(t *testing.T) {
+		parent := create(t, s, newTask("Done already"))
+		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
+		after, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictDone, subtask(parent, "Too late", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kids := children(t, s, parent.Number); len(kids) != 0 || after.Status != plugin.StatusCompleted {
+			t.Errorf("parent %s with %d children; want completed with none", after.Status, len(kids))
+		}
+		if res := lastStep(t, s, parent.Number).Result; !strings.Contains(res, `subtask "Too late" not created: this task ended with this step`) {
+			t.Errorf("the step's result %q does not say the child was not created", res)
+		}
+		check(t, s, parent.Number)
+	})
+}
+
+func budgets(tasks []plugin.Task) []int64 {
+	out := make([]int64, len(tasks))
+	for i, t := range tasks {
+		out[i] = t.MaxTokens
+	}
+	return out
+}
