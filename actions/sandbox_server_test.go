@@ -15,7 +15,8 @@ import (
 // TestServerSeesItsOwnFiles: a server installed as a Node package under
 // a folder closed to others runs in the sandbox (as root, the sandbox's
 // user reaches it through a mount Taskloom stages for it): it sees its
-// whole node_modules tree read-only, its interpreter found with
+// whole node_modules tree and the folder its argument names read-only,
+// and nothing else of that folder; its interpreter found with
 // /usr/bin/env, its own env and a writable HOME; Release removes what
 // was made for it.
 func TestServerSeesItsOwnFiles(t *testing.T) {
@@ -34,7 +35,8 @@ func TestServerSeesItsOwnFiles(t *testing.T) {
 	script := "#!/usr/bin/env sh\necho \"$(cat \"$(dirname \"$(readlink -f \"$0\")\")/lib/data.txt\") home=$HOME key=$SERVER_KEY\"\n" +
 		"echo written > \"$HOME/f\" && cat \"$HOME/f\"\n" +
 		"touch \"$(dirname \"$(readlink -f \"$0\")\")/new\" 2>/dev/null || echo read-only\n" +
-		"ls " + closed + " 2>&1 | tr '\\n' ' '\n"
+		"ls " + closed + " 2>&1 | tr '\\n' ' '\n" +
+		"cat \"$1/doc.txt\"\n"
 	if err := os.WriteFile(filepath.Join(modules, "server", "main.sh"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -44,18 +46,25 @@ func TestServerSeesItsOwnFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(closed, "secret.db"), []byte("hunter2"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	docs := filepath.Join(closed, "docs") // named by an argument
+	if err := os.Mkdir(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(docs, "doc.txt"), []byte(" a doc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(modules, ".bin", "server")
 	if err := os.Symlink("../server/main.sh", bin); err != nil {
 		t.Fatal(err)
 	}
 
 	s := &actions.Sandbox{}
-	srv, err := s.Server(context.Background(), actions.ServerSpec{Name: "files", Command: bin, Env: map[string]string{"SERVER_KEY": "k1"}})
+	srv, err := s.Server(context.Background(), actions.ServerSpec{Name: "files", Command: bin, Args: []string{docs}, Env: map[string]string{"SERVER_KEY": "k1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(srv.ReadOnly, []string{modules}) {
-		t.Errorf("read-only paths %q, want the node_modules tree %s", srv.ReadOnly, modules)
+	if !slices.Equal(srv.ReadOnly, []string{docs, modules}) {
+		t.Errorf("read-only paths %q, want the folder named and the node_modules tree %s", srv.ReadOnly, modules)
 	}
 	out, err := srv.Cmd.CombinedOutput()
 	if rerr := srv.Release(); rerr != nil {
@@ -64,7 +73,7 @@ func TestServerSeesItsOwnFiles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the server: %v\n%s", err, out)
 	}
-	want := "its data home=/work key=k1\nwritten\nread-only\nnode_modules "
+	want := "its data home=/work key=k1\nwritten\nread-only\ndocs node_modules  a doc"
 	if string(out) != want {
 		t.Errorf("the server wrote %q, want %q", out, want)
 	}

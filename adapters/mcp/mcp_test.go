@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,8 +130,9 @@ func stdioServer() {
 		return text(fmt.Sprintf("started %d", in.N)), nil, nil
 	})
 	sdk.AddTool(s, &sdk.Tool{Name: "spin"}, func(_ context.Context, _ *sdk.CallToolRequest, in countIn) (*sdk.CallToolResult, any, error) {
-		start := time.Now()
-		for time.Since(start) < time.Duration(in.N)*time.Millisecond {
+		// Until the process has used N ms of CPU time, however long that
+		// takes on a busy machine.
+		for cpuTime() < time.Duration(in.N)*time.Millisecond {
 		}
 		return text(fmt.Sprintf("spun %dms", in.N)), nil, nil
 	})
@@ -164,6 +166,13 @@ func stdioServer() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func text(s string) *sdk.CallToolResult {
