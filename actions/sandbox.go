@@ -163,11 +163,18 @@ type Spec struct {
 	// egress proxy's variables are added when the sandbox has Network.
 	Env []string
 	// ReadOnly are host paths bound read-only at the same place inside,
-	// besides the system: an MCP server's own files.
+	// besides the system: an MCP server's own files. They are mounted
+	// after /tmp and the working directory, so a path under /tmp (a
+	// test's binary) is not hidden by the sandbox's own /tmp.
 	ReadOnly []string
 	// NoCPULimit leaves CPU time unlimited, for a long-lived server whose
 	// CPU time adds up over days.
 	NoCPULimit bool
+
+	// staged maps a path of ReadOnly to where it was bound for the
+	// sandbox's user on the host (stageReadOnly), when that user cannot
+	// reach it where it is.
+	staged map[string]string
 }
 
 // Command makes the bwrap command that runs spec in the sandbox, not yet
@@ -267,9 +274,6 @@ func (s *Sandbox) args(dir, helper string, l Limits, spec Spec) []string {
 		"--hostname", "sandbox",
 	}
 	args = append(args, systemMounts()...)
-	for _, p := range spec.ReadOnly {
-		args = append(args, "--ro-bind", p, p)
-	}
 	args = append(args, "--ro-bind", helper, sandboxInitPath)
 	proxy := ""
 	if s.Network {
@@ -282,6 +286,15 @@ func (s *Sandbox) args(dir, helper string, l Limits, spec Spec) []string {
 		"--size", size, "--tmpfs", "/dev/shm",
 		"--size", size, "--tmpfs", "/tmp",
 		"--bind", dir, SandboxWorkDir,
+	)
+	for _, p := range spec.ReadOnly {
+		src := p
+		if staged, ok := spec.staged[p]; ok {
+			src = staged
+		}
+		args = append(args, "--ro-bind", src, p)
+	}
+	args = append(args,
 		"--chdir", SandboxWorkDir,
 		"--remount-ro", "/", // the root bwrap built; /work, /tmp, /dev/shm stay writable
 		"--clearenv",

@@ -43,8 +43,10 @@ func everythingServer(t *testing.T) string {
 // TestATaskCallsTheReferenceServer: a task whose model picks the echo tool
 // of the reference MCP server, spoken to over stdio, gets the echoed text
 // as its step's result; a tool named in ApproveTools by its dotted name
-// waits for a person, and once approved runs — and the server's
-// environment holds none of Taskloom's variables.
+// waits for a person, and once approved runs — and the server, which runs
+// in the sandbox (from under a folder closed to the sandbox's user, when
+// scripts/test installed it as root), has the sandbox's environment and
+// none of Taskloom's variables.
 func TestATaskCallsTheReferenceServer(t *testing.T) {
 	bin := everythingServer(t)
 	t.Setenv("TASKLOOM_API_TOKEN", "hunter2-api")
@@ -55,7 +57,7 @@ func TestATaskCallsTheReferenceServer(t *testing.T) {
 	model := testkit.NewScriptedModel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rt := plugin.New(plugin.Options{Store: st, Clock: clk, Logger: log})
-	tools := mcp.New(mcp.Options{Logger: log, Servers: []mcp.Server{{Name: "everything", Command: bin, Args: []string{"stdio"}}}})
+	tools := mcp.New(mcp.Options{Logger: log, Sandbox: sandbox(t), Servers: []mcp.Server{{Name: "everything", Command: bin, Args: []string{"stdio"}}}})
 	err := rt.Register(
 		&plugin.Plugin{Name: "model", Models: map[plugin.ModelType]plugin.Model{plugin.ModelText: model}},
 		tools.Plugin(),
@@ -133,8 +135,8 @@ func TestATaskCallsTheReferenceServer(t *testing.T) {
 		t.Fatalf("get-env result %q: %v", got[1].Result, err)
 	}
 	t.Logf("the reference server's environment has %s", strings.Join(slices.Sorted(maps.Keys(env)), ", "))
-	if env["PATH"] != os.Getenv("PATH") {
-		t.Errorf("the server's PATH = %q, want Taskloom's", env["PATH"])
+	if env["PATH"] != sandboxPATH || env["HOME"] != "/work" {
+		t.Errorf("the server's PATH = %q and HOME = %q, want the sandbox's", env["PATH"], env["HOME"])
 	}
 	for k, v := range env {
 		if strings.HasPrefix(k, "TASKLOOM_") || strings.Contains(v, "hunter2") {

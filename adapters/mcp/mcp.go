@@ -15,20 +15,29 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/plugin"
 )
 
 // Server is one MCP server: a command spoken to over stdio (Command, Args,
-// Env) or a streamable HTTP endpoint (URL).
+// Env, Network) or a streamable HTTP endpoint (URL).
 type Server struct {
 	// Name begins its tools' action names: "<Name>.<tool>".
 	Name    string
 	Command string
 	Args    []string
-	// Env is added to the PATH and HOME the command is given; it is all
-	// of the environment the command has.
+	// Env is added to the PATH, HOME and LANG the sandbox gives the
+	// command; it is all of the environment the command has.
 	Env map[string]string
-	URL string
+	// Network lets a stdio server reach public addresses through the
+	// sandbox's egress proxy; without it, it has no network.
+	Network bool
+	URL     string
+}
+
+// Sandbox makes the process of a stdio server; *actions.Sandbox is one.
+type Sandbox interface {
+	Server(ctx context.Context, spec actions.ServerSpec) (*actions.Server, error)
 }
 
 // Defaults of Options.
@@ -44,8 +53,12 @@ const PluginName = "mcp"
 type Options struct {
 	Servers []Server
 	Logger  *slog.Logger
-	// Getenv gives the PATH and HOME that stdio servers are started with;
-	// os.Getenv when nil.
+	// Sandbox runs the stdio servers; without one, a stdio server does
+	// not start.
+	Sandbox Sandbox
+	// Getenv gives Taskloom's PATH, where a stdio server's command named
+	// without a folder is looked for when the sandbox's PATH does not
+	// have it; os.Getenv when nil.
 	Getenv func(string) string
 	// CallTimeout bounds one tool call; default DefaultCallTimeout.
 	CallTimeout time.Duration
@@ -183,7 +196,8 @@ type conn struct {
 	server    Server
 	transport string // "stdio" or "streamable HTTP", for the log
 	session   *sdk.ClientSession
-	cmd       *exec.Cmd // a stdio server's process; nil for HTTP
+	cmd       *exec.Cmd       // a stdio server's process; nil for HTTP
+	sandboxed *actions.Server // what the sandbox made for it
 	stderr    *stderrLog
 	changed   chan struct{} // the server said its tools changed; holds at most one
 	closing   chan struct{} // closed by close
@@ -211,20 +225,23 @@ func (t *Tools) connect(ctx context.Context, s Server) (*conn, int, error) {
 		transport.Transport = &sdk.StreamableClientTransport{Endpoint: s.URL, HTTPClient: t.opts.HTTPClient}
 	} else {
 		c.transport = "stdio"
-		// The server runs as Taskloom's user: before it starts, Taskloom's
-		// /proc files are closed to it, or it could read the secrets
-		// serverEnv keeps from it in /proc/PPID/environ.
-		if err := undumpable(); err != nil {
+		if t.opts.Sandbox == nil {
+			return nil, 0, errors.New("start over stdio: no sandbox to run it in")
+		}
+		// The sandbox gives the command its environment, limits, scratch
+		// directory and network, and its own process group (bwrap's), so
+		// that Stop ends what it started too and a Ctrl-C in the terminal
+		// reaches Taskloom alone, which then closes it in order. Its
+		// stdin and stdout, which the SDK takes, and its stderr pass
+		// through bwrap.
+		srv, err := t.opts.Sandbox.Server(ctx, actions.ServerSpec{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env,
+			Network: s.Network, LookPath: t.opts.Getenv("PATH")})
+		if err != nil {
 			return nil, 0, fmt.Errorf("start over stdio: %w", err)
 		}
+		c.sandboxed, c.cmd = srv, srv.Cmd
 		c.stderr = &stderrLog{log: t.log, server: s.Name}
-		c.cmd = exec.Command(s.Command, s.Args...)
-		c.cmd.Env = serverEnv(t.opts.Getenv, s.Env)
 		c.cmd.Stderr = c.stderr
-		// Its own process group, so that Stop ends what it started too
-		// and a Ctrl-C in the terminal reaches Taskloom alone, which
-		// then closes it in order.
-		c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		transport.Transport = &sdk.CommandTransport{Command: c.cmd, TerminateDuration: 2 * time.Second}
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.opts.StartTimeout)
@@ -235,6 +252,7 @@ func (t *Tools) connect(ctx context.Context, s Server) (*conn, int, error) {
 		// again is allowed, and ends a stdio server that it left running.
 		transport.close()
 		c.killGroup()
+		c.release()
 		return nil, 0, fmt.Errorf("connect over %s: %w%s", c.transport, err, c.stderr.said())
 	}
 	c.session = session
@@ -325,6 +343,7 @@ func (c *conn) close(ctx context.Context) error {
 			err = fmt.Errorf("still closing when the shutdown timed out: %w", ctx.Err())
 		}
 		c.killGroup()
+		c.release()
 		if c.cmd != nil {
 			// A server that exits on its own when its input closes ends
 			// "exit status" or "signal: terminated" for the SDK; that is
@@ -346,21 +365,16 @@ func (c *conn) killGroup() {
 	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: nothing left
 }
 
-// serverEnv is a stdio server's whole environment: PATH and HOME from
-// getenv, then the server's own env.
-func serverEnv(getenv func(string) string, own map[string]string) []string {
-	var env []string
-	for _, k := range []string{"PATH", "HOME"} {
-		if _, set := own[k]; !set {
-			if v := getenv(k); v != "" {
-				env = append(env, k+"="+v)
-			}
-		}
+// release undoes what the sandbox made on the host for a stdio server
+// (its scratch directory, its staged files), once its process group is
+// killed.
+func (c *conn) release() {
+	if c.sandboxed == nil {
+		return
 	}
-	for k, v := range own {
-		env = append(env, k+"="+v)
+	if err := c.sandboxed.Release(); err != nil {
+		c.t.log.Warn("MCP server's sandbox left something behind", "mcp_server", c.server.Name, "err", err)
 	}
-	return env
 }
 
 func clientVersion() string {

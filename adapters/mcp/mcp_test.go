@@ -5,20 +5,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/mcp"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -32,18 +38,44 @@ func TestMain(m *testing.M) {
 	case "stdio-server":
 		stdioServer()
 		return
-	case "read-parent-environ":
-		// What a stdio server could do: print its parent's environment.
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getppid()))
-		fmt.Printf("%s %v", env, err)
-		return
 	}
 	os.Exit(m.Run())
 }
 
+// sandbox is the sandbox the tests' stdio servers run in. A test that
+// needs one is skipped only where bwrap cannot make one.
+func sandbox(t *testing.T) *actions.Sandbox {
+	t.Helper()
+	sandboxCheck.once.Do(func() {
+		sandboxCheck.err = (&actions.Sandbox{}).Check(context.Background())
+	})
+	if sandboxCheck.err != nil {
+		t.Skipf("cannot test stdio servers, which run in the sandbox: %v", sandboxCheck.err)
+	}
+	return &actions.Sandbox{}
+}
+
+var sandboxCheck struct {
+	once sync.Once
+	err  error
+}
+
+// pathIn is what a tool that takes a path or an address is given.
+type pathIn struct {
+	Path string `json:"path"`
+}
+
+// countIn is what a tool that takes a number is given.
+type countIn struct {
+	N int `json:"n"`
+}
+
 // stdioServer is an MCP server on stdin and stdout with the tools "env"
-// (its environment, one variable a line), "pid" and "exit" (it exits at
-// once, as a crashing server would).
+// (its environment, one variable a line), "pid", "exit" (it exits at
+// once, as a crashing server would), and tools that try what a hostile
+// server might: "read" a file, list the processes it sees ("procs"),
+// "alloc" memory, "spawn" processes, "spin" the CPU, "write" in its HOME, "dial" an
+// address and "get" a URL through the proxy it is given, if any.
 func stdioServer() {
 	s := sdk.NewServer(&sdk.Implementation{Name: "test-stdio", Version: "1"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "env", Description: "the server's environment"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
@@ -63,11 +95,84 @@ func stdioServer() {
 		os.Exit(3)
 		return nil, nil, nil
 	})
+	sdk.AddTool(s, &sdk.Tool{Name: "read"}, func(_ context.Context, _ *sdk.CallToolRequest, in pathIn) (*sdk.CallToolResult, any, error) {
+		b, err := os.ReadFile(in.Path)
+		return text(fmt.Sprintf("%s %v", b, err)), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "procs"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		entries, err := os.ReadDir("/proc")
+		var procs []string
+		for _, e := range entries {
+			if _, nerr := strconv.Atoi(e.Name()); nerr == nil {
+				cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+				procs = append(procs, e.Name()+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+			}
+		}
+		return text(fmt.Sprintf("%s\n%v", strings.Join(procs, "\n"), err)), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "alloc"}, func(_ context.Context, _ *sdk.CallToolRequest, in countIn) (*sdk.CallToolResult, any, error) {
+		var kept [][]byte
+		for i := 0; i < in.N; i++ { // MiB by MiB, each touched
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			kept = append(kept, b)
+		}
+		return text(fmt.Sprintf("allocated %d MiB", len(kept))), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "spawn"}, func(_ context.Context, _ *sdk.CallToolRequest, in countIn) (*sdk.CallToolResult, any, error) {
+		for i := 0; i < in.N; i++ {
+			if err := exec.Command("sleep", "60").Start(); err != nil {
+				return text(fmt.Sprintf("started %d, then: %v", i, err)), nil, nil
+			}
+		}
+		return text(fmt.Sprintf("started %d", in.N)), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "spin"}, func(_ context.Context, _ *sdk.CallToolRequest, in countIn) (*sdk.CallToolResult, any, error) {
+		// Until the process has used N ms of CPU time, however long that
+		// takes on a busy machine.
+		for cpuTime() < time.Duration(in.N)*time.Millisecond {
+		}
+		return text(fmt.Sprintf("spun %dms", in.N)), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "write"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		p := filepath.Join(os.Getenv("HOME"), "note.txt")
+		err := os.WriteFile(p, []byte("kept in HOME"), 0o600)
+		b, rerr := os.ReadFile(p)
+		wd, _ := os.Getwd()
+		return text(fmt.Sprintf("%s %v %v in %s", b, err, rerr, wd)), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "dial"}, func(_ context.Context, _ *sdk.CallToolRequest, in pathIn) (*sdk.CallToolResult, any, error) {
+		c, err := net.DialTimeout("tcp", in.Path, 3*time.Second)
+		if err == nil {
+			c.Close()
+			return text("connected"), nil, nil
+		}
+		return text(err.Error()), nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "get"}, func(_ context.Context, _ *sdk.CallToolRequest, in pathIn) (*sdk.CallToolResult, any, error) {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+		resp, err := client.Get(in.Path)
+		if err != nil {
+			return text(err.Error()), nil, nil
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return text(fmt.Sprintf("%d %s", resp.StatusCode, body)), nil, nil
+	})
 	fmt.Fprintln(os.Stderr, "test stdio server ready")
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func text(s string) *sdk.CallToolResult {
@@ -101,8 +206,15 @@ type kit struct {
 
 func start(t *testing.T, opts mcp.Options) *kit {
 	t.Helper()
+	return startLogging(t, opts, slog.LevelInfo)
+}
+
+// startLogging is start with a log of level and above, debug for the
+// servers' stderr.
+func startLogging(t *testing.T, opts mcp.Options, level slog.Level) *kit {
+	t.Helper()
 	k := &kit{t: t, log: &syncBuffer{}}
-	opts.Logger = slog.New(slog.NewTextHandler(k.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	opts.Logger = slog.New(slog.NewTextHandler(k.log, &slog.HandlerOptions{Level: level}))
 	k.rt = plugin.New(plugin.Options{Logger: opts.Logger})
 	if err := k.rt.Register(mcp.New(opts).Plugin()); err != nil {
 		t.Fatal(err)

@@ -130,23 +130,36 @@ func Main(ctx context.Context, o Options) int {
 		log.Info("garbage collector", "settings", gc.Why)
 	}
 	var sandbox *actions.Sandbox
-	if cmd == "serve" && cfg.RunCommand {
+	if cmd == "serve" && (cfg.RunCommand || stdioMCPServers(cfg) > 0) {
+		// The variable a refusal names: what asked for the sandbox.
+		sandboxVar, networkVar := "TASKLOOM_MCP_SERVERS", "TASKLOOM_MCP_SERVERS"
+		if cfg.RunCommand {
+			sandboxVar = "TASKLOOM_RUN_COMMAND"
+		}
+		if cfg.RunCommand && cfg.RunCommandNetwork {
+			networkVar = "TASKLOOM_RUN_COMMAND_NETWORK"
+		}
 		var egress *actions.Egress
-		if cfg.RunCommandNetwork {
+		if sandboxNetwork(cfg) {
 			egress = newEgress(cfg, log)
 			if err := egress.Start(); err != nil {
-				fmt.Fprintf(o.Stderr, "taskloom: %v\n", &config.Error{Var: "TASKLOOM_RUN_COMMAND_NETWORK", Reason: strings.ReplaceAll(err.Error(), "\n", " ")})
+				fmt.Fprintf(o.Stderr, "taskloom: %v\n", &config.Error{Var: networkVar, Reason: strings.ReplaceAll(err.Error(), "\n", " ")})
 				return ExitUsage
 			}
 			defer egress.Close()
 		}
-		if sandbox, err = runCommandSandbox(ctx, cfg, o.Getenv, egress); err != nil {
+		if sandbox, err = checkedSandbox(ctx, cfg, o.Getenv, egress, sandboxVar); err != nil {
 			fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
 			return ExitUsage
 		}
-		log.Info("run_command: enabled, in a bwrap sandbox", "bwrap", sandbox.Bwrap, "network", cfg.RunCommandNetwork, "limits", sandbox.Limits.String())
+		if cfg.RunCommand {
+			log.Info("run_command: enabled, in a bwrap sandbox", "bwrap", sandbox.Bwrap, "network", cfg.RunCommandNetwork, "limits", sandbox.Limits.String())
+		}
+		if n := stdioMCPServers(cfg); n > 0 {
+			log.Info("MCP stdio servers: in a bwrap sandbox, without a CPU time limit", "bwrap", sandbox.Bwrap, "servers", n, "limits", sandbox.Limits.String())
+		}
 		if os.Geteuid() != 0 {
-			log.Warn("run_command: the working directory's size is not bounded (a tmpfs for it needs root); each file still is, and /tmp", "file_size", actions.FormatBytes(cfg.RunCommandFileSize))
+			log.Warn("sandbox: the working directory's size is not bounded (a tmpfs for it needs root); each file still is, and /tmp", "file_size", actions.FormatBytes(cfg.RunCommandFileSize))
 		}
 	}
 
@@ -607,7 +620,7 @@ func NewCore(o CoreOptions) *Core {
 	sandbox := o.Sandbox
 	if sandbox == nil {
 		sandbox = &actions.Sandbox{Network: cfg.RunCommandNetwork, Limits: sandboxLimits(cfg)}
-		if cfg.RunCommand && cfg.RunCommandNetwork {
+		if sandboxNetwork(cfg) {
 			sandbox.Egress = newEgress(cfg, o.Logger)
 			if err := rt.Register(&plugin.Plugin{Name: "egress", Description: "the sandbox's egress proxy",
 				Services: []plugin.Service{egressService{sandbox.Egress}}}); err != nil {
@@ -626,7 +639,7 @@ func NewCore(o CoreOptions) *Core {
 	// so a task's first iteration already sees them.
 	orchestratorDeps := []string{"model"}
 	if len(cfg.MCPServers) > 0 {
-		if err := rt.Register(mcp.New(mcp.Options{Servers: mcpServers(cfg.MCPServers), Logger: o.Logger, Getenv: o.Getenv}).Plugin()); err != nil {
+		if err := rt.Register(mcp.New(mcp.Options{Servers: mcpServers(cfg.MCPServers), Sandbox: sandbox, Logger: o.Logger, Getenv: o.Getenv}).Plugin()); err != nil {
 			panic(err) // the first plugin registered: cannot fail
 		}
 		orchestratorDeps = append(orchestratorDeps, mcp.PluginName)
@@ -659,20 +672,51 @@ func NewCore(o CoreOptions) *Core {
 func mcpServers(servers []config.MCPServer) []mcp.Server {
 	out := make([]mcp.Server, 0, len(servers))
 	for _, s := range servers {
-		out = append(out, mcp.Server{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL})
+		out = append(out, mcp.Server{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, Network: s.Network, URL: s.URL})
 	}
 	return out
 }
 
-// runCommandSandbox makes run_command's sandbox and runs true in it, so
-// that TASKLOOM_RUN_COMMAND=true where the sandbox cannot be made (no
-// bwrap, user namespaces refused) fails at start-up, in one line saying
-// why, rather than at a task's first command. bwrap is looked for on the
-// PATH that getenv gives.
-func runCommandSandbox(ctx context.Context, cfg config.Config, getenv func(string) string, egress *actions.Egress) (*actions.Sandbox, error) {
+// stdioMCPServers counts the MCP servers that are commands, which run in
+// the sandbox.
+func stdioMCPServers(cfg config.Config) int {
+	n := 0
+	for _, s := range cfg.MCPServers {
+		if s.Stdio() {
+			n++
+		}
+	}
+	return n
+}
+
+// sandboxNetwork says whether some sandbox may reach the network, and so
+// needs the egress proxy: run_command's with TASKLOOM_RUN_COMMAND_NETWORK,
+// or a stdio MCP server's whose configuration says "network": true.
+func sandboxNetwork(cfg config.Config) bool {
+	if cfg.RunCommand && cfg.RunCommandNetwork {
+		return true
+	}
+	for _, s := range cfg.MCPServers {
+		if s.Stdio() && s.Network {
+			return true
+		}
+	}
+	return false
+}
+
+// checkedSandbox makes the sandbox that run_command's commands and the
+// stdio MCP servers run in, and runs true in it, so that where it cannot
+// be made (no bwrap, user namespaces refused) start-up fails in one line
+// naming variable (what asked for it) and saying why, rather than a
+// task's first command or a server failing later: nothing runs outside
+// the sandbox. bwrap is looked for on the PATH that getenv gives.
+func checkedSandbox(ctx context.Context, cfg config.Config, getenv func(string) string, egress *actions.Egress, variable string) (*actions.Sandbox, error) {
+	what := "the run_command sandbox"
+	if variable == "TASKLOOM_MCP_SERVERS" {
+		what = "the sandbox MCP stdio servers run in"
+	}
 	refuse := func(err error) error {
-		return &config.Error{Var: "TASKLOOM_RUN_COMMAND",
-			Reason: "the run_command sandbox cannot be made: " + strings.ReplaceAll(err.Error(), "\n", " ")}
+		return &config.Error{Var: variable, Reason: what + " cannot be made: " + strings.ReplaceAll(err.Error(), "\n", " ")}
 	}
 	bwrap, err := actions.LookBwrap(getenv("PATH"))
 	if err != nil {
@@ -686,18 +730,16 @@ func runCommandSandbox(ctx context.Context, cfg config.Config, getenv func(strin
 }
 
 // warnRootMCP logs, in one line, that stdio MCP servers are started by a
-// Taskloom that runs as root (uid): they run as root too, and can read
-// Taskloom's memory and environment.
+// Taskloom that runs as root (uid). They run in the sandbox as nobody,
+// not as root, and see none of Taskloom's secrets; but Taskloom itself
+// needs root only to bound the sandbox's writable space and to mount a
+// server's files from folders closed to nobody, and a root process is a
+// larger prize should anything of it be subverted.
 func warnRootMCP(cfg config.Config, log *slog.Logger, uid int) {
-	if uid != 0 {
+	if uid != 0 || stdioMCPServers(cfg) == 0 {
 		return
 	}
-	for _, s := range cfg.MCPServers {
-		if s.Command != "" {
-			log.Warn("Taskloom runs as root with stdio MCP servers configured: they run as root too and can read Taskloom's secrets; run Taskloom as an unprivileged user", "mcp_servers", len(cfg.MCPServers))
-			return
-		}
-	}
+	log.Warn("Taskloom runs as root with stdio MCP servers configured: they run sandboxed as nobody (uid 65534), but Taskloom needs no root for them; prefer an unprivileged user", "mcp_servers", stdioMCPServers(cfg))
 }
 
 // sandboxLimits are the TASKLOOM_RUN_COMMAND_* limits.

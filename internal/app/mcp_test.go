@@ -6,14 +6,20 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/internal/app"
+	"github.com/taskloom/taskloom/internal/config"
 	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestServeWiresMCPServers: with TASKLOOM_MCP_SERVERS, a task's model sees
@@ -36,8 +42,13 @@ func TestServeWiresMCPServers(t *testing.T) {
 	fake.Reply(testkit.DecisionJSON("notes.lookup", map[string]string{"topic": "otters"}, 60, "continue"))
 	fake.Reply(testkit.DecisionJSON("", nil, 100, "done"))
 	servers := fmt.Sprintf(`{"notes": {"url": %q}, "missing": {"command": "/nonexistent/mcp-server"}}`, ts.URL)
+	// A stdio server runs in the sandbox, which start-up checks: bwrap is
+	// looked for on PATH.
+	if _, err := actions.LookBwrap(os.Getenv("PATH")); err != nil {
+		t.Skipf("cannot test stdio MCP servers, which run in the sandbox: %v", err)
+	}
 	srv := launch(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
-		"OPENAI_BASE_URL": fake.URL(), "TASKLOOM_MCP_SERVERS": servers})
+		"OPENAI_BASE_URL": fake.URL(), "TASKLOOM_MCP_SERVERS": servers, "PATH": os.Getenv("PATH")})
 	defer func() {
 		srv.stop()
 		if code := srv.wait(t, app.ShutdownTimeout+5*time.Second); code != 0 {
@@ -81,8 +92,65 @@ func TestServeWiresMCPServers(t *testing.T) {
 		t.Errorf("the first iteration's prompt does not offer notes.lookup")
 	}
 	logs := srv.stderr.String()
-	if n := strings.Count(logs, "mcp_server=missing"); n != 1 || !strings.Contains(logs, "MCP server did not start; its tools are absent") {
+	if n := strings.Count(logs, "mcp_server=missing"); n != 1 || !strings.Contains(logs, "MCP server did not start; its tools are absent") ||
+		!strings.Contains(logs, "command /nonexistent/mcp-server: stat /nonexistent/mcp-server: no such file or directory") {
 		t.Errorf("%d log lines name the missing server; want 1:\n%s", n, logs)
+	}
+}
+
+// TestStdioMCPServersWithoutASandboxStopStartUp: stdio MCP servers run
+// only in the sandbox; where it cannot be made, start-up stops with one
+// line naming TASKLOOM_MCP_SERVERS and the reason. A url server needs no
+// sandbox.
+func TestStdioMCPServersWithoutASandboxStopStartUp(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"", filepath.Join(t.TempDir(), "nothing-here")} {
+		code, stderr := refusedServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "PATH": path,
+			"TASKLOOM_MCP_SERVERS": `{"files": {"command": "mcp-files"}, "web": {"url": "https://mcp.example.com/mcp"}}`})
+		want := "taskloom: TASKLOOM_MCP_SERVERS: the sandbox MCP stdio servers run in cannot be made: bwrap is not installed"
+		if code != app.ExitUsage || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, want) {
+			t.Errorf("PATH=%q: exit %d, stderr %q; want exit %d and one line %q…", path, code, stderr, app.ExitUsage, want)
+		}
+	}
+	srv := launch(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+		"TASKLOOM_MCP_SERVERS": `{"web": {"url": "http://127.0.0.1:1/mcp"}}`})
+	srv.stop()
+	if code := srv.wait(t, app.ShutdownTimeout+5*time.Second); code != app.ExitOK {
+		t.Errorf("a url server without bwrap: exit %d\n%s", code, srv.stderr.String())
+	}
+}
+
+// TestCoreRunsStdioMCPServersInTheSandbox: NewCore gives stdio MCP
+// servers the sandbox, with the egress proxy only for a server whose
+// configuration says "network": true — also when run_command is off.
+func TestCoreRunsStdioMCPServersInTheSandbox(t *testing.T) {
+	if _, err := actions.LookBwrap(os.Getenv("PATH")); err != nil {
+		t.Skipf("cannot test stdio MCP servers, which run in the sandbox: %v", err)
+	}
+	t.Setenv("TASKLOOM_API_TOKEN", "hunter2-api-token-hunter2-api-token")
+	servers, _ := json.Marshal(map[string]any{
+		"offline": map[string]any{"command": os.Args[0], "env": map[string]string{mcpRoleVar: "env-server"}},
+		"online":  map[string]any{"command": os.Args[0], "env": map[string]string{mcpRoleVar: "env-server"}, "network": true},
+	})
+	vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_MCP_SERVERS": string(servers)}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := teststore.SQLite(t)
+	core := app.NewCore(app.CoreOptions{Config: cfg, Store: st, Model: testkit.NewScriptedModel(), Owner: "test"})
+	if err := core.Runtime.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = core.Runtime.Stop(context.Background()) })
+	for server, proxied := range map[string]bool{"offline": false, "online": true} {
+		res, err := core.Runtime.RunAction(context.Background(), server+".env", &plugin.Call{Task: &plugin.Task{Number: 1}, Params: json.RawMessage(`{}`)})
+		if err != nil || !res.Success {
+			t.Fatalf("%s.env = %+v, %v", server, res, err)
+		}
+		if strings.Contains(res.Text, "HTTPS_PROXY=http://127.0.0.1:3128") != proxied || !strings.Contains(res.Text, "HOME=/work") || strings.Contains(res.Text, "hunter2") {
+			t.Errorf("%s's environment: %q; want the sandbox's, a proxy: %v", server, res.Text, proxied)
+		}
 	}
 }
 
@@ -107,7 +175,7 @@ func TestBadMCPConfigurationIsOneLine(t *testing.T) {
 // typo that would let the tool it meant run unasked: serve refuses it.
 func TestApprovalOfAnUnknownMCPServerStopsStartUp(t *testing.T) {
 	t.Parallel()
-	for _, servers := range []string{"", `{"file": {"command": "/nonexistent/mcp-files"}}`} {
+	for _, servers := range []string{"", `{"file": {"url": "http://127.0.0.1:1/mcp"}}`} {
 		code, stderr := refusedServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
 			"TASKLOOM_MCP_SERVERS": servers, "TASKLOOM_APPROVE_TOOLS": "run_command,files.delete"})
 		if code == app.ExitOK || !strings.Contains(stderr, `taskloom: TASKLOOM_APPROVE_TOOLS="run_command,files.delete": "files.delete" names no MCP server of TASKLOOM_MCP_SERVERS`) {

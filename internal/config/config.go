@@ -117,15 +117,22 @@ type Config struct {
 }
 
 // MCPServer is one server of TASKLOOM_MCP_SERVERS: a command spoken to
-// over stdio (Command, Args, Env) or a streamable HTTP endpoint (URL).
-// Its tools are the actions "<Name>.<tool>".
+// over stdio (Command, Args, Env, Network), which runs in the sandbox,
+// or a streamable HTTP endpoint (URL). Its tools are the actions
+// "<Name>.<tool>".
 type MCPServer struct {
 	Name    string
 	Command string
 	Args    []string
 	Env     map[string]string
+	// Network lets a stdio server reach public addresses through the
+	// sandbox's egress proxy; without it, it has no network.
+	Network bool
 	URL     string
 }
+
+// Stdio says whether the server is a command spoken to over stdio.
+func (s MCPServer) Stdio() bool { return s.Command != "" }
 
 // Defaults (PRODUCT §6).
 const (
@@ -546,7 +553,7 @@ func (r *reader) list(name string) []string {
 const maxMCPServerName = 64
 
 // mcpServers reads TASKLOOM_MCP_SERVERS: a JSON object from server name
-// to {"command", "args", "env"} or {"url"}. The value is never repeated in
+// to {"command", "args", "env", "network"} or {"url"}. The value is never repeated in
 // an error: a server's env may hold its keys.
 func (r *reader) mcpServers(name string) []MCPServer {
 	v := strings.TrimSpace(r.getenv(name))
@@ -559,7 +566,7 @@ func (r *reader) mcpServers(name string) []MCPServer {
 	}
 	var byName map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(v), &byName); err != nil || byName == nil {
-		return bad(`want a JSON object from server name to {"command": ..., "args": [...], "env": {...}} or {"url": "https://..."}, e.g. {"files": {"command": "mcp-files", "args": ["/srv"]}}`)
+		return bad(`want a JSON object from server name to {"command": ..., "args": [...], "env": {...}, "network": false} or {"url": "https://..."}, e.g. {"files": {"command": "mcp-files", "args": ["/srv"]}}`)
 	}
 	var out []MCPServer
 	for _, server := range slices.Sorted(maps.Keys(byName)) {
@@ -571,12 +578,13 @@ func (r *reader) mcpServers(name string) []MCPServer {
 			Command string            `json:"command"`
 			Args    []string          `json:"args"`
 			Env     map[string]string `json:"env"`
+			Network bool              `json:"network"`
 			URL     string            `json:"url"`
 		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			return bad("server %q: want an object with command, args and env, or url: %s", server, strings.TrimPrefix(err.Error(), "json: "))
+			return bad("server %q: want an object with command, args, env and network, or url: %s", server, strings.TrimPrefix(err.Error(), "json: "))
 		}
 		s.Command, s.URL = strings.TrimSpace(s.Command), strings.TrimSpace(s.URL)
 		switch {
@@ -586,6 +594,8 @@ func (r *reader) mcpServers(name string) []MCPServer {
 			return bad("server %q has both a command and a url; give one", server)
 		case s.URL != "" && (len(s.Args) > 0 || len(s.Env) > 0):
 			return bad("server %q: args and env are for a command, not a url", server)
+		case s.URL != "" && s.Network:
+			return bad("server %q: network is for a command, which runs in the sandbox; Taskloom itself reaches a url", server)
 		case s.URL != "" && checkHTTPURL(s.URL) != nil:
 			return bad("server %q: the url is not an http:// or https:// URL", server)
 		}
@@ -594,7 +604,7 @@ func (r *reader) mcpServers(name string) []MCPServer {
 				return bad("server %q: %q is not an environment variable name", server, k)
 			}
 		}
-		out = append(out, MCPServer{Name: server, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL})
+		out = append(out, MCPServer{Name: server, Command: s.Command, Args: s.Args, Env: s.Env, Network: s.Network, URL: s.URL})
 	}
 	return out
 }

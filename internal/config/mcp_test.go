@@ -13,14 +13,14 @@ func TestMCPServers(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load(env("TASKLOOM_MCP_SERVERS", `{
 		"web": {"url": "https://mcp.example.com/mcp"},
-		"files": {"command": "mcp-files", "args": ["/srv", "--ro"], "env": {"FILES_KEY": "k1"}},
-		"git_hub-2": {"command": "gh-mcp"}
+		"files": {"command": "mcp-files", "args": ["/srv", "--ro"], "env": {"FILES_KEY": "k1"}, "network": true},
+		"git_hub-2": {"command": "gh-mcp", "network": false}
 	}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []config.MCPServer{
-		{Name: "files", Command: "mcp-files", Args: []string{"/srv", "--ro"}, Env: map[string]string{"FILES_KEY": "k1"}},
+		{Name: "files", Command: "mcp-files", Args: []string{"/srv", "--ro"}, Env: map[string]string{"FILES_KEY": "k1"}, Network: true},
 		{Name: "git_hub-2", Command: "gh-mcp"},
 		{Name: "web", URL: "https://mcp.example.com/mcp"},
 	}
@@ -53,8 +53,10 @@ func TestBadMCPServers(t *testing.T) {
 		{`{"": {"command": "mcp-files"}}`, `the server name "" is not usable`},
 		{`{"fíles": {"command": "mcp-files"}}`, `the server name "fíles" is not usable`},
 		{`{"` + strings.Repeat("a", 65) + `": {"command": "x"}}`, "is not usable in tool names"},
-		{`{"files": {"cmd": "mcp-files", "env": {"K": "hunter2"}}}`, `server "files": want an object with command, args and env, or url: unknown field "cmd"`},
-		{`{"files": {"command": "mcp-files", "args": "/srv"}}`, `server "files": want an object with command, args and env, or url`},
+		{`{"files": {"cmd": "mcp-files", "env": {"K": "hunter2"}}}`, `server "files": want an object with command, args, env and network, or url: unknown field "cmd"`},
+		{`{"files": {"command": "mcp-files", "args": "/srv"}}`, `server "files": want an object with command, args, env and network, or url`},
+		{`{"files": {"command": "mcp-files", "network": "yes"}}`, `server "files": want an object with command, args, env and network, or url`},
+		{`{"web": {"url": "https://mcp.example.com", "network": true}}`, `server "web": network is for a command, which runs in the sandbox`},
 		{`{"files": {"command": "mcp-files", "env": {"K": 1}}}`, `server "files": want an object`},
 		{`{"files": "mcp-files"}`, `server "files": want an object`},
 		{`{"files": {"command": "mcp-files", "env": {"A=B": "hunter2"}}}`, `server "files": "A=B" is not an environment variable name`},
