@@ -1,3 +1,4 @@
 // Command taskloom runs the Taskloom service and its administrative
-// commands (migrate, check, version). See README.md.
+// commands (migrate, check, prune, version, tasks, help, completion);
+// `taskloom --help` lists them. See README.md.
 package main

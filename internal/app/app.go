@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/taskloom/taskloom/actions"
@@ -38,8 +38,15 @@ import (
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
-// Version is set at build time with -ldflags "-X github.com/taskloom/taskloom/internal/app.Version=v1.2.3".
-var Version = ""
+// Version and Revision may be set at build time, where the build records
+// no module version or VCS revision (a Docker build without .git):
+// -ldflags "-X github.com/taskloom/taskloom/internal/app.Version=v1.2.3
+// -X github.com/taskloom/taskloom/internal/app.Revision=0123abcd".
+// Otherwise both come from the build info.
+var (
+	Version  = ""
+	Revision = ""
+)
 
 // ShutdownTimeout is TASKLOOM_SHUTDOWN_TIMEOUT's default: how long SIGINT
 // and SIGTERM let in-flight work drain.
@@ -68,23 +75,24 @@ const (
 	ExitUsage  = 2 // bad arguments or configuration
 )
 
-const usage = `Usage: taskloom [command] [flags]
+// rootLong is what `taskloom --help` says after the commands.
+const rootLong = `With no command, taskloom serves. Configuration is by environment; the flags
+override it, and "taskloom serve --help" lists every variable.
 
-Commands:
-  serve     run Taskloom (the default)
-  migrate   apply database migrations and exit
-  check     replay every task's event log and verify it against the tasks table
-  prune     delete chat memories older than TASKLOOM_RETENTION (task events are kept)
-  tasks     drive a running Taskloom over its API (taskloom tasks help)
-  version   print the version
+Exit status: 0 done, 1 a command failed (or check found problems), 2 bad
+arguments or configuration.`
 
-Flags (override the environment):
-  --character FILE   an elizaOS-style character file (TASKLOOM_CHARACTER)
-  --data-dir DIR     where the SQLite store lives (TASKLOOM_DATA_DIR)
-  --http-addr ADDR   where to serve HTTP (TASKLOOM_HTTP_ADDR)
+// serviceFlags are the flags of the commands that load the configuration;
+// each overrides its variable when given.
+type serviceFlags struct {
+	character, dataDir, httpAddr string
+}
 
-Configuration is by environment; see README.md.
-`
+func (f *serviceFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.character, "character", "", "an elizaOS-style character file (TASKLOOM_CHARACTER)")
+	c.Flags().StringVar(&f.dataDir, "data-dir", "", "where the SQLite store lives (TASKLOOM_DATA_DIR)")
+	c.Flags().StringVar(&f.httpAddr, "http-addr", "", "where to serve HTTP (TASKLOOM_HTTP_ADDR)")
+}
 
 // Main runs one taskloom command until it ends or ctx is canceled, and
 // returns the process exit code.
@@ -92,34 +100,134 @@ func Main(ctx context.Context, o Options) int {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
-	cmd, rest := "serve", o.Args
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		cmd, rest = rest[0], rest[1:]
-	}
-	switch cmd {
-	case "version":
-		fmt.Fprintln(o.Stdout, "taskloom", version())
+	root := command(o)
+	// Never nil: cobra would read os.Args.
+	root.SetArgs(append([]string{}, o.Args...))
+	err := root.ExecuteContext(ctx)
+	var ee *cli.ExitError
+	switch {
+	case err == nil:
 		return ExitOK
-	case "help", "-h", "--help":
-		fmt.Fprint(o.Stdout, usage)
-		return ExitOK
-	case "tasks":
-		// A client of a running Taskloom: it needs no server configuration.
-		return cli.Run(ctx, rest, o.Getenv, o.Stdout, o.Stderr)
-	case "serve", "migrate", "check", "prune":
-	default:
-		fmt.Fprintf(o.Stderr, "taskloom: unknown command %q\n\n%s", cmd, usage)
+	case errors.As(err, &ee):
+		return ee.Code
+	default: // cobra's: an unknown command
+		fmt.Fprintf(o.Stderr, "taskloom: %v\nRun `taskloom --help` for the commands.\n", err)
 		return ExitUsage
 	}
+}
 
+// command is taskloom's command tree; each command prints its outcome
+// and returns nil or a *cli.ExitError with its exit code.
+func command(o Options) *cobra.Command {
+	var flags serviceFlags
+	service := func(name string) func(c *cobra.Command, args []string) error {
+		return func(c *cobra.Command, args []string) error {
+			if code := runService(c.Context(), o, name, c, &flags, args); code != ExitOK {
+				return &cli.ExitError{Code: code}
+			}
+			return nil
+		}
+	}
+	root := &cobra.Command{
+		Use:           "taskloom",
+		Short:         "background agent tasks from Discord, Slack, the terminal and an HTTP API",
+		Long:          rootLong,
+		Version:       version(),
+		RunE:          service("serve"),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	// Before the completion command is made: it keeps the writer.
+	root.SetOut(o.Stdout)
+	root.SetErr(o.Stderr)
+	root.SetIn(o.Stdin)
+	root.SetVersionTemplate("taskloom {{.Version}}\n")
+	root.SetUsageTemplate(cli.UsageTemplate)
+	root.SetHelpTemplate(cli.HelpTemplate)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		fmt.Fprintf(c.ErrOrStderr(), "taskloom: %v\nRun `%s --help` for its usage.\n", err, c.CommandPath())
+		return &cli.ExitError{Code: ExitUsage}
+	})
+	flags.add(root)
+
+	var env strings.Builder
+	env.WriteString("Environment (the flags override it):\n")
+	_ = config.WriteVars(&env)
+	for _, c := range []*cobra.Command{
+		{Use: "serve", Short: "run Taskloom (the default)", Long: env.String()},
+		{Use: "migrate", Short: "apply database migrations and exit"},
+		{Use: "check", Short: "replay every task's event log and verify it against the tasks table"},
+		{Use: "prune", Short: "delete chat memories older than TASKLOOM_RETENTION (task events are kept)"},
+	} {
+		c.RunE = service(c.Use)
+		c.Args = cobra.ArbitraryArgs // runService refuses them in its words
+		c.ValidArgsFunction = cobra.NoFileCompletions
+		if c.Long == "" {
+			c.Long = "The store is the one serve uses: DATABASE_URL, or SQLite in TASKLOOM_DATA_DIR."
+		}
+		flags.add(c)
+		root.AddCommand(c)
+	}
+	root.AddCommand(&cobra.Command{
+		Use:               "version",
+		Short:             "print the version and the VCS revision it was built from",
+		Args:              cobra.NoArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		Run:               func(c *cobra.Command, _ []string) { fmt.Fprintln(c.OutOrStdout(), "taskloom", version()) },
+	})
+	// A client of a running Taskloom: it needs no server configuration.
+	root.AddCommand(cli.Command(o.Getenv))
+	root.SetHelpCommand(&cobra.Command{
+		Use:               "help [command]",
+		Short:             "print a command's help",
+		ValidArgsFunction: helpCompletions,
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				fmt.Fprintf(c.ErrOrStderr(), "taskloom: no help for %q\nRun `taskloom --help` for the commands.\n", strings.Join(args, " "))
+				return &cli.ExitError{Code: ExitUsage}
+			}
+			return target.Help()
+		},
+	})
+	root.InitDefaultCompletionCmd()
+	if comp, _, err := root.Find([]string{"completion"}); err == nil {
+		comp.Short = "print a bash, zsh, fish or powershell completion script"
+		comp.Args = cobra.ArbitraryArgs
+		comp.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			fmt.Fprintf(c.ErrOrStderr(), "taskloom: no completion for the shell %q; want bash, zsh, fish or powershell\n", args[0])
+			return &cli.ExitError{Code: ExitUsage}
+		}
+	}
+	return root
+}
+
+// helpCompletions completes `taskloom help` with the commands.
+func helpCompletions(c *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	target, _, err := c.Root().Find(args)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var names []cobra.Completion
+	for _, sub := range target.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+		}
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// runService runs serve, migrate, check or prune, which load the
+// configuration, and returns the exit code.
+func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, flags *serviceFlags, args []string) int {
 	cfg, err := config.Load(o.Getenv)
 	if err == nil {
-		err = applyFlags(&cfg, rest, o.Stderr)
+		err = applyFlags(&cfg, c, flags, args)
 	}
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
 		fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
 		return ExitUsage
 	}
@@ -183,18 +291,19 @@ func Main(ctx context.Context, o Options) int {
 	return ExitOK
 }
 
-func applyFlags(cfg *config.Config, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("taskloom", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	fs.StringVar(&cfg.Character, "character", cfg.Character, "character file")
-	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "data directory")
-	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "HTTP listen address")
-	if err := fs.Parse(args); err != nil {
-		return err
+// applyFlags puts the flags given on c over cfg and validates it again.
+func applyFlags(cfg *config.Config, c *cobra.Command, f *serviceFlags, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q", args[0])
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	for _, o := range []struct {
+		name string
+		from string
+		to   *string
+	}{{"character", f.character, &cfg.Character}, {"data-dir", f.dataDir, &cfg.DataDir}, {"http-addr", f.httpAddr, &cfg.HTTPAddr}} {
+		if c.Flags().Changed(o.name) {
+			*o.to = o.from
+		}
 	}
 	return cfg.Validate()
 }
@@ -205,14 +314,47 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
+// version is "<version> (<revision>)", as `taskloom --version` and
+// `taskloom version` print it after the name.
 func version() string {
-	if Version != "" {
-		return Version
+	bi, _ := debug.ReadBuildInfo()
+	return VersionOf(bi, Version, Revision)
+}
+
+// VersionOf says which version and VCS revision a build is, from its
+// build info (nil: none) and what -ldflags set, which wins. A build that
+// recorded neither (go run, go test, a build outside a git checkout or
+// with -buildvcs=false) says so rather than guess.
+func VersionOf(bi *debug.BuildInfo, version, revision string) string {
+	modified := false
+	if bi != nil {
+		if version == "" {
+			version = bi.Main.Version // "(devel)" when the build did not know it
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if revision == "" {
+					revision = s.Value
+				}
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	if version == "" {
+		version = "(devel)"
 	}
-	return "devel"
+	if revision == "" {
+		return version + " (no VCS revision recorded)"
+	}
+	if len(revision) > 12 {
+		revision = revision[:12]
+	}
+	if modified {
+		revision += ", modified"
+	}
+	return version + " (" + revision + ")"
 }
 
 // openStore opens (and migrates) PostgreSQL when DATABASE_URL is set, the

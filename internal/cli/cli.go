@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes.
@@ -25,43 +26,50 @@ const (
 // TASKLOOM_URL nor TASKLOOM_HTTP_ADDR says otherwise.
 const DefaultURL = "http://127.0.0.1:8080"
 
-const usage = `Usage: taskloom tasks <command> [arguments] [flags]
+// UsageTemplate is the usage text of every taskloom command: the
+// command line, its subcommands and its flags. cobra fills it in.
+const UsageTemplate = `Usage: {{if .HasAvailableSubCommands}}{{.CommandPath}} <command> [flags]{{else}}{{.UseLine}}{{end}}{{if gt (len .Aliases) 0}}
 
-Commands:
-  list                  the tasks with their progress
-                          --status S[,S...]  --search TEXT  --order number|recent|queue
-                          --limit N  --after N (the next page)
-  show N                one task with its steps
-  create "GOAL"         create a task
-                          --name NAME  --room PLATFORM:CHANNEL  --max-iterations N  --max-stale N
-                          --max-tokens N (0: no limit)
-  pause N               stop serving a task until it is resumed
-  resume N              put a paused task back in the queue
-  cancel N              end a task for good
-  answer N TEXT...      answer the question a waiting task asked
-  approve N             let a task run the tool call it waits to make
-                          --call ID  only if that is still the call it waits on
-                          (the id "show N" prints); without it, the call pending now
-  deny N [REASON...]    refuse that call; the task decides anew
-                          --call ID  as for approve
-  retry N [CONTEXT...]  continue an ended task in a new one, with its files
-  files N [PATH]        a task's files, or one file's bytes; on a terminal the
-                        file's control and bidirectional characters are shown
-                        escaped (\x1b, \u202e), elsewhere it is written as it is
-                          --raw  write the bytes as they are, even on a terminal
-  events N              a task's event log
-                          --follow  draw its progress live until it ends
+Aliases: {{.NameAndAliases}}{{end}}{{if .HasExample}}
 
-Every command takes --json (print the API's JSON, for scripts) and --url URL.
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}
 
-Environment:
+Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Use 22}} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Flags of every {{.Parent.CommandPath}} command:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
+
+"{{.CommandPath}} <command> --help" prints a command's own help.{{end}}
+`
+
+// HelpTemplate is the help text of every taskloom command: what it does,
+// its usage, then what its Long description adds.
+const HelpTemplate = `{{.CommandPath}}: {{.Short}}
+
+{{.UsageString}}{{with .Long}}
+{{. | trimTrailingWhitespaces}}
+{{end}}`
+
+const tasksLong = `Environment:
   TASKLOOM_URL          where Taskloom serves HTTP (default http://127.0.0.1:8080,
                         or http://$TASKLOOM_HTTP_ADDR when that is set)
   TASKLOOM_API_TOKEN    the bearer token, when the server requires one
 
 Exit status: 0 done, 1 the API refused (its reason is printed) or could not be
-reached, 2 bad usage.
-`
+reached, 2 bad usage.`
+
+// Strategies are the strategies every Taskloom server offers, in the
+// order its refusal of an unknown one lists them; a server may offer
+// more that plugins add.
+var Strategies = []string{"loop", "react", "tools", "review", "supervisor", "magentic", "group_chat"}
+
+// statuses are a task's statuses, which list --status filters on.
+var statuses = []string{"queued", "running", "waiting", "paused", "completed", "failed", "stalemate", "canceled"}
 
 // usageError is a mistake in the command line.
 type usageError struct{ msg string }
@@ -70,31 +78,143 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
 
+// ExitError ends a command whose outcome has been printed: the process
+// exits with Code.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
 // Run runs `taskloom tasks <args>` (args without "tasks") and returns the
 // exit code. getenv reads TASKLOOM_URL and TASKLOOM_API_TOKEN.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return ExitUsage
-	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, usage)
-		return ExitOK
-	}
-	r := &runner{ctx: ctx, getenv: getenv, out: stdout, errOut: stderr}
-	err := r.run(args[0], args[1:])
-	var ue usageError
+	root := &cobra.Command{Use: "taskloom", SilenceErrors: true, SilenceUsage: true}
+	root.AddCommand(Command(getenv))
+	root.SetArgs(append([]string{"tasks"}, args...))
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	var ee *ExitError
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.Is(err, flag.ErrHelp):
-		return ExitOK
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "taskloom tasks: %s\nRun `taskloom tasks help` for the commands.\n", ue.msg)
-		return ExitUsage
+	case errors.As(err, &ee):
+		return ee.Code
 	default:
 		fmt.Fprintf(stderr, "taskloom tasks: %s\n", err)
-		return ExitAPI
+		return ExitUsage
+	}
+}
+
+// Command is `taskloom tasks` with its subcommands; getenv reads
+// TASKLOOM_URL and TASKLOOM_API_TOKEN. Each command prints its outcome
+// and returns nil or an *ExitError.
+func Command(getenv func(string) string) *cobra.Command {
+	r := &runner{getenv: getenv}
+	tasks := &cobra.Command{
+		Use:   "tasks",
+		Short: "drive a running Taskloom over its API",
+		Long:  tasksLong,
+		Args:  cobra.ArbitraryArgs,
+		// Without a subcommand: "help [command]", or a mistake.
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 && args[0] == "help" {
+				target, rest, err := c.Find(args[1:])
+				if err != nil || len(rest) > 0 {
+					return r.finish(c, usagef("no help for %q", strings.Join(args[1:], " ")))
+				}
+				return target.Help()
+			}
+			if len(args) == 0 {
+				fmt.Fprint(c.ErrOrStderr(), c.UsageString())
+				return &ExitError{Code: ExitUsage}
+			}
+			return r.finish(c, usagef("unknown command %q", args[0]))
+		},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	tasks.SetUsageTemplate(UsageTemplate)
+	tasks.SetHelpTemplate(HelpTemplate)
+	tasks.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return r.finish(c, usageError{err.Error()}) })
+	pf := tasks.PersistentFlags()
+	pf.BoolVar(&r.json, "json", false, "print the API's JSON, for scripts")
+	pf.StringVar(&r.url, "url", "", "where Taskloom serves HTTP (default $TASKLOOM_URL)")
+
+	add := func(c *cobra.Command, run func(args []string) error) *cobra.Command {
+		c.Args = cobra.ArbitraryArgs // each command says what is wrong with its own
+		c.RunE = func(c *cobra.Command, args []string) error {
+			r.ctx, r.out, r.errOut = c.Context(), c.OutOrStdout(), c.ErrOrStderr()
+			return r.finish(c, run(args))
+		}
+		c.ValidArgsFunction = cobra.NoFileCompletions
+		tasks.AddCommand(c)
+		return c
+	}
+
+	list := add(&cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "the tasks with their progress and strategy"}, r.list)
+	f := list.Flags()
+	f.StringVar(&r.listFlags.status, "status", "", "statuses to keep, comma-separated: "+strings.Join(statuses, ", "))
+	f.StringVar(&r.listFlags.search, "search", "", "keep tasks whose name or goal contains this")
+	f.StringVar(&r.listFlags.order, "order", "number", "number, recent or queue")
+	f.IntVar(&r.listFlags.limit, "limit", 0, "how many tasks (default the server's, 100)")
+	f.Int64Var(&r.listFlags.after, "after", 0, "the next page: the number the previous page ended at")
+	_ = list.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(statuses, cobra.ShellCompDirectiveNoFileComp))
+	_ = list.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{"number", "recent", "queue"}, cobra.ShellCompDirectiveNoFileComp))
+
+	add(&cobra.Command{Use: "show N", Aliases: []string{"status", "get"}, Short: "one task with its strategy, phase, roles and steps"}, r.show)
+
+	create := add(&cobra.Command{Use: "create GOAL...", Aliases: []string{"new"}, Short: "create a task",
+		Long: "A server may offer more strategies than these, which plugins add; it refuses one it\ndoes not know, and its refusal lists those it offers.",
+		Example: `  taskloom tasks create "Summarise the open issues"
+  taskloom tasks create --strategy review "Write a release note for v1.4"`}, r.create)
+	f = create.Flags()
+	f.StringVar(&r.createFlags.name, "name", "", "the task's name (default: from the goal)")
+	f.StringVar(&r.createFlags.strategy, "strategy", "", "how the task is worked: "+strings.Join(Strategies, ", ")+" (default loop)")
+	f.StringVar(&r.createFlags.room, "room", "", "a chat room for its notifications, e.g. discord:123")
+	f.IntVar(&r.createFlags.maxIter, "max-iterations", 0, "iterations before it is stopped (default the server's)")
+	f.IntVar(&r.createFlags.maxStale, "max-stale", 0, "iterations without progress before it is stopped (default the server's)")
+	f.Int64Var(&r.createFlags.maxTokens, "max-tokens", -1, "its token budget, 0 for no limit")
+	create.Flags().Lookup("max-tokens").DefValue = "the server's" // not -1: that is "unset"
+	_ = create.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions(Strategies, cobra.ShellCompDirectiveNoFileComp))
+
+	for _, op := range []struct{ use, short string }{
+		{"pause N", "stop serving a task until it is resumed"},
+		{"resume N", "put a paused task back in the queue"},
+		{"cancel N", "end a task for good"},
+	} {
+		name := strings.Fields(op.use)[0]
+		add(&cobra.Command{Use: op.use, Short: op.short}, func(args []string) error { return r.control(name, args) })
+	}
+	add(&cobra.Command{Use: "answer N TEXT...", Short: "answer the question a waiting task asked",
+		Long: "An answer that starts with \"-\" follows \"--\": taskloom tasks answer 3 -- -1 is fine"}, r.answer)
+	callHelp := "only if this is still the call it waits on (the id \"show N\" prints); without it, the call pending now"
+	add(&cobra.Command{Use: "approve N", Short: "let a task run the tool call it waits to make"}, r.approve).
+		Flags().StringVar(&r.call, "call", "", callHelp)
+	add(&cobra.Command{Use: "deny N [REASON...]", Short: "refuse that call; the task decides anew"}, r.deny).
+		Flags().StringVar(&r.call, "call", "", callHelp)
+	add(&cobra.Command{Use: "retry N [CONTEXT...]", Short: "continue an ended task in a new one, with its files"}, r.retry)
+	add(&cobra.Command{Use: "files N [PATH]", Short: "a task's files, or one file's bytes",
+		Long: `On a terminal a file's control and bidirectional characters are shown escaped
+(\x1b, \u202e); elsewhere (a pipe, a file) it is written as it is.`}, r.files).
+		Flags().BoolVar(&r.raw, "raw", false, "write the bytes as they are, even on a terminal")
+	add(&cobra.Command{Use: "events N", Aliases: []string{"log"}, Short: "a task's event log"}, r.events).
+		Flags().BoolVarP(&r.follow, "follow", "f", false, "draw its progress live until it ends")
+	return tasks
+}
+
+// finish prints what err says, as c's outcome, and returns the
+// *ExitError that ends the process with its code, or nil.
+func (r *runner) finish(c *cobra.Command, err error) error {
+	var ue usageError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		fmt.Fprintf(c.ErrOrStderr(), "taskloom tasks: %s\nRun `%s --help` for its usage.\n", ue.msg, c.CommandPath())
+		return &ExitError{Code: ExitUsage}
+	default:
+		fmt.Fprintf(c.ErrOrStderr(), "taskloom tasks: %s\n", err)
+		return &ExitError{Code: ExitAPI}
 	}
 }
 
@@ -107,39 +227,25 @@ type runner struct {
 	json bool
 	url  string
 	c    *client
+
+	// The flags of the subcommands; one runs.
+	listFlags   listFlags
+	createFlags createFlags
+	call        string // approve, deny
+	raw         bool   // files
+	follow      bool   // events
 }
 
-// flags returns the flag set of a command, with the common flags.
-func (r *runner) flags(cmd string) *flag.FlagSet {
-	fs := flag.NewFlagSet("taskloom tasks "+cmd, flag.ContinueOnError)
-	fs.SetOutput(r.errOut)
-	fs.Usage = func() { fmt.Fprint(r.errOut, usage) }
-	fs.BoolVar(&r.json, "json", false, "print the API's JSON")
-	fs.StringVar(&r.url, "url", "", "where Taskloom serves HTTP (TASKLOOM_URL)")
-	return fs
+type listFlags struct {
+	status, search, order string
+	limit                 int
+	after                 int64
 }
 
-// parse parses flags wherever they stand among the arguments and returns
-// the arguments. After "--" every word is an argument, even one that
-// starts with "-" (an answer such as "-1 is fine").
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError{err.Error()}
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
+type createFlags struct {
+	name, strategy, room string
+	maxIter, maxStale    int
+	maxTokens            int64
 }
 
 func (r *runner) connect() error {
@@ -172,32 +278,6 @@ func localAddr(addr string) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
-}
-
-func (r *runner) run(cmd string, args []string) error {
-	switch cmd {
-	case "list", "ls":
-		return r.list(args)
-	case "show", "status", "get":
-		return r.show(args)
-	case "create", "new":
-		return r.create(args)
-	case "pause", "resume", "cancel":
-		return r.control(cmd, args)
-	case "approve":
-		return r.approve(args)
-	case "answer":
-		return r.answer(args)
-	case "deny":
-		return r.deny(args)
-	case "retry":
-		return r.retry(args)
-	case "events", "log":
-		return r.events(args)
-	case "files":
-		return r.files(args)
-	}
-	return usagef("unknown command %q", cmd)
 }
 
 // number reads a task number: "3" or "#3".
@@ -242,17 +322,8 @@ func (r *runner) printJSON(raw []byte) error {
 	return err
 }
 
-func (r *runner) list(args []string) error {
-	fs := r.flags("list")
-	status := fs.String("status", "", "statuses to keep, comma-separated")
-	search := fs.String("search", "", "keep tasks whose name or goal contains this")
-	order := fs.String("order", "number", "number, recent or queue")
-	limit := fs.Int("limit", 0, "how many tasks (default the server's, 100)")
-	after := fs.Int64("after", 0, "the next page: the number the previous page ended at")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func (r *runner) list(pos []string) error {
+	lf := r.listFlags
 	if len(pos) > 0 {
 		return usagef("list takes no arguments (got %q); filter with --status or --search", pos[0])
 	}
@@ -260,20 +331,20 @@ func (r *runner) list(args []string) error {
 		return err
 	}
 	q := url.Values{}
-	if *status != "" {
-		q.Set("status", *status)
+	if lf.status != "" {
+		q.Set("status", lf.status)
 	}
-	if *search != "" {
-		q.Set("q", *search)
+	if lf.search != "" {
+		q.Set("q", lf.search)
 	}
-	if *order != "" && *order != "number" {
-		q.Set("order", *order)
+	if lf.order != "" && lf.order != "number" {
+		q.Set("order", lf.order)
 	}
-	if *limit != 0 {
-		q.Set("limit", strconv.Itoa(*limit))
+	if lf.limit != 0 {
+		q.Set("limit", strconv.Itoa(lf.limit))
 	}
-	if *after != 0 {
-		q.Set("after", strconv.FormatInt(*after, 10))
+	if lf.after != 0 {
+		q.Set("after", strconv.FormatInt(lf.after, 10))
 	}
 	path := "/api/tasks"
 	if len(q) > 0 {
@@ -287,16 +358,11 @@ func (r *runner) list(args []string) error {
 	if r.json {
 		return r.printJSON(raw)
 	}
-	writeList(r.out, l, *status != "" || *search != "")
+	writeList(r.out, l, lf.status != "" || lf.search != "")
 	return nil
 }
 
-func (r *runner) show(args []string) error {
-	fs := r.flags("show")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func (r *runner) show(pos []string) error {
 	n, err := number(pos, "show")
 	if err != nil {
 		return err
@@ -316,35 +382,29 @@ func (r *runner) show(args []string) error {
 	return nil
 }
 
-func (r *runner) create(args []string) error {
-	fs := r.flags("create")
-	name := fs.String("name", "", "the task's name (default: from the goal)")
-	room := fs.String("room", "", "a chat room for its notifications, e.g. discord:123")
-	maxIter := fs.Int("max-iterations", 0, "iterations before it is stopped (default the server's)")
-	maxStale := fs.Int("max-stale", 0, "iterations without progress before it is stopped (default the server's)")
-	maxTokens := fs.Int64("max-tokens", -1, "its token budget, 0 for no limit (default the server's)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func (r *runner) create(pos []string) error {
+	cf := r.createFlags
 	if len(pos) == 0 {
 		return usagef(`create needs a goal, e.g. taskloom tasks create "Summarise the open issues"`)
 	}
 	body := map[string]any{"goal": strings.Join(pos, " ")}
-	if *name != "" {
-		body["name"] = *name
+	if cf.name != "" {
+		body["name"] = cf.name
 	}
-	if *room != "" {
-		body["room"] = *room
+	if s := strings.TrimSpace(cf.strategy); s != "" {
+		body["strategy"] = s
 	}
-	if *maxIter != 0 {
-		body["max_iterations"] = *maxIter
+	if cf.room != "" {
+		body["room"] = cf.room
 	}
-	if *maxStale != 0 {
-		body["max_stale_iterations"] = *maxStale
+	if cf.maxIter != 0 {
+		body["max_iterations"] = cf.maxIter
 	}
-	if *maxTokens != -1 {
-		body["max_tokens"] = *maxTokens // the server refuses a negative one
+	if cf.maxStale != 0 {
+		body["max_stale_iterations"] = cf.maxStale
+	}
+	if cf.maxTokens != -1 {
+		body["max_tokens"] = cf.maxTokens // the server refuses a negative one
 	}
 	if err := r.connect(); err != nil {
 		return err
@@ -361,12 +421,7 @@ func (r *runner) create(args []string) error {
 	return nil
 }
 
-func (r *runner) control(op string, args []string) error {
-	fs := r.flags(op)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func (r *runner) control(op string, pos []string) error {
 	n, err := number(pos, op)
 	if err != nil {
 		return err
@@ -404,11 +459,7 @@ func (r *runner) post(path string, body any, say func(t task)) error {
 	return nil
 }
 
-func (r *runner) answer(args []string) error {
-	pos, err := parse(r.flags("answer"), args)
-	if err != nil {
-		return err
-	}
+func (r *runner) answer(pos []string) error {
 	n, text, err := numberAndText(pos, "answer", "the answer", "use PostgreSQL", false)
 	if err != nil {
 		return err
@@ -418,32 +469,20 @@ func (r *runner) answer(args []string) error {
 	})
 }
 
-func (r *runner) approve(args []string) error {
-	fs := r.flags("approve")
-	call := fs.String("call", "", "the id of the approval request (show N prints it)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func (r *runner) approve(pos []string) error {
 	n, err := number(pos, "approve")
 	if err != nil {
 		return err
 	}
-	return r.decide(n, "approve", map[string]string{"call": *call})
+	return r.decide(n, "approve", map[string]string{"call": r.call})
 }
 
-func (r *runner) deny(args []string) error {
-	fs := r.flags("deny")
-	call := fs.String("call", "", "the id of the approval request (show N prints it)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func (r *runner) deny(pos []string) error {
 	n, reason, err := numberAndText(pos, "deny", "a reason", "not on the production host", true)
 	if err != nil {
 		return err
 	}
-	return r.decide(n, "deny", map[string]string{"call": *call, "reason": reason})
+	return r.decide(n, "deny", map[string]string{"call": r.call, "reason": reason})
 }
 
 // decide approves or denies task n's call and says which call it was.
@@ -467,11 +506,7 @@ func (r *runner) decide(n int64, op string, body map[string]string) error {
 	return nil
 }
 
-func (r *runner) retry(args []string) error {
-	pos, err := parse(r.flags("retry"), args)
-	if err != nil {
-		return err
-	}
+func (r *runner) retry(pos []string) error {
 	n, extra, err := numberAndText(pos, "retry", "more context", "use JWT this time", true)
 	if err != nil {
 		return err
@@ -482,14 +517,7 @@ func (r *runner) retry(args []string) error {
 	})
 }
 
-func (r *runner) events(args []string) error {
-	fs := r.flags("events")
-	follow := fs.Bool("follow", false, "draw the task's progress live until it ends")
-	fs.BoolVar(follow, "f", false, "short for --follow")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func (r *runner) events(pos []string) error {
 	n, err := number(pos, "events")
 	if err != nil {
 		return err
@@ -506,7 +534,7 @@ func (r *runner) events(args []string) error {
 	if err != nil {
 		return err
 	}
-	if r.json && !*follow {
+	if r.json && !r.follow {
 		return r.printJSON(raw)
 	}
 	f := &follower{r: r, task: t, tty: isTerminal(r.out)}
@@ -515,7 +543,7 @@ func (r *runner) events(args []string) error {
 			return err
 		}
 	}
-	if !*follow {
+	if !r.follow {
 		return nil
 	}
 	return f.follow()

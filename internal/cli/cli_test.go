@@ -300,7 +300,8 @@ func TestCommands(t *testing.T) {
 		{"show not a number", []string{"show", "one"}, 2, []string{`"one" is not a task number`}, false},
 		{"create without a goal", []string{"create"}, 2, []string{"create needs a goal"}, false},
 		{"create a blank goal", []string{"create", "  "}, 1, []string{"the goal is empty"}, false},
-		{"create with a bad flag value", []string{"create", "x", "--max-iterations", "many"}, 2, []string{"invalid value"}, false},
+		{"create with a bad flag value", []string{"create", "x", "--max-iterations", "many"}, 2, []string{`invalid argument "many" for "--max-iterations"`}, false},
+		{"an unknown flag", []string{"list", "--colour"}, 2, []string{"unknown flag: --colour", "taskloom tasks list --help"}, false},
 		{"create with options", []string{"create", "--name", "Docs pass", "Proofread", "the docs", "--max-iterations", "5", "--json"}, 0,
 			[]string{`"name": "Docs pass"`, `"goal": "Proofread the docs"`, `"max_iterations": 5`}, true},
 		{"pause", []string{"pause", "1"}, 0, []string{`Task #1 "Build auth" is paused.`}, false},
@@ -313,7 +314,12 @@ func TestCommands(t *testing.T) {
 		{"follow an ended task as JSON lines", []string{"events", "2", "--follow", "--json"}, 0, []string{`"type":"created"`}, false},
 		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`}, false},
 		{"nothing", nil, 2, []string{"Usage: taskloom tasks"}, false},
-		{"help", []string{"help"}, 0, []string{"Usage: taskloom tasks", "--follow", "--raw"}, false},
+		{"help", []string{"help"}, 0, []string{"Usage: taskloom tasks", "events N", "files N [PATH]", "TASKLOOM_API_TOKEN"}, false},
+		{"--help", []string{"--help"}, 0, []string{"Usage: taskloom tasks", "events N"}, false},
+		{"a command's help", []string{"help", "events"}, 0, []string{"Usage: taskloom tasks events N [flags]", "--follow", "--json"}, false},
+		{"a command's --help", []string{"files", "--help"}, 0, []string{"Usage: taskloom tasks files N [PATH] [flags]", "--raw"}, false},
+		{"a command's -h", []string{"show", "-h"}, 0, []string{"Usage: taskloom tasks show N"}, false},
+		{"help for an unknown command", []string{"help", "frobnicate"}, 2, []string{`no help for "frobnicate"`}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

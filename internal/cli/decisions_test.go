@@ -65,7 +65,8 @@ func TestAnswerApproveDenyRetry(t *testing.T) {
 		{"retry as JSON", []string{"retry", "4", "--json"}, 0, []string{`"continues_number": 4`, `"number": 6`}},
 		{"retry an unknown task", []string{"retry", "99"}, 1, []string{"there is no task #99"}},
 		{"retry without a number", []string{"retry"}, 2, []string{"retry takes a task number"}},
-		{"help lists them", []string{"help"}, 0, []string{"answer N TEXT...", "approve N", "deny N [REASON...]", "retry N [CONTEXT...]", "--max-tokens"}},
+		{"help lists them", []string{"help"}, 0, []string{"answer N TEXT...", "approve N", "deny N [REASON...]", "retry N [CONTEXT...]"}},
+		{"create's help has its flags", []string{"create", "--help"}, 0, []string{"--max-tokens"}},
 	}
 	for _, tc := range tests {
 		code, out, errOut := run(t, s.env, tc.args...)

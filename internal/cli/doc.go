@@ -15,6 +15,12 @@
 // bidirectional characters escaped when it writes to a terminal, and the
 // bytes as they are with --raw or to a pipe or a file.
 //
+// The commands are github.com/spf13/cobra commands (Command), so each
+// has its own --help, and `taskloom completion` covers them and their
+// flags. `create --strategy` chooses how a task is worked; list has a
+// strategy column, and show the strategy, the phase it stands in and the
+// roles its steps were taken in.
+//
 // Exit codes: 0 done, 1 the API refused or could not be reached (its
 // "error" sentence is printed), 2 bad usage.
 package cli

@@ -25,13 +25,7 @@ type taskFile struct {
 // and the tools it ran, and an escape sequence in them could rewrite the
 // screen or the terminal's title, or hide text; --raw, or any output that
 // is not a terminal (a pipe, a file), gets the bytes as they are.
-func (r *runner) files(args []string) error {
-	fs := r.flags("files")
-	rawOut := fs.Bool("raw", false, "write the file's bytes as they are, even to a terminal")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+func (r *runner) files(pos []string) error {
 	if len(pos) == 0 || len(pos) > 2 {
 		return usagef("files takes a task number and, if you like, a path, e.g. `taskloom tasks files 3 notes/plan.md`")
 	}
@@ -51,7 +45,7 @@ func (r *runner) files(args []string) error {
 		if err != nil {
 			return err
 		}
-		if !*rawOut && isTerminal(r.out) {
+		if !r.raw && isTerminal(r.out) {
 			raw = terminalSafe(raw)
 		}
 		_, err = r.out.Write(raw)

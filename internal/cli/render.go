@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -104,9 +105,9 @@ func writeList(w io.Writer, l taskList, filtered bool) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tTASK\tPROGRESS\tSTATUS\tITER")
+	fmt.Fprintln(tw, "#\tTASK\tPROGRESS\tSTATUS\tITER\tSTRATEGY")
 	for _, t := range l.Tasks {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.Number, cut(clean(t.Name), 40), bar(t.Progress), taskStatus(t), iterations(t))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.Number, cut(clean(t.Name), 40), bar(t.Progress), taskStatus(t), iterations(t), strategy(t))
 	}
 	tw.Flush()
 	switch {
@@ -117,6 +118,27 @@ func writeList(w io.Writer, l taskList, filtered bool) {
 	default:
 		fmt.Fprintf(w, "\n%d tasks\n", l.Total)
 	}
+}
+
+// strategy is how t is worked; a server that does not say works it as a
+// loop.
+func strategy(t task) string {
+	if s := clean(t.Strategy); s != "" {
+		return s
+	}
+	return "loop"
+}
+
+// roles are the roles t's steps were taken in, in the order they first
+// appear.
+func roles(t task) string {
+	var out []string
+	for _, s := range t.Steps {
+		if r := clean(s.Role); r != "" && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func when(t *time.Time) string {
@@ -136,6 +158,9 @@ func writeTask(w io.Writer, t task) {
 		}
 	}
 	row("Goal:", cut(clean(t.Goal), 300))
+	row("Strategy:", strategy(t))
+	row("Phase:", clean(t.Phase))
+	row("Roles:", roles(t))
 	if t.WaitingOn != "" {
 		row("Waiting on:", waitWord(t.WaitingOn))
 	}
@@ -181,7 +206,7 @@ func writeTask(w io.Writer, t task) {
 	fmt.Fprintf(w, "\nSteps (%d):\n", len(t.Steps))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range t.Steps {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%3d%%\t%s\n", s.Iteration, s.Time.Local().Format("15:04:05"), actionText(s), mark(s.Success), s.Progress, cut(clean(firstNonEmpty(s.Error, s.Result)), 80))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%3d%%\t%s\n", s.Iteration, s.Time.Local().Format("15:04:05"), cut(clean(s.Role), 20), actionText(s), mark(s.Success), s.Progress, cut(clean(firstNonEmpty(s.Error, s.Result)), 80))
 	}
 	tw.Flush()
 }

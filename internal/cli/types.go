@@ -36,7 +36,11 @@ type task struct {
 	MaxTokens       int64     `json:"max_tokens"`
 	ContinuesNumber *int64    `json:"continues_number"`
 	Approval        *approval `json:"approval"`
-	Steps           []step    `json:"steps"`
+	// Strategy is how the task is worked (absent from an older server:
+	// loop); Phase where the strategy stands, empty for loop.
+	Strategy string `json:"strategy"`
+	Phase    string `json:"phase"`
+	Steps    []step `json:"steps"`
 }
 
 // approval is the tool call a task waits to make, or, granted, to run.
@@ -57,14 +61,17 @@ type decision struct {
 }
 
 type step struct {
-	Iteration int             `json:"iteration"`
-	Action    string          `json:"action"`
-	Params    json.RawMessage `json:"params"`
-	Result    string          `json:"result"`
-	Success   bool            `json:"success"`
-	Error     string          `json:"error"`
-	Progress  int             `json:"progress"`
-	Time      time.Time       `json:"time"`
+	Iteration int `json:"iteration"`
+	// Role is whose turn the step was: agent, thought, action,
+	// observation, analysis, reviewer, supervisor or an agent's name.
+	Role     string          `json:"role"`
+	Action   string          `json:"action"`
+	Params   json.RawMessage `json:"params"`
+	Result   string          `json:"result"`
+	Success  bool            `json:"success"`
+	Error    string          `json:"error"`
+	Progress int             `json:"progress"`
+	Time     time.Time       `json:"time"`
 }
 
 type taskList struct {

@@ -162,7 +162,7 @@ func (e *Error) Error() string {
 // Load reads the configuration through getenv (os.Getenv in production)
 // and validates it. The first bad value is returned as an *Error.
 func Load(getenv func(string) string) (Config, error) {
-	r := reader{getenv: getenv}
+	r := reader{getenv: declared(getenv)} // every name read is in Vars, which the help lists
 	c := Config{
 		DatabaseURL:          r.str("DATABASE_URL", ""),
 		DataDir:              r.str("TASKLOOM_DATA_DIR", DefaultDataDir),
