@@ -42,7 +42,7 @@ var Vars = []Var{
 	{Name: "SLACK_APP_TOKEN", Help: "an app-level token, xapp-…: Socket Mode"},
 	{Name: "SLACK_SIGNING_SECRET", Help: "the app's signing secret: the HTTP Events API (needed without SLACK_APP_TOKEN)"},
 	{Name: "SLACK_API_URL", Default: DefaultSlackAPIURL, Help: "the Web API base of a Slack-compatible server"},
-	{Name: "TASKLOOM_CONSOLE", Default: "auto", Help: "true or false: chat in the terminal; auto: when no platform is set and stdin is a terminal", Elsewhere: true},
+	{Name: "TASKLOOM_CONSOLE", Default: "auto", Help: "true or false: chat in the terminal; unset: when no platform is set and stdin is a terminal"},
 	{Name: "TASKLOOM_FLUSH_INTERVAL", Default: "5s", Help: "how often notifications are sent, batched"},
 	{Name: "TASKLOOM_NOTIFY_STYLE", Default: NotifyBatch, Help: "batch: one message of what changed per flush; card: one message per task, edited"},
 	{Name: "TASKLOOM_WORKERS", Default: "1", Help: "iterations in flight in this replica, 1 to 256"},
