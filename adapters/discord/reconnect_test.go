@@ -1,73 +1,13 @@
 package discord_test
 
 import (
-	"io"
-	"net"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/discord"
+	"github.com/taskloom/taskloom/internal/testkit"
 )
-
-// gate forwards TCP connections to target once opened; before, it takes
-// each connection and closes it at once, as a network that is down does.
-type gate struct {
-	ln     net.Listener
-	target string
-	open   atomic.Bool
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn // closed at cleanup: a client's idle keep-alive would hold it
-}
-
-func newGate(t *testing.T, target string) *gate {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gate{ln: ln, target: target}
-	g.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if !g.open.Load() {
-				c.Close()
-				continue
-			}
-			g.wg.Go(func() { g.forward(c) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		g.mu.Lock()
-		for _, c := range g.conns {
-			c.Close()
-		}
-		g.mu.Unlock()
-		g.wg.Wait()
-	})
-	return g
-}
-
-func (g *gate) forward(c net.Conn) {
-	defer c.Close()
-	up, err := net.Dial("tcp", g.target)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	g.mu.Lock()
-	g.conns = append(g.conns, c, up)
-	g.mu.Unlock()
-	go func() { _, _ = io.Copy(up, c); up.Close() }()
-	_, _ = io.Copy(c, up)
-}
 
 // TestDiscordDownAtStartIsRetried: Discord cannot be reached when the
 // service starts; start-up goes on, and the adapter connects once it can,
@@ -79,8 +19,8 @@ func TestDiscordDownAtStartIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate(t, u.Host)
-	b := newUnstarted(t, srv, func(o *discord.Options) { o.APIURL = "http://" + g.ln.Addr().String() + "/" })
+	g := testkit.NewGate(t, u.Host)
+	b := newUnstarted(t, srv, func(o *discord.Options) { o.APIURL = "http://" + g.Addr() + "/" })
 	if err := b.core.Runtime.Start(b.ctx); err != nil {
 		t.Fatalf("start-up with Discord down: %v; want it to go on", err)
 	}
@@ -90,7 +30,7 @@ func TestDiscordDownAtStartIsRetried(t *testing.T) {
 	if n := srv.Connected(); n != 0 {
 		t.Fatalf("%d gateway sessions while Discord is down", n)
 	}
-	g.open.Store(true)
+	g.Open()
 	deadline := time.Now().Add(20 * time.Second)
 	for srv.Connected() == 0 {
 		if time.Now().After(deadline) {

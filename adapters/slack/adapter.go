@@ -77,6 +77,7 @@ type Adapter struct {
 	mu      sync.Mutex
 	self    identity
 	started bool
+	stopped bool // Stop was called: a late reconnect must not start
 	socket  *socketLoop
 	users   map[string]userInfo
 }
@@ -200,14 +201,23 @@ func (a *Adapter) Start(ctx context.Context) error {
 		return errors.New("slack: already started")
 	}
 	auth, err := a.api.AuthTestContext(ctx)
-	if err != nil {
-		return fmt.Errorf("slack: auth.test with the bot token: %w", err)
+	switch {
+	case err == nil:
+		a.connected(auth)
+	case refusedToken(err):
+		return fmt.Errorf("slack: auth.test with the bot token (SLACK_BOT_TOKEN): %w", err)
+	default:
+		// Slack (or the way to it) is down: the rest of the service
+		// runs, and the adapter connects once Slack answers; events
+		// before then are not taken (Slack sends them again).
+		a.log.Warn("cannot reach Slack; trying again", "in", firstRetry, "err", err)
+		a.bg.Add(1)
+		go func() {
+			defer a.bg.Done()
+			a.reconnect(a.base)
+		}()
+		return nil
 	}
-	a.self = identity{UserID: auth.UserID, BotID: auth.BotID, TeamID: auth.TeamID}
-	if a.SocketMode() {
-		a.socket = a.startSocket()
-	}
-	a.started = true
 	if a.opts.FollowStore > 0 {
 		a.bg.Add(1)
 		go func() {
@@ -215,12 +225,78 @@ func (a *Adapter) Start(ctx context.Context) error {
 			a.followStore(a.base)
 		}()
 	}
+	return nil
+}
+
+// Connected reports whether the adapter has reached Slack: auth.test
+// answered, and in Socket Mode the connection was opened.
+func (a *Adapter) Connected() bool {
+	_, ok := a.identity()
+	return ok
+}
+
+// connected takes the bot's identity from auth.test's answer and, in
+// Socket Mode, opens the connection; a.mu is held.
+func (a *Adapter) connected(auth *slackapi.AuthTestResponse) {
+	a.self = identity{UserID: auth.UserID, BotID: auth.BotID, TeamID: auth.TeamID}
+	if a.SocketMode() {
+		a.socket = a.startSocket()
+	}
+	a.started = true
 	mode := "HTTP Events API"
 	if a.SocketMode() {
 		mode = "Socket Mode"
 	}
 	a.log.Info("slack connected", "mode", mode, "team", auth.TeamID, "bot_user", auth.UserID, "api", a.opts.APIURL)
-	return nil
+}
+
+// Reaching Slack at start-up again after a failure: the wait doubles
+// from firstRetry up to maxRetry.
+const (
+	firstRetry = time.Second
+	maxRetry   = 5 * time.Minute
+)
+
+// reconnect asks auth.test until Slack answers, refuses the token for
+// good, or ctx (the adapter's life) ends.
+func (a *Adapter) reconnect(ctx context.Context) {
+	wait := firstRetry
+	for {
+		if err := clock.Sleep(ctx, a.clk, wait); err != nil {
+			return
+		}
+		auth, err := a.api.AuthTestContext(ctx)
+		switch {
+		case err == nil:
+			a.mu.Lock()
+			if !a.stopped {
+				a.connected(auth)
+			}
+			a.mu.Unlock()
+			return
+		case ctx.Err() != nil:
+			return
+		case refusedToken(err):
+			a.log.Error("Slack refused SLACK_BOT_TOKEN; chat on Slack stays off until restart", "err", err)
+			return
+		}
+		wait = min(2*wait, maxRetry)
+		a.log.Warn("cannot reach Slack; trying again", "in", wait, "err", err)
+	}
+}
+
+// refusedToken reports whether err is Slack refusing the bot token, which
+// no retry changes.
+func refusedToken(err error) bool {
+	var se slackapi.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Err {
+	case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission", "missing_scope":
+		return true
+	}
+	return false
 }
 
 // Stop closes the Socket Mode connection, then waits (within ctx) for the
@@ -229,7 +305,7 @@ func (a *Adapter) Stop(ctx context.Context) error {
 	a.mu.Lock()
 	sock := a.socket
 	a.socket = nil
-	a.started = false
+	a.started, a.stopped = false, true
 	a.mu.Unlock()
 	if sock != nil {
 		sock.stop()

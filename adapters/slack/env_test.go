@@ -133,7 +133,7 @@ func newEnvVars(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store,
 	if err := core.Tasks.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if mode == socketMode {
+	if mode == socketMode && a.Connected() {
 		if err := fake.WaitConnections(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
