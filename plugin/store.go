@@ -60,6 +60,11 @@ type Store interface {
 	// RecentSteps lists a task's last k steps (k > 0), oldest first: a
 	// read bounded by k however many steps the task has (PRODUCT §11).
 	RecentSteps(ctx context.Context, number int64, k int) ([]Step, error)
+	// PageSteps reads a page of a task's steps and counts them all: a
+	// read bounded by q however many steps the task has and however long
+	// their results are, for whatever shows a task (a notification, the
+	// API, status).
+	PageSteps(ctx context.Context, number int64, q StepQuery) (StepPage, error)
 	// Step reads the step of one iteration of a task; ErrNotFound when it
 	// has none.
 	Step(ctx context.Context, number int64, iteration int) (Step, error)
@@ -86,6 +91,28 @@ type Store interface {
 	Outbox
 	FileStore
 	TaskCards
+}
+
+// StepQuery asks PageSteps for part of a task's steps.
+type StepQuery struct {
+	// Limit is how many steps to read at most: the latest ones (of those
+	// before Before, when it is set). 0 reads none: only the count.
+	Limit int
+	// Before pages back: when above 0, only the steps of iterations below
+	// it are read.
+	Before int
+	// ResultRunes is how much of each step's result to read: its first
+	// ResultRunes characters (0 reads none of it). Step.ResultBytes says
+	// how long the whole result is.
+	ResultRunes int
+}
+
+// StepPage is part of a task's steps.
+type StepPage struct {
+	// Total counts every step of the task.
+	Total int
+	// Steps are the steps read, oldest first.
+	Steps []Step
 }
 
 // NextClaimer is a Store that can commit a worker's iteration and claim

@@ -73,6 +73,7 @@ func Run(t *testing.T, stores Stores) {
 		{"Terminal", testTerminal},
 		{"Steps", testSteps},
 		{"HistoryReads", testHistoryReads},
+		{"PageSteps", testPageSteps},
 		{"Digest", testDigest},
 		{"Times", testTimes},
 		{"DirtyText", testDirtyText},
