@@ -168,6 +168,7 @@ func (a *API) routes() []route {
 		{"GET /api/tasks", a.listTasks, true},
 		{"POST /api/tasks", a.createTask, true},
 		{"GET /api/tasks/{number}", a.getTask, true},
+		{"GET /api/tasks/{number}/steps/{iteration}", a.taskStep, true},
 		{"GET /api/tasks/{number}/events", a.taskEvents, true},
 		{"GET /api/tasks/{number}/files", a.taskFiles, true},
 		{"GET /api/tasks/{number}/files/{path...}", a.taskFile, true},
@@ -431,28 +432,6 @@ func pageLimit(v string) (int, string) {
 		return 0, fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize)
 	}
 	return n, ""
-}
-
-func (a *API) getTask(w http.ResponseWriter, r *http.Request) {
-	n, ok := taskNumber(w, r)
-	if !ok {
-		return
-	}
-	t, err := a.store.GetTask(r.Context(), n)
-	if err != nil {
-		a.fail(w, r, notFound(n, err))
-		return
-	}
-	steps, err := a.store.Steps(r.Context(), n)
-	if err != nil {
-		a.fail(w, r, fmt.Errorf("steps of task #%d: %w", n, err))
-		return
-	}
-	body := taskWithSteps{taskBody: taskOf(t), Steps: make([]stepBody, 0, len(steps))}
-	for _, s := range steps {
-		body.Steps = append(body.Steps, stepOf(s))
-	}
-	WriteJSON(w, http.StatusOK, body)
 }
 
 // notFound words a store's ErrNotFound for the person asking.

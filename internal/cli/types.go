@@ -36,7 +36,10 @@ type task struct {
 	MaxTokens       int64     `json:"max_tokens"`
 	ContinuesNumber *int64    `json:"continues_number"`
 	Approval        *approval `json:"approval"`
-	Steps           []step    `json:"steps"`
+	// Steps are the task's latest steps (a page of StepsTotal), oldest
+	// first.
+	Steps      []step `json:"steps"`
+	StepsTotal int    `json:"steps_total"`
 }
 
 // approval is the tool call a task waits to make, or, granted, to run.
