@@ -260,15 +260,27 @@ type RoomClaim struct {
 	// Categories, when set, claim the room only if it has a due
 	// notification of one of them (terminal ones go out at once).
 	Categories []string
+	// Limit is the most rows one claim takes: RoomClaimRows when 0.
+	Limit int
 }
+
+// RoomClaimRows is how many notifications one room claim takes at most:
+// a message's worth. A backlog (after an outage) goes out in several
+// messages, one flush after another, rather than in one huge message.
+const RoomClaimRows = 50
 
 // Outbox is the durable queue of notifications. A room's pending rows are
 // claimed together by one sender at a time, marked sent only after the
 // platform accepted them, and otherwise released for a later attempt.
 type Outbox interface {
 	Enqueue(ctx context.Context, n Notification) (Notification, error)
-	// ClaimRoom claims every due, unclaimed notification of one room (see
-	// RoomClaim). It returns the room and its rows oldest first, or "" and
+	// ClaimRoom claims due, unclaimed notifications of one room (see
+	// RoomClaim): when a send began on some of them, the rows of the
+	// oldest such message, whole (they carry its delivery key, and it is
+	// sent again exactly); otherwise at most c.Limit rows, terminal rows
+	// and task posts first (they go out at once, whatever backlog the
+	// room has), then the rest, each oldest first. What is left waits for
+	// the next claim. It returns the room and its rows by ID, or "" and
 	// none when nothing is due.
 	ClaimRoom(ctx context.Context, c RoomClaim) (string, []Notification, error)
 	// MarkSent deletes the claimed rows once delivered and records, per

@@ -94,6 +94,7 @@ func Run(t *testing.T, stores Stores) {
 		{"OutboxClaimExpiry", testOutboxClaimExpiry},
 		{"OutboxRelease", testOutboxRelease},
 		{"OutboxCategories", testOutboxCategories},
+		{"OutboxClaimLimit", testOutboxClaimLimit},
 		{"OutboxRoom", testOutboxRoom},
 		{"OutboxLastSent", testOutboxLastSent},
 		{"OutboxFromMutation", testOutboxFromMutation},
