@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -97,8 +96,11 @@ type APIOptions struct {
 	Poll      time.Duration
 	KeepAlive time.Duration
 	// MaxStreams is how many event streams may be open at once; default
-	// DefaultMaxStreams.
-	MaxStreams int
+	// DefaultMaxStreams. MaxStreamsPerClient is how many of them one
+	// client may hold; default DefaultMaxStreamsPerClient, and never more
+	// than MaxStreams.
+	MaxStreams          int
+	MaxStreamsPerClient int
 }
 
 // API serves the task API of PRODUCT §5 and the dashboard.
@@ -111,7 +113,7 @@ type API struct {
 	bell  *bell
 	hint  hint
 
-	streams atomic.Int64 // event streams open
+	streams streamSlots // event streams open
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close: event streams end
@@ -134,6 +136,10 @@ func NewAPI(o APIOptions) *API {
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
+	if o.MaxStreamsPerClient <= 0 {
+		o.MaxStreamsPerClient = DefaultMaxStreamsPerClient
+	}
+	o.MaxStreamsPerClient = min(o.MaxStreamsPerClient, o.MaxStreams)
 	a := &API{o: o, store: o.Store, clk: o.Clock, log: o.Logger.With("component", "httpapi"), bell: newBell(), done: make(chan struct{})}
 	if o.Token != "" {
 		a.token = sha256.Sum256([]byte(o.Token))
