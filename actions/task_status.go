@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
@@ -43,11 +44,13 @@ func (a TaskStatus) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 	if missing != nil || err != nil {
 		return derefResult(missing), err
 	}
-	steps, err := call.Runtime.Store().Steps(ctx, t.Number)
+	// The last few steps and the count, without results: what Status
+	// shows, however many steps the task has.
+	page, err := call.Runtime.Store().PageSteps(ctx, t.Number, plugin.StepQuery{Limit: render.StatusSteps})
 	if err != nil {
-		return plugin.Result{}, err
+		return plugin.Result{}, fmt.Errorf("status of task #%d: %w", t.Number, err)
 	}
-	return plugin.Result{Success: true, TaskNumber: t.Number, Text: render.Status(render.ForPlatform(msg.Platform), t, steps)}, nil
+	return plugin.Result{Success: true, TaskNumber: t.Number, Text: render.Status(render.ForPlatform(msg.Platform), t, page)}, nil
 }
 
 func derefResult(r *plugin.Result) plugin.Result {

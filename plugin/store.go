@@ -60,6 +60,11 @@ type Store interface {
 	// RecentSteps lists a task's last k steps (k > 0), oldest first: a
 	// read bounded by k however many steps the task has (PRODUCT §11).
 	RecentSteps(ctx context.Context, number int64, k int) ([]Step, error)
+	// PageSteps reads a page of a task's steps and counts them all: a
+	// read bounded by q however many steps the task has and however long
+	// their results are, for whatever shows a task (a notification, the
+	// API, status).
+	PageSteps(ctx context.Context, number int64, q StepQuery) (StepPage, error)
 	// Step reads the step of one iteration of a task; ErrNotFound when it
 	// has none.
 	Step(ctx context.Context, number int64, iteration int) (Step, error)
@@ -86,6 +91,28 @@ type Store interface {
 	Outbox
 	FileStore
 	TaskCards
+}
+
+// StepQuery asks PageSteps for part of a task's steps.
+type StepQuery struct {
+	// Limit is how many steps to read at most: the latest ones (of those
+	// before Before, when it is set). 0 reads none: only the count.
+	Limit int
+	// Before pages back: when above 0, only the steps of iterations below
+	// it are read.
+	Before int
+	// ResultRunes is how much of each step's result to read: its first
+	// ResultRunes characters (0 reads none of it). Step.ResultBytes says
+	// how long the whole result is.
+	ResultRunes int
+}
+
+// StepPage is part of a task's steps.
+type StepPage struct {
+	// Total counts every step of the task.
+	Total int
+	// Steps are the steps read, oldest first.
+	Steps []Step
 }
 
 // NextClaimer is a Store that can commit a worker's iteration and claim
@@ -248,15 +275,27 @@ type RoomClaim struct {
 	// Categories, when set, claim the room only if it has a due
 	// notification of one of them (terminal ones go out at once).
 	Categories []string
+	// Limit is the most rows one claim takes: RoomClaimRows when 0.
+	Limit int
 }
+
+// RoomClaimRows is how many notifications one room claim takes at most:
+// a message's worth. A backlog (after an outage) goes out in several
+// messages, one flush after another, rather than in one huge message.
+const RoomClaimRows = 50
 
 // Outbox is the durable queue of notifications. A room's pending rows are
 // claimed together by one sender at a time, marked sent only after the
 // platform accepted them, and otherwise released for a later attempt.
 type Outbox interface {
 	Enqueue(ctx context.Context, n Notification) (Notification, error)
-	// ClaimRoom claims every due, unclaimed notification of one room (see
-	// RoomClaim). It returns the room and its rows oldest first, or "" and
+	// ClaimRoom claims due, unclaimed notifications of one room (see
+	// RoomClaim): when a send began on some of them, the rows of the
+	// oldest such message, whole (they carry its delivery key, and it is
+	// sent again exactly); otherwise at most c.Limit rows, terminal rows
+	// and task posts first (they go out at once, whatever backlog the
+	// room has), then the rest, each oldest first. What is left waits for
+	// the next claim. It returns the room and its rows by ID, or "" and
 	// none when nothing is due.
 	ClaimRoom(ctx context.Context, c RoomClaim) (string, []Notification, error)
 	// MarkSent deletes the claimed rows once delivered and records, per

@@ -199,6 +199,10 @@ type Step struct {
 	// action, observation, analysis, reviewer, supervisor or an agent's
 	// name.
 	Role string `json:"role,omitempty"`
+	// ResultBytes is the size in bytes of the whole result, where a read
+	// may have clipped Result (Store.PageSteps); then Result is whole when
+	// len(Result) == ResultBytes. Other reads leave it 0.
+	ResultBytes int `json:"-"`
 }
 
 // TaskEvent is one immutable entry of a task's event log. Sequence starts at

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -97,8 +96,11 @@ type APIOptions struct {
 	Poll      time.Duration
 	KeepAlive time.Duration
 	// MaxStreams is how many event streams may be open at once; default
-	// DefaultMaxStreams.
-	MaxStreams int
+	// DefaultMaxStreams. MaxStreamsPerClient is how many of them one
+	// client may hold; default DefaultMaxStreamsPerClient, and never more
+	// than MaxStreams.
+	MaxStreams          int
+	MaxStreamsPerClient int
 }
 
 // API serves the task API of PRODUCT §5 and the dashboard.
@@ -111,7 +113,7 @@ type API struct {
 	bell  *bell
 	hint  hint
 
-	streams atomic.Int64 // event streams open
+	streams streamSlots // event streams open
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close: event streams end
@@ -134,6 +136,10 @@ func NewAPI(o APIOptions) *API {
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
+	if o.MaxStreamsPerClient <= 0 {
+		o.MaxStreamsPerClient = DefaultMaxStreamsPerClient
+	}
+	o.MaxStreamsPerClient = min(o.MaxStreamsPerClient, o.MaxStreams)
 	a := &API{o: o, store: o.Store, clk: o.Clock, log: o.Logger.With("component", "httpapi"), bell: newBell(), done: make(chan struct{})}
 	if o.Token != "" {
 		a.token = sha256.Sum256([]byte(o.Token))
@@ -168,6 +174,7 @@ func (a *API) routes() []route {
 		{"GET /api/tasks", a.listTasks, true},
 		{"POST /api/tasks", a.createTask, true},
 		{"GET /api/tasks/{number}", a.getTask, true},
+		{"GET /api/tasks/{number}/steps/{iteration}", a.taskStep, true},
 		{"GET /api/tasks/{number}/events", a.taskEvents, true},
 		{"GET /api/tasks/{number}/files", a.taskFiles, true},
 		{"GET /api/tasks/{number}/files/{path...}", a.taskFile, true},
@@ -431,28 +438,6 @@ func pageLimit(v string) (int, string) {
 		return 0, fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize)
 	}
 	return n, ""
-}
-
-func (a *API) getTask(w http.ResponseWriter, r *http.Request) {
-	n, ok := taskNumber(w, r)
-	if !ok {
-		return
-	}
-	t, err := a.store.GetTask(r.Context(), n)
-	if err != nil {
-		a.fail(w, r, notFound(n, err))
-		return
-	}
-	steps, err := a.store.Steps(r.Context(), n)
-	if err != nil {
-		a.fail(w, r, fmt.Errorf("steps of task #%d: %w", n, err))
-		return
-	}
-	body := taskWithSteps{taskBody: taskOf(t), Steps: make([]stepBody, 0, len(steps))}
-	for _, s := range steps {
-		body.Steps = append(body.Steps, stepOf(s))
-	}
-	WriteJSON(w, http.StatusOK, body)
 }
 
 // notFound words a store's ErrNotFound for the person asking.

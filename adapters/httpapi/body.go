@@ -65,9 +65,18 @@ type approvalBody struct {
 	Role    string          `json:"role"`
 }
 
+// taskWithSteps is a task with a page of its steps: the latest ones, or
+// those before an iteration.
 type taskWithSteps struct {
 	taskBody
+	// Steps are the page's steps, oldest first, each result clipped to
+	// StepResultRunes characters.
 	Steps []stepBody `json:"steps"`
+	// StepsTotal counts every step of the task.
+	StepsTotal int `json:"steps_total"`
+	// StepsNext is the before= of the page of older steps; null when the
+	// page holds the task's first step (or none).
+	StepsNext *int `json:"steps_next"`
 }
 
 type stepBody struct {
@@ -75,11 +84,16 @@ type stepBody struct {
 	Action    string          `json:"action"`
 	Params    json.RawMessage `json:"params"`
 	Result    string          `json:"result"`
-	Success   bool            `json:"success"`
-	Error     string          `json:"error,omitempty"`
-	Thought   string          `json:"thought,omitempty"`
-	Progress  int             `json:"progress"`
-	Time      time.Time       `json:"time"`
+	// ResultBytes is the size of the whole result; ResultClipped says
+	// that Result is only its beginning (GET
+	// /api/tasks/{number}/steps/{iteration} has all of it).
+	ResultBytes   int       `json:"result_bytes"`
+	ResultClipped bool      `json:"result_clipped"`
+	Success       bool      `json:"success"`
+	Error         string    `json:"error,omitempty"`
+	Thought       string    `json:"thought,omitempty"`
+	Progress      int       `json:"progress"`
+	Time          time.Time `json:"time"`
 	// Role is whose turn the step was: agent, thought, action,
 	// observation, analysis, reviewer, supervisor or an agent's name.
 	Role string `json:"role"`
@@ -167,8 +181,9 @@ func stepOf(s plugin.Step) stepBody {
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
+	size := max(s.ResultBytes, len(s.Result)) // ResultBytes is 0 from a read that does not clip
 	return stepBody{Iteration: s.Iteration, Action: s.Action, Params: params, Result: s.Result,
-		Success: s.Success, Error: s.Error, Thought: s.Thought, Progress: s.Progress, Time: s.Time.UTC(), Role: s.Role}
+		ResultBytes: size, ResultClipped: len(s.Result) < size, Success: s.Success, Error: s.Error, Thought: s.Thought, Progress: s.Progress, Time: s.Time.UTC(), Role: s.Role}
 }
 
 func eventOf(e plugin.TaskEvent) eventBody {

@@ -35,7 +35,7 @@ func (discord) Send(context.Context, string, plugin.Outgoing) (plugin.SentMessag
 // service (not started: tests drive iterations with Step), with the API
 // mounted on a Server.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	clk   *clock.Fake
 	store plugin.Store
@@ -69,7 +69,7 @@ func newFixture(t *testing.T, open teststore.Opener, configure ...func(*httpapi.
 }
 
 // newFixtureAt is newFixture with the fake clock starting at start.
-func newFixtureAt(t *testing.T, open teststore.Opener, start time.Time, configure ...func(*httpapi.APIOptions)) *fixture {
+func newFixtureAt(t testing.TB, open teststore.Opener, start time.Time, configure ...func(*httpapi.APIOptions)) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewFake(start), store: open(t), model: testkit.NewScriptedModel()}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

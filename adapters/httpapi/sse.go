@@ -39,19 +39,29 @@ const streamRetryAfter = 5 * time.Second
 // The stream is woken at once by this process's task changes and looks
 // for other replicas' every Poll.
 //
-// At most MaxStreams streams are open at once; past that a client gets
-// 503 with Retry-After, before anything is read from the store.
+// At most MaxStreams streams are open at once, and one client (see
+// streamClient) holds at most MaxStreamsPerClient of them; past that a
+// client gets 503 (the server is full) or 429 (its share is), with
+// Retry-After, before anything is read from the store.
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if n := a.streams.Add(1); n > int64(a.o.MaxStreams) {
-		a.streams.Add(-1)
+	client := streamClient(r)
+	release, refused := a.streams.take(client, a.o.MaxStreams, a.o.MaxStreamsPerClient)
+	switch refused {
+	case slotServerFull:
 		a.log.Warn("event stream refused: too many open", "max", a.o.MaxStreams, "remote", r.RemoteAddr)
 		w.Header().Set("Retry-After", strconv.Itoa(int(streamRetryAfter/time.Second)))
 		writeError(w, http.StatusServiceUnavailable,
 			fmt.Sprintf("%d event streams are open, the most this server keeps: try again in a few seconds", a.o.MaxStreams))
 		return
+	case slotClientFull:
+		a.log.Warn("event stream refused: the client holds its share", "per_client", a.o.MaxStreamsPerClient, "client", client)
+		w.Header().Set("Retry-After", strconv.Itoa(int(streamRetryAfter/time.Second)))
+		writeError(w, http.StatusTooManyRequests,
+			fmt.Sprintf("you have %d event streams open, the most one client may: close one (a tab of the dashboard) and try again", a.o.MaxStreamsPerClient))
+		return
 	}
-	defer a.streams.Add(-1)
+	defer release()
 	var task int64
 	if v := r.URL.Query().Get("task"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -15,11 +15,18 @@ const (
 	sqlRecentSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps
 WHERE task_number = $1 ORDER BY iteration DESC LIMIT $2`
 
+	// sqlCountSteps counts from the task's step keys.
+	sqlCountSteps = `SELECT count(*) FROM task_steps WHERE task_number = $1`
+
 	sqlStep = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 AND iteration = $2`
 
 	sqlEventsAt = `SELECT ` + sqlstore.EventColumns + ` FROM task_events
 WHERE task_number = $1 AND sequence = ANY($2::bigint[]) ORDER BY sequence`
 )
+
+// sqlPageSteps reads newest first; the store reverses.
+var sqlPageSteps = `SELECT ` + sqlstore.ClippedStepColumns("$3") + ` FROM task_steps
+WHERE task_number = $1 AND iteration < $2 ORDER BY iteration DESC LIMIT $4`
 
 // RecentSteps lists a task's last k steps, oldest first: the steps this
 // store kept from its writes, after a claim that found them current

@@ -263,13 +263,6 @@ LIMIT 8`
 
 	sqlRoomHeld = `SELECT ` + roomHeld + ` FROM (SELECT $2::text AS room) n`
 
-	// sqlClaimRoom claims every ready notification of room $2 for owner $3
-	// until $4.
-	sqlClaimRoom = `
-UPDATE notifications SET claimed_by = $3, claim_expires_at = $4
-WHERE room = $2 AND ` + notificationReady + `
-RETURNING ` + notificationCols
-
 	sqlMarkSent = `DELETE FROM notifications WHERE id = ANY($1) AND claimed_by = $2`
 
 	sqlUpsertRoomProgress = `
@@ -344,3 +337,11 @@ func qualified(table string, cols []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// sqlClaimRoom claims the ready notifications of room $2 that
+// sqlstore.ClaimRoomIDs picks, at most $5 new ones, for owner $3
+// until $4.
+var sqlClaimRoom = `
+UPDATE notifications SET claimed_by = $3, claim_expires_at = $4
+WHERE id IN (` + sqlstore.ClaimRoomIDs(notificationReady, "$2", "$5") + `)
+RETURNING ` + notificationCols

@@ -648,7 +648,7 @@ func (t *txn) ReadyRooms(ctx context.Context, now time.Time, room string, catego
 // ClaimRoom takes the room's advisory lock for this transaction (another
 // sender claiming it at this moment holds it), then checks, after the
 // lock, that no claim committed just before holds the room.
-func (t *txn) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time) ([]plugin.Notification, error) {
+func (t *txn) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]plugin.Notification, error) {
 	var locked, held bool
 	if err := t.queryRow(ctx, sqlLockRoom, room).Scan(&locked); err != nil {
 		return nil, err
@@ -662,7 +662,7 @@ func (t *txn) ClaimRoom(ctx context.Context, room, owner string, now, until time
 	if held {
 		return nil, nil
 	}
-	rows, err := t.query(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until))
+	rows, err := t.query(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until), limit)
 	if err != nil {
 		return nil, err
 	}

@@ -12,9 +12,16 @@ const (
 	sqlRecentSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps
 WHERE task_number = ? ORDER BY iteration DESC LIMIT ?`
 
+	// sqlCountSteps counts from the task's step keys.
+	sqlCountSteps = `SELECT count(*) FROM task_steps WHERE task_number = ?1`
+
 	sqlStep = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = ? AND iteration = ?`
 
 	// sqlEventsAt: ?2 is a JSON array of sequences.
 	sqlEventsAt = `SELECT ` + sqlstore.EventColumns + ` FROM task_events
 WHERE task_number = ?1 AND sequence IN (SELECT value FROM json_each(?2)) ORDER BY sequence`
 )
+
+// sqlPageSteps reads newest first; the store reverses.
+var sqlPageSteps = `SELECT ` + sqlstore.ClippedStepColumns("?3") + ` FROM task_steps
+WHERE task_number = ?1 AND iteration < ?2 ORDER BY iteration DESC LIMIT ?4`

@@ -143,13 +143,6 @@ GROUP BY n.room
 ORDER BY min(n.created_at), min(n.id)
 LIMIT 1`
 
-	// sqlClaimRoom claims every ready notification of room ?2 for owner ?3
-	// until ?4.
-	sqlClaimRoom = `
-UPDATE notifications SET claimed_by = ?3, claim_expires_at = ?4
-WHERE room = ?2 AND ` + notificationReady + `
-RETURNING ` + notificationCols
-
 	sqlMarkSent = `DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
 
 	sqlUpsertRoomProgress = `
@@ -225,3 +218,11 @@ func jsonList[T any](v []T) string {
 	}
 	return string(b)
 }
+
+// sqlClaimRoom claims the ready notifications of room ?2 that
+// sqlstore.ClaimRoomIDs picks, at most ?5 new ones, for owner ?3
+// until ?4.
+var sqlClaimRoom = `
+UPDATE notifications SET claimed_by = ?3, claim_expires_at = ?4
+WHERE id IN (` + sqlstore.ClaimRoomIDs(notificationReady, "?2", "?5") + `)
+RETURNING ` + notificationCols

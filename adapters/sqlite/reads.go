@@ -47,6 +47,7 @@ func (h handles) Exec(ctx context.Context, q string, args ...any) (int64, error)
 var readSQL = sqlstore.ReadSQL{
 	GetTask: sqlGetTask, Steps: sqlSteps, TaskEvents: sqlTaskEvents,
 	RecentSteps: sqlRecentSteps, Step: sqlStep, EventsAt: sqlEventsAt,
+	CountSteps: sqlCountSteps, PageSteps: sqlPageSteps,
 	TaskFiles: sqlTaskFiles, ReadFile: sqlReadFile,
 	Query: sqlstore.QueryDialect{
 		Param: func(n int) string { return "?" + strconv.Itoa(n) },

@@ -114,8 +114,8 @@ func (t dialectTx) ReadyRooms(ctx context.Context, now time.Time, room string, c
 
 // ClaimRoom claims the room's due rows: the IMMEDIATE transaction that
 // picked the room keeps every other sender out until it commits.
-func (t dialectTx) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time) ([]plugin.Notification, error) {
-	rows, err := t.tx.QueryContext(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until))
+func (t dialectTx) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]plugin.Notification, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until), limit)
 	if err != nil {
 		return nil, err
 	}

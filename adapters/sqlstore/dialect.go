@@ -58,10 +58,11 @@ type Tx interface {
 	// holds, the one waiting longest first: only room when it is set, only
 	// rooms with one of categories when they are set.
 	ReadyRooms(ctx context.Context, now time.Time, room string, categories []string) ([]string, error)
-	// ClaimRoom claims every due notification of room for owner until
-	// until, unless another sender holds the room or is claiming it at
-	// this moment (then it claims nothing and returns none).
-	ClaimRoom(ctx context.Context, room, owner string, now, until time.Time) ([]plugin.Notification, error)
+	// ClaimRoom claims the due notifications of room that ClaimRoomIDs
+	// picks, with limit, for owner until until, unless another sender holds
+	// the room or is claiming it at this moment (then it claims nothing
+	// and returns none).
+	ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]plugin.Notification, error)
 	// DeleteSent deletes the rows of ids that owner still holds and says
 	// how many it deleted.
 	DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error)

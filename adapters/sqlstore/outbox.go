@@ -27,9 +27,31 @@ func PrepareNotification(n plugin.Notification) (plugin.Notification, error) {
 	return n, nil
 }
 
-// ClaimRoom claims every due notification of one room for c.Owner until
-// c.Now+c.Lease: the first ready room, oldest first, that no other sender
-// holds or is claiming.
+// ClaimRoomIDs is the query of the rows a room claim takes, in both
+// dialects: ready is the condition of a due, unclaimed row, room the
+// parameter naming the room, limit the one of the most rows.
+//
+// When a send began on some of the room's due rows (they carry its
+// delivery key), it is the rows of one such message, the oldest, whole:
+// its message is sent again exactly, never split across claims or merged
+// with another (a platform recognises it by its key). That is at most a
+// claim's worth, as the claim that began it took no more. Otherwise it is
+// at most limit rows without a key: terminal rows and task posts first,
+// so an ended task is not held behind a backlog of progress, then the
+// rest, each oldest first. What is left waits for the next claim.
+func ClaimRoomIDs(ready, room, limit string) string {
+	return `WITH due AS (SELECT id, delivery_key, category FROM notifications WHERE room = ` + room + ` AND ` + ready + `),
+  begun AS (SELECT delivery_key FROM due WHERE delivery_key <> '' ORDER BY id LIMIT 1)
+SELECT id FROM due WHERE delivery_key = (SELECT delivery_key FROM begun)
+UNION ALL
+SELECT id FROM (SELECT id FROM due WHERE delivery_key = '' AND NOT EXISTS (SELECT 1 FROM begun)
+  ORDER BY category NOT IN ('` + plugin.NotifyTerminal + `', '` + plugin.NotifyMessage + `'), id LIMIT ` + limit + `) fresh`
+}
+
+// ClaimRoom claims the due notifications of one room for c.Owner until
+// c.Now+c.Lease, those of ClaimRoomIDs with at most rc.Limit
+// (plugin.RoomClaimRows) new ones: the first ready room, oldest first,
+// that no other sender holds or is claiming.
 func (c Core) ClaimRoom(ctx context.Context, rc plugin.RoomClaim) (string, []plugin.Notification, error) {
 	if rc.Owner == "" || (rc.Now.IsZero() && !rc.StoreClock) {
 		return "", nil, fmt.Errorf("claim room: %w: a claim needs an owner and a time", plugin.ErrInvalid)
@@ -41,12 +63,16 @@ func (c Core) ClaimRoom(ctx context.Context, rc plugin.RoomClaim) (string, []plu
 			return err
 		}
 		now, until := plugin.UTC(rc.Now), plugin.UTC(rc.Now.Add(rc.Lease))
+		limit := rc.Limit
+		if limit <= 0 {
+			limit = plugin.RoomClaimRows
+		}
 		rooms, err := tx.ReadyRooms(ctx, now, rc.Room, rc.Categories)
 		if err != nil {
 			return err
 		}
 		for _, r := range rooms {
-			ns, err := tx.ClaimRoom(ctx, r, rc.Owner, now, until)
+			ns, err := tx.ClaimRoom(ctx, r, rc.Owner, now, until, limit)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -26,6 +27,10 @@ type ReadSQL struct {
 	// newest first. Step: $1 number, $2 iteration. EventsAt: $1 number, $2
 	// Sequences(the sequences), in order.
 	GetTask, Steps, TaskEvents, RecentSteps, Step, EventsAt string
+	// CountSteps: $1 number. PageSteps: $1 number, $2 the iteration
+	// below which, $3 how many characters of each result, $4 how many
+	// steps, newest first; the columns of ClippedStepColumns.
+	CountSteps, PageSteps string
 	// TaskFiles: $1 number, FileColumns. ReadFile: $1 number, $2 path,
 	// FileColumns and data.
 	TaskFiles, ReadFile string
@@ -116,6 +121,30 @@ func (r Reads) RecentSteps(ctx context.Context, number int64, k int) ([]plugin.S
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// PageSteps reads the page of a task's steps q asks for, oldest first,
+// and counts all of them: two reads bounded by q, the count an index
+// range of the task's step keys.
+func (r Reads) PageSteps(ctx context.Context, number int64, q plugin.StepQuery) (plugin.StepPage, error) {
+	var page plugin.StepPage
+	if q.Limit > 0 {
+		before := q.Before
+		if before <= 0 {
+			before = math.MaxInt32 // iteration is a 32-bit column
+		}
+		var err error
+		page.Steps, err = QueryAll(ctx, r.DB, r.SQL.PageSteps, []any{number, before, max(q.ResultRunes, 0), q.Limit}, scanClippedStep)
+		if err != nil {
+			return plugin.StepPage{}, fmt.Errorf("steps of task #%d before %d: %w", number, q.Before, err)
+		}
+		slices.Reverse(page.Steps)
+	}
+	// Counted after the page is read, so the count holds every step read.
+	if err := r.DB.QueryRow(ctx, r.SQL.CountSteps, number).Scan(&page.Total); err != nil {
+		return plugin.StepPage{}, fmt.Errorf("count the steps of task #%d: %w", number, err)
+	}
+	return page, nil
 }
 
 // Step reads the step of one iteration of a task.

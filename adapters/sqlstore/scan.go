@@ -28,6 +28,27 @@ func ScanStep(row Row) (plugin.Step, error) {
 	return st, err
 }
 
+// ClippedStepColumns are StepColumns with the result clipped to the
+// number of characters of parameter param, then the size of the whole
+// result in bytes: what scanClippedStep reads. Both dialects have substr
+// and octet_length, which reads the stored size, not the value.
+func ClippedStepColumns(param string) string {
+	return `task_number, iteration, thought, action, params, substr(result, 1, ` + param +
+		`), success, error, progress, time, role, octet_length(result)`
+}
+
+// scanClippedStep reads the columns of ClippedStepColumns.
+func scanClippedStep(row Row) (plugin.Step, error) {
+	var st plugin.Step
+	var params []byte
+	var at Time
+	err := row.Scan(&st.TaskNumber, &st.Iteration, &st.Thought, &st.Action, &params,
+		&st.Result, &st.Success, &st.Error, &st.Progress, &at, &st.Role, &st.ResultBytes)
+	st.Params = params
+	st.Time = at.T
+	return st, err
+}
+
 // EventArgs lists the values of EventColumns for e, but its id.
 func EventArgs(e plugin.TaskEvent, timeArg TimeArg) []any {
 	return []any{e.TaskNumber, e.Sequence, e.Type, string(e.Payload), e.Actor, e.Fence, timeArg(e.Time)}

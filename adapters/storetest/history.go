@@ -12,6 +12,77 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
+// testPageSteps: a page of a task's steps is the latest ones (before an
+// iteration, when asked), oldest first, with the count of them all, each
+// result clipped to the characters asked for (none when 0) and its whole
+// size in bytes told — whatever the other tasks have.
+func testPageSteps(t *testing.T, s plugin.Store) {
+	a := create(t, s, newTask("Five steps"))
+	b := create(t, s, newTask("Interleaved"))
+	result := func(i int, n int64) string {
+		return fmt.Sprintf("résultat %d of #%d: ", i, n) + strings.Repeat("x", 100*i)
+	}
+	for i := 1; i <= 5; i++ {
+		for _, n := range []int64{a.Number, b.Number} {
+			now := at(time.Duration(2*i) * time.Minute)
+			if n == b.Number {
+				now = now.Add(time.Minute)
+			}
+			c := claim(t, s, "w1", now, time.Minute)
+			if c.Number != n {
+				t.Fatalf("claimed #%d, want #%d", c.Number, n)
+			}
+			o := outcome(c, now.Add(time.Second), 10*i, plugin.VerdictContinue)
+			o.Step.Action = fmt.Sprintf("tool_%d", i)
+			o.Step.Result = result(i, n)
+			update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+		}
+	}
+	all, err := s.Steps(t.Context(), a.Number)
+	if err != nil || len(all) != 5 {
+		t.Fatalf("Steps = %d steps, %v", len(all), err)
+	}
+	// want is the steps of all[from:to], each result clipped to runes.
+	want := func(from, to, runes int) []plugin.Step {
+		var out []plugin.Step
+		for _, st := range all[from:to] {
+			st.ResultBytes = len(st.Result)
+			if r := []rune(st.Result); len(r) > runes {
+				st.Result = string(r[:runes])
+			}
+			out = append(out, st)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		q        plugin.StepQuery
+		from, to int
+	}{
+		{plugin.StepQuery{Limit: 2, ResultRunes: 1 << 20}, 3, 5},
+		{plugin.StepQuery{Limit: 100, ResultRunes: 1 << 20}, 0, 5},
+		{plugin.StepQuery{Limit: 2, ResultRunes: 10}, 3, 5},
+		{plugin.StepQuery{Limit: 1}, 4, 5},
+		{plugin.StepQuery{Limit: 2, Before: 4, ResultRunes: 10}, 1, 3},
+		{plugin.StepQuery{Limit: 5, Before: 3, ResultRunes: 10}, 0, 2},
+		{plugin.StepQuery{Limit: 5, Before: 1}, 0, 0},
+		{plugin.StepQuery{}, 0, 0},
+	} {
+		page, err := s.PageSteps(t.Context(), a.Number, c.q)
+		if err != nil {
+			t.Fatalf("PageSteps(%+v): %v", c.q, err)
+		}
+		if page.Total != 5 {
+			t.Errorf("PageSteps(%+v).Total = %d, want 5", c.q, page.Total)
+		}
+		if w := want(c.from, c.to, c.q.ResultRunes); !reflect.DeepEqual(page.Steps, w) {
+			t.Errorf("PageSteps(%+v) = %+v\nwant %+v", c.q, page.Steps, w)
+		}
+	}
+	if page, err := s.PageSteps(t.Context(), 999, plugin.StepQuery{Limit: 5}); err != nil || page.Total != 0 || len(page.Steps) != 0 {
+		t.Errorf("PageSteps of no task = %+v, %v; want none", page, err)
+	}
+}
+
 // testHistoryReads: the bounded reads an iteration makes (PRODUCT §11) —
 // a task's last k steps, one step by iteration, events by sequence —
 // return what the full reads return, for that task only.

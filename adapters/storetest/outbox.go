@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -203,6 +204,82 @@ func testOutboxCategories(t *testing.T, s plugin.Store) {
 	c.Categories = nil
 	if room, _ := claimRoom(t, s, c); room != "room-a" {
 		t.Errorf("claim of any room = %s, want room-a", room)
+	}
+}
+
+// testOutboxClaimLimit: a room claim takes at most its limit of new rows
+// (a message's worth), terminal rows and posts first, then the rest, each
+// oldest first; the rows of a message a send began on are claimed again
+// whole, alone, before any other; the others wait for the next claim, and
+// every row is claimed once.
+func testOutboxClaimLimit(t *testing.T, s plugin.Store) {
+	var progress []int64
+	for i := range 9 {
+		progress = append(progress, enqueue(t, s, "room-a", plugin.NotifyProgress, at(time.Duration(i)*time.Second)).ID)
+	}
+	term := enqueue(t, s, "room-a", plugin.NotifyTerminal, at(10*time.Second)).ID
+	post := enqueue(t, s, "room-a", plugin.NotifyMessage, at(11*time.Second)).ID
+	now, later := at(time.Minute), at(time.Hour)
+	c := plugin.RoomClaim{Owner: "sender-1", Now: now, Lease: time.Minute, Limit: 3}
+	// The terminal row and the post go first, behind no backlog.
+	k1 := []int64{progress[0], term, post}
+	if room, got := claimRoom(t, s, c); room != "room-a" || !slices.Equal(got, k1) {
+		t.Fatalf("first claim = %s %v, want room-a %v", room, got, k1)
+	}
+	// A send begins on those rows and fails; so does the next one.
+	begin := func(owner string, ids []int64, key string) {
+		t.Helper()
+		if err := s.BeginSend(t.Context(), owner, ids, key, now, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(t.Context(), owner, ids, later, "timeout"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	begin("sender-1", k1, "k1")
+	c.Owner = "sender-2"
+	k2 := progress[1:4]
+	if _, got := claimRoom(t, s, c); !slices.Equal(got, k2) {
+		t.Fatalf("second claim = %v, want the oldest progress %v", got, k2)
+	}
+	begin("sender-2", k2, "k2")
+	// When both are due again, each message begun is claimed whole and
+	// alone, the oldest first, before any other row — even a terminal
+	// row that came since, and however high the limit.
+	term2 := enqueue(t, s, "room-a", plugin.NotifyTerminal, at(12*time.Second)).ID
+	c.Now, c.Limit = later, 5
+	for i, want := range [][]int64{k1, k2} {
+		c.Owner = fmt.Sprintf("sender-%d", 3+i)
+		if _, got := claimRoom(t, s, c); !slices.Equal(got, want) {
+			t.Fatalf("claim %d after the begun sends = %v, want the rows of one message %v", i, got, want)
+		}
+		if err := s.MarkSent(t.Context(), c.Owner, want, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The backlog goes out a limit at a time, each row once.
+	c.Limit = 3
+	var seen [][]int64
+	for i := range 5 {
+		c.Owner = fmt.Sprintf("sender-%d", 5+i)
+		_, got := claimRoom(t, s, c)
+		if len(got) == 0 {
+			break
+		}
+		if err := s.MarkSent(t.Context(), c.Owner, got, nil); err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, got)
+	}
+	if want := [][]int64{{progress[4], progress[5], term2}, {progress[6], progress[7], progress[8]}}; !reflect.DeepEqual(seen, want) {
+		t.Errorf("the backlog was claimed as %v, want %v", seen, want)
+	}
+	// No limit asked: RoomClaimRows.
+	for i := range plugin.RoomClaimRows + 1 {
+		enqueue(t, s, "room-b", plugin.NotifyError, at(time.Duration(i)*time.Millisecond))
+	}
+	if _, got := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-9", Now: now, Lease: time.Minute}); len(got) != plugin.RoomClaimRows {
+		t.Errorf("a claim without a limit took %d rows, want %d", len(got), plugin.RoomClaimRows)
 	}
 }
 

@@ -203,7 +203,11 @@ func writeTask(w io.Writer, t task) {
 		fmt.Fprintln(w, "\nNo steps yet.")
 		return
 	}
-	fmt.Fprintf(w, "\nSteps (%d):\n", len(t.Steps))
+	if t.StepsTotal > len(t.Steps) {
+		fmt.Fprintf(w, "\nSteps (last %d of %d):\n", len(t.Steps), t.StepsTotal)
+	} else {
+		fmt.Fprintf(w, "\nSteps (%d):\n", len(t.Steps))
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range t.Steps {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%3d%%\t%s\n", s.Iteration, s.Time.Local().Format("15:04:05"), cut(clean(s.Role), 20), actionText(s), mark(s.Success), s.Progress, cut(clean(firstNonEmpty(s.Error, s.Result)), 80))

@@ -40,7 +40,10 @@ type task struct {
 	// loop); Phase where the strategy stands, empty for loop.
 	Strategy string `json:"strategy"`
 	Phase    string `json:"phase"`
-	Steps    []step `json:"steps"`
+	// Steps are the task's latest steps (a page of StepsTotal), oldest
+	// first.
+	Steps      []step `json:"steps"`
+	StepsTotal int    `json:"steps_total"`
 }
 
 // approval is the tool call a task waits to make, or, granted, to run.

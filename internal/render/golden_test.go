@@ -35,8 +35,8 @@ var goldenShapes = []struct {
 	{"queue_3_tasks", func(f Flavor) string { return Queue(f, queueTasks(), 3, t0) }},
 	{"queue_wide_names", func(f Flavor) string { return Queue(f, wideQueueTasks(), 5, t0) }},
 	{"queue_empty", func(f Flavor) string { return Queue(f, nil, 0, t0) }},
-	{"status_running", func(f Flavor) string { return Status(f, statusTask(), statusSteps()) }},
-	{"status_failed", func(f Flavor) string { return Status(f, failedTask(), statusSteps()[:2]) }},
+	{"status_running", func(f Flavor) string { return Status(f, statusTask(), everyStep(statusSteps())) }},
+	{"status_failed", func(f Flavor) string { return Status(f, failedTask(), everyStep(statusSteps()[:2])) }},
 	{"help", Help},
 	{"hostile_progress", func(f Flavor) string { return Progress(f, hostileUpdates()) }},
 	{"hostile_failed", func(f Flavor) string { return Failed(f, hostileTask()) }},
@@ -211,4 +211,9 @@ func hostileUpdates() []Update {
 	t.Status, t.Iteration = plugin.StatusRunning, 3
 	post := step(3, "post_message", map[string]any{"text": "<@123> @here `rm -rf /` <!channel>"}, true)
 	return []Update{{Task: t, From: 20, LastAction: &post, Errors: []string{hostileText}}}
+}
+
+// everyStep is a page holding every step of a task.
+func everyStep(steps []plugin.Step) plugin.StepPage {
+	return plugin.StepPage{Total: len(steps), Steps: steps}
 }

@@ -23,7 +23,6 @@ const (
 	queueRunes    = 24  // a task name in the queue view
 	lineErrorRune = 300 // an error on one line of a progress block
 	stepErrorRune = 80  // a failed step's error in the status view
-	lastSteps     = 5   // steps listed by Status
 )
 
 // Update is one task's pending changes for a room, as the notification
@@ -245,12 +244,24 @@ func Queue(f Flavor, tasks []plugin.Task, total int, now time.Time) string {
 	return strings.Join(lines, "\n")
 }
 
+// StatusSteps is how many of a task's latest steps Status lists: what a
+// caller reads (plugin.Store.PageSteps, without results), however many
+// steps the task has.
+const StatusSteps = 5
+
 // Status renders the detailed view of one task: its goal, status, progress
-// bar, iteration and stale counters, times, token use, its last five steps
-// (steps are all of its steps, oldest first) and its summary or error.
+// bar, iteration and stale counters, times, token use, its last
+// StatusSteps steps (steps is a page of its latest steps, oldest first,
+// and how many it has; results are not shown) and its summary or error.
 // Times show in each reader's time zone on Discord and Slack and in UTC in
-// Plain.
-func Status(f Flavor, t plugin.Task, steps []plugin.Step) string {
+// Plain. A task waiting on an answer shows the question of the latest
+// ask_user step of the page: the step that made it wait is its last.
+func Status(f Flavor, t plugin.Task, page plugin.StepPage) string {
+	steps := page.Steps
+	if len(steps) > StatusSteps {
+		steps = steps[len(steps)-StatusSteps:]
+	}
+	total := max(page.Total, len(steps))
 	lines := []string{"📋 " + title(f, t)}
 	if g := block(f, "Goal: ", t.Goal); g != "" {
 		lines = append(lines, g)
@@ -299,12 +310,12 @@ func Status(f Flavor, t plugin.Task, steps []plugin.Step) string {
 	}
 	if len(steps) > 0 {
 		head := indent + "Steps:"
-		if len(steps) > lastSteps {
-			head = fmt.Sprintf("%sSteps (last %d of %d):", indent, lastSteps, len(steps))
+		if total > len(steps) {
+			head = fmt.Sprintf("%sSteps (last %d of %d):", indent, len(steps), total)
 		}
 		lines = append(lines, "", head)
-		first := max(len(steps)-lastSteps, 0)
-		for i, s := range steps[first:] {
+		first := total - len(steps) // steps before those shown
+		for i, s := range steps {
 			line := fmt.Sprintf("%sStep %d: %s%s", indent, first+i+1, actor(f, t, s), action(f, s))
 			if e := oneLine(s.Error); !s.Success && e != "" {
 				line += " — " + Escape(f, clip(e, stepErrorRune))

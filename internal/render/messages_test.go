@@ -248,16 +248,20 @@ func TestStatusSteps(t *testing.T) {
 	for i := range 12 {
 		steps = append(steps, step(i+1, "read_file", map[string]any{"path": "f" + itoa(i+1)}, i%2 == 0))
 	}
-	got := Status(Plain, statusTask(), steps)
-	for _, w := range []string{"Steps (last 5 of 12):", "Step 8: `read_file f8` ✗ — file does not exist", "Step 12: `read_file f12` ✗", "Step 11: `read_file f11` ✓"} {
-		if !strings.Contains(got, w) {
-			t.Errorf("want %q in\n%s", w, got)
+	// Every step, or only the page of the last five a caller reads: the
+	// same view.
+	for _, page := range []plugin.StepPage{everyStep(steps), {Total: 12, Steps: steps[7:]}} {
+		got := Status(Plain, statusTask(), page)
+		for _, w := range []string{"Steps (last 5 of 12):", "Step 8: `read_file f8` ✗ — file does not exist", "Step 12: `read_file f12` ✗", "Step 11: `read_file f11` ✓"} {
+			if !strings.Contains(got, w) {
+				t.Errorf("%d steps read: want %q in\n%s", len(page.Steps), w, got)
+			}
+		}
+		if strings.Contains(got, "Step 7:") {
+			t.Errorf("%d steps read: only the last 5 steps should show:\n%s", len(page.Steps), got)
 		}
 	}
-	if strings.Contains(got, "Step 7:") {
-		t.Errorf("only the last 5 steps should show:\n%s", got)
-	}
-	if got := Status(Plain, plugin.Task{Number: 9}, nil); strings.Contains(got, "Steps") || strings.Contains(got, "Created") {
+	if got := Status(Plain, plugin.Task{Number: 9}, plugin.StepPage{}); strings.Contains(got, "Steps") || strings.Contains(got, "Created") {
 		t.Errorf("empty sections should be left out:\n%s", got)
 	}
 }
@@ -313,7 +317,7 @@ func TestMessagesHostile(t *testing.T) {
 		return []string{
 			Progress(f, []Update{{Task: task, LastAction: &last, Errors: []string{hostileText}}}),
 			Completed(f, task, 1), Stalled(f, task, &last), Failed(f, task), Canceled(f, task),
-			Queue(f, []plugin.Task{task}, 1, t0), Status(f, task, []plugin.Step{last}),
+			Queue(f, []plugin.Task{task}, 1, t0), Status(f, task, everyStep([]plugin.Step{last})),
 		}
 	}
 	discord := regexp.MustCompile(`<[@#!&/]|(?i)@(everyone|here)`)
@@ -356,11 +360,11 @@ func TestStatusStrategy(t *testing.T) {
 	t.Parallel()
 	task := statusTask()
 	task.Strategy, task.Phase = plugin.StrategyReview, "execution"
-	if got := Status(Plain, task, nil); !strings.Contains(got, "Strategy: review, phase: execution") {
+	if got := Status(Plain, task, plugin.StepPage{}); !strings.Contains(got, "Strategy: review, phase: execution") {
 		t.Errorf("want the strategy and phase in\n%s", got)
 	}
 	task.Strategy, task.Phase = plugin.StrategyLoop, ""
-	if got := Status(Plain, task, nil); strings.Contains(got, "Strategy") {
+	if got := Status(Plain, task, plugin.StepPage{}); strings.Contains(got, "Strategy") {
 		t.Errorf("a loop task's status names its strategy:\n%s", got)
 	}
 }

@@ -28,7 +28,7 @@ func TestLastActionNamesTheRole(t *testing.T) {
 	if got := Stalled(Plain, stalled, &get); !strings.Contains(got, "Last action: researcher → `http_get") {
 		t.Errorf("stalled:\n%s", got)
 	}
-	got := Status(Plain, task, []plugin.Step{decide, get})
+	got := Status(Plain, task, everyStep([]plugin.Step{decide, get}))
 	for _, want := range []string{"Step 1: supervisor → `researcher Read River's docs` ✓", "Step 2: researcher → `http_get https://riverqueue.com` ✓"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status lacks %q:\n%s", want, got)
@@ -45,7 +45,7 @@ func TestLastActionNamesTheRole(t *testing.T) {
 	loop.Strategy = plugin.StrategyLoop
 	agent := get
 	agent.Role = plugin.RoleAgent
-	for _, s := range []string{Progress(Plain, []Update{{Task: loop, From: 10, LastAction: &agent}}), Status(Plain, loop, []plugin.Step{agent})} {
+	for _, s := range []string{Progress(Plain, []Update{{Task: loop, From: 10, LastAction: &agent}}), Status(Plain, loop, everyStep([]plugin.Step{agent}))} {
 		if strings.Contains(s, "→ `") || strings.Contains(s, "agent") {
 			t.Errorf("a loop task's step names its role:\n%s", s)
 		}

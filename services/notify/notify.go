@@ -376,15 +376,17 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 		}
 		switch {
 		case terminal && t.Status.Terminal():
-			steps, err := s.store.Steps(ctx, n)
+			// The count and the last step, without its result: what
+			// the message shows, however many steps the task ran.
+			page, err := s.store.PageSteps(ctx, n, plugin.StepQuery{Limit: 1})
 			if err != nil {
 				return plugin.Outgoing{}, nil, fmt.Errorf("steps of task #%d: %w", n, err)
 			}
 			var lastStep *plugin.Step
-			if len(steps) > 0 {
-				lastStep = &steps[len(steps)-1]
+			if len(page.Steps) > 0 {
+				lastStep = &page.Steps[len(page.Steps)-1]
 			}
-			ended = append(ended, render.Terminal(f, t, len(steps), lastStep))
+			ended = append(ended, render.Terminal(f, t, page.Total, lastStep))
 			endedTasks = append(endedTasks, n)
 		case changed && !t.Status.Terminal():
 			if u.LastAction == nil && len(u.Errors) == 0 && u.From == t.Progress && said.empty() {

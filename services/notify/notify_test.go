@@ -78,7 +78,7 @@ func (r *room) waitMessages(ctx context.Context, n int) ([]string, error) {
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	clk   *clock.Fake
 	store plugin.Store
@@ -97,7 +97,7 @@ type setup struct {
 	opts      func(*notify.Options)
 }
 
-func newFixture(t *testing.T, st plugin.Store, owner string, with ...func(*setup)) *fixture {
+func newFixture(t testing.TB, st plugin.Store, owner string, with ...func(*setup)) *fixture {
 	t.Helper()
 	var su setup
 	for _, w := range with {

@@ -263,8 +263,11 @@ async function fetchTask(n) {
   if (state.fetching.has(n)) return;
   state.fetching.add(n);
   try {
-    const t = await api("/api/tasks/" + n);
+    // The task alone: the timeline shows its events, not its steps.
+    const t = await api("/api/tasks/" + n + "?steps=0");
     delete t.steps;
+    delete t.steps_total;
+    delete t.steps_next;
     state.tasks.set(n, t);
     scheduleRender();
   } catch (_) { /* gone or refused: nothing to show */ }
