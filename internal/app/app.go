@@ -284,7 +284,7 @@ func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, fl
 		return runPrune(ctx, cfg, log, o)
 	}
 	if err := serve(ctx, cfg, log, o, sandbox); err != nil {
-		log.Error("taskloom stopped", "err", err)
+		// Said once, as the last line, not logged as well.
 		fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
 		return ExitFailed
 	}
@@ -367,14 +367,14 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (plugin
 	if cfg.DatabaseURL != "" {
 		st, err = postgres.Open(ctx, cfg.DatabaseURL)
 		if err != nil {
-			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
+			return nil, &config.Error{Var: "DATABASE_URL", Reason: "cannot open the PostgreSQL store: " + err.Error()}
 		}
 		log.Info("store: PostgreSQL")
 	} else {
 		path := filepath.Join(cfg.DataDir, "taskloom.db")
 		st, err = sqlite.Open(ctx, path)
 		if err != nil {
-			return nil, fmt.Errorf("open SQLite store: %w", err)
+			return nil, &config.Error{Var: "TASKLOOM_DATA_DIR", Reason: "cannot open the SQLite store " + path + ": " + err.Error()}
 		}
 		log.Info("store: embedded SQLite", "path", path)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"runtime/debug"
@@ -627,5 +628,31 @@ func TestPruneCommand(t *testing.T) {
 	defer st.Close()
 	if left, err := st.RecentMemories(context.Background(), "console", 0); err != nil || len(left) != 1 || left[0].Text != "m1" {
 		t.Fatalf("memories left = %+v, %v", left, err)
+	}
+}
+
+// TestStoreThatCannotBeOpenedIsSaidOnce: a DATABASE_URL nobody answers
+// at stops start-up with its error said once, naming the variable, and
+// without the password the URL carries.
+func TestStoreThatCannotBeOpenedIsSaidOnce(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+		"DATABASE_URL": "postgres://taskloom:hunter2@" + addr + "/taskloom?sslmode=disable&connect_timeout=5"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stderr syncBuffer
+	code := app.Main(ctx, app.Options{Args: []string{"serve"}, Getenv: envOf(env), Stdout: io.Discard, Stderr: &stderr})
+	out := stderr.String()
+	if code == app.ExitOK || strings.Count(out, "DATABASE_URL: cannot open the PostgreSQL store") != 1 {
+		t.Fatalf("exit %d; want a failure said once naming DATABASE_URL:\n%s", code, out)
+	}
+	if strings.Contains(out, "level=ERROR") || strings.Contains(out, "hunter2") {
+		t.Errorf("the error is logged as well, or shows the password:\n%s", out)
 	}
 }
