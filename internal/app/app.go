@@ -231,7 +231,20 @@ func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, fl
 		fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
 		return ExitUsage
 	}
-	log := newLogger(o.Stderr, cfg.LogLevel)
+	logTo := o.Stderr
+	if cmd == "serve" && useConsole(cfg, o.Stdin) {
+		// The chat is in the terminal: the log goes to a file, not
+		// between its lines.
+		f, path, err := openLogFile(cfg.DataDir)
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "taskloom: %v\n", &config.Error{Var: "TASKLOOM_DATA_DIR", Reason: err.Error()})
+			return ExitFailed
+		}
+		defer f.Close()
+		fmt.Fprintf(o.Stderr, "taskloom: the log goes to %s while you chat here\n", path)
+		logTo = f
+	}
+	log := newLogger(logTo, cfg.LogLevel)
 	if cmd == "serve" && o.TuneGC {
 		gc := GCFor(o.Getenv, CgroupMemoryLimit(os.DirFS("/")))
 		defer gc.Apply()()
@@ -306,6 +319,24 @@ func applyFlags(cfg *config.Config, c *cobra.Command, f *serviceFlags, args []st
 		}
 	}
 	return cfg.Validate()
+}
+
+// logFile is the log's file in the data directory while the console chat
+// runs.
+const logFile = "taskloom.log"
+
+// openLogFile opens (appending) the log file in dir, making dir if need
+// be, readable by its owner only: a log names rooms and people.
+func openLogFile(dir string) (*os.File, string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("the log's folder: %w", err)
+	}
+	path := filepath.Join(dir, logFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, "", fmt.Errorf("the log file: %w", err)
+	}
+	return f, path, nil
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -275,12 +276,13 @@ func TestCheckCatchesACorruptedRow(t *testing.T) {
 func TestConsoleThroughAPipe(t *testing.T) {
 	t.Parallel()
 	in, typer := io.Pipe()
-	var out syncBuffer
-	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_CONSOLE": "true",
+	var out, stderr syncBuffer
+	data := t.TempDir()
+	env := map[string]string{"TASKLOOM_DATA_DIR": data, "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_CONSOLE": "true",
 		"TASKLOOM_FLUSH_INTERVAL": "2s", "TASKLOOM_WORKERS": "2"}
 	exited := make(chan int, 1)
 	go func() {
-		exited <- app.Main(context.Background(), app.Options{Getenv: envOf(env), Stdin: in, Stdout: &out, Stderr: io.Discard})
+		exited <- app.Main(context.Background(), app.Options{Getenv: envOf(env), Stdin: in, Stdout: &out, Stderr: &stderr})
 	}()
 	typeLine := func(s string) {
 		t.Helper()
@@ -331,6 +333,17 @@ func TestConsoleThroughAPipe(t *testing.T) {
 		}
 	case <-time.After(app.ShutdownTimeout + 10*time.Second):
 		t.Fatal("no exit after the input ended")
+	}
+	// The log went to a file, said once, not between the chat's lines.
+	logPath := filepath.Join(data, "taskloom.log")
+	if got := strings.TrimSpace(stderr.String()); got != "taskloom: the log goes to "+logPath+" while you chat here" {
+		t.Errorf("stderr = %q; want one line saying where the log goes", got)
+	}
+	if strings.Contains(out.String(), "level=") {
+		t.Errorf("log lines among the chat:\n%s", out.String())
+	}
+	if logged, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(logged), "store: embedded SQLite") {
+		t.Errorf("the log file = %q, %v; want the service's log", logged, err)
 	}
 }
 
