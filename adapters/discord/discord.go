@@ -89,24 +89,59 @@ var (
 	_ plugin.Service  = (*Adapter)(nil)
 )
 
+// session is a discordgo session for token whose REST calls go to
+// apiURL (DISCORD_API_URL; "" is Discord's).
+func session(token, apiURL string) (*discordgo.Session, error) {
+	token = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(token), "Bot "))
+	if token == "" {
+		return nil, errors.New("discord: DISCORD_BOT_TOKEN is empty")
+	}
+	if apiURL == "" {
+		apiURL = DefaultAPIURL
+	}
+	root, err := url.Parse(apiURL)
+	if err != nil || (root.Scheme != "http" && root.Scheme != "https") || root.Host == "" {
+		return nil, fmt.Errorf("discord: DISCORD_API_URL=%q: want an http:// or https:// URL", apiURL)
+	}
+	if !strings.HasSuffix(root.Path, "/") {
+		root.Path += "/"
+	}
+	sess, err := discordgo.New("Bot " + token)
+	if err != nil {
+		return nil, fmt.Errorf("discord: new session: %w", err)
+	}
+	sess.Client = &http.Client{Timeout: 20 * time.Second, Transport: http.DefaultTransport}
+	if root.String() != DefaultAPIURL {
+		sess.Client.Transport = rewriteRoot{to: root, next: http.DefaultTransport}
+	}
+	return sess, nil
+}
+
+// Check asks Discord who the bot token belongs to (Get Current User, no
+// gateway), for `taskloom doctor`: the bot's name, or why not.
+func Check(ctx context.Context, token, apiURL string) (string, error) {
+	sess, err := session(token, apiURL)
+	if err != nil {
+		return "", err
+	}
+	u, err := sess.User("@me", discordgo.WithContext(ctx))
+	if err != nil {
+		if refused(err) {
+			return "", fmt.Errorf("Discord refused DISCORD_BOT_TOKEN: %w", err)
+		}
+		return "", fmt.Errorf("cannot reach Discord: %w", err)
+	}
+	return fmt.Sprintf("bot %s (%s)", u.Username, u.ID), nil
+}
+
 // New checks the options and builds the adapter; Start connects it.
 func New(opts Options) (*Adapter, error) {
 	if opts.Runtime == nil {
 		return nil, errors.New("discord: no runtime")
 	}
-	token := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(opts.Token), "Bot "))
-	if token == "" {
-		return nil, errors.New("discord: DISCORD_BOT_TOKEN is empty")
-	}
-	if opts.APIURL == "" {
-		opts.APIURL = DefaultAPIURL
-	}
-	root, err := url.Parse(opts.APIURL)
-	if err != nil || (root.Scheme != "http" && root.Scheme != "https") || root.Host == "" {
-		return nil, fmt.Errorf("discord: DISCORD_API_URL=%q: want an http:// or https:// URL", opts.APIURL)
-	}
-	if !strings.HasSuffix(root.Path, "/") {
-		root.Path += "/"
+	sess, err := session(opts.Token, opts.APIURL)
+	if err != nil {
+		return nil, err
 	}
 	if opts.ShardCount < 0 || opts.ShardID < 0 || (opts.ShardCount <= 1 && opts.ShardID != 0) ||
 		(opts.ShardCount > 1 && opts.ShardID >= opts.ShardCount) {
@@ -122,20 +157,12 @@ func New(opts Options) (*Adapter, error) {
 		opts.DeferAfter = DefaultDeferAfter
 	}
 
-	sess, err := discordgo.New("Bot " + token)
-	if err != nil {
-		return nil, fmt.Errorf("discord: new session: %w", err)
-	}
 	sess.Identify.Intents = Intents
 	// The outbox retries with its own backoff; discordgo's retry sleeps
 	// as long as Discord says, ignoring the context.
 	sess.ShouldRetryOnRateLimit = false
 	if opts.ShardCount > 1 {
 		sess.ShardID, sess.ShardCount = opts.ShardID, opts.ShardCount
-	}
-	sess.Client = &http.Client{Timeout: 20 * time.Second, Transport: http.DefaultTransport}
-	if root.String() != DefaultAPIURL {
-		sess.Client.Transport = rewriteRoot{to: root, next: http.DefaultTransport}
 	}
 
 	a := &Adapter{

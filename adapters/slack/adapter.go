@@ -228,6 +228,27 @@ func (a *Adapter) Start(ctx context.Context) error {
 	return nil
 }
 
+// Check asks Slack whom the bot token belongs to (auth.test), for
+// `taskloom doctor`: the workspace and bot, or why not. apiURL is
+// SLACK_API_URL ("" is Slack's).
+func Check(ctx context.Context, botToken, apiURL string) (string, error) {
+	if apiURL == "" {
+		apiURL = slackapi.APIURL
+	}
+	if !strings.HasSuffix(apiURL, "/") {
+		apiURL += "/"
+	}
+	api := slackapi.New(botToken, slackapi.OptionAPIURL(apiURL), slackapi.OptionHTTPClient(&http.Client{Timeout: HTTPTimeout}))
+	auth, err := api.AuthTestContext(ctx)
+	switch {
+	case err == nil:
+		return fmt.Sprintf("workspace %s (%s), bot user %s", auth.Team, auth.TeamID, auth.UserID), nil
+	case refusedToken(err):
+		return "", fmt.Errorf("Slack refused SLACK_BOT_TOKEN: %w", err)
+	}
+	return "", fmt.Errorf("cannot reach Slack: %w", err)
+}
+
 // Connected reports whether the adapter has reached Slack: auth.test
 // answered, and in Socket Mode the connection was opened.
 func (a *Adapter) Connected() bool {

@@ -158,6 +158,8 @@ func command(o Options) *cobra.Command {
 		{Use: "migrate", Short: "apply database migrations and exit"},
 		{Use: "check", Short: "replay every task's event log and verify it against the tasks table"},
 		{Use: "prune", Short: "delete chat memories older than TASKLOOM_RETENTION (task events are kept)"},
+		{Use: "doctor", Short: "check the store, the model, the platforms and the sandbox, changing nothing",
+			Long: "Runs every check serve makes at start and prints a table: the store (opened, not migrated), the model's endpoint (GET /models), each platform configured (its token), the sandbox when something needs it. Exits 1 when one failed."},
 	} {
 		c.RunE = service(c.Use)
 		c.Args = cobra.ArbitraryArgs // runService refuses them in its words
@@ -295,6 +297,8 @@ func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, fl
 		return runCheck(ctx, cfg, log, o)
 	case "prune":
 		return runPrune(ctx, cfg, log, o)
+	case "doctor":
+		return runDoctor(ctx, cfg, log, o)
 	}
 	if err := serve(ctx, cfg, log, o, sandbox); err != nil {
 		// Said once, as the last line, not logged as well.
@@ -531,12 +535,17 @@ func checkModel(ctx context.Context, c checker, log *slog.Logger) {
 	case err == nil:
 		log.Info("model endpoint answers")
 	case errors.As(err, &p):
-		name := map[string]string{openai.SettingBaseURL: "OPENAI_BASE_URL", openai.SettingAPIKey: "OPENAI_API_KEY",
-			openai.SettingModel: "OPENAI_MODEL"}[p.Setting]
-		log.Warn(name + ": " + p.Reason)
+		log.Warn(modelVariable(p.Setting) + ": " + p.Reason)
 	default:
 		log.Warn("the model endpoint could not be checked", "err", err)
 	}
+}
+
+// modelVariable names the variable of a model setting a check found
+// wrong.
+func modelVariable(setting string) string {
+	return map[string]string{openai.SettingBaseURL: "OPENAI_BASE_URL", openai.SettingAPIKey: "OPENAI_API_KEY",
+		openai.SettingModel: "OPENAI_MODEL"}[setting]
 }
 
 // chatConns are the model connections kept for chat replies and
