@@ -204,6 +204,7 @@ func TestDashboardFiltersEndedTasks(t *testing.T) {
 	run(t, ctx, "a link opens an ended task on another page",
 		chromedp.Navigate(ts.URL+"/#/tasks/2"),
 		poll(`document.querySelector('#d-num').textContent === "#2" && document.querySelector('#d-status').textContent === "Canceled"`),
+		poll(`document.querySelector('#d-timeline').textContent.includes("Canceled by u1")`),
 	)
 	shoot(t, ctx, "dash-ended.png")
 }
