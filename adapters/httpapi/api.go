@@ -188,6 +188,7 @@ func (a *API) routes() []route {
 		{"GET /api/notifications", a.listNotifications, true},
 		{"POST /api/notifications/{id}/retry", a.retryNotification, true},
 		{"GET /api/events", a.events, true},
+		{"GET /api/stats", a.stats, true},
 		// Anything else under /api gets a JSON 404 or 405, not the
 		// mux's plain text.
 		{"/api/", a.unknown, true},

@@ -1,8 +1,11 @@
 // Taskloom dashboard: the queue in fair-scheduling order, each task's
-// timeline, the pause/resume/cancel controls, and what a person decides
-// about a task — the answer to its question, the tool call it waits to
-// make (approve or deny), another run of one that ended — kept live by the
-// /api/events stream. Plain JavaScript, no dependencies.
+// timeline — whose turn each step was, what it thought, the action with
+// its parameters, the result and the error — the pause/resume/cancel
+// controls, and what a person decides about a task — the answer to its
+// question, the tool call it waits to make (approve or deny), another run
+// of one that ended — kept live by the /api/events stream. Ended tasks are
+// filtered and paged by the list API; /#/tasks/N opens task N; a chart
+// draws GET /api/stats. Plain JavaScript, no dependencies.
 //
 // The stream is read with fetch rather than EventSource, so that the API
 // token travels in the Authorization header (EventSource cannot set
@@ -16,7 +19,12 @@ const STATUS_WORD = {
   completed: "Completed", failed: "Failed", stalemate: "Stalled", canceled: "Canceled",
 };
 const WAIT_WORD = { answer: "Needs an answer", approval: "Needs approval", subtasks: "Waiting on subtasks" };
-const ENDED_SHOWN = 20;
+const ENDED_SHOWN = 20;    // ended tasks a page
+const STEPS_PAGE = 20;     // steps (with results) a read of a task
+const RESULT_LINES = 6;    // lines of a result shown before "Show all"
+const RESULT_CHARS = 600;  // characters of a result shown before "Show all"
+const STATS_EVERY = 30000; // how often the chart is read again
+const STATS_SOON = 5000;   // how soon after a change of the queue
 const TOKEN_KEY = "taskloom.token";
 
 const state = {
@@ -29,6 +37,14 @@ const state = {
   token: sessionStorage.getItem(TOKEN_KEY) || "",
   stream: null,          // AbortController of the running stream
   fetching: new Set(),   // task numbers being fetched
+  steps: new Map(),      // iteration → step of the selected task (with its result, maybe clipped)
+  stepsNext: null,       // before= of the selected task's older steps, null when none
+  ended: {               // the ended tasks' page: the list API's filter and cursor
+    status: "completed,failed,stalemate,canceled", q: "",
+    after: null,         // after= of this page (null: the first)
+    back: [],            // after= of the pages before it
+    numbers: [], next: null, total: 0, loaded: false,
+  },
 };
 
 const $ = (id) => document.getElementById(id);
@@ -181,24 +197,29 @@ async function loadAll() {
   try {
     const [active, ended] = await Promise.all([
       api("/api/tasks?order=queue&status=queued,running,paused,waiting&limit=500"),
-      api("/api/tasks?order=recent&status=completed,failed,stalemate,canceled&limit=" + ENDED_SHOWN),
+      api(endedURL()),
     ]);
     state.tasks = new Map();
     for (const t of active.tasks.concat(ended.tasks)) state.tasks.set(t.number, t);
+    takeEnded(ended);
     const missed = state.buffer;
     state.buffer = null;
     // Events that arrived while the lists loaded may be newer than them.
     for (const ev of missed) applyEvent(ev);
     state.loaded = true;
+    if (state.selected === null) state.selected = hashTask();
     if (state.selected === null) {
       const first = orderedActive()[0];
       if (first) state.selected = first.number;
     }
     if (state.selected !== null) {
+      if (!state.tasks.has(state.selected)) fetchTask(state.selected, true);
       loadTimeline(state.selected);
+      loadSteps(state.selected);
       loadFiles(state.selected);
     }
     render();
+    loadStats();
   } catch (err) {
     state.buffer = null;
     if (err.status !== 401) toast(err.message);
@@ -220,6 +241,8 @@ function applyEvent(ev) {
     state.tasks.set(n, t);
   }
   if (!t) { fetchTask(n); return; }
+  if (changes.status && TERMINAL.has(changes.status) && !TERMINAL.has(t.status)) reloadEnded();
+  if (ev.type === "created" || ev.type === "iterated" || changes.status) statsSoon();
   for (const [k, v] of Object.entries(changes)) {
     if (k.startsWith("approval_") || k === "strategy_state") continue;
     if (k === "ledger") { t.ledger = parseLedger(v); continue; }
@@ -231,6 +254,7 @@ function applyEvent(ev) {
     const last = state.timeline[state.timeline.length - 1];
     if (!last || ev.sequence > last.sequence) state.timeline.push(ev);
     if (ev.type === "iterated" || ev.type === "tool_ran" || ev.type === "created") loadFiles(n);
+    if (ev.type === "iterated" || ev.type === "tool_ran") reloadSteps(n);
   }
   scheduleRender();
 }
@@ -259,19 +283,66 @@ function applyApproval(t, changes, detail) {
   if (t.approval && !a.granted && !a.id) fetchTask(t.number);
 }
 
-async function fetchTask(n) {
+// fetchTask reads task n alone (its steps come with loadSteps); loud
+// says that a task not found is worth telling (one a link named).
+async function fetchTask(n, loud) {
   if (state.fetching.has(n)) return;
   state.fetching.add(n);
   try {
-    // The task alone: the timeline shows its events, not its steps.
     const t = await api("/api/tasks/" + n + "?steps=0");
-    delete t.steps;
-    delete t.steps_total;
-    delete t.steps_next;
-    state.tasks.set(n, t);
+    state.tasks.set(n, taskOnly(t));
     scheduleRender();
-  } catch (_) { /* gone or refused: nothing to show */ }
-  finally { state.fetching.delete(n); }
+  } catch (err) {
+    if (loud && err.status === 404) toast("There is no task #" + n + ".");
+  } finally { state.fetching.delete(n); }
+}
+
+// taskOnly is a task body without the page of steps that came with it.
+function taskOnly(t) {
+  delete t.steps;
+  delete t.steps_total;
+  delete t.steps_next;
+  return t;
+}
+
+// loadSteps reads a page of task n's steps with their results (the
+// events carry each step without its result): the latest ones, or with
+// before those of earlier iterations.
+async function loadSteps(n, before) {
+  try {
+    const body = await api("/api/tasks/" + n + "?steps=" + STEPS_PAGE + (before ? "&before=" + before : ""));
+    if (state.selected !== n) return;
+    for (const s of body.steps) state.steps.set(s.iteration, s);
+    if (before || !state.stepsLoaded) state.stepsNext = body.steps_next;
+    state.stepsLoaded = true;
+    const cur = state.tasks.get(n);
+    const t = taskOnly(body);
+    if (cur) Object.assign(cur, t); else state.tasks.set(n, t);
+    scheduleRender();
+  } catch (err) {
+    if (err.status !== 401 && err.status !== 404) toast(err.message);
+  }
+}
+
+// reloadSteps reads the latest steps again once a burst of events is over.
+let stepsTimer = null;
+function reloadSteps(n) {
+  clearTimeout(stepsTimer);
+  stepsTimer = setTimeout(() => { if (state.selected === n) loadSteps(n); }, 250);
+}
+
+// loadStep reads one step whole, for "Show all" and for a step older
+// than the pages read.
+async function loadStep(n, iteration) {
+  try {
+    const s = await api("/api/tasks/" + n + "/steps/" + iteration);
+    if (state.selected !== n) return null;
+    state.steps.set(iteration, s);
+    return s;
+  } catch (err) {
+    if (err.status !== 401) toast(err.message);
+    return null;
+  }
 }
 
 async function loadTimeline(n) {
@@ -288,14 +359,178 @@ async function loadTimeline(n) {
   }
 }
 
+// select shows task n in the detail panel and puts /#/tasks/N in the
+// address bar (a history entry: back and forward move between tasks).
 function select(n) {
+  if (location.hash !== taskHash(n)) location.hash = taskHash(n);
   if (state.selected === n) return;
   state.selected = n;
   state.timeline = [];
+  state.steps = new Map();
+  state.stepsNext = null;
+  state.stepsLoaded = false;
+  state.expanded = new Set();
   $("d-preview").hidden = true;
+  if (!state.tasks.has(n)) fetchTask(n, true);
   render();
   loadTimeline(n);
+  loadSteps(n);
   loadFiles(n);
+}
+
+// ---------- links ----------
+
+function taskHash(n) { return "#/tasks/" + n; }
+
+// hashTask is the task the address names (/#/tasks/N), or null.
+function hashTask() {
+  const m = /^#\/tasks\/([1-9][0-9]{0,17})$/.exec(location.hash);
+  return m ? Number(m[1]) : null;
+}
+
+window.addEventListener("hashchange", () => {
+  const n = hashTask();
+  if (n !== null && state.loaded) select(n);
+});
+
+// ---------- ended tasks: filtered, paged ----------
+
+function endedURL() {
+  const e = state.ended;
+  let u = "/api/tasks?order=recent&limit=" + ENDED_SHOWN + "&status=" + encodeURIComponent(e.status);
+  if (e.q) u += "&q=" + encodeURIComponent(e.q);
+  if (e.after !== null) u += "&after=" + e.after;
+  return u;
+}
+
+function takeEnded(body) {
+  const e = state.ended;
+  for (const t of body.tasks) {
+    const cur = state.tasks.get(t.number);
+    if (cur) Object.assign(cur, t); else state.tasks.set(t.number, t);
+  }
+  e.numbers = body.tasks.map((t) => t.number);
+  e.next = body.next;
+  e.total = body.total;
+  e.loaded = true;
+}
+
+let endedSeq = 0;
+async function loadEnded() {
+  const seq = ++endedSeq;
+  try {
+    const body = await api(endedURL());
+    if (seq !== endedSeq) return; // a newer filter was asked for
+    takeEnded(body);
+    scheduleRender();
+  } catch (err) {
+    if (err.status !== 401) toast(err.message);
+  }
+}
+
+// reloadEnded reads the first page again when a task ends; a later page
+// stays as it is, as pages of a search do.
+let endedTimer = null;
+function reloadEnded() {
+  if (state.ended.after !== null) return;
+  clearTimeout(endedTimer);
+  endedTimer = setTimeout(loadEnded, 300);
+}
+
+function filterEnded() {
+  const e = state.ended;
+  e.status = $("ended-status").value;
+  e.q = $("ended-q").value.trim();
+  e.after = null;
+  e.back = [];
+  loadEnded();
+}
+
+$("ended-status").addEventListener("change", filterEnded);
+let filterTimer = null;
+$("ended-q").addEventListener("input", () => { clearTimeout(filterTimer); filterTimer = setTimeout(filterEnded, 250); });
+$("ended-filter").addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(filterTimer); filterEnded(); });
+$("ended-older").addEventListener("click", () => {
+  const e = state.ended;
+  if (e.next === null) return;
+  e.back.push(e.after);
+  e.after = e.next;
+  loadEnded();
+});
+$("ended-newer").addEventListener("click", () => {
+  const e = state.ended;
+  if (!e.back.length) return;
+  e.after = e.back.pop();
+  loadEnded();
+});
+$("d-older").addEventListener("click", () => {
+  if (state.selected !== null && state.stepsNext) loadSteps(state.selected, state.stepsNext);
+});
+
+// ---------- chart ----------
+
+// loadStats draws queue depth and iterations per minute over the last
+// hour, as GET /api/stats works them out from the task events.
+async function loadStats() {
+  try {
+    drawChart(await api("/api/stats?window=1h"));
+  } catch (err) {
+    $("chart-legend").textContent = "no numbers: " + err.message;
+  }
+}
+setInterval(() => { if (state.loaded && !document.hidden) loadStats(); }, STATS_EVERY);
+
+// statsSoon reads the chart again a little after the queue changes, at
+// most once in STATS_SOON: each read walks the hour's events.
+let statsTimer = null;
+function statsSoon() {
+  if (statsTimer) return;
+  statsTimer = setTimeout(() => { statsTimer = null; loadStats(); }, STATS_SOON);
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  return e;
+}
+
+function drawChart(stats) {
+  const box = $("chart");
+  const W = 600, H = 110, top = 6;
+  const pts = stats.points || [];
+  const known = pts.filter((p) => p.queue_depth !== null);
+  const maxDepth = Math.max(1, ...known.map((p) => p.queue_depth));
+  const maxIts = Math.max(1, ...known.map((p) => p.iterations));
+  const step = W / Math.max(pts.length, 1);
+  const y = (v, max) => H - (H - top) * v / max;
+  const parts = [box.querySelector("title")];
+  // Iterations a minute: bars.
+  pts.forEach((p, i) => {
+    if (p.iterations === null || p.iterations === 0) return;
+    const h = H - y(p.iterations, maxIts);
+    parts.push(svg("rect", { class: "its", x: (i * step + step * 0.15).toFixed(1), y: (H - h).toFixed(1),
+      width: (step * 0.7).toFixed(1), height: h.toFixed(1) }));
+  });
+  // Queue depth at each minute's end: a line, broken where it is unknown.
+  let d = "";
+  let pen = false;
+  pts.forEach((p, i) => {
+    if (p.queue_depth === null) { pen = false; return; }
+    const x = ((i + 1) * step).toFixed(1), v = y(p.queue_depth, maxDepth).toFixed(1);
+    d += (pen ? "L" : "M" + (i * step).toFixed(1) + " " + v + "L") + x + " " + v;
+    pen = true;
+  });
+  if (d) parts.push(svg("path", { class: "depth", d }));
+  box.replaceChildren(...parts.filter(Boolean));
+  box.dataset.points = String(known.length);
+  const last = known[known.length - 1];
+  const total = known.reduce((s, p) => s + p.iterations, 0);
+  let legend = "queue " + stats.queue_depth + " (peak " + Math.max(0, ...known.map((p) => p.queue_depth)) + ")" +
+    " · " + total + " iterations (peak " + Math.max(0, ...known.map((p) => p.iterations)) + "/min" +
+    (last ? ", last minute " + last.iterations : "") + ")";
+  if (stats.since) legend += " · counted from " + clock(stats.since);
+  $("chart-legend").textContent = legend;
 }
 
 // ---------- files ----------
@@ -371,10 +606,9 @@ function orderedActive() {
   });
 }
 
+// orderedEnded is the page of ended tasks the list API gave, newest first.
 function orderedEnded() {
-  return [...state.tasks.values()].filter((t) => TERMINAL.has(t.status))
-    .sort((a, b) => (Date.parse(b.completed_at || 0) - Date.parse(a.completed_at || 0)) || b.number - a.number)
-    .slice(0, ENDED_SHOWN);
+  return state.ended.numbers.map((n) => state.tasks.get(n)).filter((t) => t && TERMINAL.has(t.status));
 }
 
 // ---------- rendering ----------
@@ -402,9 +636,25 @@ function render() {
     }
   }
   $("queue-empty").hidden = active.length > 0 || !state.loaded;
-  $("ended-head").hidden = ended.length === 0;
+  renderEndedControls(ended);
   renderCounts();
   renderDetail(now);
+}
+
+function renderEndedControls(ended) {
+  const e = state.ended;
+  const filtered = e.q !== "" || $("ended-status").selectedIndex !== 0;
+  const any = e.loaded && (e.total > 0 || filtered || e.after !== null);
+  $("ended-head").hidden = !any;
+  $("ended-filter").hidden = !any;
+  $("ended-empty").hidden = !any || ended.length > 0;
+  const pages = e.next !== null || e.back.length > 0;
+  $("ended-pager").hidden = !any || !pages;
+  $("ended-older").disabled = e.next === null;
+  $("ended-newer").disabled = e.back.length === 0;
+  const from = e.back.length * ENDED_SHOWN;
+  $("ended-count").textContent = !e.loaded ? "" : ended.length === 0 ? (filtered ? "0 match" : "") :
+    (from + 1) + "–" + (from + ended.length) + " of " + e.total;
 }
 
 function renderList(list, tasks, next, now) {
@@ -422,7 +672,10 @@ function renderList(list, tasks, next, now) {
 function newRow(n) {
   const li = el("li", "task");
   li.dataset.task = n;
-  li.append(el("div", "num", "#" + n));
+  const num = el("a", "num", "#" + n);
+  num.href = taskHash(n);
+  num.title = "A link to task #" + n;
+  li.append(num);
   const main = el("div", "main");
   const title = el("div", "title");
   title.append(el("span", "name"), el("span", "badge", "Next"));
@@ -435,7 +688,7 @@ function newRow(n) {
   status.append(el("span", "chip"));
   li.append(main, progress, status, el("div", "actions"));
   li.addEventListener("click", (e) => {
-    if (e.target.closest("button")) return;
+    if (e.target.closest("button, a")) return; // a link selects through the address
     select(n);
   });
   return li;
@@ -470,6 +723,7 @@ function statusText(t) {
 
 function subline(t, now) {
   const parts = [];
+  if (t.strategy && t.strategy !== "loop") parts.push(t.strategy);
   if (t.max_iterations) parts.push("iteration " + t.iteration + " of " + t.max_iterations);
   if (t.room_id) parts.push(t.room_id);
   else if (t.requestor_id) parts.push("by " + t.requestor_id);
@@ -529,6 +783,7 @@ function renderDetail(now) {
   if (!t) return;
   $("detail-body").dataset.status = t.status;
   $("d-num").textContent = "#" + t.number;
+  $("d-num").href = taskHash(t.number);
   $("d-name").textContent = t.name;
   const chip = $("d-status");
   chip.className = "chip " + t.status;
@@ -571,6 +826,7 @@ function renderDetail(now) {
   }
 
   renderDecision(t);
+  renderStrategyState(t);
 
   const ctl = $("d-controls");
   const want = t.number + ":" + controlsFor(t.status).join(",");
@@ -579,6 +835,64 @@ function renderDetail(now) {
     ctl.replaceChildren(...controlsFor(t.status).map((op) => controlButton(t.number, op)));
   }
   renderTimeline();
+}
+
+// ---------- strategy state ----------
+
+// strategyStateOf is the latest strategy_state the selected task's events
+// recorded (what a strategy keeps between claims: review's plan, verdict
+// and notes), parsed; null when none.
+function strategyStateOf(n) {
+  for (let i = state.timeline.length - 1; i >= 0; i--) {
+    const ev = state.timeline[i];
+    const ch = (ev.payload && ev.payload.changes) || {};
+    if (ev.task_number !== n || !("strategy_state" in ch)) continue;
+    try { return ch.strategy_state ? JSON.parse(ch.strategy_state) : null; } catch (_) { return null; }
+  }
+  return null;
+}
+
+// renderStrategyState shows what the strategy keeps that explains the
+// task: magentic's ledger (facts, plan, the agent chosen, stalls) and
+// review's plan, latest verdict and notes.
+function renderStrategyState(t) {
+  const box = $("d-strategy");
+  const parts = [];
+  const block = (label, text, cls) => {
+    const d = el("div", "ss-item " + (cls || ""));
+    d.append(el("span", "ss-label", label), el("p", "ss-text", text));
+    return d;
+  };
+  if (t.strategy === "magentic" && t.ledger && typeof t.ledger === "object") {
+    const l = t.ledger;
+    parts.push(el("h3", "", "Ledger"));
+    if (l.plan) parts.push(block("Plan", l.plan, "plan"));
+    if (Array.isArray(l.facts) && l.facts.length) {
+      const d = el("div", "ss-item facts-list");
+      const ul = el("ul");
+      for (const f of l.facts) ul.append(el("li", "", f));
+      d.append(el("span", "ss-label", "Facts"), ul);
+      parts.push(d);
+    }
+    const tail = [];
+    if (l.chosen) tail.push("chosen: " + l.chosen);
+    tail.push("stalls: " + (l.stalls || 0));
+    parts.push(el("p", "ss-meta", tail.join(" · ")));
+  }
+  if (t.strategy === "review") {
+    const st = strategyStateOf(t.number) || {};
+    if (st.plan || st.verdict || st.notes) {
+      parts.push(el("h3", "", "Review"));
+      if (st.plan) parts.push(block("Plan", st.plan, "plan"));
+      if (st.verdict) parts.push(block("Latest verdict", st.verdict.replace(/_/g, " "), "verdict"));
+      if (st.notes) parts.push(block("Review notes", st.notes, "notes"));
+      if (st.attempts) {
+        parts.push(el("p", "ss-meta", "attempts: " + Object.entries(st.attempts).map(([k, v]) => k + " " + v).join(", ")));
+      }
+    }
+  }
+  box.replaceChildren(...parts);
+  box.hidden = parts.length === 0;
 }
 
 // ---------- decisions ----------
@@ -759,7 +1073,11 @@ function renderTimeline() {
     if (typeof ch.progress === "number") progress = ch.progress;
   });
   items.reverse(); // newest first
+  // Keep the parameters a person opened open.
+  const opened = new Set([...ol.querySelectorAll("li")].filter((li) => li.querySelector("details[open]")).map((li) => li.dataset.key));
+  for (const li of items) if (opened.has(li.dataset.key)) li.querySelector("details")?.setAttribute("open", "");
   ol.replaceChildren(...items);
+  $("d-older").hidden = !state.stepsNext;
 }
 
 function describe(ev, before) {
@@ -768,6 +1086,7 @@ function describe(ev, before) {
   const d = p.detail || {};
   const li = el("li");
   li.dataset.type = ev.type;
+  li.dataset.key = String(ev.sequence);
   const time = el("time", "", clock(ev.time));
   time.dateTime = ev.time;
   let iter = 0;
@@ -792,20 +1111,26 @@ function describe(ev, before) {
         if (params) head.append(el("span", "param", params));
         break;
       }
-      const s = p.step || {};
+      // The event has the step without its result; the steps read from
+      // the task have it (or a "Show result" reads it).
+      const s = Object.assign({}, p.step || {}, state.steps.get((p.step || {}).iteration) || {});
       kind = s.success ? "ok" : "bad";
       iter = s.iteration || ch.iteration || 0;
-      // Whose turn it was, in a task whose strategy is not loop (PRODUCT §8).
+      // Whose turn it was, in a task whose strategy is not loop.
       const task = state.tasks.get(ev.task_number);
-      if (s.role && task && task.strategy && task.strategy !== "loop") head.append(el("span", "role", s.role + " →"));
-      head.append(el("code", "", s.action || "no action"));
-      const params = paramSummary(s.params);
-      if (params) head.append(el("span", "param", params));
+      const multi = task && task.strategy && task.strategy !== "loop";
+      if (s.role && multi) head.append(el("span", "role", s.role + " →"));
+      if (s.action) {
+        head.append(el("code", "", s.action));
+        const params = paramSummary(s.params);
+        if (params) head.append(el("span", "param", params));
+      } else if (!multi || !THINKING.has(s.role)) {
+        head.append(el("span", "noact", s.role === "action" && s.success ? "final answer" : "no action"));
+      }
       head.append(el("span", s.success ? "okmark" : "badmark", s.success ? "✓" : "✗"));
       const after = typeof ch.progress === "number" ? ch.progress : before;
       head.append(el("span", "delta", after > before ? before + "% → " + after + "%" : after + "%"));
-      const text = s.success ? s.result : (s.error || s.result);
-      if (text) what.append(el("span", "detail-text", clip(text, 400)));
+      stepBody(what, ev.task_number, s);
       if (ch.status && TERMINAL.has(ch.status)) {
         what.append(el("span", "detail-text", (STATUS_WORD[ch.status] || ch.status) + (ch.error ? ": " + ch.error : "")));
       }
@@ -854,6 +1179,63 @@ function describe(ev, before) {
   if (iter) when.append(el("span", "iter", "iter " + iter));
   li.append(when, el("span", "mark"), what);
   return li;
+}
+
+// The roles whose steps think rather than act: their text is the step.
+const THINKING = new Set(["thought", "observation", "analysis", "reviewer", "supervisor"]);
+const THOUGHT_LABEL = { thought: "Thought", observation: "Observation", analysis: "Analysis", reviewer: "Review", supervisor: "Decision" };
+
+// stepBody explains one step under its line: its thought (or
+// observation), its parameters, the first lines of its result (all of it
+// on "Show all") and its error. Everything is text, never markup.
+function stepBody(what, n, s) {
+  if (s.thought) {
+    const p = el("p", "step-thought");
+    p.dataset.role = s.role || "agent";
+    p.append(el("span", "label", (THOUGHT_LABEL[s.role] || "Thought") + ": "), String(s.thought));
+    what.append(p);
+  }
+  if (s.action && s.params && typeof s.params === "object" && Object.keys(s.params).length) {
+    const det = el("details", "step-params");
+    det.append(el("summary", "", "parameters"), el("pre", "", visible(pretty(s.params))));
+    what.append(det);
+  }
+  if (s.error) what.append(el("p", "step-error", s.error));
+  const key = n + ":" + s.iteration;
+  if (typeof s.result === "string" && s.result !== "") {
+    const whole = !s.result_clipped;
+    const lines = s.result.split("\n");
+    const long = lines.length > RESULT_LINES || s.result.length > RESULT_CHARS;
+    const open = state.expanded && state.expanded.has(key);
+    const text = open || !long ? s.result : lines.slice(0, RESULT_LINES).join("\n").slice(0, RESULT_CHARS);
+    const pre = el("pre", "step-result" + (open ? " open" : ""), text);
+    what.append(pre);
+    if (long || !whole) {
+      const more = el("button", "more", open ? "Show less" :
+        "Show all" + (s.result_bytes ? " (" + compact(s.result_bytes) + " bytes)" : ""));
+      more.type = "button";
+      more.addEventListener("click", async () => {
+        if (!state.expanded) state.expanded = new Set();
+        if (state.expanded.has(key)) { state.expanded.delete(key); scheduleRender(); return; }
+        if (!whole) {
+          more.disabled = true;
+          if (!(await loadStep(n, s.iteration))) { more.disabled = false; return; }
+        }
+        state.expanded.add(key);
+        scheduleRender();
+      });
+      what.append(more);
+    }
+  } else if (s.action && !state.steps.has(s.iteration) && state.stepsLoaded) {
+    // Older than the steps read: its result is read when asked for.
+    const more = el("button", "more", "Show result");
+    more.type = "button";
+    more.addEventListener("click", async () => {
+      more.disabled = true;
+      if (await loadStep(n, s.iteration)) scheduleRender(); else more.disabled = false;
+    });
+    what.append(more);
+  }
 }
 
 function paramSummary(params) {
@@ -917,7 +1299,7 @@ $("create").addEventListener("submit", async (e) => {
   const button = e.target.querySelector("button");
   button.disabled = true;
   try {
-    const t = await api("/api/tasks", { method: "POST", body: { goal } });
+    const t = await api("/api/tasks", { method: "POST", body: { goal, strategy: $("strategy").value } });
     if (!state.tasks.has(t.number)) state.tasks.set(t.number, t);
     input.value = "";
     select(t.number);
