@@ -538,7 +538,7 @@ function drawChart(stats) {
 // previewBytes is how much of a file the preview shows.
 const previewBytes = 4096;
 
-// loadFiles lists the selected task's files (PRODUCT §10); a click shows
+// loadFiles lists the selected task's files; a click shows
 // the start of one as text. The bytes are what a task wrote: they go into
 // a <pre> as text, never as markup.
 async function loadFiles(n) {
