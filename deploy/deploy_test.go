@@ -267,6 +267,11 @@ func isServedGET(path string) bool { return servedGETPaths()[path] }
 // once they have read their configuration and flags. It returns the exit
 // code and what was printed on stderr.
 func runTaskloom(args []string, env map[string]string) (int, string) {
+	// The environment as the service reads and checks it at start (-h
+	// alone prints the help without reading it), then the arguments.
+	if _, err := config.Load(envOf(env)); err != nil {
+		return app.ExitUsage, err.Error()
+	}
 	var stderr bytes.Buffer
 	code := app.Main(context.Background(), app.Options{
 		Args:   append(slices.Clone(args), "-h"),
