@@ -107,6 +107,9 @@ func TestChecksCatchBrokenFiles(t *testing.T) {
 		{"loopback in the image", dockerfile, "TASKLOOM_HTTP_ADDR=0.0.0.0:8080", "TASKLOOM_HTTP_ADDR=127.0.0.1:8080", "loopback"},
 		{"other port exposed", dockerfile, "EXPOSE 8080", "EXPOSE 9090", "EXPOSE"},
 		{"data directory owned by root", dockerfile, "--chown=65532:65532 ", "", "TASKLOOM_DATA_DIR"},
+		{"no revision passed", dockerfile, " -X github.com/taskloom/taskloom/internal/app.Revision=${REVISION}", "", "REVISION"},
+		{"no version passed", dockerfile, "-X github.com/taskloom/taskloom/internal/app.Version=${VERSION} ", "", "VERSION"},
+		{"revision argument not declared", dockerfile, "ARG REVISION=\n", "", "ARG REVISION"},
 		{"binary copied elsewhere", dockerfile, "/out/taskloom /usr/local/bin/taskloom", "/out/taskloom /bin/taskloom", "ENTRYPOINT"},
 
 		{"one replica", deployment, "replicas: 2", "replicas: 1", "replicas"},
