@@ -30,7 +30,7 @@ import (
 type files map[string]string
 
 // deployFiles are the files the checks read, besides kubernetes/*.yaml.
-var deployFiles = []string{"Dockerfile", "compose.yaml", "compose.env.example", "prometheus.yml", "../go.mod"}
+var deployFiles = []string{"Dockerfile", "compose.yaml", "compose.env.example", "prometheus.yml", "grafana/taskloom.json", "../go.mod"}
 
 func readFiles(t *testing.T) files {
 	t.Helper()
@@ -65,6 +65,7 @@ func check(f files) problems {
 	img := checkDockerfile(f, &p)
 	composeVars := checkCompose(f, img, &p)
 	checkKubernetes(f, img, composeVars, &p)
+	checkGrafana(f, &p)
 	return p
 }
 
@@ -89,6 +90,7 @@ func TestChecksCatchBrokenFiles(t *testing.T) {
 		service    = "kubernetes/service.yaml"
 		secret     = "kubernetes/secret.yaml"
 		configMap  = "kubernetes/configmap.yaml"
+		grafana    = "grafana/taskloom.json"
 	)
 	cases := []struct {
 		name     string
@@ -150,6 +152,12 @@ func TestChecksCatchBrokenFiles(t *testing.T) {
 		{"a real-looking secret", secret, "REPLACE_ME_API_TOKEN", "b1946ac92492d2347c6235b4d2611184", "placeholder"},
 		{"a placeholder token long enough to serve", secret, "REPLACE_ME_API_TOKEN", "REPLACE_ME_WITH_64_HEX_DIGITS_FROM_OPENSSL", "unchanged Secret is refused"},
 
+		{"a dashboard that is not JSON", grafana, `"title": "Taskloom"`, `"title": Taskloom`, "invalid character"},
+		{"a dashboard querying a series not exported", grafana, "taskloom_lease_losses_total", "taskloom_leases_lost_total", "queries taskloom_leases_lost_total,"},
+		{"a histogram queried without its suffix", grafana, "taskloom_claim_duration_seconds_count", "taskloom_claim_duration_seconds", "queries taskloom_claim_duration_seconds,"},
+		{"a runtime series misspelt", grafana, "go_goroutines{", "go_goroutine{", "queries go_goroutine,"},
+		{"a series without a panel", grafana, "increase(taskloom_notifications_dead_total", "increase(taskloom_notifications_failed_total", "no panel queries taskloom_notifications_dead_total"},
+		{"a panel without a query", grafana, `"expr": "go_goroutines{job=~\"$job\"}"`, `"expr": ""`, "no query"},
 		{"a misspelt variable in compose", compose, "    TASKLOOM_ADMINS: ${TASKLOOM_ADMINS:-}", "    TASKLOOM_ADMIN: ${TASKLOOM_ADMINS:-}", "TASKLOOM_ADMIN is not a variable"},
 		{"one replica in compose", compose, "  taskloom-2:\n    <<: *taskloom\n    command: [\"serve\"]", "  taskloom-2:\n    <<: *taskloom\n    command: [\"check\"]", "2 replicas"},
 		{"compose token hard-coded", compose, "TASKLOOM_API_TOKEN: ${TASKLOOM_API_TOKEN:?set TASKLOOM_API_TOKEN in deploy/.env}", "TASKLOOM_API_TOKEN: s3cret", "hard-coded"},

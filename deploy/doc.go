@@ -1,7 +1,9 @@
 // Package deploy holds Taskloom's deployment files and no code: the
 // container image (Dockerfile), Docker Compose with Prometheus
 // (compose.yaml, prometheus.yml), Kubernetes manifests (kubernetes/), a
-// systemd unit and example configuration.
+// Grafana dashboard of the Prometheus metrics (grafana/taskloom.json:
+// import it, or provision it, and pick the Prometheus data source and
+// the scrape job), a systemd unit and example configuration.
 //
 // # Kubernetes
 //
@@ -35,8 +37,11 @@
 // ports agree with TASKLOOM_HTTP_ADDR, a container's command is one that
 // taskloom accepts with the environment the file gives it, every variable
 // a file gives taskloom is one it reads (config.Vars), the Deployment
-// takes what Compose passes, the replicas, selectors, scrape targets and
-// security settings are what the deploy guide promises.
+// takes what Compose passes, the Dockerfile passes VERSION and REVISION
+// to `taskloom version`, the dashboard queries only series taskloom
+// exports (internal/metrics) and every one of its own, the replicas,
+// selectors, scrape targets and security settings are what the deploy
+// guide promises.
 // TestChecksCatchBrokenFiles breaks the files on purpose and expects each
 // break to be reported.
 package deploy
