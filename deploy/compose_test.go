@@ -228,7 +228,9 @@ func hardCoded(v string) bool {
 	return (m[2] == ":-" || m[2] == "-") && m[3] != "" // a default is written out
 }
 
-func checkCompose(f files, img *image, p *problems) {
+// checkCompose checks compose.yaml and returns the variables its
+// replicas are given.
+func checkCompose(f files, img *image, p *problems) (replicaVars []string) {
 	const file = "compose.yaml"
 	var raw composeFile
 	if err := yaml.Unmarshal([]byte(f[file]), &raw); err != nil {
@@ -302,6 +304,9 @@ func checkCompose(f files, img *image, p *problems) {
 			cenv[k] = interpolate(v, env, p)
 		}
 		who := "service " + name
+		for _, k := range slices.Sorted(maps.Keys(s.Environment)) {
+			checkVarName(p, file, who, k)
+		}
 		sub := checkStarts(p, file, who, argv[1:], cenv)
 		urls[name] = cenv["DATABASE_URL"]
 		if s.ReadOnly {
@@ -319,6 +324,11 @@ func checkCompose(f files, img *image, p *problems) {
 			}
 		case "serve":
 			replicas = append(replicas, name)
+			for k := range s.Environment {
+				if !slices.Contains(replicaVars, k) {
+					replicaVars = append(replicaVars, k)
+				}
+			}
 			addrs[name] = cenv["TASKLOOM_HTTP_ADDR"]
 			checkListenAddr(p, file, who, cenv["TASKLOOM_HTTP_ADDR"], "")
 		}
@@ -388,6 +398,7 @@ func checkCompose(f files, img *image, p *problems) {
 			p.add("prometheus.yml", "replica %s is not scraped at %s (targets: %v)", r, want, targets)
 		}
 	}
+	return replicaVars
 }
 
 // mountedAt says whether a volume or tmpfs of s holds dir.

@@ -30,7 +30,7 @@ import (
 type files map[string]string
 
 // deployFiles are the files the checks read, besides kubernetes/*.yaml.
-var deployFiles = []string{"Dockerfile", "compose.yaml", "compose.env.example", "prometheus.yml", "../go.mod"}
+var deployFiles = []string{"Dockerfile", "compose.yaml", "compose.env.example", "prometheus.yml", "grafana/taskloom.json", "../go.mod"}
 
 func readFiles(t *testing.T) files {
 	t.Helper()
@@ -63,8 +63,9 @@ func (p *problems) add(file, format string, args ...any) {
 func check(f files) problems {
 	var p problems
 	img := checkDockerfile(f, &p)
-	checkCompose(f, img, &p)
-	checkKubernetes(f, img, &p)
+	composeVars := checkCompose(f, img, &p)
+	checkKubernetes(f, img, composeVars, &p)
+	checkGrafana(f, &p)
 	return p
 }
 
@@ -88,6 +89,8 @@ func TestChecksCatchBrokenFiles(t *testing.T) {
 		pdb        = "kubernetes/pdb.yaml"
 		service    = "kubernetes/service.yaml"
 		secret     = "kubernetes/secret.yaml"
+		configMap  = "kubernetes/configmap.yaml"
+		grafana    = "grafana/taskloom.json"
 	)
 	cases := []struct {
 		name     string
@@ -106,6 +109,9 @@ func TestChecksCatchBrokenFiles(t *testing.T) {
 		{"loopback in the image", dockerfile, "TASKLOOM_HTTP_ADDR=0.0.0.0:8080", "TASKLOOM_HTTP_ADDR=127.0.0.1:8080", "loopback"},
 		{"other port exposed", dockerfile, "EXPOSE 8080", "EXPOSE 9090", "EXPOSE"},
 		{"data directory owned by root", dockerfile, "--chown=65532:65532 ", "", "TASKLOOM_DATA_DIR"},
+		{"no revision passed", dockerfile, " -X github.com/taskloom/taskloom/internal/app.Revision=${REVISION}", "", "REVISION"},
+		{"no version passed", dockerfile, "-X github.com/taskloom/taskloom/internal/app.Version=${VERSION} ", "", "VERSION"},
+		{"revision argument not declared", dockerfile, "ARG REVISION=\n", "", "ARG REVISION"},
 		{"binary copied elsewhere", dockerfile, "/out/taskloom /usr/local/bin/taskloom", "/out/taskloom /bin/taskloom", "ENTRYPOINT"},
 
 		{"one replica", deployment, "replicas: 2", "replicas: 1", "replicas"},
@@ -125,6 +131,16 @@ func TestChecksCatchBrokenFiles(t *testing.T) {
 		{"no memory limit", deployment, "memory: 512Mi", "ephemeral-storage: 1Gi", "memory"},
 		{"data dir not mounted", deployment, "mountPath: /var/lib/taskloom", "mountPath: /data", "TASKLOOM_DATA_DIR"},
 		{"secret key missing", deployment, "key: DATABASE_URL", "key: DB_URL", "DB_URL"},
+		{"a Compose variable not in the Deployment", deployment, "            - name: OPENAI_MODEL\n              valueFrom:\n                configMapKeyRef:\n                  name: taskloom\n                  key: OPENAI_MODEL\n", "", "compose.yaml gives the replicas OPENAI_MODEL"},
+		{"public URL written in the Deployment", deployment, "            - name: TASKLOOM_PUBLIC_URL\n              valueFrom:\n                configMapKeyRef:\n                  name: taskloom\n                  key: TASKLOOM_PUBLIC_URL\n", "            - name: TASKLOOM_PUBLIC_URL\n              value: https://taskloom.example.com\n", "TASKLOOM_PUBLIC_URL is written in the manifest"},
+		{"an example host in the ConfigMap", configMap, `TASKLOOM_PUBLIC_URL: ""`, "TASKLOOM_PUBLIC_URL: https://taskloom.example.com", "leave it empty"},
+		{"a credential in the ConfigMap", configMap, `TASKLOOM_ADMINS: ""`, "TASKLOOM_ADMINS: \"\"\n  OPENAI_API_KEY: REPLACE_ME", "keep it in the Secret"},
+		{"a credential from the ConfigMap", deployment, "secretKeyRef:\n                  name: taskloom\n                  key: OPENAI_API_KEY", "configMapKeyRef:\n                  name: taskloom\n                  key: OPENAI_API_KEY", "comes from ConfigMap"},
+		{"a ConfigMap key missing", deployment, "key: OPENAI_BASE_URL", "key: OPENAI_URL", "OPENAI_URL"},
+		{"a misspelt ConfigMap key", configMap, `TASKLOOM_ADMINS: ""`, `TASKLOOM_ADMIN: ""`, "TASKLOOM_ADMIN is not a variable"},
+		{"a misspelt Secret key", secret, `SLACK_APP_TOKEN: ""`, `SLACK_APPS_TOKEN: ""`, "SLACK_APPS_TOKEN is not a variable"},
+		{"a misspelt variable in the Job", job, "- name: DATABASE_URL", "- name: DATABASE_URI", "DATABASE_URI is not a variable"},
+		{"no ConfigMap", configMap, "kind: ConfigMap", "kind: ConfigMapList", "no ConfigMap"},
 		{"PDB selects nothing", pdb, "component: server", "component: web", "selector"},
 		{"PDB allows zero", pdb, "minAvailable: 1", "minAvailable: 0", "minAvailable"},
 		{"Service selects nothing", service, "component: server", "component: api", "selector"},
@@ -136,6 +152,13 @@ func TestChecksCatchBrokenFiles(t *testing.T) {
 		{"a real-looking secret", secret, "REPLACE_ME_API_TOKEN", "b1946ac92492d2347c6235b4d2611184", "placeholder"},
 		{"a placeholder token long enough to serve", secret, "REPLACE_ME_API_TOKEN", "REPLACE_ME_WITH_64_HEX_DIGITS_FROM_OPENSSL", "unchanged Secret is refused"},
 
+		{"a dashboard that is not JSON", grafana, `"title": "Taskloom"`, `"title": Taskloom`, "invalid character"},
+		{"a dashboard querying a series not exported", grafana, "taskloom_lease_losses_total", "taskloom_leases_lost_total", "queries taskloom_leases_lost_total,"},
+		{"a histogram queried without its suffix", grafana, "taskloom_claim_duration_seconds_count", "taskloom_claim_duration_seconds", "queries taskloom_claim_duration_seconds,"},
+		{"a runtime series misspelt", grafana, "go_goroutines{", "go_goroutine{", "queries go_goroutine,"},
+		{"a series without a panel", grafana, "increase(taskloom_notifications_dead_total", "increase(taskloom_notifications_failed_total", "no panel queries taskloom_notifications_dead_total"},
+		{"a panel without a query", grafana, `"expr": "go_goroutines{job=~\"$job\"}"`, `"expr": ""`, "no query"},
+		{"a misspelt variable in compose", compose, "    TASKLOOM_ADMINS: ${TASKLOOM_ADMINS:-}", "    TASKLOOM_ADMIN: ${TASKLOOM_ADMINS:-}", "TASKLOOM_ADMIN is not a variable"},
 		{"one replica in compose", compose, "  taskloom-2:\n    <<: *taskloom\n    command: [\"serve\"]", "  taskloom-2:\n    <<: *taskloom\n    command: [\"check\"]", "2 replicas"},
 		{"compose token hard-coded", compose, "TASKLOOM_API_TOKEN: ${TASKLOOM_API_TOKEN:?set TASKLOOM_API_TOKEN in deploy/.env}", "TASKLOOM_API_TOKEN: s3cret", "hard-coded"},
 		{"compose password hard-coded", compose, "taskloom:${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in deploy/.env}@", "taskloom:s3cret@", "hard-coded"},
@@ -319,6 +342,28 @@ func secretName(name string) bool {
 		}
 	}
 	return false
+}
+
+// isSecret says whether variable name must come from a secret store,
+// never be written in a manifest or a ConfigMap: a credential, or
+// DATABASE_URL, which holds the database's password.
+func isSecret(name string) bool { return secretName(name) || name == "DATABASE_URL" }
+
+// serviceVars are the names of the environment variables taskloom reads.
+var serviceVars = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{}
+	for _, v := range config.Vars {
+		names[v.Name] = true
+	}
+	return names
+})
+
+// checkVarName reports name, a variable a file gives taskloom, unless
+// taskloom reads it: a misspelt name would be set and silently ignored.
+func checkVarName(p *problems, file, who, name string) {
+	if !serviceVars()[name] {
+		p.add(file, "%s: %s is not a variable taskloom reads (config.Vars; taskloom serve --help lists them)", who, name)
+	}
 }
 
 // standIn is a value for the variable name of the form the deployment

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/taskloom/taskloom/internal/app"
 )
 
 // image is what the Dockerfile's final stage gives a container.
@@ -265,6 +267,7 @@ func checkDockerfile(f files, p *problems) *image {
 			if out == "" {
 				p.add(file, "line %d: the go build names no output (-o)", in.line)
 			}
+			checkVersionFlags(p, file, *st, in)
 		}
 	}
 	if build == nil {
@@ -377,6 +380,39 @@ func checkDockerfile(f files, p *problems) *image {
 	}
 	checkStarts(p, file, "the default command", argv[1:], env)
 	return img
+}
+
+// The variables `taskloom version` prints when the build sets them: the
+// build sees no .git, so it records no VCS revision of its own.
+var _ = []*string{&app.Version, &app.Revision}
+
+// versionVars are the build arguments the go build passes to -X, and the
+// variables of internal/app they set.
+var versionVars = []struct{ arg, variable string }{
+	{"VERSION", "github.com/taskloom/taskloom/internal/app.Version"},
+	{"REVISION", "github.com/taskloom/taskloom/internal/app.Revision"},
+}
+
+// checkVersionFlags reports a problem unless the go build run by in, in
+// stage st, sets internal/app's Version and Revision from build
+// arguments declared in the stage before it.
+func checkVersionFlags(p *problems, file string, st dockerStage, in dockerInstr) {
+	for _, v := range versionVars {
+		if want := "-X " + v.variable + "=${" + v.arg + "}"; !strings.Contains(in.rest, want) {
+			p.add(file, "line %d: the go build does not pass the %s build argument to the binary (-ldflags \"%s\")", in.line, v.arg, want)
+		}
+		declared := false
+		for _, a := range st.instrs {
+			if a.line >= in.line {
+				break
+			}
+			name, _, _ := strings.Cut(a.rest, "=")
+			declared = declared || (a.cmd == "ARG" && strings.TrimSpace(name) == v.arg)
+		}
+		if !declared {
+			p.add(file, "line %d: the build stage declares no ARG %s before the go build: ${%s} would be empty", in.line, v.arg, v.arg)
+		}
+	}
 }
 
 // chownedTo says whether the stage copies a directory to dir owned by uid.

@@ -25,7 +25,7 @@ type object struct {
 	} `yaml:"metadata"`
 	Spec       yaml.Node         `yaml:"spec"`
 	StringData map[string]string `yaml:"stringData"` // Secret
-	Data       map[string]string `yaml:"data"`       // Secret, base64
+	Data       map[string]string `yaml:"data"`       // Secret (base64), ConfigMap
 }
 
 type labelSelector struct {
@@ -90,12 +90,31 @@ type envVar struct {
 	Name      string  `yaml:"name"`
 	Value     *string `yaml:"value"`
 	ValueFrom *struct {
-		SecretKeyRef *struct {
-			Name     string `yaml:"name"`
-			Key      string `yaml:"key"`
-			Optional bool   `yaml:"optional"`
-		} `yaml:"secretKeyRef"`
+		SecretKeyRef    *keyRef `yaml:"secretKeyRef"`
+		ConfigMapKeyRef *keyRef `yaml:"configMapKeyRef"`
 	} `yaml:"valueFrom"`
+}
+
+// keyRef is a value taken from a key of a Secret or a ConfigMap.
+type keyRef struct {
+	Name     string `yaml:"name"`
+	Key      string `yaml:"key"`
+	Optional bool   `yaml:"optional"`
+}
+
+// fromSecret and fromConfigMap say where e's value comes from.
+func (e envVar) fromSecret() *keyRef {
+	if e.ValueFrom == nil {
+		return nil
+	}
+	return e.ValueFrom.SecretKeyRef
+}
+
+func (e envVar) fromConfigMap() *keyRef {
+	if e.ValueFrom == nil {
+		return nil
+	}
+	return e.ValueFrom.ConfigMapKeyRef
 }
 
 type probe struct {
@@ -148,10 +167,11 @@ type kube struct {
 	service    *serviceSpec
 	pdb        *pdbSpec
 	secrets    map[string]map[string]string // name → key → value
+	configMaps map[string]map[string]string // name → key → value
 }
 
 func parseKubernetes(f files, p *problems) *kube {
-	k := &kube{file: map[string]string{}, name: map[string]string{}, secrets: map[string]map[string]string{}}
+	k := &kube{file: map[string]string{}, name: map[string]string{}, secrets: map[string]map[string]string{}, configMaps: map[string]map[string]string{}}
 	for _, file := range slices.Sorted(maps.Keys(f)) {
 		if !strings.HasPrefix(file, "kubernetes/") {
 			continue
@@ -170,7 +190,7 @@ func parseKubernetes(f files, p *problems) *kube {
 			if o.Kind == "" {
 				continue // an empty document
 			}
-			if o.Kind != "Secret" && k.file[o.Kind] != "" {
+			if o.Kind != "Secret" && o.Kind != "ConfigMap" && k.file[o.Kind] != "" {
 				p.add(file, "a second %s (the first is in %s): the checks expect one", o.Kind, k.file[o.Kind])
 				continue
 			}
@@ -202,6 +222,12 @@ func parseKubernetes(f files, p *problems) *kube {
 					values[key] = string(b)
 				}
 				k.secrets[o.Metadata.Name] = values
+			case "ConfigMap":
+				values := maps.Clone(o.Data)
+				if values == nil {
+					values = map[string]string{}
+				}
+				k.configMaps[o.Metadata.Name] = values
 			}
 			if spec != nil {
 				if err := o.Spec.Decode(spec); err != nil {
@@ -214,28 +240,26 @@ func parseKubernetes(f files, p *problems) *kube {
 }
 
 // env is the environment of container c of img: the image's ENV, then
-// the container's, with values from Secrets looked up in the manifests (a
-// value that is a REPLACE_ME placeholder as a whole is given a stand-in).
+// the container's, with values from Secrets and ConfigMaps looked up in
+// the manifests (a value that is a REPLACE_ME placeholder as a whole is
+// given a stand-in).
 func (k *kube) env(img *image, c container, p *problems) map[string]string {
 	env := maps.Clone(img.env)
 	for _, e := range c.Env {
 		switch {
 		case e.Value != nil:
-			if secretName(e.Name) || e.Name == "DATABASE_URL" {
+			if isSecret(e.Name) {
 				p.add(k.fileOf(c), "container %s: %s is written in the manifest: take it from the Secret (valueFrom.secretKeyRef)", c.Name, e.Name)
 			}
 			env[e.Name] = *e.Value
-		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
-			ref := e.ValueFrom.SecretKeyRef
-			secret, ok := k.secrets[ref.Name]
-			v, found := secret[ref.Key]
-			switch {
-			case ref.Optional && !found:
-			case !ok:
-				p.add(k.fileOf(c), "container %s: %s comes from Secret %s, which is not among the manifests", c.Name, e.Name, ref.Name)
-			case !found:
-				p.add(k.fileOf(c), "container %s: %s comes from key %s of Secret %s, which has no such key", c.Name, e.Name, ref.Key, ref.Name)
+		case e.fromConfigMap() != nil:
+			ref := e.fromConfigMap()
+			if isSecret(e.Name) {
+				p.add(k.fileOf(c), "container %s: %s comes from ConfigMap %s: take it from the Secret (valueFrom.secretKeyRef)", c.Name, e.Name, ref.Name)
 			}
+			env[e.Name] = k.lookup(p, c, e.Name, "ConfigMap", k.configMaps, ref)
+		case e.fromSecret() != nil:
+			v := k.lookup(p, c, e.Name, "Secret", k.secrets, e.fromSecret())
 			if strings.HasPrefix(v, "REPLACE_ME") {
 				// Whoever applies the Secret puts a real value here.
 				v = standIn(e.Name)
@@ -246,6 +270,21 @@ func (k *kube) env(img *image, c container, p *problems) map[string]string {
 		}
 	}
 	return env
+}
+
+// lookup finds the value of variable name of container c in the key ref
+// names of one of objs, the manifests' Secrets or ConfigMaps.
+func (k *kube) lookup(p *problems, c container, name, kind string, objs map[string]map[string]string, ref *keyRef) string {
+	obj, ok := objs[ref.Name]
+	v, found := obj[ref.Key]
+	switch {
+	case ref.Optional && !found:
+	case !ok:
+		p.add(k.fileOf(c), "container %s: %s comes from %s %s, which is not among the manifests", c.Name, name, kind, ref.Name)
+	case !found:
+		p.add(k.fileOf(c), "container %s: %s comes from key %s of %s %s, which has no such key", c.Name, name, ref.Key, kind, ref.Name)
+	}
+	return v
 }
 
 // fileOf names the manifest that holds container c.
@@ -272,9 +311,11 @@ func portOf(c container, port intOrString) (int, bool) {
 	return 0, false
 }
 
-func checkKubernetes(f files, img *image, p *problems) {
+// checkKubernetes checks the manifests; composeVars are the variables
+// Compose gives its replicas, which the Deployment must give too.
+func checkKubernetes(f files, img *image, composeVars []string, p *problems) {
 	k := parseKubernetes(f, p)
-	for _, kind := range []string{"Deployment", "Service", "Secret", "PodDisruptionBudget", "Job"} {
+	for _, kind := range []string{"Deployment", "Service", "Secret", "ConfigMap", "PodDisruptionBudget", "Job"} {
 		if k.file[kind] == "" {
 			p.add("kubernetes/", "no %s", kind)
 		}
@@ -309,6 +350,7 @@ func checkKubernetes(f files, img *image, p *problems) {
 	}
 	port := c.Ports[0].ContainerPort
 	env := k.env(img, c, p)
+	k.checkSettings(p, c, composeVars)
 	if sub := checkContainer(p, file, who, img, d.Template.Spec, c, env); sub != "serve" {
 		p.add(file, "%s runs taskloom %s, want serve", who, sub)
 	}
@@ -386,6 +428,9 @@ func checkKubernetes(f files, img *image, p *problems) {
 			return
 		}
 		jc := j.Template.Spec.Containers[0]
+		for _, e := range jc.Env {
+			checkVarName(p, jfile, jwho, e.Name)
+		}
 		if sub := checkContainer(p, jfile, jwho, img, j.Template.Spec, jc, k.env(img, jc, p)); sub != "migrate" {
 			p.add(jfile, "%s runs taskloom %s, want migrate", jwho, sub)
 		}
@@ -394,6 +439,55 @@ func checkKubernetes(f files, img *image, p *problems) {
 		}
 		if rp := j.Template.Spec.RestartPolicy; rp != "OnFailure" && rp != "Never" {
 			p.add(jfile, "%s: restartPolicy %q: a Job's pods want OnFailure or Never", jwho, rp)
+		}
+	}
+}
+
+// checkSettings checks where the Deployment's container c takes its
+// settings from: every variable Compose gives its replicas (composeVars)
+// is given here too; each is one taskloom reads; a credential comes from
+// the Secret, never from the ConfigMap; the ConfigMap and the Secret hold
+// only variables taskloom reads; and TASKLOOM_PUBLIC_URL is the
+// ConfigMap's to set, empty in the repository, since any host written
+// here would make the API refuse every other name (421).
+func (k *kube) checkSettings(p *problems, c container, composeVars []string) {
+	file, who := k.file["Deployment"], "Deployment "+k.name["Deployment"]
+	byName := map[string]envVar{}
+	for _, e := range c.Env {
+		checkVarName(p, file, who, e.Name)
+		byName[e.Name] = e
+	}
+	for _, name := range slices.Sorted(slices.Values(composeVars)) {
+		e, ok := byName[name]
+		switch {
+		case !ok:
+			p.add(file, "%s: compose.yaml gives the replicas %s, the Deployment does not: take it from the %s", who, name, map[bool]string{true: "Secret", false: "ConfigMap"}[isSecret(name)])
+		case isSecret(name) && e.fromSecret() == nil:
+			p.add(file, "%s: %s is a credential: take it from the Secret", who, name)
+		}
+	}
+	switch e, ok := byName["TASKLOOM_PUBLIC_URL"]; {
+	case !ok:
+		// Reported above: Compose passes it.
+	case e.fromConfigMap() == nil:
+		p.add(file, "%s: TASKLOOM_PUBLIC_URL is written in the manifest: take it from the ConfigMap, where the operator sets it", who)
+	default:
+		ref := e.fromConfigMap()
+		if v := k.configMaps[ref.Name][ref.Key]; v != "" {
+			p.add(k.file["ConfigMap"], "ConfigMap %s: TASKLOOM_PUBLIC_URL is %q: leave it empty for the operator to set, since any other host would be refused (421)", ref.Name, v)
+		}
+	}
+	for name, values := range k.configMaps {
+		for _, key := range slices.Sorted(maps.Keys(values)) {
+			checkVarName(p, k.file["ConfigMap"], "ConfigMap "+name, key)
+			if isSecret(key) {
+				p.add(k.file["ConfigMap"], "ConfigMap %s: %s is a credential: keep it in the Secret", name, key)
+			}
+		}
+	}
+	for name, values := range k.secrets {
+		for _, key := range slices.Sorted(maps.Keys(values)) {
+			checkVarName(p, k.file["Secret"], "Secret "+name, key)
 		}
 	}
 }

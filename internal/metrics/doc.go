@@ -14,11 +14,13 @@
 //	taskloom_claim_duration_seconds             histogram
 //	taskloom_model_request_duration_seconds     histogram
 //	taskloom_model_tokens_total{kind}           counter; kind = prompt|completion|cached
+//	taskloom_model_up                           gauge; 0 after a failed model call
 //	taskloom_notifications_sent_total{platform} counter
 //	taskloom_notifications_failed_total{platform} counter
 //	taskloom_notifications_dead_total{platform} counter; notifications given up on
 //	taskloom_notifications_pending              gauge, read at scrape
 //	taskloom_lease_losses_total                 counter
 //
-// plus the Go runtime and process collectors.
+// plus the Go runtime and process collectors. Taskloom lists them for
+// whatever reads them by name.
 package metrics

@@ -16,6 +16,30 @@ import (
 // ScrapeTimeout bounds the store queries a scrape runs.
 const ScrapeTimeout = 5 * time.Second
 
+// A Series is one metric family a Recorder exports.
+type Series struct {
+	Name string
+	Type string // counter, gauge or histogram
+}
+
+// Taskloom lists the families a Recorder exports of its own, besides the
+// Go runtime's and the process's (go_*, process_*), for what reads them
+// by name: the Grafana dashboard in deploy/ is checked against it.
+// TestTaskloomListsEverySeries keeps it equal to what New registers.
+var Taskloom = []Series{
+	{"taskloom_iterations_total", "counter"},
+	{"taskloom_tasks", "gauge"},
+	{"taskloom_claim_duration_seconds", "histogram"},
+	{"taskloom_model_request_duration_seconds", "histogram"},
+	{"taskloom_model_tokens_total", "counter"},
+	{"taskloom_model_up", "gauge"},
+	{"taskloom_notifications_sent_total", "counter"},
+	{"taskloom_notifications_failed_total", "counter"},
+	{"taskloom_notifications_dead_total", "counter"},
+	{"taskloom_notifications_pending", "gauge"},
+	{"taskloom_lease_losses_total", "counter"},
+}
+
 // Recorder holds Taskloom's metrics on a private registry. Its methods are
 // safe for concurrent use; a nil *Recorder records nothing.
 type Recorder struct {

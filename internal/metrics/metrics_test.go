@@ -284,3 +284,40 @@ func count(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// TestTaskloomListsEverySeries records one of everything on a Recorder
+// with a store and checks that the families it exports are Taskloom's,
+// by name and type, and no others.
+func TestTaskloomListsEverySeries(t *testing.T) {
+	r := metrics.New(metrics.Options{Store: teststore.SQLite(t), NoRuntime: true})
+	r.Iteration("completed")
+	r.Claim(time.Millisecond)
+	r.ModelRequest(time.Second, plugin.Usage{PromptTokens: 1})
+	r.ModelUp(false)
+	r.LeaseLost()
+	r.NotificationSent("chat")
+	r.NotificationFailed("chat")
+	r.NotificationsDead("chat", 1)
+	mfs, err := r.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = strings.ToLower(mf.GetType().String())
+	}
+	want := map[string]string{}
+	for _, s := range metrics.Taskloom {
+		want[s.Name] = s.Type
+	}
+	for name, typ := range got {
+		if want[name] != typ {
+			t.Errorf("the Recorder exports %s, a %s, which metrics.Taskloom does not list as such (%q)", name, typ, want[name])
+		}
+	}
+	for name, typ := range want {
+		if got[name] == "" {
+			t.Errorf("metrics.Taskloom lists %s (%s), which the Recorder does not export", name, typ)
+		}
+	}
+}
