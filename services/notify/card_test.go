@@ -339,6 +339,23 @@ type crashAfterCard struct {
 	notify.Editor
 }
 
+// crashedCardPost makes a task at 10% in c's room and flushes its first
+// card in a process that dies once the platform took the post, before
+// recording it; it returns that process's fixture and the task.
+func crashedCardPost(t *testing.T, st plugin.Store, clk *clock.Fake, c cardChat) (*fixture, int64) {
+	t.Helper()
+	crash := &crashAfterCard{crashAfterSend: crashAfterSend{sent: make(chan struct{})}}
+	old := cardFixture(t, st, "old", clk, func(rt *plugin.Runtime) plugin.Platform {
+		p := c.adapter(t, rt)
+		crash.OnceSender, crash.Editor = p, p
+		return crash
+	})
+	n := old.create(c.room, "Build auth").Number
+	old.iterate(n, 10, plugin.VerdictContinue, true)
+	crashFlush(t, old.svc, crash.sent, "the card's post")
+	return old, n
+}
+
 // TestCrashBetweenCardPostAndItsRecord: the platform took a task's first
 // card and the process died before recording it. The next process finds
 // the card's rows with their key after the claim expires and posts under
@@ -351,15 +368,7 @@ func TestCrashBetweenCardPostAndItsRecord(t *testing.T) {
 		for _, c := range cardChats(t, clk) {
 			t.Run(c.name, func(t *testing.T) {
 				st := open(t)
-				crash := &crashAfterCard{crashAfterSend: crashAfterSend{sent: make(chan struct{})}}
-				old := cardFixture(t, st, "old", clk, func(rt *plugin.Runtime) plugin.Platform {
-					p := c.adapter(t, rt)
-					crash.OnceSender, crash.Editor = p, p
-					return crash
-				})
-				n := old.create(c.room, "Build auth").Number
-				old.iterate(n, 10, plugin.VerdictContinue, true)
-				crashFlush(t, old.svc, crash.sent, "the card's post")
+				_, n := crashedCardPost(t, st, clk, c)
 				if ps := c.posts(); len(ps) != 1 {
 					t.Fatalf("before the restart the room has %+v", ps)
 				}

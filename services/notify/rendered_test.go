@@ -72,15 +72,7 @@ func TestCardRetryAfterTheTaskMovedOn(t *testing.T) {
 		for _, c := range cardChats(t, clk) {
 			t.Run(c.name, func(t *testing.T) {
 				st := open(t)
-				crash := &crashAfterCard{crashAfterSend: crashAfterSend{sent: make(chan struct{})}}
-				old := cardFixture(t, st, "old", clk, func(rt *plugin.Runtime) plugin.Platform {
-					p := c.adapter(t, rt)
-					crash.OnceSender, crash.Editor = p, p
-					return crash
-				})
-				n := old.create(c.room, "Build auth").Number
-				old.iterate(n, 10, plugin.VerdictContinue, true)
-				crashFlush(t, old.svc, crash.sent, "the card's post")
+				old, n := crashedCardPost(t, st, clk, c)
 
 				clk.Advance(time.Second)
 				old.iterate(n, 40, plugin.VerdictContinue, true)
