@@ -1,11 +1,8 @@
 package httpapi_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -23,7 +20,7 @@ func BenchmarkGetTask(b *testing.B) {
 			url := testkit.PostgresURL(b)
 			f := newFixtureAt(b, func(tb testing.TB) plugin.Store { return teststore.PostgresAt(tb, url) }, t0)
 			n := f.create("Read a lot").Number
-			fillSteps(b, url, n, 1, steps)
+			testkit.FillSteps(b, url, n, 1, steps)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
@@ -32,22 +29,5 @@ func BenchmarkGetTask(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// fillSteps writes steps from..to of task n on the PostgreSQL database at
-// url, each with a result of 1 MiB, in one statement.
-func fillSteps(b *testing.B, url string, n int64, from, to int) {
-	b.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `INSERT INTO task_steps (task_number, iteration, action, params, result, success, progress, time)
-SELECT $1, g, 'read_file', '{"path":"a.txt"}', repeat('x', 1048576), true, g % 100, now() FROM generate_series($2::int, $3::int) g`, n, from, to)
-	if err != nil {
-		b.Fatal(err)
 	}
 }

@@ -76,3 +76,22 @@ func redact(u *url.URL) string {
 	}
 	return c.String()
 }
+
+// FillSteps writes steps from..to of task n straight into the PostgreSQL
+// database at url, each a read_file with a result of 1 MiB, in one
+// statement: a long task for benchmarks, made in seconds rather than by
+// as many commits.
+func FillSteps(tb testing.TB, url string, n int64, from, to int) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `INSERT INTO task_steps (task_number, iteration, action, params, result, success, progress, time)
+SELECT $1, g, 'read_file', '{"path":"a.txt"}', repeat('x', 1048576), true, g % 100, now() FROM generate_series($2::int, $3::int) g`, n, from, to)
+	if err != nil {
+		tb.Fatal(err)
+	}
+}

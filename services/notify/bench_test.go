@@ -1,12 +1,9 @@
 package notify_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -29,7 +26,7 @@ func BenchmarkTerminalNotification(b *testing.B) {
 			if got, err := f.svc.FlushUrgent(f.ctx); err != nil || got != 1 {
 				b.Fatalf("urgent flush sent %d (%v)", got, err)
 			}
-			fillSteps(b, url, n, 2, steps)
+			testkit.FillSteps(b, url, n, 2, steps)
 			ended := plugin.Notification{Room: "chat:C1", TaskNumber: n, Category: plugin.NotifyTerminal,
 				Payload: []byte(`{"status":"completed"}`), CreatedAt: f.clk.Now()}
 			b.ReportAllocs()
@@ -49,22 +46,5 @@ func BenchmarkTerminalNotification(b *testing.B) {
 				b.Fatalf("last message = %q", msgs[len(msgs)-1])
 			}
 		})
-	}
-}
-
-// fillSteps writes steps from..to of task n on the PostgreSQL database at
-// url, each with a result of 1 MiB, in one statement.
-func fillSteps(b *testing.B, url string, n int64, from, to int) {
-	b.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `INSERT INTO task_steps (task_number, iteration, action, params, result, success, progress, time)
-SELECT $1, g, 'read_file', '{"path":"a.txt"}', repeat('x', 1048576), true, g % 100, now() FROM generate_series($2::int, $3::int) g`, n, from, to)
-	if err != nil {
-		b.Fatal(err)
 	}
 }
