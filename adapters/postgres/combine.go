@@ -128,6 +128,14 @@ type writeKey struct {
 	expect, step, floor bool
 }
 
+// writeKey.cols has a bit for each task column: a column past its 64th
+// would never be written, so a store with more refuses to load.
+func init() {
+	if n := len(taskColumns); n > 64 {
+		panic(fmt.Sprintf("adapters/postgres: tasks has %d columns; writeKey.cols holds 64: widen it", n))
+	}
+}
+
 var writeSQLs sync.Map // writeKey → string
 
 // writeSQL is sqlWriteTask of shape k: $1 the task's number, then the
