@@ -35,7 +35,7 @@ type Chat struct {
 	MaxStaleIterations int
 }
 
-// Commands returns the chat commands of PRODUCT §3, in the order their
+// Commands returns the chat commands of docs/chat.md, in the order their
 // grammars are tried.
 func Commands(c *Chat) []plugin.Action {
 	return []plugin.Action{

@@ -8,7 +8,7 @@ import (
 )
 
 // Command is one chat command recognised by the deterministic grammar of
-// PRODUCT §3, before any model is asked.
+// docs/chat.md, before any model is asked.
 type Command struct {
 	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, help
 	Number int64  // the task number, when the command names one (0 when missing or malformed)
@@ -22,7 +22,7 @@ type Command struct {
 	// for that call only. Empty: the call pending now.
 	Call string
 	// Strategy is the word before "task" in `create review task …`
-	// (PRODUCT §8), lower-cased; empty when the command names none.
+	// (docs/strategies.md), lower-cased; empty when the command names none.
 	Strategy string
 }
 
@@ -45,7 +45,7 @@ const (
 var (
 	// "create task Build auth", "new task: x", "work on building auth", "/task create x", "create goal: x".
 	reCreate = regexp.MustCompile(`(?is)^(?:(?:create|new|start|add)(?:\s+a)?(?:\s+(?:task|job))?\s*(?:goal)?\s*:?|work\s+on|please\s+work\s+on)(?:\s+(.*))?$`)
-	// "create review task Build auth", "new react task: x" (PRODUCT §8).
+	// "create review task Build auth", "new react task: x" (docs/strategies.md).
 	reCreateStrategy = regexp.MustCompile(`(?is)^(?:create|new|start|add)(?:\s+an?)?\s+([\p{L}\p{N}_-]+)\s+(?:task|job)\b\s*:?(?:\s+(.*))?$`)
 	reList           = regexp.MustCompile(`(?i)^(?:list|show|ls)?\s*(?:all\s+)?(?:tasks|queue|task\s+list|task\s+queue|list)$|^(?:list|show\s+queue|queue)$`)
 	reNumbered       = regexp.MustCompile(`(?is)^(status|pause|resume|cancel|abort|stop|unpause|continue)\b(?:\s+(?:of\s+)?(?:task\s*)?(?:number\s*:?\s*)?(\S+))?\s*$`)

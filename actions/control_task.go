@@ -12,7 +12,7 @@ import (
 
 // ControlTask pauses, resumes or cancels a task — `pause #2`, `resume #2`,
 // `cancel #2` — or decides on the tool call it asked to make: `approve #2`,
-// `deny #2 [reason]` (PRODUCT §9). Only the task's requestor and admins
+// `deny #2 [reason]` (docs/security.md). Only the task's requestor and admins
 // may.
 type ControlTask struct {
 	*Chat

@@ -26,7 +26,7 @@ func (CreateTask) Info() plugin.ActionInfo {
 		Similes:     []string{"new task", "work on", "start task"},
 		Description: "Create a background task that an agent works on step by step, reporting progress in this room.",
 		Examples:    []string{"create task Build auth", "work on building auth", "/task create Build auth", "create review task Build auth"},
-		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string","minLength":1,"maxLength":4000},"name":{"type":"string","maxLength":80},"strategy":{"type":"string","description":"how the task is worked (PRODUCT §8): loop (default), react, tools, review, supervisor, magentic, group_chat"},"max_iterations":{"type":"integer","minimum":1,"maximum":10000}}}`),
+		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string","minLength":1,"maxLength":4000},"name":{"type":"string","maxLength":80},"strategy":{"type":"string","description":"how the task is worked: loop (default), react, tools, review, supervisor, magentic, group_chat"},"max_iterations":{"type":"integer","minimum":1,"maximum":10000}}}`),
 	}
 }
 

@@ -8,7 +8,7 @@
 // The file tools work on the calling task's files through the iteration's
 // plugin.Files view (plugin.Call.Files): the files live in the store, and
 // what a tool writes is committed with the iteration's result, under its
-// lease (PRODUCT §10). run_command lays the files out in a temporary
+// lease (docs/deploy.md). run_command lays the files out in a temporary
 // directory for its sandbox and writes back what the command changed.
 // Workspaces.Import moves the workspace directories an earlier version
 // kept on disk (TASKLOOM_DATA_DIR/workspaces/task-N) into the store.

@@ -20,7 +20,7 @@ import (
 const ImportedSuffix = ".imported"
 
 // Import moves the workspaces an earlier version kept on disk into the
-// store (PRODUCT §10): each regular file of Root/task-N goes into task N's
+// store (docs/deploy.md): each regular file of Root/task-N goes into task N's
 // files, unless task N already has a file at that path (what the task
 // wrote since wins). A directory done is renamed task-N.imported, and one
 // line is logged for it. The directory of a task the store does not have

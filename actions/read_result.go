@@ -92,7 +92,7 @@ func (ReadResult) Handle(ctx context.Context, call *plugin.Call) (plugin.Result,
 var errNoStep = errors.New("no such step")
 
 // stepOf reads step number iteration of task: one row, however many
-// steps the task has (PRODUCT §11).
+// steps the task has (docs/PERFORMANCE.md).
 func stepOf(ctx context.Context, rt *plugin.Runtime, task int64, iteration int) (plugin.Step, error) {
 	if rt == nil || rt.Store() == nil {
 		return plugin.Step{}, fmt.Errorf("read step %d of task #%d: no store", iteration, task)

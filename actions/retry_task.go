@@ -14,7 +14,7 @@ import (
 
 // RetryTask continues an ended task: `retry #3 [more context]` creates a
 // new task with the same goal, the old task's files and a summary of its
-// run (PRODUCT §7). Anyone who may see the old task may retry it; the new
+// run (docs/tasks.md). Anyone who may see the old task may retry it; the new
 // one is theirs, and their limits apply.
 type RetryTask struct{ *Chat }
 

@@ -125,7 +125,7 @@ func TestRunCommandWorksOnTheTasksFiles(t *testing.T) {
 }
 
 // TestRunCommandKeepsWithinTheLimits: what a command makes past the limits
-// of PRODUCT §10 is not kept, and its result says so, a line a file.
+// of docs/deploy.md is not kept, and its result says so, a line a file.
 func TestRunCommandKeepsWithinTheLimits(t *testing.T) {
 	needBwrap(t)
 	t.Parallel()

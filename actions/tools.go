@@ -4,7 +4,7 @@ import "github.com/taskloom/taskloom/plugin"
 
 // ToolConfig says how the task tools may reach the world.
 type ToolConfig struct {
-	// Workspaces is ignored: task files live in the store (PRODUCT §10)
+	// Workspaces is ignored: task files live in the store (docs/deploy.md)
 	// and the file tools reach them through plugin.Call.Files. It stays
 	// until its callers drop it; Workspaces.Import moves the files an
 	// earlier version left there into the store.
@@ -25,7 +25,7 @@ type ToolConfig struct {
 	MaxTokens int64
 }
 
-// Tools returns the tools an agent task can call (PRODUCT §2).
+// Tools returns the tools an agent task can call (docs/tasks.md).
 func Tools(c ToolConfig) []plugin.Action {
 	tools := []plugin.Action{
 		PostMessage{},

@@ -230,7 +230,7 @@ func TestFileToolRefusals(t *testing.T) {
 	}
 }
 
-// TestFileLimitsAreOneSentence: a write past a limit of PRODUCT §10 gets
+// TestFileLimitsAreOneSentence: a write past a limit of docs/deploy.md gets
 // one sentence back and writes nothing.
 func TestFileLimitsAreOneSentence(t *testing.T) {
 	t.Parallel()

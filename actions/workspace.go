@@ -12,7 +12,7 @@ import (
 
 // Workspaces is where an earlier version of Taskloom kept each task's
 // files: a directory task-N under Root (TASKLOOM_DATA_DIR/workspaces).
-// Task files live in the store now (PRODUCT §10); Import moves what is
+// Task files live in the store now (docs/deploy.md); Import moves what is
 // left on disk into it.
 type Workspaces struct {
 	Root string

@@ -8,7 +8,7 @@ import (
 )
 
 // MaxWriteBytes caps what one write_file call may write: the size of one
-// task file (PRODUCT §10).
+// task file (docs/deploy.md).
 const MaxWriteBytes = plugin.MaxFileBytes
 
 // WriteFile writes a file of the calling task. The write is the

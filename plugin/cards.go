@@ -6,7 +6,7 @@ import (
 )
 
 // TaskCard is the message that shows one task in one room when
-// notifications are task cards (TASKLOOM_NOTIFY_STYLE=card, PRODUCT §12):
+// notifications are task cards (TASKLOOM_NOTIFY_STYLE=card, docs/discord.md, docs/slack.md):
 // it is posted once and edited in place at every flush.
 type TaskCard struct {
 	Room       string

@@ -298,7 +298,7 @@ type Route struct {
 // EventType names a runtime event.
 type EventType string
 
-// The runtime events of PRODUCT §1.
+// The runtime events of docs/architecture.md.
 const (
 	MessageReceived EventType = "MESSAGE_RECEIVED"
 	ActionStarted   EventType = "ACTION_STARTED"

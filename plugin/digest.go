@@ -9,7 +9,7 @@ import (
 )
 
 // Digest condenses a task's whole history into what its prompt says of
-// the part it does not show (PRODUCT §11: an iteration reads the last few
+// the part it does not show (docs/PERFORMANCE.md: an iteration reads the last few
 // steps, not all of them): how many steps the task ran, by action and how
 // many succeeded, and where its latest answers are in its event log. It is
 // kept on the task (the digest column) and folded forward by the

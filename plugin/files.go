@@ -18,14 +18,14 @@ import (
 	"unicode/utf8"
 )
 
-// A task's files live in the store (PRODUCT §10), so any replica can run
+// A task's files live in the store (docs/deploy.md), so any replica can run
 // any iteration of any task. An iteration sees them through a Files view
 // (Call.Files) that reads through to the store and keeps its writes in
 // memory; the writes reach the store only with the iteration's fenced
 // commit (Outcome.Files, Mutation.Files), so a worker that lost its lease
 // writes nothing.
 
-// Limits of a task's files (PRODUCT §10). The Files view refuses a write
+// Limits of a task's files (docs/deploy.md). The Files view refuses a write
 // past one with a sentence for the model; the store refuses it too.
 const (
 	MaxFileBytes     = 1 << 20  // one file
@@ -65,7 +65,7 @@ func FileSum(data []byte) string {
 }
 
 // FileError is a file operation refused for what it asked: a path outside
-// the task's files, a file that is not there, a limit of PRODUCT §10.
+// the task's files, a file that is not there, a limit of docs/deploy.md.
 // Reason is a phrase for the model ("notes/a.md would be 2000000 bytes;
 // a file may hold at most 1048576"); Err is ErrInvalid, ErrNoFile or
 // ErrLimit, for errors.Is.
@@ -116,7 +116,7 @@ func ComparePaths(a, b string) int {
 }
 
 // CheckFileLimits says, with a FileError wrapping ErrLimit, which limit
-// of PRODUCT §10 the files of one task would pass, or nil. files are all
+// of docs/deploy.md the files of one task would pass, or nil. files are all
 // of the task's files after a change; changed names the paths the change
 // wrote, whose sizes are checked one by one.
 func CheckFileLimits(files map[string]int64, changed []string) error {

@@ -119,7 +119,7 @@ type TaskRef struct {
 	Goal      string
 	Iteration int // the iteration about to run, from 1
 	Progress  int
-	// Strategy and Role say whose turn the call is (PRODUCT §8); empty
+	// Strategy and Role say whose turn the call is (docs/strategies.md); empty
 	// Role for a loop iteration.
 	Strategy string
 	Role     string

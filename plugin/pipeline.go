@@ -17,7 +17,7 @@ const (
 	sorryNoCommand = "I didn't understand that. Say `help` to see what I can do."
 )
 
-// HandleMessage runs the message pipeline of PRODUCT §1 for one incoming
+// HandleMessage runs the message pipeline of docs/architecture.md for one incoming
 // chat message:
 //
 //  1. persist it as a memory (a redelivered message stops here, so it is

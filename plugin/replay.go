@@ -45,7 +45,7 @@ func applyChanges(t *Task, changes map[string]json.RawMessage) error {
 	return json.Unmarshal(raw, t)
 }
 
-// Check replays a task's events and verifies the invariants of PRODUCT §2
+// Check replays a task's events and verifies the invariants of docs/tasks.md
 // against the stored row and its step count: a contiguous sequence from 1
 // that starts with "created"; terminal states absorb; progress within
 // 0–100; stale counter and iteration within their bounds; fence tokens never

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// The phases of a task of the review strategy (PRODUCT §8, after
+// The phases of a task of the review strategy (docs/strategies.md, after
 // taskcore). A review task starts in analysis: its Phase is empty until
 // its first claim, and ReviewPhase reads empty as analysis.
 const (

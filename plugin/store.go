@@ -21,7 +21,7 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Now is the store's clock: the database server's, which every
 	// replica shares, so claims and leases measured on it agree whatever
-	// each replica's own clock says (PRODUCT §9).
+	// each replica's own clock says (docs/security.md).
 	Now(ctx context.Context) (time.Time, error)
 	Close() error
 
@@ -58,7 +58,7 @@ type Store interface {
 
 	Steps(ctx context.Context, number int64) ([]Step, error)
 	// RecentSteps lists a task's last k steps (k > 0), oldest first: a
-	// read bounded by k however many steps the task has (PRODUCT §11).
+	// read bounded by k however many steps the task has (docs/PERFORMANCE.md).
 	RecentSteps(ctx context.Context, number int64, k int) ([]Step, error)
 	// PageSteps reads a page of a task's steps and counts them all: a
 	// read bounded by q however many steps the task has and however long
@@ -84,8 +84,8 @@ type Store interface {
 	// RecentMemories lists a room's latest messages, oldest first.
 	RecentMemories(ctx context.Context, room string, limit int) ([]Memory, error)
 	// PruneMemories deletes the memories created before before (and those
-	// with no time) and says how many it deleted: the retention of PRODUCT
-	// §9. Task events are kept: they are the audit log.
+	// with no time) and says how many it deleted: the retention of
+	// docs/security.md. Task events are kept: they are the audit log.
 	PruneMemories(ctx context.Context, before time.Time) (int64, error)
 
 	Outbox
@@ -117,7 +117,7 @@ type StepPage struct {
 
 // NextClaimer is a Store that can commit a worker's iteration and claim
 // the worker's next task in one transaction: one commit an iteration
-// instead of two (PRODUCT §11). Workers that serve one task after another
+// instead of two (docs/PERFORMANCE.md). Workers that serve one task after another
 // use it. It claims what ClaimTask would claim at the start of the
 // transaction — the head of the queue, where the task the worker commits
 // is not, as the worker holds it — so the only task ready is claimed with
@@ -139,7 +139,7 @@ type NextClaimer interface {
 	UpdateTaskAndClaim(ctx context.Context, number int64, fn MutateFunc, next Claim) (after, claimed Task, err error)
 }
 
-// FileStore keeps the files of tasks (PRODUCT §10). An iteration's changes
+// FileStore keeps the files of tasks (docs/deploy.md). An iteration's changes
 // reach it only through UpdateTask (Mutation.Files), in the iteration's
 // fenced commit, within the limits of MaxFileBytes, MaxTaskFileBytes and
 // MaxTaskFiles; a change past one is refused with ErrLimit and nothing of
@@ -203,7 +203,7 @@ type Memory struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// Notification categories (PRODUCT §4).
+// Notification categories (docs/chat.md).
 const (
 	NotifyProgress = "progress" // latest wins
 	NotifyAction   = "action"   // latest wins
@@ -212,7 +212,7 @@ const (
 	NotifyMessage  = "message"  // a task's post_message or question: sent at once
 )
 
-// Notification statuses (PRODUCT §9).
+// Notification statuses (docs/security.md).
 const (
 	// NotificationPending is waiting to be delivered, or being delivered.
 	NotificationPending = "pending"

@@ -2,7 +2,7 @@ package plugin
 
 import "strings"
 
-// The strategies of PRODUCT §8. A task's Strategy names how its claims
+// The strategies of docs/strategies.md. A task's Strategy names how its claims
 // are made; every one of them makes one model call per claim, so the fair
 // queue, leases, fences and budgets hold whichever it is.
 const (
@@ -15,7 +15,7 @@ const (
 	StrategyGroupChat  = "group_chat"
 )
 
-// The roles of PRODUCT §8 a step may record, besides an agent's name in
+// The roles of docs/strategies.md a step may record, besides an agent's name in
 // the multi-agent strategies.
 const (
 	RoleAgent       = "agent"

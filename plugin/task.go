@@ -10,7 +10,7 @@ import (
 // Status is where a task stands in its life.
 type Status string
 
-// The statuses of PRODUCT §2. The last four are terminal.
+// The statuses of docs/tasks.md. The last four are terminal.
 const (
 	StatusQueued    Status = "queued"
 	StatusRunning   Status = "running"
@@ -48,7 +48,7 @@ func (s Status) Valid() bool {
 // Claimable reports whether the queue may hand a task in s to a worker.
 func (s Status) Claimable() bool { return s == StatusQueued || s == StatusRunning }
 
-// WaitOn says what a waiting task waits for (PRODUCT §7). A paused task
+// WaitOn says what a waiting task waits for (docs/tasks.md). A paused task
 // keeps it, so resume returns it to that wait.
 type WaitOn string
 
@@ -60,7 +60,7 @@ const (
 	WaitApproval WaitOn = "approval"
 )
 
-// Defaults for a new task (PRODUCT §2).
+// Defaults for a new task (docs/tasks.md).
 const (
 	DefaultMaxIterations      = 50
 	DefaultMaxStaleIterations = 3
@@ -112,7 +112,7 @@ type Task struct {
 	// WaitingOn is what a waiting (or paused while waiting) task waits on.
 	WaitingOn WaitOn `json:"waiting_on"`
 	// NextAttemptAt, when set, keeps the queue from handing the task out
-	// before it: the model was unavailable (PRODUCT §7).
+	// before it: the model was unavailable (docs/tasks.md).
 	NextAttemptAt time.Time `json:"next_attempt_at"`
 	// MaxTokens bounds prompt + completion tokens, the task's own and its
 	// subtasks'; 0 is no limit.
@@ -120,15 +120,15 @@ type Task struct {
 	// ContinuesNumber is the ended task this one retries, 0 for none.
 	ContinuesNumber int64 `json:"continues_number"`
 	// ApprovalAction and ApprovalParams are the tool call a task asked a
-	// person to approve (PRODUCT §9): exactly what runs once
+	// person to approve (docs/security.md): exactly what runs once
 	// ApprovalGranted. ApprovalRole is the role of the step that asked
-	// (PRODUCT §8), which the call's step keeps. Empty when none is
+	// (docs/strategies.md), which the call's step keeps. Empty when none is
 	// pending.
 	ApprovalAction  string `json:"approval_action"`
 	ApprovalParams  string `json:"approval_params"`
 	ApprovalGranted bool   `json:"approval_granted"`
 	ApprovalRole    string `json:"approval_role"`
-	// Strategy is how the task's claims are made (PRODUCT §8): loop,
+	// Strategy is how the task's claims are made (docs/strategies.md): loop,
 	// react, tools, review, supervisor, magentic, group_chat, or one a
 	// plugin added.
 	Strategy string `json:"strategy"`
@@ -195,7 +195,7 @@ type Step struct {
 	Error      string          `json:"error,omitempty"`
 	Progress   int             `json:"progress"`
 	Time       time.Time       `json:"time"`
-	// Role is whose turn the step was (PRODUCT §8): agent, thought,
+	// Role is whose turn the step was (docs/strategies.md): agent, thought,
 	// action, observation, analysis, reviewer, supervisor or an agent's
 	// name.
 	Role string `json:"role,omitempty"`

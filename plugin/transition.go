@@ -21,7 +21,7 @@ type Mutation struct {
 	Step          *Step
 	Notifications []Notification
 	// Files are the writes and deletions of the task's files the step
-	// made (PRODUCT §10), written before the event.
+	// made (docs/deploy.md), written before the event.
 	Files []FileChange
 	// Subtasks are the children the step's tool asked for, created by
 	// the store in the same transaction, under the limits of subtasks
@@ -321,7 +321,7 @@ type Claim struct {
 	Now   time.Time
 	Lease time.Duration
 	// StoreClock measures the lease on the store's clock, which every
-	// replica shares, instead of Now (PRODUCT §9).
+	// replica shares, instead of Now (docs/security.md).
 	StoreClock bool
 }
 
@@ -373,7 +373,7 @@ type Outcome struct {
 	Wait WaitOn
 	// Repeated says the step's action and params equal the previous
 	// step's: whatever progress the model claims, it counts as none (the
-	// stall guard of PRODUCT §7).
+	// stall guard of docs/tasks.md).
 	Repeated bool
 	// Approved says the step ran the tool call a person approved: it
 	// completes the iteration that asked (see ToolRan).
@@ -391,7 +391,7 @@ type Outcome struct {
 	PromptTokens     int64
 	CompletionTokens int64
 
-	// What a strategy other than loop says besides (PRODUCT §8); a loop
+	// What a strategy other than loop says besides (docs/strategies.md); a loop
 	// iteration leaves them zero. Phase, State and Ledger, when not
 	// empty, are the task's after this claim.
 	Phase, State, Ledger string
@@ -415,7 +415,7 @@ type Outcome struct {
 	Restart bool
 }
 
-// Iterated applies one iteration's outcome to a task, per PRODUCT §2:
+// Iterated applies one iteration's outcome to a task, per docs/tasks.md:
 //
 //   - the result is refused unless the caller still holds the lease (same
 //     fence and owner) and the task has not ended;
@@ -788,7 +788,7 @@ func Released(t Task, owner string, fence int64, now time.Time) (Mutation, error
 
 // ModelUnavailable gives a claimed task back to the queue unchanged but
 // for next_attempt_at, before which the queue does not hand it out: the
-// model could not be reached (PRODUCT §7). No iteration, step, progress or
+// model could not be reached (docs/tasks.md). No iteration, step, progress or
 // stale count is spent on it.
 func ModelUnavailable(t Task, owner string, fence int64, now, next time.Time, reason string) (Mutation, error) {
 	if t.Fence != fence || t.LeaseOwner != owner {

@@ -9,7 +9,7 @@ import (
 )
 
 // answer is the demo model's reply to a task's claim, in the shape its
-// strategy's role asks for (PRODUCT §8): the same rehearsal plan, walked
+// strategy's role asks for (docs/strategies.md): the same rehearsal plan, walked
 // through thoughts and observations (react), native tool calls (tools),
 // an analysis and a review (review), or a supervisor routing its agents.
 func answer(task plugin.TaskRef, tools []plugin.ToolSpec, post bool) (text string, calls []plugin.ToolCall) {

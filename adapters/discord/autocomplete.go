@@ -14,7 +14,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// Autocomplete of /task's number option (PRODUCT §12): the tasks the
+// Autocomplete of /task's number option (docs/discord.md, docs/slack.md): the tasks the
 // caller can see — the workspace rule of the status and list commands —
 // newest first, those the subcommand can act on, filtered by what was
 // typed, at most Discord's 25, each "#N name — status".

@@ -17,14 +17,14 @@ import (
 // CommandName is the one application command, /task.
 const CommandName = "task"
 
-// Strategies are the choices of /task create's strategy option (PRODUCT
-// §8), loop first: the default.
+// Strategies are the choices of /task create's strategy option
+// (docs/strategies.md), loop first: the default.
 var Strategies = []string{
 	plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, plugin.StrategyReview,
 	plugin.StrategySupervisor, plugin.StrategyMagentic, plugin.StrategyGroupChat,
 }
 
-// Where /task can be used (PRODUCT §12): the app is installable to a
+// Where /task can be used (docs/discord.md, docs/slack.md): the app is installable to a
 // server and to a user's account, and the command works in servers, in
 // DMs with the bot and — installed to a user — in group DMs and other DMs.
 var (
@@ -37,7 +37,7 @@ var (
 )
 
 // Commands are the application commands the bot registers: /task and its
-// subcommands (PRODUCT §3), the task numbers autocompleted.
+// subcommands (docs/chat.md), the task numbers autocompleted.
 func Commands() []*discordgo.ApplicationCommand {
 	one := 1.0
 	minLen := 1

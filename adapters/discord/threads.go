@@ -14,7 +14,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// Task threads (TASKLOOM_DISCORD_THREADS, PRODUCT §12): a task created in
+// Task threads (TASKLOOM_DISCORD_THREADS, docs/discord.md, docs/slack.md): a task created in
 // a guild text channel gets a thread of its own, started from the bot's
 // acknowledgement, and moves there (Store.MoveTask): its room becomes
 // "discord:<channel>:<thread>", so its progress, questions, approvals and

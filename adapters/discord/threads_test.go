@@ -200,7 +200,7 @@ func TestSlashCreateGetsAThreadAndAStrategy(t *testing.T) {
 	}
 
 	// Every strategy the option offers reaches create_task; whether the
-	// task service runs it is its own business (PRODUCT §8).
+	// task service runs it is its own business (docs/strategies.md).
 	b.slash(alice, "create", discordfake.CommandOption{Name: "goal", Value: "Think first"},
 		discordfake.CommandOption{Name: "strategy", Value: "react"})
 	_, m := b.response(2)

@@ -103,7 +103,7 @@ type APIOptions struct {
 	MaxStreamsPerClient int
 }
 
-// API serves the task API of PRODUCT §5 and the dashboard.
+// API serves the task API of docs/api.md and the dashboard.
 type API struct {
 	o     APIOptions
 	store plugin.Store
@@ -504,7 +504,7 @@ type createRequest struct {
 	// MaxTokens is the token budget: absent for the service's default,
 	// 0 for no limit.
 	MaxTokens *int64 `json:"max_tokens"`
-	// Strategy is how the task is worked (PRODUCT §8); absent is loop.
+	// Strategy is how the task is worked (docs/strategies.md); absent is loop.
 	Strategy string `json:"strategy"`
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// The wire shapes of PRODUCT §5. A task is its §2 columns in snake_case;
+// The wire shapes of docs/api.md. A task is its columns (docs/tasks.md) in snake_case;
 // a time not set is null.
 
 type taskBody struct {
@@ -45,7 +45,7 @@ type taskBody struct {
 	MaxTokens       int64         `json:"max_tokens"`
 	ContinuesNumber *int64        `json:"continues_number"`
 	Approval        *approvalBody `json:"approval"`
-	// Strategy is how the task is worked (PRODUCT §8); Phase where the
+	// Strategy is how the task is worked (docs/strategies.md); Phase where the
 	// strategy stands ("" for loop); Ledger magentic's ledger, null for
 	// the other strategies.
 	Strategy string          `json:"strategy"`
@@ -195,7 +195,7 @@ func eventOf(e plugin.TaskEvent) eventBody {
 		Payload: payload, Actor: e.Actor, Fence: e.Fence, Time: e.Time.UTC()}
 }
 
-// notificationBody is one row of the outbox (PRODUCT §9): a pending
+// notificationBody is one row of the outbox (docs/security.md): a pending
 // update for a room, or a dead letter (status "failed") with why.
 type notificationBody struct {
 	ID         int64           `json:"id"`

@@ -13,7 +13,7 @@ import (
 )
 
 // TestDashboardTimelineShowsRoles: in Chromium, the timeline of a
-// supervisor task says whose turn each step was (PRODUCT §8); a loop
+// supervisor task says whose turn each step was (docs/strategies.md); a loop
 // task's timeline names none.
 func TestDashboardTimelineShowsRoles(t *testing.T) {
 	f := newFixtureAt(t, teststore.SQLite, time.Now().UTC().Add(-time.Minute).Truncate(time.Second))

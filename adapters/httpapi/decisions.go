@@ -11,7 +11,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// What people decide about a task (PRODUCT §7, §9): the answer to its
+// What people decide about a task (docs/tasks.md, docs/security.md): the answer to its
 // question, the tool call it asked approval for, and another run of a
 // task that has ended. Each is a POST with a small JSON object; a request
 // refused here reaches the task service not at all.

@@ -2,7 +2,7 @@
 // health and readiness probes, and the mux that plugins' routes, the JSON
 // API, the dashboard and the Slack endpoints are mounted on.
 //
-// NewAPI(...).Mount(server) adds the task API of PRODUCT §5, §7 and §9
+// NewAPI(...).Mount(server) adds the task API of docs/api.md, docs/tasks.md, docs/security.md
 // (list, get, events, create, pause/resume/cancel, answer, retry,
 // approve/deny; the outbox's notifications and their retry; {"error":
 // "..."} bodies), the

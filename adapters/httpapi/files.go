@@ -10,7 +10,7 @@ import (
 )
 
 // taskFiles answers GET /api/tasks/{number}/files: the task's files
-// (PRODUCT §10), without their bytes.
+// (docs/deploy.md), without their bytes.
 func (a *API) taskFiles(w http.ResponseWriter, r *http.Request) {
 	n, ok := taskNumber(w, r)
 	if !ok {

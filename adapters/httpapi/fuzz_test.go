@@ -15,7 +15,7 @@ import (
 )
 
 // FuzzAPIRequests sends the API any method, path under /api/ and body,
-// on a store holding one task (#1, queued), and holds what PRODUCT asks of
+// on a store holding one task (#1, queued), and holds what docs/api.md asks of
 // bad input: an answer below 500, a JSON body with an "error" sentence for
 // every 4xx, and nothing changed — no task, no event — by a request
 // refused or by a GET.

@@ -9,7 +9,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// The outbox as operators see it (PRODUCT §9): notifications not yet
+// The outbox as operators see it (docs/security.md): notifications not yet
 // delivered, and the dead letters that could not be, which a person may
 // send back to be tried again.
 

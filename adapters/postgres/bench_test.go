@@ -86,7 +86,7 @@ FROM generate_series(1, $2) AS g`
 // transaction, on the store's clock as serve claims) on a table of 1,000
 // and one of 1,000,000 tasks, 1,000 of them active, in two databases
 // claimed from in turn so that both see the same load, and prints the ratio
-// (PRODUCT §11: at most 1.3). Each claimed task is served (untimed) so the
+// (docs/PERFORMANCE.md: at most 1.3). Each claimed task is served (untimed) so the
 // queue keeps turning. It runs a fixed number of claims whatever b.N is:
 //
 //	go test -run XXX -bench QueueClaimLatency -benchtime 1x ./adapters/postgres/

@@ -16,7 +16,7 @@ INSERT INTO task_cards (room, task_number, message_id, updated_at) VALUES ($1, $
 ON CONFLICT (room, task_number) DO UPDATE SET message_id = EXCLUDED.message_id, updated_at = EXCLUDED.updated_at`
 )
 
-// TaskCard returns the card of task in room (PRODUCT §12).
+// TaskCard returns the card of task in room (docs/discord.md, docs/slack.md).
 func (s *Store) TaskCard(ctx context.Context, room string, task int64) (plugin.TaskCard, error) {
 	c, err := sqlstore.ScanTaskCard(s.pool.QueryRow(ctx, sqlTaskCard, room, task))
 	if isNoRows(err) {

@@ -58,7 +58,7 @@ func (r *sent) take() (statements []string, trips int) {
 
 // TestIterationStatements: an iteration of a task this store claimed is
 // two statements in two round trips, as the raw claim and commit of
-// PRODUCT §2 are — the claim with its event (between the BEGIN and COMMIT
+// docs/tasks.md are — the claim with its event (between the BEGIN and COMMIT
 // of its REPEATABLE READ transaction, in the same round trip), then the
 // row, the step and the event together — and the write sets only the
 // columns that changed.

@@ -7,7 +7,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// The bounded reads of a task's history an iteration makes (PRODUCT §11),
+// The bounded reads of a task's history an iteration makes (docs/PERFORMANCE.md),
 // each an index range on a primary or unique key: (task_number,
 // iteration) for steps, (task_number, sequence) for events.
 const (

@@ -24,7 +24,7 @@ import (
 // (sqlstore.RowCache) and writes it only if it has not changed since; if
 // it has, or anything fails after the claimed row was used, the
 // transaction runs again from a locked read. An iteration is therefore
-// two round trips, as the bare claim and commit of PRODUCT §2 are, or one
+// two round trips, as the bare claim and commit of docs/tasks.md are, or one
 // when its commit claims the worker's next task (ClaimAhead), and reads
 // none of the task's steps when this store wrote them (stepCache).
 func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {

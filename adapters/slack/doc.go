@@ -50,7 +50,7 @@
 // who pressed it, so the runtime's authorization applies; a refusal is
 // shown to that person only (chat.postEphemeral).
 //
-// Beyond the chat itself (PRODUCT §12):
+// Beyond the chat itself (docs/discord.md, docs/slack.md):
 //
 //   - The App Home tab: app_home_opened (tab "home") publishes the person's
 //     tasks (views.publish) — those they asked for that they may see from

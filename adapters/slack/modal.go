@@ -34,7 +34,7 @@ const (
 	createAction = "create_task"
 )
 
-// Strategies are the strategies the modal offers (PRODUCT §8), the default
+// Strategies are the strategies the modal offers (docs/strategies.md), the default
 // first.
 var Strategies = []string{plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, plugin.StrategyReview,
 	plugin.StrategySupervisor, plugin.StrategyMagentic, plugin.StrategyGroupChat}

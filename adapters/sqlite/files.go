@@ -7,7 +7,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// The SQL of task_files (PRODUCT §10); the schema is in
+// The SQL of task_files (docs/deploy.md); the schema is in
 // migrations/0006_task_files.sql.
 const (
 	fileCols = sqlstore.FileColumns

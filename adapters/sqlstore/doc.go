@@ -6,7 +6,7 @@
 // The order of a task mutation lives here once: lock the row, apply the
 // pure transition of package plugin, check it, then write the row, the
 // step, the notifications, the task's file changes (within the limits of
-// PRODUCT §10) and the event. A dialect's Tx is a list of small
+// docs/deploy.md) and the event. A dialect's Tx is a list of small
 // SQL-shaped operations (LockTask, UpdateTask, InsertEvent, …), in the way
 // River's driver interface is, so a new table means one piece of logic here
 // and one short entry per dialect, and adapters/storetest keeps both

@@ -12,7 +12,7 @@ import (
 
 // writeFiles applies the file changes of a mutation of task, a row the
 // transaction has locked, at now: it checks every path and the limits of
-// PRODUCT §10 against the task's files as they will be, then writes. The
+// docs/deploy.md against the task's files as they will be, then writes. The
 // Files view refused anything past a limit already; this is the backstop
 // that keeps the table within them whatever the caller.
 func writeFiles(ctx context.Context, tx Tx, task int64, changes []plugin.FileChange, now time.Time) error {

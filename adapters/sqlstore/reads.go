@@ -209,7 +209,7 @@ func scanTaskRow(r Row) (plugin.Task, error) { return ScanTask(r) }
 // sqlUnowned counts the steps and events whose task does not exist, in
 // either dialect. The store writes none: each is written in the
 // transaction that updates its task's row, and no task is deleted. But
-// PostgreSQL does not check it on insert (no foreign key: PRODUCT §11's
+// PostgreSQL does not check it on insert (no foreign key: docs/PERFORMANCE.md's
 // cost), so taskloom check does.
 const sqlUnowned = `SELECT
   (SELECT count(*) FROM task_steps s WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.number = s.task_number)),

@@ -422,7 +422,7 @@ func sameEvent(a, b plugin.TaskEvent) (bool, error) {
 }
 
 // onStoreClock sets *now to the database's clock when asked: leases are
-// then measured on the clock every replica shares (PRODUCT §9), whatever
+// then measured on the clock every replica shares (docs/security.md), whatever
 // each replica's own clock says.
 func onStoreClock(ctx context.Context, tx Tx, asked bool, now *time.Time) error {
 	if !asked {
@@ -493,7 +493,7 @@ func lockToWrite(ctx context.Context, tx Tx, number int64) (plugin.Task, error) 
 }
 
 // settleSubtasks applies, in the transaction of mutation m of task cur,
-// what it means for subtasks (PRODUCT §7): a subtask that ends adds its
+// what it means for subtasks (docs/tasks.md): a subtask that ends adds its
 // tokens to its parent and, if it was the last, resumes a parent waiting on
 // its subtasks; a task that comes to wait on subtasks that have all ended
 // already is resumed at once. Either way the resumption commits with the

@@ -171,7 +171,7 @@ func testFileReads(t *testing.T, s plugin.Store) {
 	}
 }
 
-// testFileLimits: a change past a limit of PRODUCT §10, or with a path
+// testFileLimits: a change past a limit of docs/deploy.md, or with a path
 // that is not clean, is refused with the whole mutation; the limits
 // themselves are allowed.
 func testFileLimits(t *testing.T, s plugin.Store) {

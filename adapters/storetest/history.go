@@ -83,7 +83,7 @@ func testPageSteps(t *testing.T, s plugin.Store) {
 	}
 }
 
-// testHistoryReads: the bounded reads an iteration makes (PRODUCT §11) —
+// testHistoryReads: the bounded reads an iteration makes (docs/PERFORMANCE.md) —
 // a task's last k steps, one step by iteration, events by sequence —
 // return what the full reads return, for that task only.
 func testHistoryReads(t *testing.T, s plugin.Store) {

@@ -13,7 +13,7 @@ import (
 )
 
 // Ledger records the claims and releases of a queue with the time of their
-// calls, to count out-of-turn claims afterwards (PRODUCT §11). It is safe
+// calls, to count out-of-turn claims afterwards (docs/PERFORMANCE.md). It is safe
 // for concurrent use; the zero Ledger is empty and ready.
 type Ledger struct {
 	mu       sync.Mutex

@@ -432,7 +432,7 @@ func runMigrate(ctx context.Context, cfg config.Config, log *slog.Logger, o Opti
 }
 
 // runPrune deletes the chat memories older than TASKLOOM_RETENTION, as a
-// running service does every hour (PRODUCT §9).
+// running service does every hour (docs/security.md).
 func runPrune(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) int {
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -449,7 +449,7 @@ func runPrune(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 	return ExitOK
 }
 
-// runCheck replays every task's event log and verifies it (PRODUCT §2).
+// runCheck replays every task's event log and verifies it (docs/tasks.md).
 func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) int {
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -580,7 +580,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 		return err
 	}
 	defer st.Close()
-	// Task files live in the store (PRODUCT §10); an earlier version's
+	// Task files live in the store (docs/deploy.md); an earlier version's
 	// workspace directories are moved in once. A failure leaves them for
 	// the next start.
 	ws := actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
@@ -667,7 +667,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	}
 
 	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
-	srv.SetInfo("model", core.Tasks.ModelState) // said, not checked: §7 keeps readiness on the store
+	srv.SetInfo("model", core.Tasks.ModelState) // said, not checked: docs/tasks.md keeps readiness on the store
 	hostname, _ := os.Hostname()
 	if err := srv.SetIdentity(httpapi.Identity{PublicURL: cfg.PublicURL, ListenAddr: cfg.HTTPAddr, Hostname: hostname}); err != nil {
 		return err
@@ -721,7 +721,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 		return fmt.Errorf("HTTP server: %w", err)
 	}
 	srv.SetReady(false)
-	// Draining gets TASKLOOM_SHUTDOWN_TIMEOUT (PRODUCT §7); what still runs
+	// Draining gets TASKLOOM_SHUTDOWN_TIMEOUT (docs/tasks.md); what still runs
 	// then is canceled and its tasks released unchanged. That is a normal
 	// stop, logged, not a failure: the process exits 0.
 	drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)

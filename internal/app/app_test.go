@@ -467,7 +467,7 @@ func TestServeWiresSlackHTTPMode(t *testing.T) {
 	if _, err := fake.WaitMessages(ctx, 1, func(m slackfake.Message) bool { return strings.Contains(m.Text, "Created task #1") }); err != nil {
 		t.Fatalf("no reply in Slack: %v", err)
 	}
-	// The Home tab (PRODUCT §12) is wired too: opening it publishes U1's
+	// The Home tab (docs/discord.md, docs/slack.md) is wired too: opening it publishes U1's
 	// tasks, and their next change refreshes it.
 	send := func(p slackfake.Payload) {
 		t.Helper()

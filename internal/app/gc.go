@@ -14,7 +14,7 @@ import (
 // GCPercent is the garbage collector's target for `taskloom serve` when
 // GOGC is not set: the heap may grow to five times what is live (400%)
 // before a collection, instead of Go's twice (100%). An idle replica
-// keeps a few megabytes live, so it stays far under PRODUCT §11's 60 MB;
+// keeps a few megabytes live, so it stays far under docs/PERFORMANCE.md's 60 MB;
 // a busy one allocates about 40 KB an iteration that lives only for the
 // iteration, and collecting a quarter as often spends about a fifth less
 // of the process's CPU an iteration (BenchmarkQueue at 16 workers).

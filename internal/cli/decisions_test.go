@@ -8,7 +8,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// TestAnswerApproveDenyRetry drives the commands of PRODUCT §7 and §9
+// TestAnswerApproveDenyRetry drives the commands of docs/tasks.md, docs/security.md
 // against the real API: what a task waits on shows in list and show, and
 // answer, approve, deny and retry change it — or, refused, print the
 // API's sentence and exit 1.

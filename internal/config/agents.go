@@ -14,7 +14,7 @@ import (
 )
 
 // Agent is one agent profile of TASKLOOM_AGENTS: the team of the
-// multi-agent strategies (PRODUCT §8). Whether its tools exist is checked
+// multi-agent strategies (docs/strategies.md). Whether its tools exist is checked
 // once the plugins have registered their actions (internal/app).
 type Agent struct {
 	Name        string   `json:"name" yaml:"name"`
@@ -38,8 +38,8 @@ const maxAgentsFile = 1 << 20
 const maxAgentName = 32
 
 // reservedAgentNames are role names that mean something else in a
-// multi-agent task (PRODUCT §8), and the supervisor's word for the end.
-// reviewer is not among them: PRODUCT §8 names it as a built-in agent.
+// multi-agent task (docs/strategies.md), and the supervisor's word for the end.
+// reviewer is not among them: docs/strategies.md names it as a built-in agent.
 var reservedAgentNames = []string{"supervisor", "agent", "thought", "action", "observation", "analysis", "done"}
 
 // agents reads TASKLOOM_AGENTS: the path of a JSON or YAML file holding a

@@ -87,13 +87,13 @@ type Config struct {
 	// (TASKLOOM_HTTP_GET_ALLOW_PRIVATE).
 	HTTPAllowPrivate bool
 
-	// Dependable runs (PRODUCT §7).
+	// Dependable runs (docs/tasks.md).
 	AnswerTimeout   time.Duration // TASKLOOM_ANSWER_TIMEOUT
 	MaxTokens       int64         // TASKLOOM_MAX_TOKENS; 0 is no limit
 	Temperature     float64       // TASKLOOM_TEMPERATURE
 	ShutdownTimeout time.Duration // TASKLOOM_SHUTDOWN_TIMEOUT
 
-	// Safe by default (PRODUCT §9).
+	// Safe by default (docs/security.md).
 	// ApproveTools are the tools a person must approve
 	// (TASKLOOM_APPROVE_TOOLS; "none" for none).
 	ApproveTools []string
@@ -134,7 +134,7 @@ type MCPServer struct {
 // Stdio says whether the server is a command spoken to over stdio.
 func (s MCPServer) Stdio() bool { return s.Command != "" }
 
-// Defaults (PRODUCT §6).
+// Defaults (docs/configuration.md).
 const (
 	DefaultDataDir       = "./.taskloom"
 	DefaultHTTPAddr      = "127.0.0.1:8080"

@@ -128,7 +128,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 	}
 }
 
-// TestWaveTwoDefaults: the defaults of PRODUCT §7 and §9, and the forms
+// TestWaveTwoDefaults: the defaults of docs/tasks.md, docs/security.md, and the forms
 // the new variables take.
 func TestWaveTwoDefaults(t *testing.T) {
 	t.Parallel()

@@ -2,7 +2,7 @@ package config
 
 import "strings"
 
-// Notification styles (TASKLOOM_NOTIFY_STYLE, PRODUCT §12).
+// Notification styles (TASKLOOM_NOTIFY_STYLE, docs/discord.md, docs/slack.md).
 const (
 	// NotifyBatch sends each room one message of what changed at every
 	// flush.

@@ -11,7 +11,7 @@ import (
 // message.
 const cardErrors = 3
 
-// Card renders a task's card (TASKLOOM_NOTIFY_STYLE=card, PRODUCT §12):
+// Card renders a task's card (TASKLOOM_NOTIFY_STYLE=card, docs/discord.md, docs/slack.md):
 // one message per task and room, edited in place at every flush, that
 // shows where the task is now rather than what changed:
 //

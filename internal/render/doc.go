@@ -1,7 +1,7 @@
 // Package render turns tasks into the chat text every platform shows: the
 // batched progress message, the completion, stall, failure and cancellation
 // notices, the queue view, a task's detailed status and the help text
-// (PRODUCT §3). The console, Discord and Slack all call it, so a message
+// (docs/chat.md). The console, Discord and Slack all call it, so a message
 // looks the same everywhere except where a platform's markup needs it not to.
 //
 // A Flavor names that markup. Plain is for the console and logs; Discord and

@@ -17,7 +17,7 @@ const indent = "   "
 
 // Clipping lengths, in runes, for user text that shares a line with other
 // facts. Summaries, goals and task errors in their own blocks are never
-// clipped: PRODUCT §3 wants the whole summary, and Split handles length.
+// clipped: docs/chat.md wants the whole summary, and Split handles length.
 const (
 	paramRunes    = 60  // the parameter shown after an action name
 	queueRunes    = 24  // a task name in the queue view
@@ -26,7 +26,7 @@ const (
 )
 
 // Update is one task's pending changes for a room, as the notification
-// service collects them between flushes (PRODUCT §4).
+// service collects them between flushes (docs/chat.md).
 type Update struct {
 	Task       plugin.Task
 	From       int          // progress last sent to this room (0 if never)
@@ -371,7 +371,7 @@ func Question(steps []plugin.Step) string {
 	return ""
 }
 
-// Help lists the chat commands of PRODUCT §3 with an example of each, and
+// Help lists the chat commands of docs/chat.md with an example of each, and
 // on Discord and Slack the /task form each platform takes.
 func Help(f Flavor) string {
 	rows := []struct{ say, does, discord, slack string }{
@@ -461,7 +461,7 @@ func elapsed(t plugin.Task) (time.Duration, bool) {
 
 // action shows a step as a code span and a mark: `write_file src/a.ts` ✓.
 // The parameter shown is the most telling one (see paramSummary), clipped.
-// actor names whose turn step s was (PRODUCT §8: "Last action:
+// actor names whose turn step s was (docs/strategies.md: "Last action:
 // researcher → http_get …"), for a task whose strategy is not loop: in a
 // loop task every step is the one agent's.
 func actor(f Flavor, t plugin.Task, s plugin.Step) string {
@@ -486,7 +486,7 @@ func action(f Flavor, s plugin.Step) string {
 	return code(f, text) + mark
 }
 
-// paramKeys are the tool parameters (PRODUCT §2) that say most about a
+// paramKeys are the tool parameters (docs/tasks.md) that say most about a
 // call, best first.
 var paramKeys = []string{"path", "url", "command", "question", "goal", "query", "name", "text", "number"}
 

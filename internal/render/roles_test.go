@@ -9,7 +9,7 @@ import (
 
 // TestLastActionNamesTheRole: for a task whose strategy is not loop, the
 // progress block, the stalled message and status #N say whose step it was
-// (PRODUCT §8: "Last action: researcher → http_get …"); a loop task's
+// (docs/strategies.md: "Last action: researcher → http_get …"); a loop task's
 // steps read as before.
 func TestLastActionNamesTheRole(t *testing.T) {
 	t.Parallel()

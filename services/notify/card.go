@@ -10,10 +10,10 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// Notification styles (TASKLOOM_NOTIFY_STYLE, PRODUCT §12).
+// Notification styles (TASKLOOM_NOTIFY_STYLE, docs/discord.md, docs/slack.md).
 const (
 	// StyleBatch sends each room one message of what changed at every
-	// flush (PRODUCT §4).
+	// flush (docs/chat.md).
 	StyleBatch = "batch"
 	// StyleCard gives each task one message per room, its card, edited
 	// in place at every flush; posts, questions, approvals and terminal
@@ -313,7 +313,7 @@ func (s *Service) cardMessage(ctx context.Context, room string, t plugin.Task, r
 }
 
 // isAction reports whether a step was an action taken, not a thought or
-// an observation of a react task (PRODUCT §8).
+// an observation of a react task (docs/strategies.md).
 func isAction(s plugin.Step) bool {
 	return s.Action != "" && s.Role != plugin.RoleThought && s.Role != plugin.RoleObservation
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // OnceSender is a platform that delivers a notification's message once,
-// however often it is asked to (PRODUCT §9): a send that timed out, or
+// however often it is asked to (docs/security.md): a send that timed out, or
 // whose sender crashed or lost its claim before marking it sent, is tried
 // again — by this replica or another — with the same key, and the
 // platform recognises what the earlier attempt delivered (a Discord

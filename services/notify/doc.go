@@ -11,7 +11,7 @@
 // backoff. The flush schedule is robfig/cron's constant-delay schedule,
 // waited out on the injected clock.
 //
-// Delivery is exactly once (PRODUCT §9). Before a send, the rows get the
+// Delivery is exactly once (docs/security.md). Before a send, the rows get the
 // key of their message (BeginSend); every later attempt at them, after a
 // timeout, a crash or a lost claim, by any replica, sends the same message
 // under the same key, and a platform that implements OnceSender
@@ -25,7 +25,7 @@
 // taskloom_notifications_dead_total, and kept until someone retries it
 // (plugin.Outbox's ListNotifications and RetryNotification).
 //
-// With StyleCard (TASKLOOM_NOTIFY_STYLE=card, PRODUCT §12) and a platform
+// With StyleCard (TASKLOOM_NOTIFY_STYLE=card, docs/discord.md, docs/slack.md) and a platform
 // that implements Editor, a task's progress, actions and errors go to
 // its card instead: one message per task and room, showing where the
 // task is now, edited in place at every flush through the same outbox,

@@ -28,7 +28,7 @@ const (
 	// so a send that runs out its time still held its claim.
 	DefaultSendTimeout = 20 * time.Second
 	// DefaultGiveUpAfter is how long a notification may keep failing
-	// before it becomes a dead letter (PRODUCT §9).
+	// before it becomes a dead letter (docs/security.md).
 	DefaultGiveUpAfter = 24 * time.Hour
 	roomsPerFlush      = 1000
 )
@@ -56,7 +56,7 @@ type Options struct {
 	Style string
 	// StoreClock measures room claims, their renewals and retry times on
 	// the store's clock, which every replica shares, rather than on
-	// Runtime's (PRODUCT §9): each flush reads it and keeps the
+	// Runtime's (docs/security.md): each flush reads it and keeps the
 	// difference. Tests that move a fake clock leave it off.
 	StoreClock bool
 	// Metrics, when set, counts deliveries by platform (internal/metrics

@@ -13,7 +13,7 @@ import (
 const reasoningRunes = 300
 
 // reasoning is the latest thought and the latest observation of a react
-// task among a room's pending updates (PRODUCT §8): like the last action,
+// task among a room's pending updates (docs/strategies.md): like the last action,
 // the latest of each wins.
 type reasoning struct{ thought, observation string }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // TestBatchedMessageNamesTheRole: the room's batched message says whose
-// step a multi-agent task took last (PRODUCT §8: "Last action:
+// step a multi-agent task took last (docs/strategies.md: "Last action:
 // researcher → http_get …"); the step's role survives the outbox.
 func TestBatchedMessageNamesTheRole(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {

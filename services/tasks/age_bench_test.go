@@ -32,7 +32,7 @@ func (work) Handle(context.Context, *plugin.Call) (plugin.Result, error) {
 // BenchmarkIterationAge measures one iteration (Service.Step: claim, read
 // what the prompt needs, build it, an instant model, the tool, the commit)
 // of a task that has 10 steps, 100 and 1,000, on PostgreSQL
-// (PRODUCT §11: the work of one iteration does not grow with the task's
+// (docs/PERFORMANCE.md: the work of one iteration does not grow with the task's
 // age). Tasks are seeded through the store, each step with a 4 KB result;
 // each task serves at most a tenth of its age in measured iterations, so
 // its age stays within 10% of the one named. The bytes it allocates per

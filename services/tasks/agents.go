@@ -12,7 +12,7 @@ import (
 )
 
 // Agent is one member of the team the multi-agent strategies work with
-// (PRODUCT §8: supervisor, magentic, group_chat): a name that is the role
+// (docs/strategies.md: supervisor, magentic, group_chat): a name that is the role
 // of its steps, what it is for (the supervisor reads it when choosing),
 // its part of the system prompt, and the only tools its steps may call.
 type Agent struct {
@@ -39,7 +39,7 @@ func BuiltinAgents() []Agent {
 	}
 }
 
-// Limits and choices of the multi-agent strategies (PRODUCT §8).
+// Limits and choices of the multi-agent strategies (docs/strategies.md).
 const (
 	// DefaultMaxSteps is how many decisions a supervisor makes for one
 	// task before it ends in stalemate.
@@ -212,7 +212,7 @@ func (tt *teamTurn) ask(ctx context.Context, o *plugin.Outcome, r Request, syste
 
 // SupervisorHistory is the history a supervisor's prompt shows: it
 // routes the work rather than doing it, so it sees the latest steps in
-// short and fewer older ones, and its prompt stays within §11's bound
+// short and fewer older ones, and its prompt stays within the bound of docs/PERFORMANCE.md
 // (at step 50 at most 1.5× its size at step 5) however long the task.
 var SupervisorHistory = History{Block: 3, LatestChars: 2000, RecentChars: 600, Condensed: 5, CondensedChars: 140,
 	Answers: 3, AnswerChars: 400, ParamsChars: 200}
@@ -256,7 +256,7 @@ func (tt *teamTurn) notes(h History, more ...string) []string {
 	return out
 }
 
-// agentStep is one step of agent a: §2's decision, asked with only a's
+// agentStep is one step of agent a: the loop's decision, asked with only a's
 // tools shown, and run only if it names one of them. note says what the
 // agent is asked (the supervisor's instruction, the group chat's turn).
 // A reply that is not a decision, or a tool a does not have, is a failed

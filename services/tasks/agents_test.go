@@ -100,7 +100,7 @@ func actionsOf(steps []plugin.Step) []string {
 }
 
 // roleLine is the role a request says on the last line of its last
-// message ("Role: <role>", PRODUCT §8).
+// message ("Role: <role>", docs/strategies.md).
 func roleLine(r testkit.OpenAIRequest) string {
 	msgs := r.Body.Messages
 	if len(msgs) == 0 {
@@ -302,7 +302,7 @@ func slicesMin(v []int) int {
 // measured as the fake received them (each span is 40 claims, two turns
 // of the history's layout as a role sees it: the writer's largest came at
 // claims 26, 46 and 66); and each role's request at step 49–52 is at most
-// 1.5 times the same role's at step 5–8 (PRODUCT §11). The supervisor
+// 1.5 times the same role's at step 5–8 (docs/PERFORMANCE.md). The supervisor
 // sees the narrower SupervisorHistory: with the agents' window (5 steps in
 // full, 15 condensed) its small prompt grew 1.7 times.
 func TestSharedTranscriptStaysBounded(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Model availability (PRODUCT §7).
+// Model availability (docs/tasks.md).
 const (
 	// firstModelBackoff doubles with each transient failure in a row, up
 	// to maxModelBackoff.

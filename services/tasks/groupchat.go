@@ -7,7 +7,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// groupChat is ElGraph's group chat (PRODUCT §8): the agents speak in
+// groupChat is ElGraph's group chat (docs/strategies.md): the agents speak in
 // turn — each turn one agent's step, with the shared transcript — for
 // the team's rounds (every agent once a round). A turn whose decision
 // says status "done" ends the task completed, its summary the task's.

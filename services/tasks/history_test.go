@@ -52,7 +52,7 @@ func (s *boundedReads) EventsAt(ctx context.Context, n int64, seqs []int64) ([]p
 }
 
 // TestIterationReadsABoundedHistory: no iteration reads all of a task's
-// steps or events (PRODUCT §11), yet its prompt still counts every
+// steps or events (docs/PERFORMANCE.md), yet its prompt still counts every
 // earlier step, shows the answer it was given, reads back the result of
 // its first step with read_result, and a retry's first prompt recalls the
 // last ten steps of the task it continues and what the person added.

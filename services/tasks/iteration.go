@@ -144,7 +144,7 @@ func approvalRequest(task plugin.Task, action string, params json.RawMessage) (p
 }
 
 // load reads what a turn knows of its task's past, in reads bounded
-// however old the task is (PRODUCT §11): the latest steps the prompt
+// however old the task is (docs/PERFORMANCE.md): the latest steps the prompt
 // shows, what the task's digest counts of the steps before them, the
 // latest answers it was given (the events the digest points to), and
 // what a retried task became.

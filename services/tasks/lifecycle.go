@@ -88,7 +88,7 @@ func (s *Service) createdUnheard(ctx context.Context, in plugin.NewTask) (plugin
 }
 
 // Strategies lists the names of the strategies a task may choose, in
-// the order PRODUCT §8 gives them, then the ones plugins added.
+// the order docs/strategies.md gives them, then the ones plugins added.
 func (s *Service) Strategies() []string { return slices.Clone(s.it.strategies.names) }
 
 // Pause stops a task from being served until it is resumed. An iteration
@@ -134,7 +134,7 @@ func (s *Service) Answer(ctx context.Context, number int64, actor, answer string
 }
 
 // Approve lets a task run the tool call it asked approval for, exactly as
-// it asked (PRODUCT §9). call is the id of the request the person saw
+// it asked (docs/security.md). call is the id of the request the person saw
 // (plugin.ApprovalID), or "" for the call pending now; a call no longer
 // pending is refused with a *plugin.StaleApprovalError. Who may decide is
 // the caller's to check.

@@ -9,7 +9,7 @@ import (
 )
 
 // magentic is Magentic-One's orchestrator on ElGraph's magentic template
-// (PRODUCT §8): the supervisor of supervisor.go with a ledger kept on the
+// (docs/strategies.md): the supervisor of supervisor.go with a ledger kept on the
 // task — the facts gathered, the plan, the agent chosen last and how many
 // times in a row. The ledger is in the supervisor's prompt and its
 // replies may rewrite facts and plan. The same agent chosen more than

@@ -16,7 +16,7 @@ import (
 // History bounds the part of the prompt that grows with the task, so its
 // size stays roughly flat up to the last iteration, and retires steps in
 // blocks, so that between two retirements each prompt begins with the
-// whole of the one before it but its latest step (PRODUCT §11: a provider's
+// whole of the one before it but its latest step (docs/PERFORMANCE.md: a provider's
 // prompt cache serves that prefix). Lengths are in characters (runes); 0
 // means no limit.
 //
@@ -43,7 +43,7 @@ type History struct {
 // retirement up to 4,000 characters of result each, and the 15 to 29
 // latest retired steps as one line each.
 //
-// The sizes are set by PRODUCT §11's two prompt targets. What a prompt
+// The sizes are set by docs/PERFORMANCE.md's two prompt targets. What a prompt
 // must send new is its latest step — a result up to a page — so the share
 // of it a provider's cache can serve is 1 − new/size, and it rises only
 // with what the prompt keeps of the steps before. At these sizes a task
@@ -62,7 +62,7 @@ func (h History) withDefaults() History {
 }
 
 // Window is how many of a task's latest steps a prompt shows, in full or
-// condensed: all an iteration reads of its steps (PRODUCT §11). What is
+// condensed: all an iteration reads of its steps (docs/PERFORMANCE.md). What is
 // older the prompt only counts, from the task's digest.
 func (h History) Window() int {
 	h = h.withDefaults()

@@ -560,15 +560,15 @@ func measurePrompts(t testing.TB, open teststore.Opener, iterations int, tool pl
 	return s
 }
 
-// TestPromptTargets measures PRODUCT §11's prompt targets on a task of 60
+// TestPromptTargets measures docs/PERFORMANCE.md's prompt targets on a task of 60
 // iterations whose every step fetched 2–6 KB, and holds what it can:
 // the prompt at iteration 50 is at most 1.5 times the prompt at
 // iteration 5, and every prompt begins with what the prompt before it
 // began with — the system message, the task and its goal — so that what
 // changes comes after what does not. It logs how much of the prompts is
 // a prefix the prompt before had (what a provider's prompt cache reuses)
-// against §11's 80%, and the most any layout could reach at iteration 50:
-// that prompt must hold the latest result, new bytes shown whole (§7),
+// against the 80% of docs/PERFORMANCE.md, and the most any layout could reach at iteration 50:
+// that prompt must hold the latest result, new bytes shown whole (docs/tasks.md),
 // within 1.5 times the prompt at iteration 5. What it holds of the cost:
 // a prompt sends new (uncached) at most 1.15 times the bytes of its
 // latest step and what follows it, which no layout can have sent before.
@@ -596,7 +596,7 @@ func TestPromptTargets(t *testing.T) {
 	}
 }
 
-// TestPromptTargetsMixed holds PRODUCT §11's prompt targets on a task
+// TestPromptTargetsMixed holds docs/PERFORMANCE.md's prompt targets on a task
 // whose steps return what a day's work does (fetchMixed: three in ten
 // steps a page of 2–6 KB, two a file of 1–2 KB, five a short
 // confirmation): at least 80% of its prompts over iterations 2–60 is a

@@ -33,7 +33,7 @@ import (
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
-// The queue benchmarks measure PRODUCT §11 on PostgreSQL, each beside the
+// The queue benchmarks measure docs/PERFORMANCE.md on PostgreSQL, each beside the
 // raw baseline in the same process and database. One command runs them
 // all (with the claim latency of adapters/postgres):
 //
@@ -43,7 +43,7 @@ import (
 // once. TASKLOOM_BENCH_ITERATIONS changes the number of iterations a
 // throughput measurement takes (default 3000 per side and worker count).
 
-// The raw baseline: the bare claim + commit SQL of PRODUCT §2 in plain pgx,
+// The raw baseline: the bare claim + commit SQL of docs/tasks.md in plain pgx,
 // no Taskloom code, on a table with the columns, constraints and queue
 // index of tasks. Claim: one statement takes the head of the queue (oldest
 // last_processed_at, never-processed first, then number) with FOR UPDATE
@@ -579,7 +579,7 @@ func BenchmarkQueuePickup(b *testing.B) {
 // 10,000 ended tasks (with their events and a step each), starts `taskloom
 // serve` on it, asks it once for the task list and the metrics, as a
 // dashboard and a scrape would, lets it idle and reads its resident memory
-// (VmRSS in /proc/PID/status; PRODUCT §11: at most 60 MB).
+// (VmRSS in /proc/PID/status; docs/PERFORMANCE.md: at most 60 MB).
 func BenchmarkQueueIdleRSS(b *testing.B) {
 	const tasks = 10_000
 	ctx := context.Background()
@@ -675,13 +675,13 @@ func BenchmarkQueueIdleRSS(b *testing.B) {
 	b.Logf("idle replica with %d tasks: VmRSS %.1f MB (peak %.1f MB)", tasks, rss, peak)
 }
 
-// BenchmarkQueuePrompts prints PRODUCT §11's prompt figures for two tasks
+// BenchmarkQueuePrompts prints docs/PERFORMANCE.md's prompt figures for two tasks
 // of 60 iterations (measurePrompts, on SQLite: the prompt does not depend
 // on the store): one whose every step fetches 2–6 KB, and one whose steps
 // return what a day's work does (fetchMixed). For each, the prompt's size
-// at iterations 5 and 50 and their ratio (§11: at most 1.5), and the share
+// at iterations 5 and 50 and their ratio (docs/PERFORMANCE.md: at most 1.5), and the share
 // of the prompts over iterations 2–60 that is a byte-stable prefix, the
-// prompt before's (§11: at least 80%); and the bytes a prompt sent new
+// prompt before's (docs/PERFORMANCE.md: at least 80%); and the bytes a prompt sent new
 // (what a provider's cache cannot serve), beside the least any layout
 // sends new — the latest step and what follows it.
 func BenchmarkQueuePrompts(b *testing.B) {

@@ -9,7 +9,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// react is xaibo's ReAct orchestrator as a strategy (PRODUCT §8): a
+// react is xaibo's ReAct orchestrator as a strategy (docs/strategies.md): a
 // task's claims cycle THOUGHT → ACTION → OBSERVATION, one model call
 // each. A thought sees no tools; an action runs one tool (Turn.Act) or
 // gives the final answer, which completes the task; an observation reads
@@ -47,7 +47,7 @@ type reactState struct {
 	Repeated bool `json:"repeated,omitempty"`
 }
 
-// The schemas of react's replies (PRODUCT §8's wire shapes).
+// The schemas of react's replies (docs/strategies.md's wire shapes).
 var (
 	reactThoughtSchema = &plugin.JSONSchema{Name: "react_thought", Strict: true, Schema: json.RawMessage(
 		`{"type":"object","additionalProperties":false,"required":["thought"],` +

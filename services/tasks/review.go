@@ -10,7 +10,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// review is taskcore's strategy (PRODUCT §8). A task moves through phases
+// review is taskcore's strategy (docs/strategies.md). A task moves through phases
 // — analysis, then execution or decomposition into subtasks, then review —
 // along the rows of plugin.ReviewTransitions, one row at most per claim,
 // so the event log shows each move and `taskloom check` verifies it:
@@ -18,7 +18,7 @@ import (
 //   - analysis (role analysis) decides to execute, with a plan, or to
 //     decompose: its subtasks are created with create_subtask and the task
 //     waits on them (waiting_on: subtasks);
-//   - execution (role agent) takes §2's iterations until the agent says
+//   - execution (role agent) takes the loop's iterations until the agent says
 //     done, which hands the work to review instead of completing it;
 //   - decomposition (role agent), once every subtask has ended, is the same
 //     with their outcomes in the prompt: the agent combines them and says
@@ -39,12 +39,12 @@ import (
 // claim of an agent's attempt that runs its step restarts progress from
 // its estimate (plugin.Outcome.Restart), since a reviewer who sent the
 // work back has said the earlier estimate was too high; the agent's
-// other claims are judged as §2's, and its done resets the stale counter
-// as §2's done would.
+// other claims are judged as the loop's, and its done resets the stale counter
+// as the loop's done would.
 type review struct{}
 
 // reviewAttempts are how many attempts each phase of a review task has
-// (PRODUCT §8).
+// (docs/strategies.md).
 var reviewAttempts = map[string]int{
 	plugin.PhaseAnalysis:      3,
 	plugin.PhaseDecomposition: 2,
@@ -234,7 +234,7 @@ func (r *reviewTurn) analyse(ctx context.Context) (plugin.Outcome, error) {
 // decompose creates the subtasks of analysis a with create_subtask, one
 // call each, as one step, and moves the task to decomposition waiting on
 // them. When none could be created, analysis is attempted again. A
-// create_subtask that needs a person's approval (PRODUCT §9) stops the
+// create_subtask that needs a person's approval (docs/security.md) stops the
 // calls: the task waits for that approval, and the subtasks after it are
 // left to the agent of the decomposition.
 func (r *reviewTurn) decompose(ctx context.Context, o *plugin.Outcome, a AnalysisReply) {
@@ -279,7 +279,7 @@ func (r *reviewTurn) decompose(ctx context.Context, o *plugin.Outcome, a Analysi
 	r.st.Plan = a.Plan
 }
 
-// work is the agent's claim in execution or decomposition: §2's
+// work is the agent's claim in execution or decomposition: the loop's
 // decision and its tool, except that done hands the work to review and
 // stuck begins another attempt of the phase.
 func (r *reviewTurn) work(ctx context.Context) (plugin.Outcome, error) {
@@ -356,13 +356,13 @@ func (r *reviewTurn) review(ctx context.Context) (plugin.Outcome, error) {
 	return r.finish(o), nil
 }
 
-// The decisions of an analysis (PRODUCT §8).
+// The decisions of an analysis (docs/strategies.md).
 const (
 	AnalysisExecute   = "execute"
 	AnalysisDecompose = "decompose"
 )
 
-// AnalysisReply is the analysis role's reply (PRODUCT §8).
+// AnalysisReply is the analysis role's reply (docs/strategies.md).
 type AnalysisReply struct {
 	Thought  string
 	Decision string // AnalysisExecute or AnalysisDecompose
@@ -382,7 +382,7 @@ type SubtaskPlan struct {
 var ErrBadAnalysis = errors.New("unusable analysis")
 
 // ParseAnalysis reads an analysis role's reply as ParseDecision reads
-// §2's: a JSON object as is, fenced, or embedded in prose. decision is
+// the loop's: a JSON object as is, fenced, or embedded in prose. decision is
 // execute or decompose in any case ("execution" and "decomposition" too);
 // plan is a string or a list of steps; subtasks are objects {goal, name?}
 // or goals alone, and a decomposition needs one with a goal. It never
@@ -481,14 +481,14 @@ func subtaskGoals(ss []SubtaskPlan) string {
 	return strings.Join(goals, ", ")
 }
 
-// The verdicts of a review (PRODUCT §8).
+// The verdicts of a review (docs/strategies.md).
 const (
 	ReviewApprove          = "approve"
 	ReviewChangesRequested = "changes_requested"
 	ReviewWrongApproach    = "wrong_approach"
 )
 
-// ReviewReply is the reviewer role's reply (PRODUCT §8).
+// ReviewReply is the reviewer role's reply (docs/strategies.md).
 type ReviewReply struct {
 	Thought string
 	Verdict string // ReviewApprove, ReviewChangesRequested or ReviewWrongApproach
@@ -501,7 +501,7 @@ type ReviewReply struct {
 // ErrBadReview marks a reviewer's reply that is not usable.
 var ErrBadReview = errors.New("unusable review")
 
-// ParseReview reads a reviewer's reply as ParseDecision reads §2's: a
+// ParseReview reads a reviewer's reply as ParseDecision reads the loop's: a
 // JSON object as is, fenced, or embedded in prose. The verdict is read
 // in any case, with spaces or hyphens for underscores, and "approved",
 // "request_changes" and "changes" as synonyms. It never panics; anything

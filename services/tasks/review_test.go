@@ -385,7 +385,7 @@ func TestReviewDecomposition(t *testing.T) {
 // TestReviewUnusableReplies: a reply that is no analysis, no decision or
 // no review is a failed step, not a crash; the task goes on. An unusable
 // analysis or review is another attempt of its phase; an unusable
-// decision is §2's failed step without progress. Fenced and embedded
+// decision is the loop's failed step without progress. Fenced and embedded
 // JSON, and verdicts in other spellings, are read.
 func TestReviewUnusableReplies(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {

@@ -79,7 +79,7 @@ type Options struct {
 	// task goes on without one; 0 means DefaultAnswerTimeout.
 	AnswerTimeout time.Duration
 	// StoreClock measures leases on the store's clock, which every replica
-	// shares, rather than on Runtime's (PRODUCT §9). Tests that move a fake
+	// shares, rather than on Runtime's (docs/security.md). Tests that move a fake
 	// clock leave it off.
 	StoreClock bool
 	// Retention is how long chat memories are kept; 0 means
@@ -89,10 +89,10 @@ type Options struct {
 	// them (TASKLOOM_APPROVE_TOOLS); nil means none.
 	ApproveTools []string
 	// Strategies are strategies a plugin adds to the built-in ones of
-	// PRODUCT §8, by the name a task chooses them with; a built-in name
+	// docs/strategies.md, by the name a task chooses them with; a built-in name
 	// replaces that strategy.
 	Strategies map[string]Strategy
-	// Agents are the team of the multi-agent strategies (PRODUCT §8:
+	// Agents are the team of the multi-agent strategies (docs/strategies.md:
 	// supervisor, magentic, group_chat; TASKLOOM_AGENTS); nil means
 	// BuiltinAgents. Team sets their limits and how a group chat chooses
 	// who speaks.
@@ -347,7 +347,7 @@ func (s *Service) idle(d time.Duration) bool {
 // task was served. Tests and benchmarks call it directly; workers use a
 // Worker, which also claims its next task with each commit.
 //
-// While the model is unavailable (PRODUCT §7) the replica's breaker keeps
+// While the model is unavailable (docs/tasks.md) the replica's breaker keeps
 // Step from claiming, but for one probe when the backoff or the hold's
 // probe interval ends.
 func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
@@ -448,7 +448,7 @@ func (s *Service) release(ctx context.Context, task plugin.Task) error {
 // A Worker serves tasks one iteration at a time as one owner, as each of
 // the service's workers does. When the store is a plugin.NextClaimer, the
 // commit of each iteration claims the worker's next task in the same
-// transaction (PRODUCT §11: one commit an iteration instead of two), and
+// transaction (docs/PERFORMANCE.md: one commit an iteration instead of two), and
 // its next Step runs that task. A Worker is not safe for concurrent use.
 type Worker struct {
 	s     *Service

@@ -259,7 +259,7 @@ func reply(text string) func(context.Context, plugin.ModelRequest) (plugin.Model
 }
 
 // TestModelTimeoutReleasesTheTask: a model that does not answer within the
-// iteration's budget is unavailable, not the task's failure (PRODUCT §7):
+// iteration's budget is unavailable, not the task's failure (docs/tasks.md):
 // no step, the task released with a next attempt time.
 func TestModelTimeoutReleasesTheTask(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {

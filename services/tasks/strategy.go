@@ -12,7 +12,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// A Strategy makes the claims of the tasks that use it (PRODUCT §8). Each
+// A Strategy makes the claims of the tasks that use it (docs/strategies.md). Each
 // claim is one call of Claim, which makes at most one model call and
 // turns the reply into the claim's outcome; the service commits the
 // outcome under the claim's lease. So the fair queue, leases, fences,
@@ -35,7 +35,7 @@ func (f StrategyFunc) Claim(ctx context.Context, turn *Turn) (plugin.Outcome, er
 }
 
 // builtinStrategies are the strategies every service has, in the order
-// PRODUCT §8 lists them.
+// docs/strategies.md lists them.
 func builtinStrategies() []namedStrategy {
 	return []namedStrategy{
 		{plugin.StrategyLoop, loop{}},
@@ -99,7 +99,7 @@ type Turn struct {
 	Task plugin.Task
 	// Steps are the task's latest steps, oldest first: the window the
 	// prompt shows (History.Window), not every step — an iteration reads
-	// no more of a task however old it is (PRODUCT §11).
+	// no more of a task however old it is (docs/PERFORMANCE.md).
 	Steps []plugin.Step
 	// Answers are the answers the task was resumed with and the outcomes
 	// of the subtasks it waited on, oldest first.
@@ -123,7 +123,7 @@ func (t *Turn) Outcome() plugin.Outcome {
 // Request is a loop iteration's.
 type Request struct {
 	// Role is whose turn it is: the user message ends with a line
-	// "Role: <role>" (PRODUCT §8), and the request's TaskRef names it.
+	// "Role: <role>" (docs/strategies.md), and the request's TaskRef names it.
 	Role string
 	// System is the template (in package prompts) of the system message:
 	// the fixed part of the prompt, given .System and .Tools. Empty is
@@ -140,7 +140,7 @@ type Request struct {
 	// Schema is the reply's JSON Schema; nil is free text.
 	Schema *plugin.JSONSchema
 	// Temperature, when set, is the request's temperature; nil is the
-	// base temperature raised by the failed steps in a row (§7).
+	// base temperature raised by the failed steps in a row (docs/tasks.md).
 	Temperature *float64
 	// History, when set, bounds the history the prompt shows instead of
 	// the service's History (a supervisor, which routes, sees less).
@@ -228,9 +228,9 @@ func (t *Turn) Fail(o *plugin.Outcome, action, reason string) {
 	o.Progress, o.Verdict = t.Task.Progress, plugin.VerdictContinue
 }
 
-// Decide applies a decision of §2 to o — its thought, progress, verdict
+// Decide applies a loop decision to o — its thought, progress, verdict
 // and summary, the stall guard — and runs its tool (Act). A strategy
-// whose role answers with §2's decision (loop, review's execution, an
+// whose role answers with the loop's decision (loop, review's execution, an
 // agent) ends its claim with it.
 func (t *Turn) Decide(ctx context.Context, o *plugin.Outcome, d Decision) {
 	o.Step.Thought, o.Step.Action, o.Step.Params = d.Thought, d.Action, d.Params
@@ -252,7 +252,7 @@ func (t *Turn) Decide(ctx context.Context, o *plugin.Outcome, d Decision) {
 // Act runs the tool call action(params) for o's step and records it: its
 // result, or a failed step saying why (not a tool, refused, failed). A
 // tool that needs a person's approval is not run: the task waits for the
-// approval with the call kept as asked (PRODUCT §9). Act reports whether
+// approval with the call kept as asked (docs/security.md). Act reports whether
 // the tool ran and succeeded.
 func (t *Turn) Act(ctx context.Context, o *plugin.Outcome, action string, params json.RawMessage) bool {
 	o.Step.Action, o.Step.Params = action, params
@@ -277,7 +277,7 @@ func (t *Turn) Act(ctx context.Context, o *plugin.Outcome, action string, params
 	return true
 }
 
-// loop is §2's iteration: one decision, one tool.
+// loop is the plain iteration: one decision, one tool.
 type loop struct{}
 
 func (loop) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {

@@ -10,7 +10,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// supervisor is ElGraph's supervisor (PRODUCT §8): claims alternate
+// supervisor is ElGraph's supervisor (docs/strategies.md): claims alternate
 // between the supervisor, who picks the agent that acts next and tells it
 // what to do (or says DONE), and that agent's one step, taken with the
 // shared transcript and only its own tools. The task's Phase says whose
@@ -43,7 +43,7 @@ func (s supervisor) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) 
 	}
 }
 
-// SupervisorDecision is the supervisor's reply (PRODUCT §8): the agent
+// SupervisorDecision is the supervisor's reply (docs/strategies.md): the agent
 // that acts next, or DONE, and what it should do; in magentic also the
 // facts and the plan of its ledger.
 type SupervisorDecision struct {
@@ -62,7 +62,7 @@ type SupervisorDecision struct {
 var ErrBadSupervisorDecision = errors.New("unusable supervisor decision")
 
 // ParseSupervisorDecision reads a supervisor's reply as ParseDecision
-// reads §2's: a JSON object as is, fenced, or embedded in prose. next is
+// reads the loop's: a JSON object as is, fenced, or embedded in prose. next is
 // required; "done" in any case is NextDone; an instruction left out is the
 // thought. facts may be a list or one string, plan a string or a list of
 // steps. It never panics; anything unusable is an
@@ -162,7 +162,7 @@ func supervisorSchema(tm team, ledger bool) *plugin.JSONSchema {
 // step to an agent (its Phase) with an instruction (State), or ends the
 // task with DONE. A decision estimates no progress (Unjudged); a reply
 // that is not a decision, or names no agent, is a failed step that counts
-// as one without progress, as §2's does. Every reply counts toward
+// as one without progress, as the loop's does. Every reply counts toward
 // max_steps; the agent step after the last one allowed ends the task in
 // stalemate unless it is DONE.
 func (tt *teamTurn) decide(ctx context.Context, magentic bool) (plugin.Outcome, error) {

@@ -13,8 +13,8 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// nativeTools is xaibo's SimpleToolOrchestrator as a strategy (PRODUCT
-// §8): the request offers the task's tools as native tools, and every
+// nativeTools is xaibo's SimpleToolOrchestrator as a strategy
+// (docs/strategies.md): the request offers the task's tools as native tools, and every
 // tool call of the reply runs in order, as Turn.Act runs one (the
 // approval gate, an unknown tool is a failed call). A reply without tool
 // calls is the final answer: the task completes with it as summary. The
