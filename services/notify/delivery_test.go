@@ -147,6 +147,31 @@ func fakeChats(t *testing.T, clk *clock.Fake) []chat {
 	}
 }
 
+// crashing is a fixture whose platform is c's in a process that dies
+// right after the platform takes a message (crash.sent closes then).
+func (c chat) crashing(t *testing.T, st plugin.Store, clk *clock.Fake) (*fixture, *crashAfterSend) {
+	t.Helper()
+	crash := &crashAfterSend{sent: make(chan struct{})}
+	f := newFixture(t, st, "old", func(su *setup) {
+		su.clk = clk
+		su.platforms = func(rt *plugin.Runtime) []plugin.Platform {
+			crash.OnceSender = c.adapter(t, rt)
+			return []plugin.Platform{crash}
+		}
+	})
+	return f, crash
+}
+
+// fixture is a fixture of owner whose platform is c's, as a process
+// (re)starting makes it.
+func (c chat) fixture(t *testing.T, st plugin.Store, owner string, clk *clock.Fake) *fixture {
+	t.Helper()
+	return newFixture(t, st, owner, func(su *setup) {
+		su.clk = clk
+		su.platforms = func(rt *plugin.Runtime) []plugin.Platform { return []plugin.Platform{c.adapter(t, rt)} }
+	})
+}
+
 // crashAfterSend is a platform in a process that dies right after the
 // platform accepted a message: the message is out, and nothing after it
 // happens — the call returns only when the test ends the process.
@@ -179,14 +204,7 @@ func TestCrashBetweenSendAndMarkSent(t *testing.T) {
 			for _, c := range fakeChats(t, clk) {
 				t.Run(fmt.Sprintf("%s down %s", c.name, down), func(t *testing.T) {
 					st := open(t)
-					crash := &crashAfterSend{sent: make(chan struct{})}
-					old := newFixture(t, st, "old", func(su *setup) {
-						su.clk = clk
-						su.platforms = func(rt *plugin.Runtime) []plugin.Platform {
-							crash.OnceSender = c.adapter(t, rt)
-							return []plugin.Platform{crash}
-						}
-					})
+					old, crash := c.crashing(t, st, clk)
 					post(t, st, c.room, "first", clk.Now())
 					crashFlush(t, old.svc, crash.sent, "the first send")
 					if got := c.messages(); !slices.Equal(got, []string{"first"}) {
@@ -195,10 +213,7 @@ func TestCrashBetweenSendAndMarkSent(t *testing.T) {
 
 					post(t, st, c.room, "second", clk.Now())
 					clk.Advance(down) // the dead process's claim expires
-					restarted := newFixture(t, st, "new", func(su *setup) {
-						su.clk = clk
-						su.platforms = func(rt *plugin.Runtime) []plugin.Platform { return []plugin.Platform{c.adapter(t, rt)} }
-					})
+					restarted := c.fixture(t, st, "new", clk)
 					if _, err := restarted.svc.Flush(ctxFor(t)); err != nil {
 						t.Fatal(err)
 					}
@@ -223,10 +238,7 @@ func TestAnEarlierAttemptsKeyIsKept(t *testing.T) {
 		for _, c := range fakeChats(t, clk) {
 			t.Run(c.name, func(t *testing.T) {
 				st := open(t)
-				f := newFixture(t, st, "a", func(su *setup) {
-					su.clk = clk
-					su.platforms = func(rt *plugin.Runtime) []plugin.Platform { return []plugin.Platform{c.adapter(t, rt)} }
-				})
+				f := c.fixture(t, st, "a", clk)
 				n := post(t, st, c.room, "first", clk.Now())
 				// Another sender claimed the row, began its send under its
 				// own key, delivered it and vanished.

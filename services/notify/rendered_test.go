@@ -26,14 +26,7 @@ func TestRetryAfterTheTaskMovedOnSendsTheFirstRendering(t *testing.T) {
 		for _, c := range fakeChats(t, clk) {
 			t.Run(c.name, func(t *testing.T) {
 				st := open(t)
-				crash := &crashAfterSend{sent: make(chan struct{})}
-				old := newFixture(t, st, "old", func(su *setup) {
-					su.clk = clk
-					su.platforms = func(rt *plugin.Runtime) []plugin.Platform {
-						crash.OnceSender = c.adapter(t, rt)
-						return []plugin.Platform{crash}
-					}
-				})
+				old, crash := c.crashing(t, st, clk)
 				n := old.create(c.room, "Build auth").Number
 				old.iterate(n, 10, plugin.VerdictContinue, true)
 				crashFlush(t, old.svc, crash.sent, "the first progress message")
@@ -45,10 +38,7 @@ func TestRetryAfterTheTaskMovedOnSendsTheFirstRendering(t *testing.T) {
 				clk.Advance(time.Second)
 				old.iterate(n, 40, plugin.VerdictContinue, true) // the task moves on
 				clk.Advance(outage)
-				restarted := newFixture(t, st, "new", func(su *setup) {
-					su.clk = clk
-					su.platforms = func(rt *plugin.Runtime) []plugin.Platform { return []plugin.Platform{c.adapter(t, rt)} }
-				})
+				restarted := c.fixture(t, st, "new", clk)
 				if _, err := restarted.svc.Flush(ctxFor(t)); err != nil {
 					t.Fatal(err)
 				}
