@@ -139,6 +139,25 @@ func DecisionText(op string, number int64, call string) string {
 	return s
 }
 
+// PressText is the chat command a press of a task button stands for:
+// verb (pause, resume, cancel, retry, approve, deny) of the task ref
+// names, "N", or for approve and deny "N:<request id>" (DecisionText's
+// call). A decision must name its call: a button of an older message
+// that does not would land on whatever the task asks now, so it is
+// refused (false), as anything malformed is.
+func PressText(verb, ref string) (string, int64, bool) {
+	num, call, bound := strings.Cut(ref, ":")
+	n, err := strconv.ParseInt(num, 10, 64)
+	decision := verb == CmdApprove || verb == CmdDeny
+	if err != nil || n <= 0 || decision != bound || (bound && (call == "" || strings.ContainsAny(call, " \t\n:"))) {
+		return "", 0, false
+	}
+	if bound {
+		return DecisionText(verb, n, call), n, true
+	}
+	return verb + " #" + strconv.FormatInt(n, 10), n, true
+}
+
 // taskNumber reads "#12" or "12"; 0 when it is not a positive number,
 // and then beyond is the digits when they are one too large for any task.
 func taskNumber(s string) (n int64, beyond string) {

@@ -108,3 +108,33 @@ func FuzzParseCommand(f *testing.F) {
 		}
 	})
 }
+
+// TestPressText: a button press is a control of a task, and an approve
+// or deny names its call; a decision without one (an older message's
+// button), a call on a control, or anything malformed is refused.
+func TestPressText(t *testing.T) {
+	for _, tc := range []struct {
+		verb, ref, want string
+		ok              bool
+	}{
+		{"pause", "12", "pause #12", true},
+		{"approve", "12:5f0c1d2e3a4b5c6d", "approve #12 call:5f0c1d2e3a4b5c6d", true},
+		{"deny", "3:ab", "deny #3 call:ab", true},
+		{"approve", "12", "", false},
+		{"deny", "12:", "", false},
+		{"approve", "12:a b", "", false},
+		{"pause", "12:5f0c", "", false},
+		{"cancel", "0", "", false},
+		{"cancel", "x", "", false},
+	} {
+		got, _, ok := actions.PressText(tc.verb, tc.ref)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("PressText(%q, %q) = %q, %v; want %q, %v", tc.verb, tc.ref, got, ok, tc.want, tc.ok)
+		}
+		if ok {
+			if c, parsed := actions.ParseCommand(got); !parsed || c.Kind != tc.verb {
+				t.Errorf("%q does not parse back as %s: %+v", got, tc.verb, c)
+			}
+		}
+	}
+}

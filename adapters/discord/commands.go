@@ -294,20 +294,10 @@ func buttonText(customID string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	op, rest, ok := strings.Cut(rest, ":")
-	num, call, bound := strings.Cut(rest, ":")
-	n, err := strconv.ParseInt(num, 10, 64)
-	if !ok || err != nil || n <= 0 || !slices.Contains(buttonOps, op) {
+	op, ref, ok := strings.Cut(rest, ":")
+	if !ok || !slices.Contains(buttonOps, op) {
 		return "", false
 	}
-	decision := op == "approve" || op == "deny"
-	if decision != bound || (bound && (call == "" || strings.ContainsAny(call, " \t\n:"))) {
-		// A decision names its call; a button of an older message that
-		// does not would land on whatever the task asks now.
-		return "", false
-	}
-	if bound {
-		return actions.DecisionText(op, n, call), true
-	}
-	return fmt.Sprintf("%s #%d", op, n), true
+	text, _, ok := actions.PressText(op, ref)
+	return text, ok
 }

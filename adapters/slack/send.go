@@ -429,16 +429,10 @@ func decisionValue(ref plugin.ApprovalRef) string {
 // its call among them, which would land on whatever the task asks now.
 func pressText(action, value string) (string, int64, bool) {
 	verb, known := controlVerb[action]
-	num, call, bound := strings.Cut(value, ":")
-	n, err := strconv.ParseInt(num, 10, 64)
-	decision := action == ActionApprove || action == ActionDeny
-	if !known || err != nil || n <= 0 || decision != bound || (bound && (call == "" || strings.ContainsAny(call, " \t\n:"))) {
+	if !known {
 		return "", 0, false
 	}
-	if bound {
-		return actions.DecisionText(verb, n, call), n, true
-	}
-	return fmt.Sprintf("%s #%d", verb, n), n, true
+	return actions.PressText(verb, value)
 }
 
 // sectionBlocks lays text out as section blocks of at most
