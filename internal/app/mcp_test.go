@@ -16,9 +16,7 @@ import (
 
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/internal/app"
-	"github.com/taskloom/taskloom/internal/config"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -133,16 +131,7 @@ func TestCoreRunsStdioMCPServersInTheSandbox(t *testing.T) {
 		"online":  map[string]any{"command": os.Args[0], "env": map[string]string{mcpRoleVar: "env-server"}, "network": true},
 	})
 	vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_MCP_SERVERS": string(servers)}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := teststore.SQLite(t)
-	core := app.NewCore(app.CoreOptions{Config: cfg, Store: st, Model: testkit.NewScriptedModel(), Owner: "test"})
-	if err := core.Runtime.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = core.Runtime.Stop(context.Background()) })
+	core := startCore(t, vars)
 	for server, proxied := range map[string]bool{"offline": false, "online": true} {
 		res, err := core.Runtime.RunAction(context.Background(), server+".env", &plugin.Call{Task: &plugin.Task{Number: 1}, Params: json.RawMessage(`{}`)})
 		if err != nil || !res.Success {

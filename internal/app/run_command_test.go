@@ -92,19 +92,10 @@ func TestCoreRunsCommandsInTheSandbox(t *testing.T) {
 	connect := fmt.Sprintf(`pwd; if bash -c 'exec 3<>/dev/tcp/127.0.0.1/%[1]d' 2>/dev/null; then echo online; else echo offline; fi; curl -sS -m 5 http://127.0.0.1:%[1]d/ 2>&1`, port)
 	for _, network := range []string{"false", "true"} {
 		vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_RUN_COMMAND": "true", "TASKLOOM_RUN_COMMAND_NETWORK": network}
-		cfg, err := config.Load(func(k string) string { return vars[k] })
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := teststore.SQLite(t)
-		core := app.NewCore(app.CoreOptions{Config: cfg, Store: st, Model: testkit.NewScriptedModel(), Owner: "test"})
-		if err := core.Runtime.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = core.Runtime.Stop(context.Background()) })
+		core := startCore(t, vars)
 		params, _ := json.Marshal(map[string]string{"command": connect})
 		res, err := core.Runtime.RunAction(context.Background(), "run_command", &plugin.Call{Task: &plugin.Task{Number: 1}, Params: params,
-			Files: plugin.NewFileView(st, 1)})
+			Files: plugin.NewFileView(core.Runtime.Store(), 1)})
 		want := map[string]string{
 			"false": "/work\noffline\ncurl: (7) Failed to connect to 127.0.0.1 port " + fmt.Sprint(port),
 			"true":  "/work\noffline\nTaskloom's egress proxy refused 127.0.0.1:" + fmt.Sprint(port) + ": 127.0.0.1 is not a public address",
@@ -142,4 +133,20 @@ func TestRootWithMCPServersIsWarned(t *testing.T) {
 			t.Errorf("uid %d, servers %q: logged %q; want a warning: %v", c.uid, c.servers, got, c.warned)
 		}
 	}
+}
+
+// startCore builds and starts the core serve would from vars, with a
+// scripted model and an SQLite store, until the test ends.
+func startCore(t *testing.T, vars map[string]string) *app.Core {
+	t.Helper()
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	core := app.NewCore(app.CoreOptions{Config: cfg, Store: teststore.SQLite(t), Model: testkit.NewScriptedModel(), Owner: "test"})
+	if err := core.Runtime.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = core.Runtime.Stop(context.Background()) })
+	return core
 }
