@@ -12,17 +12,15 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// testPageSteps: a page of a task's steps is the latest ones (before an
-// iteration, when asked), oldest first, with the count of them all, each
-// result clipped to the characters asked for (none when 0) and its whole
-// size in bytes told — whatever the other tasks have.
-func testPageSteps(t *testing.T, s plugin.Store) {
-	a := create(t, s, newTask("Five steps"))
+// interleaved makes a task named name and another, and iterates them in
+// turn steps times, each step the action tool_i that fill completes: the
+// first task's steps are interleaved with another's, as in a busy store.
+// It returns both.
+func interleaved(t *testing.T, s plugin.Store, name string, steps int, fill func(i int, n int64, step *plugin.Step)) (plugin.Task, plugin.Task) {
+	t.Helper()
+	a := create(t, s, newTask(name))
 	b := create(t, s, newTask("Interleaved"))
-	result := func(i int, n int64) string {
-		return fmt.Sprintf("résultat %d of #%d: ", i, n) + strings.Repeat("x", 100*i)
-	}
-	for i := 1; i <= 5; i++ {
+	for i := 1; i <= steps; i++ {
 		for _, n := range []int64{a.Number, b.Number} {
 			now := at(time.Duration(2*i) * time.Minute)
 			if n == b.Number {
@@ -34,10 +32,22 @@ func testPageSteps(t *testing.T, s plugin.Store) {
 			}
 			o := outcome(c, now.Add(time.Second), 10*i, plugin.VerdictContinue)
 			o.Step.Action = fmt.Sprintf("tool_%d", i)
-			o.Step.Result = result(i, n)
+			fill(i, n, &o.Step)
 			update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
 		}
 	}
+	return a, b
+}
+
+// testPageSteps: a page of a task's steps is the latest ones (before an
+// iteration, when asked), oldest first, with the count of them all, each
+// result clipped to the characters asked for (none when 0) and its whole
+// size in bytes told — whatever the other tasks have.
+func testPageSteps(t *testing.T, s plugin.Store) {
+	result := func(i int, n int64) string {
+		return fmt.Sprintf("résultat %d of #%d: ", i, n) + strings.Repeat("x", 100*i)
+	}
+	a, _ := interleaved(t, s, "Five steps", 5, func(i int, n int64, step *plugin.Step) { step.Result = result(i, n) })
 	all, err := s.Steps(t.Context(), a.Number)
 	if err != nil || len(all) != 5 {
 		t.Fatalf("Steps = %d steps, %v", len(all), err)
@@ -87,25 +97,9 @@ func testPageSteps(t *testing.T, s plugin.Store) {
 // a task's last k steps, one step by iteration, events by sequence —
 // return what the full reads return, for that task only.
 func testHistoryReads(t *testing.T, s plugin.Store) {
-	a := create(t, s, newTask("Seven steps"))
-	b := create(t, s, newTask("Interleaved"))
-	for i := 1; i <= 7; i++ {
-		for _, n := range []int64{a.Number, b.Number} {
-			now := at(time.Duration(2*i) * time.Minute)
-			if n == b.Number {
-				now = now.Add(time.Minute)
-			}
-			c := claim(t, s, "w1", now, time.Minute)
-			if c.Number != n {
-				t.Fatalf("claimed #%d, want #%d", c.Number, n)
-			}
-			o := outcome(c, now.Add(time.Second), 10*i, plugin.VerdictContinue)
-			o.Step.Action = fmt.Sprintf("tool_%d", i)
-			o.Step.Result = fmt.Sprintf("result %d of #%d", i, n)
-			o.Step.Success = i%3 != 0
-			update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
-		}
-	}
+	a, b := interleaved(t, s, "Seven steps", 7, func(i int, n int64, step *plugin.Step) {
+		step.Result, step.Success = fmt.Sprintf("result %d of #%d", i, n), i%3 != 0
+	})
 	all, err := s.Steps(t.Context(), a.Number)
 	if err != nil || len(all) != 7 {
 		t.Fatalf("Steps = %d steps, %v", len(all), err)
