@@ -116,7 +116,7 @@ func NewMemoryStore(db TxDB, sql RecallSQL) MemoryStore {
 }
 
 // wordCounts remember in how many rows of each kind words are (up to
-// commonAt): counting reads the rows, and the words of one query are
+// selectAtMost): counting reads the rows, and the words of one query are
 // mostly those of others. A count grows stale as rows are written, which
 // only moves a word between selecting and not (recall's cost, not what it
 // may find): the counts are forgotten every forgetAfter lookups. A word in
@@ -165,9 +165,15 @@ const maxTermChars = 64
 const (
 	// commonAt is in how many rows of a kind a word is common: a query
 	// selects by its uncommon words alone, which tell rows apart (a
-	// common word's weight in the rank is near nothing anyway). A query
-	// of common words only selects by all of them.
+	// common word's weight in the rank is near nothing anyway).
 	commonAt = 200
+	// selectAtMost is how many rows at most a query of common words only
+	// selects by its least common words: the rows they are in are read.
+	// When even its least common word is in more (and words are counted
+	// up to this many), the newest rows with any of its words are read
+	// instead, and they are near: at least one row in 25 has the word
+	// (with 100,000 rows). Both ways read a few thousand rows at most.
+	selectAtMost = 4000
 	// candidates is how many of the rows selected are ranked at most: the
 	// newest.
 	candidates = 200
@@ -369,7 +375,7 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 		if scope == "" && kind != plugin.RecallPassage {
 			continue // no room: only the knowledge of every room
 		}
-		selecting, err := r.uncommon(ctx, kind, terms)
+		selecting, err := r.selecting(ctx, kind, terms)
 		if err != nil {
 			return nil, fmt.Errorf("recall %ss in %s: %w", kind, scope, err)
 		}
@@ -390,8 +396,8 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 			found, err = QueryAll(ctx, r.DB, stmts.Selective, args, scan)
 		}
 		if err == nil && len(found) == 0 && len(selecting) < len(terms) {
-			// Only common words, or uncommon ones in no row of the
-			// scope: select by every word.
+			// Only very common words, or the words selecting are in no
+			// row of the scope: the newest rows with any word.
 			args[0] = r.SQL.Match(terms)
 			found, err = QueryAll(ctx, r.DB, stmts.Common, args, scan)
 		}
@@ -412,40 +418,60 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 	return out, nil
 }
 
-// uncommon are the terms in some but fewer than commonAt rows of kind.
-func (r MemoryStore) uncommon(ctx context.Context, kind string, terms []string) ([]string, error) {
-	var out, unknown []string
-	for _, t := range terms {
-		n, ok := r.counts.get(kind, t)
-		switch {
-		case !ok:
-			unknown = append(unknown, t)
-		case n < commonAt:
-			out = append(out, t)
-		}
-	}
-	if len(unknown) == 0 {
-		return out, nil
-	}
+// selecting are the words of terms a query of kind selects rows by: those
+// in some but fewer than commonAt rows; or, when none is, the least common
+// while the rows they are in add up to selectAtMost at most; or none, when
+// every word is in more rows than that (Recall then reads the newest rows
+// with any of them).
+func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string) ([]string, error) {
 	type freq struct {
 		term string
 		rows int
 	}
-	counted, err := QueryAll(ctx, r.DB, r.SQL.Frequencies[kind], []any{r.SQL.Terms(unknown), commonAt}, func(row Row) (freq, error) {
-		var f freq
-		err := row.Scan(&f.term, &f.rows)
-		return f, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("count words: %w", err)
-	}
-	for _, f := range counted {
-		r.counts.put(kind, f.term, f.rows)
-		if f.rows > 0 && f.rows < commonAt {
-			out = append(out, f.term)
+	var known []freq
+	var unknown []string
+	for _, t := range terms {
+		if n, ok := r.counts.get(kind, t); ok {
+			known = append(known, freq{t, n})
+		} else {
+			unknown = append(unknown, t)
 		}
 	}
-	return out, nil
+	if len(unknown) > 0 {
+		counted, err := QueryAll(ctx, r.DB, r.SQL.Frequencies[kind], []any{r.SQL.Terms(unknown), selectAtMost},
+			func(row Row) (freq, error) {
+				var f freq
+				err := row.Scan(&f.term, &f.rows)
+				return f, err
+			})
+		if err != nil {
+			return nil, fmt.Errorf("count words: %w", err)
+		}
+		for _, f := range counted {
+			r.counts.put(kind, f.term, f.rows)
+		}
+		known = append(known, counted...)
+	}
+	var uncommon []string
+	known = slices.DeleteFunc(known, func(f freq) bool { return f.rows == 0 })
+	for _, f := range known {
+		if f.rows < commonAt {
+			uncommon = append(uncommon, f.term)
+		}
+	}
+	if len(uncommon) > 0 {
+		return uncommon, nil
+	}
+	slices.SortFunc(known, func(a, b freq) int { return cmp.Compare(a.rows, b.rows) })
+	var least []string
+	total := 0
+	for _, f := range known {
+		if total += f.rows; total > selectAtMost || f.rows >= selectAtMost {
+			break
+		}
+		least = append(least, f.term)
+	}
+	return least, nil
 }
 
 // scanRecollection reads RecallColumns and cites the source.

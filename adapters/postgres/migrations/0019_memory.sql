@@ -33,6 +33,8 @@ CREATE TABLE facts (
 CREATE UNIQUE INDEX facts_once ON facts (scope, about, md5(text));
 CREATE INDEX facts_search ON facts USING GIN (search);
 CREATE INDEX facts_about ON facts (about);
+-- Recall's candidates of a scope, newest first.
+CREATE INDEX facts_scope ON facts (scope, id);
 CREATE INDEX facts_created ON facts (created_at);
 
 CREATE TABLE documents (

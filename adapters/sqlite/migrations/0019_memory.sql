@@ -41,6 +41,7 @@ CREATE TABLE facts (
 ) STRICT;
 CREATE UNIQUE INDEX facts_once ON facts (scope, about, text);
 CREATE INDEX facts_about ON facts (about);
+CREATE INDEX facts_scope ON facts (scope, id);
 CREATE INDEX facts_created ON facts (created_at);
 CREATE VIRTUAL TABLE facts_fts USING fts5(
     text, content = 'facts', content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2');
