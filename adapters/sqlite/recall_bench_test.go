@@ -43,7 +43,7 @@ func BenchmarkRecall(b *testing.B) {
 	})
 	b.Run("passages=100000", func(b *testing.B) {
 		s := migratedStore(b)
-		storetest.BenchRecallPassages(b, s, 100_000, func(ctx context.Context, terms []string) (int, error) {
+		storetest.BenchRecallPassages(b, s, 100_000, nil, func(ctx context.Context, terms []string) (int, error) {
 			return likeScan(ctx, s, terms)
 		})
 	})
