@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -548,5 +549,28 @@ func testRecallCommonWords(t *testing.T, s plugin.Store) {
 		if r.Room != "discord:1" {
 			t.Errorf("recalled %+v of another room", r)
 		}
+	}
+}
+
+// testFactsConcurrent: replicas learning the same fact at once store it
+// once, and none fails.
+func testFactsConcurrent(t *testing.T, s plugin.Store) {
+	var stored atomic.Int64
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			got, err := s.SaveFacts(t.Context(), []plugin.Fact{{Room: "discord:1", About: "discord:u1", Text: "u1 keeps bees", CreatedAt: at(time.Hour)}})
+			if err != nil {
+				t.Errorf("SaveFacts: %v", err)
+			}
+			stored.Add(int64(len(got)))
+		})
+	}
+	wg.Wait()
+	if n := stored.Load(); n != 1 {
+		t.Errorf("the fact was stored %d times; want once", n)
+	}
+	if got := recall(t, s, plugin.RecallQuery{Text: "bees", Room: "discord:1"}); len(got) != 1 {
+		t.Errorf("recalled %q; want the fact once", texts(got))
 	}
 }

@@ -98,6 +98,7 @@ func Run(t *testing.T, stores Stores) {
 		{"RecallBeforeID", testRecallBeforeID},
 		{"RecallCommonWords", testRecallCommonWords},
 		{"Facts", testFacts},
+		{"FactsConcurrent", testFactsConcurrent},
 		{"Forget", testForget},
 		{"PruneFacts", testPruneFacts},
 		{"Documents", testDocuments},
