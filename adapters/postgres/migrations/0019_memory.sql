@@ -14,6 +14,9 @@ CREATE INDEX memories_search ON memories USING GIN (search);
 CREATE INDEX memories_scope ON memories (scope, id);
 -- Forgetting a person finds what they wrote.
 CREATE INDEX memories_author ON memories (platform, author_id);
+-- A room's messages by ID: those after one (the facts evaluator), the newest
+-- (the API's list).
+CREATE INDEX memories_room_id ON memories (room, id);
 
 CREATE TABLE facts (
     id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

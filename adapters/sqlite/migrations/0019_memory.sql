@@ -13,6 +13,9 @@ UPDATE memories SET scope = CASE
 CREATE INDEX memories_scope ON memories (scope, id);
 -- Forgetting a person finds what they wrote.
 CREATE INDEX memories_author ON memories (platform, author_id);
+-- A room's messages by ID: those after one (the facts evaluator), the newest
+-- (the API's list).
+CREATE INDEX memories_room_id ON memories (room, id);
 
 CREATE VIRTUAL TABLE memories_fts USING fts5(
     text, content = 'memories', content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2');
