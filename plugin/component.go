@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -78,12 +77,6 @@ func (e *RateLimitedError) Error() string {
 }
 
 func (e *RateLimitedError) Unwrap() error { return e.Err }
-
-// RoomPlatform is the platform prefix of a room name.
-func RoomPlatform(room string) string {
-	name, _, _ := strings.Cut(room, ":")
-	return name
-}
 
 // Message is one incoming chat message, as a platform adapter normalises it.
 type Message struct {

@@ -1,4 +1,4 @@
-package plugin
+package domain
 
 import (
 	"fmt"
@@ -34,4 +34,10 @@ func Moved(t Task, room, actor string, now time.Time, detail map[string]any) (Mu
 	after := t
 	after.RoomID = room
 	return Change(t, after, EventMoved, actor, now, d)
+}
+
+// RoomPlatform is the platform prefix of a room name.
+func RoomPlatform(room string) string {
+	name, _, _ := strings.Cut(room, ":")
+	return name
 }

@@ -1,4 +1,4 @@
-package plugin_test
+package domain_test
 
 import (
 	"encoding/json"
@@ -6,20 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // cycleClaim commits one claim of cycle c: unjudged, or judged at
 // progress.
 func (l *life) cycleClaim(c, progress int, unjudged bool, at time.Time) error {
 	l.t.Helper()
-	if err := l.do(plugin.Claimed(l.task, plugin.Claim{Owner: "w1", Now: at, Lease: time.Minute})); err != nil {
+	if err := l.do(domain.Claimed(l.task, domain.Claim{Owner: "w1", Now: at, Lease: time.Minute})); err != nil {
 		return err
 	}
-	return l.do(plugin.Iterated(l.task, plugin.Outcome{
-		Owner: "w1", Fence: l.task.Fence, Now: at.Add(time.Second), Progress: progress, Verdict: plugin.VerdictContinue,
+	return l.do(domain.Iterated(l.task, domain.Outcome{
+		Owner: "w1", Fence: l.task.Fence, Now: at.Add(time.Second), Progress: progress, Verdict: domain.VerdictContinue,
 		Unjudged: unjudged, Cycle: c,
-		Step: plugin.Step{Action: "write_file", Params: json.RawMessage(`{"path":"a"}`), Result: "ok", Success: true},
+		Step: domain.Step{Action: "write_file", Params: json.RawMessage(`{"path":"a"}`), Result: "ok", Success: true},
 	}))
 }
 
@@ -28,7 +28,7 @@ func (l *life) cycleClaim(c, progress int, unjudged bool, at time.Time) error {
 // that from the events and still catches a cycle past the limit.
 func TestCheckBoundsCycles(t *testing.T) {
 	t.Parallel()
-	l := newLife(t, plugin.NewTask{Goal: "Think, act, observe", MaxIterations: 2, Now: t0})
+	l := newLife(t, domain.NewTask{Goal: "Think, act, observe", MaxIterations: 2, Now: t0})
 	at := t0
 	for c := 1; c <= 2; c++ {
 		for i, unjudged := range []bool{true, true, false} {
@@ -38,17 +38,17 @@ func TestCheckBoundsCycles(t *testing.T) {
 			}
 		}
 	}
-	if l.task.Status != plugin.StatusStalemate || l.task.Iteration != 6 || l.task.Error != "reached the limit of 2 iterations" {
+	if l.task.Status != domain.StatusStalemate || l.task.Iteration != 6 || l.task.Error != "reached the limit of 2 iterations" {
 		t.Fatalf("after two cycles: %s, iteration %d, %q", l.task.Status, l.task.Iteration, l.task.Error)
 	}
-	if v := plugin.Check(l.task, l.events, l.steps); len(v) != 0 {
+	if v := domain.Check(l.task, l.events, l.steps); len(v) != 0 {
 		t.Fatalf("check of six claims in two cycles: %v", v)
 	}
 
 	// An event log claiming a third cycle of a task that allows two.
-	evs := append([]plugin.TaskEvent(nil), l.events...)
+	evs := append([]domain.TaskEvent(nil), l.events...)
 	last := &evs[len(evs)-1]
-	var p plugin.EventPayload
+	var p domain.EventPayload
 	if err := json.Unmarshal(last.Payload, &p); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestCheckBoundsCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 	last.Payload = raw
-	v := plugin.Check(l.task, evs, l.steps)
+	v := domain.Check(l.task, evs, l.steps)
 	if len(v) == 0 || !strings.Contains(v[0].Problem, "cycle 3 is beyond max_iterations 2") {
 		t.Fatalf("check of a third cycle = %v", v)
 	}

@@ -1,4 +1,4 @@
-package plugin_test
+package domain_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 func TestCleanFilePath(t *testing.T) {
@@ -27,10 +27,10 @@ func TestCleanFilePath(t *testing.T) {
 		".hidden":            ".hidden",
 		"a/..b":              "a/..b",
 		"..a":                "..a",
-		strings.Repeat("a", plugin.MaxFilePathBytes): strings.Repeat("a", plugin.MaxFilePathBytes),
+		strings.Repeat("a", domain.MaxFilePathBytes): strings.Repeat("a", domain.MaxFilePathBytes),
 	}
 	for in, want := range ok {
-		if got, err := plugin.CleanFilePath(in); err != nil || got != want {
+		if got, err := domain.CleanFilePath(in); err != nil || got != want {
 			t.Errorf("CleanFilePath(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
@@ -47,12 +47,12 @@ func TestCleanFilePath(t *testing.T) {
 		"a\x00b":      "not a usable file name",
 		"a\nb":        "not a usable file name",
 		"bad\xffname": "not a usable file name",
-		strings.Repeat("a", plugin.MaxFilePathBytes+1): "at most 1024",
+		strings.Repeat("a", domain.MaxFilePathBytes+1): "at most 1024",
 	}
 	for in, want := range refused {
-		got, err := plugin.CleanFilePath(in)
-		var fe *plugin.FileError
-		if err == nil || !errors.As(err, &fe) || !errors.Is(err, plugin.ErrInvalid) || !strings.Contains(err.Error(), want) {
+		got, err := domain.CleanFilePath(in)
+		var fe *domain.FileError
+		if err == nil || !errors.As(err, &fe) || !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), want) {
 			t.Errorf("CleanFilePath(%q) = %q, %v; want an ErrInvalid FileError saying %q", clip(in), got, err, want)
 		}
 	}
@@ -68,7 +68,7 @@ func clip(s string) string {
 func TestComparePaths(t *testing.T) {
 	t.Parallel()
 	paths := []string{"b.txt", "a.txt", "a/z.txt", "a/b/c.txt", "a-b", "A"}
-	slices.SortFunc(paths, plugin.ComparePaths)
+	slices.SortFunc(paths, domain.ComparePaths)
 	want := []string{"A", "a/b/c.txt", "a/z.txt", "a-b", "a.txt", "b.txt"}
 	if !slices.Equal(paths, want) {
 		t.Errorf("sorted %v, want %v: a folder's files together, before names that extend it", paths, want)
@@ -79,8 +79,8 @@ func TestComparePaths(t *testing.T) {
 // them for one iteration.
 type viewKit struct {
 	t     *testing.T
-	store plugin.Store
-	task  plugin.Task
+	store domain.Store
+	task  domain.Task
 	now   time.Time
 }
 
@@ -88,7 +88,7 @@ func newViewKit(t *testing.T) *viewKit {
 	t.Helper()
 	st := teststore.SQLite(t)
 	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	task, err := st.CreateTask(t.Context(), plugin.NewTask{Goal: "files", Now: now})
+	task, err := st.CreateTask(t.Context(), domain.NewTask{Goal: "files", Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,20 +96,20 @@ func newViewKit(t *testing.T) *viewKit {
 }
 
 // commit runs an iteration that commits changes, as the task service does.
-func (k *viewKit) commit(changes []plugin.FileChange) error {
+func (k *viewKit) commit(changes []domain.FileChange) error {
 	k.t.Helper()
 	k.now = k.now.Add(time.Minute)
-	c, err := k.store.ClaimTask(k.t.Context(), plugin.Claim{Owner: "w", Now: k.now, Lease: time.Minute})
+	c, err := k.store.ClaimTask(k.t.Context(), domain.Claim{Owner: "w", Now: k.now, Lease: time.Minute})
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	o := plugin.Outcome{Owner: "w", Fence: c.Fence, Now: k.now, Step: plugin.Step{Action: "write_file", Success: true},
-		Progress: c.Progress + 1, Verdict: plugin.VerdictContinue, Files: changes}
-	_, err = k.store.UpdateTask(k.t.Context(), k.task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+	o := domain.Outcome{Owner: "w", Fence: c.Fence, Now: k.now, Step: domain.Step{Action: "write_file", Success: true},
+		Progress: c.Progress + 1, Verdict: domain.VerdictContinue, Files: changes}
+	_, err = k.store.UpdateTask(k.t.Context(), k.task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 	return err
 }
 
-func (k *viewKit) read(v plugin.Files, path string) (string, error) {
+func (k *viewKit) read(v domain.Files, path string) (string, error) {
 	k.t.Helper()
 	data, err := v.Read(context.Background(), path)
 	return string(data), err
@@ -119,11 +119,11 @@ func TestFileViewBuffersWritesUntilTheCommit(t *testing.T) {
 	t.Parallel()
 	k := newViewKit(t)
 	ctx := context.Background()
-	if err := k.commit([]plugin.FileChange{{Path: "notes/plan.md", Data: []byte("plan v1")}, {Path: "old.txt", Data: []byte("old")}}); err != nil {
+	if err := k.commit([]domain.FileChange{{Path: "notes/plan.md", Data: []byte("plan v1")}, {Path: "old.txt", Data: []byte("old")}}); err != nil {
 		t.Fatal(err)
 	}
 
-	v := plugin.NewFileView(k.store, k.task.Number)
+	v := domain.NewFileView(k.store, k.task.Number)
 	if got, err := k.read(v, "notes/plan.md"); err != nil || got != "plan v1" {
 		t.Fatalf("a stored file reads %q, %v", got, err)
 	}
@@ -143,7 +143,7 @@ func TestFileViewBuffersWritesUntilTheCommit(t *testing.T) {
 	if got, err := k.read(v, "src/main.go"); err != nil || got != "package main" {
 		t.Errorf("a new file reads %q, %v", got, err)
 	}
-	if _, err := k.read(v, "old.txt"); !errors.Is(err, plugin.ErrNoFile) {
+	if _, err := k.read(v, "old.txt"); !errors.Is(err, domain.ErrNoFile) {
 		t.Errorf("a deleted file reads: %v; want ErrNoFile", err)
 	}
 	list, err := v.List(ctx)
@@ -175,11 +175,11 @@ func TestFileViewBuffersWritesUntilTheCommit(t *testing.T) {
 	if err := k.commit(changes); err != nil {
 		t.Fatal(err)
 	}
-	next := plugin.NewFileView(k.store, k.task.Number)
+	next := domain.NewFileView(k.store, k.task.Number)
 	if got, err := k.read(next, "notes/plan.md"); err != nil || got != "plan v2" {
 		t.Errorf("the next iteration reads %q, %v", got, err)
 	}
-	if _, err := k.read(next, "old.txt"); !errors.Is(err, plugin.ErrNoFile) {
+	if _, err := k.read(next, "old.txt"); !errors.Is(err, domain.ErrNoFile) {
 		t.Errorf("the next iteration reads the deleted file: %v", err)
 	}
 }
@@ -188,10 +188,10 @@ func TestFileViewChangesAreNet(t *testing.T) {
 	t.Parallel()
 	k := newViewKit(t)
 	ctx := context.Background()
-	if err := k.commit([]plugin.FileChange{{Path: "kept.txt", Data: []byte("same")}}); err != nil {
+	if err := k.commit([]domain.FileChange{{Path: "kept.txt", Data: []byte("same")}}); err != nil {
 		t.Fatal(err)
 	}
-	v := plugin.NewFileView(k.store, k.task.Number)
+	v := domain.NewFileView(k.store, k.task.Number)
 	steps := []func() error{
 		func() error { return v.Write(ctx, "scratch.txt", []byte("tmp")) },
 		func() error { return v.Delete(ctx, "scratch.txt") }, // never stored: no change
@@ -206,7 +206,7 @@ func TestFileViewChangesAreNet(t *testing.T) {
 	if c := v.Changes(); len(c) != 0 {
 		t.Errorf("Changes = %+v; want none", c)
 	}
-	if err := v.Delete(ctx, "never.txt"); !errors.Is(err, plugin.ErrNoFile) {
+	if err := v.Delete(ctx, "never.txt"); !errors.Is(err, domain.ErrNoFile) {
 		t.Errorf("deleting a file that is not there: %v; want ErrNoFile", err)
 	}
 	// The view keeps its own copy of what was written.
@@ -224,30 +224,30 @@ func TestFileViewRefusesPastTheLimits(t *testing.T) {
 	t.Parallel()
 	k := newViewKit(t)
 	ctx := context.Background()
-	mib := bytes.Repeat([]byte("x"), plugin.MaxFileBytes)
+	mib := bytes.Repeat([]byte("x"), domain.MaxFileBytes)
 	// 19 MiB stored, in 19 files.
-	var stored []plugin.FileChange
+	var stored []domain.FileChange
 	for i := range 19 {
-		stored = append(stored, plugin.FileChange{Path: fmt.Sprintf("big/%02d.bin", i), Data: mib})
+		stored = append(stored, domain.FileChange{Path: fmt.Sprintf("big/%02d.bin", i), Data: mib})
 	}
 	if err := k.commit(stored); err != nil {
 		t.Fatal(err)
 	}
-	v := plugin.NewFileView(k.store, k.task.Number)
+	v := domain.NewFileView(k.store, k.task.Number)
 	refused := []struct {
 		path string
 		data []byte
 		kind error
 		want string
 	}{
-		{"huge.bin", append(mib, 'x'), plugin.ErrLimit, "huge.bin would be 1048577 bytes; a file may hold at most 1048576 (1 MiB)"},
-		{"big/00.bin/x", []byte("x"), plugin.ErrInvalid, "big/00.bin is a file, so big/00.bin/x cannot be written inside it"},
-		{"big", []byte("x"), plugin.ErrInvalid, "big is a folder"},
-		{"../x", []byte("x"), plugin.ErrInvalid, "outside the task's workspace"},
+		{"huge.bin", append(mib, 'x'), domain.ErrLimit, "huge.bin would be 1048577 bytes; a file may hold at most 1048576 (1 MiB)"},
+		{"big/00.bin/x", []byte("x"), domain.ErrInvalid, "big/00.bin is a file, so big/00.bin/x cannot be written inside it"},
+		{"big", []byte("x"), domain.ErrInvalid, "big is a folder"},
+		{"../x", []byte("x"), domain.ErrInvalid, "outside the task's workspace"},
 	}
 	for _, r := range refused {
 		err := v.Write(ctx, r.path, r.data)
-		var fe *plugin.FileError
+		var fe *domain.FileError
 		if !errors.As(err, &fe) || !errors.Is(err, r.kind) || !strings.Contains(err.Error(), r.want) {
 			t.Errorf("Write(%s) = %v; want a FileError (%v) saying %q", r.path, err, r.kind, r.want)
 		}
@@ -258,7 +258,7 @@ func TestFileViewRefusesPastTheLimits(t *testing.T) {
 		t.Fatalf("the 20th MiB: %v", err)
 	}
 	err := v.Write(ctx, "one-byte.txt", []byte("x"))
-	if !errors.Is(err, plugin.ErrLimit) || !strings.Contains(err.Error(), "a task may keep at most 20971520 (20 MiB) in all") {
+	if !errors.Is(err, domain.ErrLimit) || !strings.Contains(err.Error(), "a task may keep at most 20971520 (20 MiB) in all") {
 		t.Errorf("one byte over 20 MiB: %v", err)
 	}
 	if err := v.Delete(ctx, "big/00.bin"); err != nil {
@@ -270,14 +270,14 @@ func TestFileViewRefusesPastTheLimits(t *testing.T) {
 
 	// 1,000 files fit; the 1,001st does not.
 	k2 := newViewKit(t)
-	v2 := plugin.NewFileView(k2.store, k2.task.Number)
-	for i := range plugin.MaxTaskFiles {
+	v2 := domain.NewFileView(k2.store, k2.task.Number)
+	for i := range domain.MaxTaskFiles {
 		if err := v2.Write(ctx, fmt.Sprintf("f/%04d", i), nil); err != nil {
 			t.Fatalf("file %d: %v", i, err)
 		}
 	}
 	err = v2.Write(ctx, "f/one-more", nil)
-	if !errors.Is(err, plugin.ErrLimit) || !strings.Contains(err.Error(), "the task would have 1001 files; a task may keep at most 1000") {
+	if !errors.Is(err, domain.ErrLimit) || !strings.Contains(err.Error(), "the task would have 1001 files; a task may keep at most 1000") {
 		t.Errorf("the 1,001st file: %v", err)
 	}
 	if err := k2.commit(v2.Changes()); err != nil {

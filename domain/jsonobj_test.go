@@ -1,10 +1,10 @@
-package plugin_test
+package domain_test
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 func TestDecodeJSONObject(t *testing.T) {
@@ -31,11 +31,11 @@ func TestDecodeJSONObject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got v
-		err := plugin.DecodeJSONObject(tt.in, &got)
+		err := domain.DecodeJSONObject(tt.in, &got)
 		if tt.ok && (err != nil || got.A != tt.want) {
 			t.Errorf("%q: got %+v, %v", tt.in, got, err)
 		}
-		if !tt.ok && !errors.Is(err, plugin.ErrNoJSON) {
+		if !tt.ok && !errors.Is(err, domain.ErrNoJSON) {
 			t.Errorf("%q: err = %v, want ErrNoJSON", tt.in, err)
 		}
 	}
@@ -47,6 +47,6 @@ func FuzzDecodeJSONObject(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		var m map[string]any
-		_ = plugin.DecodeJSONObject(s, &m) // must not panic or hang
+		_ = domain.DecodeJSONObject(s, &m) // must not panic or hang
 	})
 }
