@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/domain"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
 )
 
 func TestCleanFilePath(t *testing.T) {
