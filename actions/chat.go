@@ -8,27 +8,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
-
-// TaskControl is what chat commands need of the task service.
-type TaskControl interface {
-	Create(ctx context.Context, in plugin.NewTask) (plugin.Task, error)
-	Pause(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Resume(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Cancel(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Answer(ctx context.Context, number int64, actor, answer string) (plugin.Task, error)
-	Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error)
-	Approve(ctx context.Context, number int64, actor, call string) (plugin.Task, error)
-	Deny(ctx context.Context, number int64, actor, call, reason string) (plugin.Task, error)
-}
 
 // Chat is what the chat commands share: the task service, and who may
 // control any task (TASKLOOM_ADMINS) besides its requestor and the
 // platform's own administrators.
 type Chat struct {
-	Tasks  TaskControl
+	Tasks  domain.TaskControl
 	Admins []string
 	// Defaults for new tasks (TASKLOOM_MAX_ITERATIONS, TASKLOOM_MAX_STALE).
 	MaxIterations      int

@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
@@ -42,39 +43,13 @@ const (
 	RequestorHeader = "X-Taskloom-Requestor"
 )
 
-// TaskControl is what the API asks of the task service; *tasks.Service
-// implements it. The transitions refuse what a task's state forbids with
-// plugin.ErrInvalidState or plugin.ErrTerminal (an answer to a task that
-// asked nothing with plugin.ErrNotAwaitingAnswer, a decision on one that
-// awaits none with plugin.ErrNotAwaitingApproval, both ErrInvalidState),
-// Retry a task that has not ended with tasks.ErrNotEnded, and Create and
-// Retry a task past the requestor's limit with plugin.ErrLimit.
-//
-// The holder of the API token is trusted as an admin: whoever the API
-// lets through may decide on any task, as they may pause or cancel it.
-type TaskControl interface {
-	Create(ctx context.Context, in plugin.NewTask) (plugin.Task, error)
-	Pause(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Resume(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Cancel(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	// Answer resumes a task waiting on an answer with a person's words.
-	Answer(ctx context.Context, number int64, actor, answer string) (plugin.Task, error)
-	// Retry creates a task continuing the ended task number; in says who
-	// asks and where, and carries the new context.
-	Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error)
-	// Approve and Deny decide on the tool call a task waits to make.
-	// call names the request decided on (plugin.ApprovalID); one no
-	// longer pending is refused with plugin.ErrStaleApproval.
-	Approve(ctx context.Context, number int64, actor, call string) (plugin.Task, error)
-	Deny(ctx context.Context, number int64, actor, call, reason string) (plugin.Task, error)
-}
-
-var _ TaskControl = (*tasks.Service)(nil)
-
 // APIOptions configure the JSON API, the event stream and the dashboard.
 type APIOptions struct {
 	Store plugin.Store
-	Tasks TaskControl
+	// Tasks is the task service. The holder of the API token is trusted
+	// as an admin: whoever the API lets through may decide on any task,
+	// as they may pause or cancel it.
+	Tasks domain.TaskControl
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every /api call (TASKLOOM_API_TOKEN).
 	Token  string

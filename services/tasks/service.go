@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -127,6 +128,8 @@ func (noMetrics) LeaseLost()                               {}
 func (noMetrics) ModelUp(bool)                             {}
 
 // Service is the task service.
+var _ domain.TaskControl = (*Service)(nil)
+
 type Service struct {
 	opts  Options
 	rt    *plugin.Runtime
