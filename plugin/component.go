@@ -78,6 +78,23 @@ func (e *RateLimitedError) Error() string {
 
 func (e *RateLimitedError) Unwrap() error { return e.Err }
 
+// UndeliverableError is a platform's answer to a send that no retry can
+// change: the room is gone, or the bot may not post in it. The
+// notification service gives up on the notification (a dead letter)
+// instead of retrying it.
+type UndeliverableError struct{ Err error }
+
+func (e *UndeliverableError) Error() string { return "undeliverable: " + e.Err.Error() }
+func (e *UndeliverableError) Unwrap() error { return e.Err }
+
+// MessageGoneError is a platform's answer to an edit of a message that is
+// not there to edit any more (deleted, or no longer the bot's to edit).
+// The notification service posts the card again as a new message.
+type MessageGoneError struct{ Err error }
+
+func (e *MessageGoneError) Error() string { return "message gone: " + e.Err.Error() }
+func (e *MessageGoneError) Unwrap() error { return e.Err }
+
 // Message is one incoming chat message, as a platform adapter normalises it.
 type Message struct {
 	ID          string // the platform's message ID; "" when it has none
