@@ -48,7 +48,7 @@ func Commands(c *Chat) []plugin.Action {
 // workspace of the author's own, so DM tasks stay private to them.
 func WorkspaceOf(msg *plugin.Message) string {
 	if msg.DM {
-		return "dm:" + msg.Platform + ":" + msg.AuthorID
+		return domain.DMWorkspace(msg.Platform, msg.AuthorID)
 	}
 	if msg.WorkspaceID == "" {
 		return "local"
