@@ -84,11 +84,11 @@ var costShapes = []costShape{{"mixed", fetchMixed{}}, {"pages", fetchPage{}}}
 // cached share.
 func writeCostTable(w io.Writer, shapes []costShape, stats []promptStats) {
 	fmt.Fprintf(w, "prompt cost over %d iterations (tokens ≈ bytes/%d; billed = uncached + %.2f × cached prefix):\n", costIterations, bytesPerToken, cachedWeight)
-	fmt.Fprintf(w, "%-6s %-8s %8s %8s %8s %8s %9s %8s\n", "task", "prompt", "bytes", "tokens", "prefix B", "billed", "uncached", "floor")
+	fmt.Fprintf(w, "%-6s %-8s %8s %8s %8s %8s %9s %8s %8s\n", "task", "prompt", "bytes", "tokens", "prefix B", "billed", "uncached", "floor", "unc/flr")
 	for i, sh := range shapes {
 		s := stats[i]
 		row := func(label string, c promptCost) {
-			fmt.Fprintf(w, "%-6s %-8s %8d %8.0f %8d %8.0f %9.0f %8.0f\n", sh.name, label, c.bytes, tokens(c.bytes), c.prefix, c.billed, c.uncached, c.floor)
+			fmt.Fprintf(w, "%-6s %-8s %8d %8.0f %8d %8.0f %9.0f %8.0f %8.2f\n", sh.name, label, c.bytes, tokens(c.bytes), c.prefix, c.billed, c.uncached, c.floor, c.uncached/c.floor)
 		}
 		row(fmt.Sprintf("it. %d", costEarly), s.cost(costEarly))
 		row(fmt.Sprintf("it. %d", costLate), s.cost(costLate))
