@@ -53,7 +53,7 @@ type History struct {
 // what was done in view so the model does not redo it. The block layout
 // costs nothing in decisions and keeps each prompt the prefix of the
 // next. At 4,000 characters (chosen for a cached share of 80%) the
-// mixed task's prompts were 7% larger and cost 4% more (TestPromptCost).
+// mixed task's prompts were 7% larger and cost 4.5% more (TestPromptCost).
 var DefaultHistory = History{Block: 5, LatestChars: ResultPage, RecentChars: 2000, Condensed: 15, CondensedChars: 140, Answers: 5, AnswerChars: 600, ParamsChars: 300}
 
 // withDefaults is h, or DefaultHistory when h retires no block.
