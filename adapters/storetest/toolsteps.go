@@ -30,7 +30,9 @@ func twoCalls(c plugin.Task, now time.Time) plugin.Outcome {
 func testToolSteps(t *testing.T, s plugin.Store) {
 	task := create(t, s, newTask("Write then read"))
 	c := claim(t, s, "w1", at(0), time.Minute)
-	update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, twoCalls(c, at(time.Second))) })
+	update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Iterated(cur, twoCalls(c, at(time.Second)))
+	})
 	c = claim(t, s, "w1", at(time.Minute), time.Minute)
 	iterate(t, s, c, at(time.Minute+time.Second), 40, plugin.VerdictContinue)
 
