@@ -11,18 +11,15 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/taskloom/taskloom/actions"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // CommandName is the one application command, /task.
 const CommandName = "task"
 
-// Strategies are the choices of /task create's strategy option
-// (docs/strategies.md), loop first: the default.
-var Strategies = []string{
-	plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, plugin.StrategyReview,
-	plugin.StrategySupervisor, plugin.StrategyMagentic, plugin.StrategyGroupChat,
-}
+// MaxChoices is how many choices Discord lets an option have: with more
+// strategies than that, /task create's strategy is typed, and the task
+// service says when it names none of them.
+const MaxChoices = 25
 
 // Where /task can be used (docs/discord.md, docs/slack.md): the app is installable to a
 // server and to a user's account, and the command works in servers, in
@@ -37,8 +34,10 @@ var (
 )
 
 // Commands are the application commands the bot registers: /task and its
-// subcommands (docs/chat.md), the task numbers autocompleted.
-func Commands() []*discordgo.ApplicationCommand {
+// subcommands (docs/chat.md), the task numbers autocompleted, and the
+// choices of /task create's strategy the strategies given — the task
+// service's (actions.Strategies), loop first: the default.
+func Commands(strategies []string) []*discordgo.ApplicationCommand {
 	one := 1.0
 	minLen := 1
 	number := func(what string) *discordgo.ApplicationCommandOption {
@@ -67,8 +66,10 @@ func Commands() []*discordgo.ApplicationCommand {
 		Type: discordgo.ApplicationCommandOptionString, Name: "strategy",
 		Description: "How the task is worked; loop when not given",
 	}
-	for _, s := range Strategies {
-		strategy.Choices = append(strategy.Choices, &discordgo.ApplicationCommandOptionChoice{Name: s, Value: s})
+	if len(strategies) <= MaxChoices {
+		for _, s := range strategies {
+			strategy.Choices = append(strategy.Choices, &discordgo.ApplicationCommandOptionChoice{Name: s, Value: s})
+		}
 	}
 	integrationTypes, contexts := slices.Clone(IntegrationTypes), slices.Clone(Contexts)
 	return []*discordgo.ApplicationCommand{{
@@ -94,13 +95,13 @@ func Commands() []*discordgo.ApplicationCommand {
 	}}
 }
 
-// registerCommands makes the application's global commands Commands(),
+// registerCommands makes the application's global commands Commands(…),
 // with one bulk overwrite — and none when they already are, so a restart
 // or another replica changes nothing. The overwrite keeps a command's ID
 // when one of the same name exists, so even two replicas racing through
 // it end with one /task.
 func (a *Adapter) registerCommands(ctx context.Context, appID string) error {
-	want := Commands()
+	want := Commands(actions.Strategies(a.rt))
 	have, err := a.sess.ApplicationCommands(appID, "", discordgo.WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("list the application's commands (DISCORD_APPLICATION_ID=%s): %w", appID, rateLimited(err))

@@ -372,8 +372,9 @@ func Question(steps []plugin.Step) string {
 }
 
 // Help lists the chat commands of docs/chat.md with an example of each, and
-// on Discord and Slack the /task form each platform takes.
-func Help(f Flavor) string {
+// on Discord and Slack the /task form each platform takes, then the
+// strategies a task may be created with (the task service's).
+func Help(f Flavor, strategies []string) string {
 	rows := []struct{ say, does, discord, slack string }{
 		{"`create task Build auth`, `work on building auth`", "creates a task and replies with its number",
 			"/task create goal:Build auth", "/task create Build auth"},
@@ -401,6 +402,13 @@ func Help(f Flavor) string {
 			say += " or `" + slash + "`"
 		}
 		lines = append(lines, "• "+say+" — "+r.does)
+	}
+	if len(strategies) > 0 {
+		names := make([]string, len(strategies))
+		for i, s := range strategies {
+			names[i] = "`" + s + "`"
+		}
+		lines = append(lines, "", "Strategies: "+strings.Join(names, ", ")+" — say `create <strategy> task …`; `loop` is the default.")
 	}
 	return lit(f, strings.Join(lines, "\n"))
 }

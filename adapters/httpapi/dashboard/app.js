@@ -221,6 +221,7 @@ async function loadAll() {
     }
     render();
     loadStats();
+    loadStrategies();
   } catch (err) {
     state.buffer = null;
     if (err.status !== 401) toast(err.message);
@@ -478,6 +479,26 @@ $("ended-newer").addEventListener("click", () => {
 $("d-older").addEventListener("click", () => {
   if (state.selected !== null && state.stepsNext) loadSteps(state.selected, state.stepsNext, state.stepsNextCall);
 });
+
+// loadStrategies fills the create form's picker with the task service's
+// strategies (GET /api/strategies), a plugin's included; the page's own
+// options, the built-in ones, stay when the server cannot be asked.
+async function loadStrategies() {
+  try {
+    const body = await api("/api/strategies");
+    const sel = $("strategy");
+    const chosen = sel.value;
+    const known = new Map([...sel.options].map((o) => [o.value, o.textContent]));
+    sel.replaceChildren(...body.strategies.map((name) => {
+      const o = el("option", "", known.get(name) || name);
+      o.value = name;
+      return o;
+    }));
+    if (body.strategies.includes(chosen)) sel.value = chosen;
+  } catch (err) {
+    if (err.status !== 401) toast(err.message);
+  }
+}
 
 // ---------- chart ----------
 
