@@ -35,5 +35,11 @@ func (h HelpCommand) Handle(_ context.Context, call *plugin.Call) (plugin.Result
 	if call.Message != nil {
 		f = render.ForPlatform(call.Message.Platform)
 	}
-	return plugin.Result{Success: true, Text: render.Help(f, h.Chat.Strategies()), Ephemeral: true}, nil
+	return plugin.Result{Success: true, Text: HelpText(f, h.Chat.Strategies()), Ephemeral: true}, nil
+}
+
+// HelpText is the help in flavor f, from the table of commands
+// (commandtable.go), with strategies, the task service's.
+func HelpText(f render.Flavor, strategies []string) string {
+	return render.Help(f, helpRows(), strategies)
 }

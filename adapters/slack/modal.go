@@ -57,11 +57,16 @@ type createOrigin struct {
 	ResponseURL string `json:"r,omitempty"`
 }
 
-// isBareCreate says whether a /task command's text is "create" (or
+// isBareCreate says whether a /task command's text is the create
+// subcommand of actions' table of commands ("create", or its text,
 // "create task") and nothing else: the modal's cue.
 func isBareCreate(text string) bool {
-	f := strings.Fields(strings.ToLower(text))
-	return (len(f) == 1 && f[0] == "create") || (len(f) == 2 && f[0] == "create" && f[1] == "task")
+	c, ok := actions.SlashCommand("create")
+	if !ok {
+		return false
+	}
+	f := strings.Join(strings.Fields(strings.ToLower(text)), " ")
+	return f != "" && (f == c.Slash.Name || f == c.Slash.Text)
 }
 
 // openCreateModal answers a bare `/task create` with the modal, opened with
