@@ -738,13 +738,23 @@ func nonEmptyJSON(s string) string {
 // too late: its lease had been lost. Nothing a task produced is lost — the
 // rejected step is kept in the event.
 func Rejected(t Task, o Outcome, reason error) (Mutation, error) {
-	return Change(t, t, EventResultRejected, o.Owner, o.Now, map[string]any{
+	detail := map[string]any{
 		"reason":      reason.Error(),
 		"stale_fence": o.Fence,
 		"action":      o.Step.Action,
 		"result":      o.Step.Result,
 		"estimate":    o.Progress,
-	})
+	}
+	if len(o.Steps) > 0 {
+		// The claim's further calls (plugin/toolsteps.go), kept as its
+		// first is.
+		calls := make([]map[string]any, len(o.Steps))
+		for i, s := range o.Steps {
+			calls[i] = map[string]any{"action": s.Action, "result": s.Result, "success": s.Success}
+		}
+		detail["calls"] = calls
+	}
+	return Change(t, t, EventResultRejected, o.Owner, o.Now, detail)
 }
 
 // MaxCommitFailures is how many times the result of one iteration may

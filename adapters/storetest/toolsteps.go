@@ -133,6 +133,17 @@ func testToolStepsNeedTheLease(t *testing.T, s plugin.Store) {
 	if !errors.Is(err, plugin.ErrStaleFence) {
 		t.Fatalf("late commit = %v, want ErrStaleFence", err)
 	}
+	// What the late claim did is kept in the rejection, every call.
+	update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+		return plugin.Rejected(cur, twoCalls(late, at(2*time.Minute+time.Second)), err)
+	})
+	evs := events(t, s, task.Number)
+	p := payload(t, evs[len(evs)-1])
+	calls, _ := p.Detail["calls"].([]any)
+	if evs[len(evs)-1].Type != plugin.EventResultRejected || p.Detail["action"] != "write_file" || len(calls) != 1 ||
+		calls[0].(map[string]any)["action"] != "read_file" {
+		t.Errorf("the rejection = %s %v", evs[len(evs)-1].Type, p.Detail)
+	}
 	if steps, err := s.Steps(t.Context(), task.Number); err != nil || len(steps) != 0 {
 		t.Errorf("Steps = %d, %v; want none", len(steps), err)
 	}
