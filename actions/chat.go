@@ -28,7 +28,7 @@ type Chat struct {
 // grammars are tried.
 func Commands(c *Chat) []plugin.Action {
 	return []plugin.Action{
-		HelpCommand{},
+		HelpCommand{c},
 		ListTasks{c},
 		TaskStatus{c},
 		ControlTask{c, CmdPause},

@@ -228,6 +228,9 @@ func (d *Digest) AddEvent(ev TaskEvent) {
 	if p.Step != nil {
 		d.AddStep(*p.Step)
 	}
+	for _, s := range p.Steps {
+		d.AddStep(s)
+	}
 	if _, ok := answerOf(ev.Type, p); ok {
 		d.addAnswer(ev.Sequence)
 	}

@@ -89,7 +89,7 @@ func Check(row Task, events []TaskEvent, steps int) []Violation {
 			continue
 		}
 		if p.Step != nil {
-			stepEvents++
+			stepEvents += 1 + len(p.Steps)
 		}
 		if c, ok := p.Detail["cycle"].(float64); ok && ev.Type == EventIterated {
 			cycles = int(c)

@@ -91,6 +91,7 @@ type Store interface {
 	Outbox
 	FileStore
 	TaskCards
+	StepCalls
 }
 
 // StepQuery asks PageSteps for part of a task's steps.
@@ -99,8 +100,9 @@ type StepQuery struct {
 	// before Before, when it is set). 0 reads none: only the count.
 	Limit int
 	// Before pages back: when above 0, only the steps of iterations below
-	// it are read.
-	Before int
+	// it are read, and those of iteration Before whose Call is below
+	// BeforeCall (an iteration may have several steps, plugin/toolsteps.go).
+	Before, BeforeCall int
 	// ResultRunes is how much of each step's result to read: its first
 	// ResultRunes characters (0 reads none of it). Step.ResultBytes says
 	// how long the whole result is.

@@ -195,6 +195,10 @@ type Step struct {
 	Error      string          `json:"error,omitempty"`
 	Progress   int             `json:"progress"`
 	Time       time.Time       `json:"time"`
+	// Call is the step's place among the steps of its iteration, from 0:
+	// a tools reply of several calls writes a step per call, in order
+	// (docs/strategies.md). (Iteration, Call) is a step's key.
+	Call int `json:"call,omitempty"`
 	// Role is whose turn the step was (docs/strategies.md): agent, thought,
 	// action, observation, analysis, reviewer, supervisor or an agent's
 	// name.
@@ -253,7 +257,10 @@ const (
 type EventPayload struct {
 	Changes map[string]json.RawMessage `json:"changes,omitempty"`
 	Step    *Step                      `json:"step,omitempty"`
-	Detail  map[string]any             `json:"detail,omitempty"`
+	// Steps are the further steps of the same iteration, after Step
+	// (calls 1, 2…), without their results, as Step.
+	Steps  []Step         `json:"steps,omitempty"`
+	Detail map[string]any `json:"detail,omitempty"`
 }
 
 // NewTask is what it takes to create a task.

@@ -16,9 +16,12 @@ import (
 // notifications it causes and the changes to the task's files — all in one
 // transaction.
 type Mutation struct {
-	Task          Task
-	Event         TaskEvent
-	Step          *Step
+	Task  Task
+	Event TaskEvent
+	Step  *Step
+	// Steps are the further steps of Step's iteration, written after it
+	// in order (calls 1, 2…): a tools reply of several calls.
+	Steps         []Step
 	Notifications []Notification
 	// Files are the writes and deletions of the task's files the step
 	// made (docs/deploy.md), written before the event.
@@ -39,23 +42,32 @@ type MutateFunc func(current Task) (Mutation, error)
 // Change builds the mutation that moves before to after, recording an event
 // of type typ whose payload lists exactly the columns that differ.
 func Change(before, after Task, typ, actor string, now time.Time, detail map[string]any) (Mutation, error) {
-	return change(before, after, typ, actor, now, detail, nil)
+	return change(before, after, typ, actor, now, detail, nil, nil)
 }
 
 // changeWithStep is Change for a mutation that writes step: its event
 // records the step without its result, which is stored once, in the step
 // (up to MaxResultBytes), and the task's digest counts it.
-func changeWithStep(before, after Task, typ, actor string, now time.Time, detail map[string]any, step Step) (Mutation, error) {
-	m, err := change(before, after, typ, actor, now, detail, &step)
+//
+// more are the further steps of step's iteration (a tools reply's calls
+// after its first), recorded and counted the same way.
+func changeWithStep(before, after Task, typ, actor string, now time.Time, detail map[string]any, step Step, more ...Step) (Mutation, error) {
+	m, err := change(before, after, typ, actor, now, detail, &step, more)
 	if err != nil {
 		return m, err
 	}
 	m.Step = &step
-	digested(&m.Task, func(d *Digest) { d.AddStep(step) })
+	m.Steps = more
+	digested(&m.Task, func(d *Digest) {
+		d.AddStep(step)
+		for _, s := range more {
+			d.AddStep(s)
+		}
+	})
 	return m, nil
 }
 
-func change(before, after Task, typ, actor string, now time.Time, detail map[string]any, step *Step) (Mutation, error) {
+func change(before, after Task, typ, actor string, now time.Time, detail map[string]any, step *Step, more []Step) (Mutation, error) {
 	changes, err := diff(before, after)
 	if err != nil {
 		return Mutation{}, fmt.Errorf("%s task #%d: %w", typ, before.Number, err)
@@ -66,6 +78,10 @@ func change(before, after Task, typ, actor string, now time.Time, detail map[str
 		st := *step
 		st.Result = ""
 		p.Step = &st
+		for _, s := range more {
+			s.Result = ""
+			p.Steps = append(p.Steps, s)
+		}
 	}
 	payload, err := json.Marshal(p)
 	if err != nil {
@@ -362,6 +378,9 @@ type Outcome struct {
 	Fence int64
 	Now   time.Time
 	Step  Step
+	// Steps are the further steps of the claim, after Step, in the order
+	// they ran: a tools reply's calls, one step each (docs/strategies.md).
+	Steps []Step
 	// Progress is the model's estimate, 0–100.
 	Progress int
 	Verdict  Verdict
@@ -518,6 +537,8 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 	if len(step.Params) == 0 {
 		step.Params = json.RawMessage(`{}`)
 	}
+	step.Call = 0
+	more := callSteps(step, o.Steps)
 	detail := map[string]any{"verdict": string(o.Verdict), "estimate": o.Progress}
 	if o.Wait != WaitNone {
 		detail["wait"] = string(o.Wait)
@@ -550,9 +571,10 @@ func Iterated(t Task, o Outcome) (Mutation, error) {
 		for i, in := range subtasks {
 			lines[i] = SubtaskNotCreated(in, "this task ended with this step")
 		}
-		step.Result, subtasks = WithSubtaskLines(step.Result, lines), nil
+		asked := SubtaskStep(&step, more)
+		asked.Result, subtasks = WithSubtaskLines(asked.Result, lines), nil
 	}
-	m, err := changeWithStep(t, after, EventIterated, o.Owner, now, withFiles(detail, o.Files), step)
+	m, err := changeWithStep(t, after, EventIterated, o.Owner, now, withFiles(detail, o.Files), step, more...)
 	if err != nil {
 		return Mutation{}, err
 	}
@@ -716,13 +738,23 @@ func nonEmptyJSON(s string) string {
 // too late: its lease had been lost. Nothing a task produced is lost — the
 // rejected step is kept in the event.
 func Rejected(t Task, o Outcome, reason error) (Mutation, error) {
-	return Change(t, t, EventResultRejected, o.Owner, o.Now, map[string]any{
+	detail := map[string]any{
 		"reason":      reason.Error(),
 		"stale_fence": o.Fence,
 		"action":      o.Step.Action,
 		"result":      o.Step.Result,
 		"estimate":    o.Progress,
-	})
+	}
+	if len(o.Steps) > 0 {
+		// The claim's further calls (plugin/toolsteps.go), kept as its
+		// first is.
+		calls := make([]map[string]any, len(o.Steps))
+		for i, s := range o.Steps {
+			calls[i] = map[string]any{"action": s.Action, "result": s.Result, "success": s.Success}
+		}
+		detail["calls"] = calls
+	}
+	return Change(t, t, EventResultRejected, o.Owner, o.Now, detail)
 }
 
 // MaxCommitFailures is how many times the result of one iteration may

@@ -118,9 +118,10 @@ func TestButtons(t *testing.T) {
 // register: Discord's additions do not count, a changed definition does.
 func TestSameCommands(t *testing.T) {
 	t.Parallel()
+	strategies := []string{"loop", "react", "tools"}
 	// What Discord lists back: IDs, versions, defaults of its own.
 	listed := func() []*discordgo.ApplicationCommand {
-		raw, err := json.Marshal(Commands())
+		raw, err := json.Marshal(Commands(strategies))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,13 +169,19 @@ func TestSameCommands(t *testing.T) {
 			cs[0].Options[2].Options[0].Autocomplete = false
 			return cs
 		}, false},
+		{"a strategy the service lacks now", func(cs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
+			opts := cs[0].Options[0].Options
+			strategy := opts[len(opts)-1]
+			strategy.Choices = append(strategy.Choices, &discordgo.ApplicationCommandOptionChoice{Name: "echo", Value: "echo"})
+			return cs
+		}, false},
 		{"no strategy option", func(cs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
 			cs[0].Options[0].Options = cs[0].Options[0].Options[:1]
 			return cs
 		}, false},
 	}
 	for _, tt := range tests {
-		if got := sameCommands(tt.change(listed()), Commands()); got != tt.same {
+		if got := sameCommands(tt.change(listed()), Commands(strategies)); got != tt.same {
 			t.Errorf("%s: sameCommands = %v, want %v", tt.name, got, tt.same)
 		}
 	}

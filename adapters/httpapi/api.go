@@ -164,6 +164,7 @@ func (a *API) routes() []route {
 		{"POST /api/notifications/{id}/retry", a.retryNotification, true},
 		{"GET /api/events", a.events, true},
 		{"GET /api/stats", a.stats, true},
+		{"GET /api/strategies", a.strategies, true},
 		// Anything else under /api gets a JSON 404 or 405, not the
 		// mux's plain text.
 		{"/api/", a.unknown, true},

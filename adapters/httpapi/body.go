@@ -77,13 +77,19 @@ type taskWithSteps struct {
 	// StepsNext is the before= of the page of older steps; null when the
 	// page holds the task's first step (or none).
 	StepsNext *int `json:"steps_next"`
+	// StepsNextCall is the before_call= that goes with StepsNext: the
+	// page may end between two calls of one iteration (plugin.Step.Call).
+	StepsNextCall *int `json:"steps_next_call,omitempty"`
 }
 
 type stepBody struct {
-	Iteration int             `json:"iteration"`
-	Action    string          `json:"action"`
-	Params    json.RawMessage `json:"params"`
-	Result    string          `json:"result"`
+	Iteration int `json:"iteration"`
+	// Call is the step's place among its iteration's steps, from 0: a
+	// tools reply of several calls writes a step per call.
+	Call   int             `json:"call"`
+	Action string          `json:"action"`
+	Params json.RawMessage `json:"params"`
+	Result string          `json:"result"`
 	// ResultBytes is the size of the whole result; ResultClipped says
 	// that Result is only its beginning (GET
 	// /api/tasks/{number}/steps/{iteration} has all of it).
@@ -182,7 +188,7 @@ func stepOf(s plugin.Step) stepBody {
 		params = json.RawMessage(`{}`)
 	}
 	size := max(s.ResultBytes, len(s.Result)) // ResultBytes is 0 from a read that does not clip
-	return stepBody{Iteration: s.Iteration, Action: s.Action, Params: params, Result: s.Result,
+	return stepBody{Iteration: s.Iteration, Call: s.Call, Action: s.Action, Params: params, Result: s.Result,
 		ResultBytes: size, ResultClipped: len(s.Result) < size, Success: s.Success, Error: s.Error, Thought: s.Thought, Progress: s.Progress, Time: s.Time.UTC(), Role: s.Role}
 }
 

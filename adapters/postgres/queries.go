@@ -201,9 +201,9 @@ WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2`
 
 	sqlInsertStep = `
 INSERT INTO task_steps (` + sqlstore.StepColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
-	sqlSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 ORDER BY iteration`
+	sqlSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 ORDER BY iteration, call`
 )
 
 const (

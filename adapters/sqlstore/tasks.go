@@ -104,7 +104,8 @@ func createSubtasks(ctx context.Context, tx Tx, m *plugin.Mutation) error {
 		lines = append(lines, plugin.SubtaskCreated(row))
 	}
 	if m.Step != nil {
-		m.Step.Result = plugin.WithSubtaskLines(m.Step.Result, lines)
+		asked := plugin.SubtaskStep(m.Step, m.Steps)
+		asked.Result = plugin.WithSubtaskLines(asked.Result, lines)
 	}
 	return nil
 }
@@ -550,12 +551,15 @@ func writeMutation(ctx context.Context, tx Tx, cur plugin.Task, m *plugin.Mutati
 		return err
 	}
 	if m.Step != nil {
-		st := *m.Step
-		if err := plugin.CleanStep(&st); err != nil {
-			return fmt.Errorf("step: %w", err)
-		}
-		if err := tx.InsertStep(ctx, st); err != nil {
-			return fmt.Errorf("step: %w", err)
+		// The iteration's first step, then the further ones in the order
+		// they ran (a tools reply's calls, plugin/toolsteps.go).
+		for i, st := range append([]plugin.Step{*m.Step}, m.Steps...) {
+			if err := plugin.CleanStep(&st); err != nil {
+				return fmt.Errorf("step %d.%d: %w", st.Iteration, i, err)
+			}
+			if err := tx.InsertStep(ctx, st); err != nil {
+				return fmt.Errorf("step %d.%d: %w", st.Iteration, i, err)
+			}
 		}
 	}
 	for _, n := range m.Notifications {

@@ -80,6 +80,8 @@ func Run(t *testing.T, stores Stores) {
 		{"Steps", testSteps},
 		{"HistoryReads", testHistoryReads},
 		{"PageSteps", testPageSteps},
+		{"ToolSteps", testToolSteps},
+		{"ToolStepsNeedTheLease", testToolStepsNeedTheLease},
 		{"Digest", testDigest},
 		{"Times", testTimes},
 		{"DirtyText", testDirtyText},

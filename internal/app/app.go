@@ -733,6 +733,9 @@ type CoreOptions struct {
 	// Getenv gives the PATH and HOME that stdio MCP servers are started
 	// with; os.Getenv when nil.
 	Getenv func(string) string
+	// Strategies are strategies a plugin adds (tasks.Options.Strategies):
+	// every place that offers a strategy reads the task service's list.
+	Strategies map[string]tasks.Strategy
 }
 
 // Core is the runtime with the "model" and "orchestrator" plugins
@@ -761,6 +764,7 @@ func NewCore(o CoreOptions) *Core {
 	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox, Metrics: rec,
 		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, AnswerTimeout: cfg.AnswerTimeout, MaxActivePerUser: cfg.MaxActive,
 		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools, StoreClock: onRealClock(o.Clock),
+		Strategies: o.Strategies,
 	}
 	taskOpts.Agents, taskOpts.Team = teamOf(cfg)
 	if l, ok := o.Store.(interface {

@@ -68,6 +68,11 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, 
 		if len(o.Step.Result) > plugin.MaxResultBytes {
 			o.Step.Result = clipBytes(o.Step.Result, plugin.MaxResultBytes)
 		}
+		for i := range o.Steps { // each call of a tools reply is a step, kept to the same size
+			if len(o.Steps[i].Result) > plugin.MaxResultBytes {
+				o.Steps[i].Result = clipBytes(o.Steps[i].Result, plugin.MaxResultBytes)
+			}
+		}
 		return o, nil
 	}
 	turn := &Turn{Task: task, Runtime: rt, it: it, files: files}

@@ -146,7 +146,7 @@ type PromptInput struct {
 }
 
 type stepView struct {
-	Iteration int
+	Iteration string // StepLabel: "7", or "7.2" for the second call of a tools reply
 	Action    string
 	Params    string
 	Success   bool
@@ -181,7 +181,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		}
 		result, more := showResult(s, limit, readable)
 		recent = append(recent, stepView{
-			Iteration: s.Iteration, Action: orNone(s.Action), Params: clip(string(s.Params), h.ParamsChars),
+			Iteration: StepLabel(s), Action: orNone(s.Action), Params: clip(string(s.Params), h.ParamsChars),
 			Success: s.Success, Thought: clip(s.Thought, 300), Result: result, More: more,
 		})
 	}
@@ -191,7 +191,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		if !s.Success {
 			mark = "failed"
 		}
-		line := fmt.Sprintf("%d. %s %s → %s: %s", s.Iteration, orNone(s.Action), clip(string(s.Params), 60), mark, oneLine(resultText(s), h.CondensedChars))
+		line := fmt.Sprintf("%s. %s %s → %s: %s", StepLabel(s), orNone(s.Action), clip(string(s.Params), 60), mark, oneLine(resultText(s), h.CondensedChars))
 		condensed = append(condensed, clip(line, h.CondensedChars))
 	}
 	// The steps older than those shown are only counted: those before
@@ -287,7 +287,7 @@ func showResult(s plugin.Step, limit int, readable bool) (shown, more string) {
 	if !readable {
 		return prefix + head, fmt.Sprintf("[… %s more characters not shown]", thousands(left))
 	}
-	return prefix + head, ReadResultNote(s.Iteration, budget, left)
+	return prefix + head, ReadResultCallNote(s.Iteration, s.Call, budget, left)
 }
 
 // ReadResultNote is the line that ends a result shown in part: how many
