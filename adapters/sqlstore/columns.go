@@ -20,7 +20,7 @@ var TaskColumns = []string{
 	"waiting_on", "next_attempt_at", "max_tokens", "continues_number",
 	"approval_action", "approval_params", "approval_granted",
 	"strategy", "phase", "strategy_state", "ledger",
-	"digest", "approval_role",
+	"digest", "approval_role", "schedule_id",
 }
 
 // TimeArg is how a dialect passes a time to its database: NULL when zero.
@@ -44,7 +44,7 @@ func TaskArgs(t plugin.Task, timeArg TimeArg) []any {
 		string(t.WaitingOn), timeArg(t.NextAttemptAt), t.MaxTokens, nullNumber(t.ContinuesNumber),
 		t.ApprovalAction, t.ApprovalParams, t.ApprovalGranted,
 		t.Strategy, t.Phase, t.State, t.Ledger,
-		t.Digest, t.ApprovalRole,
+		t.Digest, t.ApprovalRole, nullNumber(t.ScheduleID),
 	}
 }
 
@@ -60,7 +60,7 @@ func ScanTask(row Row, extra ...any) (plugin.Task, error) {
 	var (
 		t                                                   plugin.Task
 		status, waitingOn                                   string
-		parent, continues                                   sql.NullInt64
+		parent, continues, schedule                         sql.NullInt64
 		processed, created, started, completed, lease, next Time
 	)
 	dest := []any{
@@ -73,7 +73,7 @@ func ScanTask(row Row, extra ...any) (plugin.Task, error) {
 		&waitingOn, &next, &t.MaxTokens, &continues,
 		&t.ApprovalAction, &t.ApprovalParams, &t.ApprovalGranted,
 		&t.Strategy, &t.Phase, &t.State, &t.Ledger,
-		&t.Digest, &t.ApprovalRole,
+		&t.Digest, &t.ApprovalRole, &schedule,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return plugin.Task{}, err
@@ -88,6 +88,7 @@ func ScanTask(row Row, extra ...any) (plugin.Task, error) {
 	t.WaitingOn = plugin.WaitOn(waitingOn)
 	t.NextAttemptAt = next.T
 	t.ContinuesNumber = continues.Int64
+	t.ScheduleID = schedule.Int64
 	return t, nil
 }
 
