@@ -257,7 +257,8 @@ func ValidateSchedule(in NewSchedule) (Schedule, error) {
 	// The goal is checked as a task's is, so a run never fails to be
 	// created for its goal.
 	if _, err := NewTaskRow(NewTask{Goal: in.Goal, Name: in.Name, Now: now}); err != nil {
-		return Schedule{}, fmt.Errorf("create schedule: %w", errors.Unwrap(err))
+		_, reason, _ := strings.Cut(err.Error(), ErrInvalid.Error()+": ")
+		return Schedule{}, fmt.Errorf("create schedule: %w: %s", ErrInvalid, reason)
 	}
 	overlap := strings.ToLower(strings.TrimSpace(in.Overlap))
 	switch overlap {
