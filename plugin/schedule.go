@@ -330,15 +330,15 @@ type RunDecision struct {
 // running again; with OverlapSkip, a due time whose previous run is still
 // active makes no run.
 func DecideRun(s Schedule, sched cron.Schedule, now time.Time, runs []Task) RunDecision {
-	d := RunDecision{Next: UTC(sched.Next(now))}
+	due := s.NextRunAt
+	d := RunDecision{Next: UTC(nextAfter(sched, now, due))}
 	for _, t := range runs {
 		if t.Status != StatusFailed && t.Status != StatusStalemate {
 			break
 		}
 		d.Failures++
 	}
-	due := s.NextRunAt
-	following := sched.Next(due)
+	following := nextAfter(sched, due, due)
 	missed := (!following.IsZero() && !following.After(now)) || now.Sub(due) > ScheduleLateGrace
 	switch {
 	case d.Failures >= MaxScheduleFailures:
@@ -362,6 +362,26 @@ func DecideRun(s Schedule, sched cron.Schedule, now time.Time, runs []Task) RunD
 	return d
 }
 
+// nextAfter is sched's first due time after t that does not read, on
+// the schedule's wall clock, as prev does. robfig/cron fires a time of
+// the hour that repeats when clocks go back twice (02:30 in Berlin on
+// the last Sunday of October, once in summer time and once in winter
+// time); a schedule runs once at each time its expression names, so the
+// repeat is passed over. (A time of the hour that clocks skip in spring
+// does not exist: robfig/cron skips it that day, and so does a schedule.)
+func nextAfter(sched cron.Schedule, t, prev time.Time) time.Time {
+	n := sched.Next(t)
+	spec, ok := sched.(*cron.SpecSchedule)
+	if !ok || n.IsZero() || prev.IsZero() {
+		return n
+	}
+	const wall = "2006-01-02 15:04"
+	if n.In(spec.Location).Format(wall) == prev.In(spec.Location).Format(wall) {
+		return sched.Next(n)
+	}
+	return n
+}
+
 // ScheduleRun is the task a schedule's due time creates.
 func ScheduleRun(s Schedule, f FireSchedule, now time.Time) NewTask {
 	return NewTask{
@@ -370,4 +390,18 @@ func ScheduleRun(s Schedule, f FireSchedule, now time.Time) NewTask {
 		MaxIterations: f.MaxIterations, MaxStaleIterations: f.MaxStaleIterations,
 		ScheduleID: s.ID, Actor: fmt.Sprintf("schedule #%d", s.ID), Now: now,
 	}
+}
+
+// ErrScheduleForbidden refuses a change to a schedule by someone who is
+// neither its requestor nor an admin.
+var ErrScheduleForbidden = errors.New("only the person who created a schedule, or an admin, can change it")
+
+// ScheduleCaller is who asks to see or change a schedule: a schedule of
+// another workspace is answered as one that does not exist (Workspace ""
+// sees every workspace, as the API does), and only its requestor or an
+// admin may pause, resume or delete it.
+type ScheduleCaller struct {
+	ID          string
+	Admin       bool
+	WorkspaceID string
 }
