@@ -28,8 +28,11 @@ type TaskControl interface {
 // control any task (TASKLOOM_ADMINS) besides its requestor and the
 // platform's own administrators.
 type Chat struct {
-	Tasks  TaskControl
-	Admins []string
+	Tasks TaskControl
+	// Schedules, when set, serves the schedule commands
+	// (docs/schedules.md).
+	Schedules ScheduleControl
+	Admins    []string
 	// Defaults for new tasks (TASKLOOM_MAX_ITERATIONS, TASKLOOM_MAX_STALE).
 	MaxIterations      int
 	MaxStaleIterations int
@@ -50,6 +53,11 @@ func Commands(c *Chat) []plugin.Action {
 		SearchTasks{c},
 		AnswerTask{c},
 		RetryTask{c},
+		ScheduleCommand{c, CmdSchedule},
+		ScheduleCommand{c, CmdSchedules},
+		ScheduleCommand{c, CmdUnschedule},
+		ScheduleCommand{c, CmdPauseSchedule},
+		ScheduleCommand{c, CmdResumeSchedule},
 		CreateTask{c},
 	}
 }

@@ -24,6 +24,10 @@ type Command struct {
 	// Strategy is the word before "task" in `create review task …`
 	// (docs/strategies.md), lower-cased; empty when the command names none.
 	Strategy string
+	// Spec is the times of `every <spec> task <goal>` (docs/schedules.md):
+	// a cron expression without its backticks, or a descriptor such as
+	// @daily or @every 2h; empty when the command gave none that reads.
+	Spec string
 }
 
 // Command kinds.
@@ -40,6 +44,12 @@ const (
 	CmdApprove = "approve"
 	CmdDeny    = "deny"
 	CmdHelp    = "help"
+	// The schedule commands of docs/schedules.md.
+	CmdSchedule       = "schedule"
+	CmdSchedules      = "schedules"
+	CmdUnschedule     = "unschedule"
+	CmdPauseSchedule  = "pause_schedule"
+	CmdResumeSchedule = "resume_schedule"
 )
 
 var (
@@ -54,7 +64,14 @@ var (
 	reApprove        = regexp.MustCompile(`(?is)^(approve|allow|deny|reject)\b(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:reason\s*:\s*)?(.*))?$`)
 	reCall           = regexp.MustCompile(`(?is)^call(?:\s*[:=]\s*([^\s:=]+)|\s+([0-9a-f]{8,64}))(?:\s+(.*))?$`)
 	reRetry          = regexp.MustCompile(`(?is)^(?:retry|rerun|redo)(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:context\s*:\s*)?(.*))?$`)
-	reHelp           = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
+	// "every `0 9 * * 1-5` task summarise the alerts", "every @daily task x",
+	// "every @every 2h task x"; "schedule …" is the slash command's form.
+	reEvery        = regexp.MustCompile("(?is)^(?:schedule\\s+)?every\\b\\s*(?:`([^`\\n]*)`|(@every\\s+\\S+|@\\S+))?\\s*(?:(?:task|job)\\b\\s*:?(?:\\s*goal\\s*:)?\\s*(.*))?$")
+	reScheduleAdd  = regexp.MustCompile("(?is)^schedule\\s+(?:`([^`\\n]*)`|(@every\\s+\\S+|@\\S+))\\s*(?:(?:task|job)\\b\\s*:?(?:\\s*goal\\s*:)?\\s*(.*))?$")
+	reSchedules    = regexp.MustCompile(`(?i)^(?:(?:list|show)\s+(?:all\s+)?schedules|schedules|schedule(?:\s+list)?)$`)
+	reScheduleOp   = regexp.MustCompile(`(?is)^(unschedule|(?:pause|resume|delete|remove|cancel)\s+schedule|schedule\s+(?:pause|resume|delete|remove|rm))\b(?:\s+(#?\S+))?\s*$`)
+	reScheduleLike = regexp.MustCompile("(?is)^(?:schedule\\s+|every\\s+.*(?:`|@|\\b(?:task|job)\\b))")
+	reHelp         = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
 )
 
 // ParseCommand recognises a chat command. It reports ok for anything that
@@ -79,6 +96,9 @@ func ParseCommand(text string) (Command, bool) {
 		return Command{Kind: CmdHelp}, true
 	case reList.MatchString(s):
 		return Command{Kind: CmdList}, true
+	}
+	if c, ok := parseSchedule(s); ok {
+		return c, true
 	}
 	if m := reNumbered.FindStringSubmatch(s); m != nil {
 		kind := strings.ToLower(m[1])
@@ -119,6 +139,40 @@ func ParseCommand(text string) (Command, bool) {
 	}
 	if m := reCreate.FindStringSubmatch(s); m != nil {
 		return Command{Kind: CmdCreate, Text: strings.TrimSpace(m[1])}, true
+	}
+	return Command{}, false
+}
+
+// parseSchedule reads the schedule commands, which come before the
+// others: "pause schedule #2" is not a task's pause.
+func parseSchedule(s string) (Command, bool) {
+	if reSchedules.MatchString(s) {
+		return Command{Kind: CmdSchedules}, true
+	}
+	if m := reScheduleOp.FindStringSubmatch(s); m != nil {
+		op := strings.ToLower(m[1])
+		kind := CmdUnschedule
+		switch {
+		case strings.Contains(op, "pause"):
+			kind = CmdPauseSchedule
+		case strings.Contains(op, "resume"):
+			kind = CmdResumeSchedule
+		}
+		n, beyond := taskNumber(m[2])
+		return Command{Kind: kind, Number: n, Beyond: beyond}, true
+	}
+	m := reEvery.FindStringSubmatch(s)
+	if m == nil {
+		m = reScheduleAdd.FindStringSubmatch(s)
+	}
+	if m != nil {
+		return Command{Kind: CmdSchedule, Spec: strings.TrimSpace(m[1] + m[2]), Text: strings.TrimSpace(m[3])}, true
+	}
+	if reScheduleLike.MatchString(s) {
+		// Recognisably a schedule, with times that do not read: its
+		// action says how to write them. ("every time I ask…" is
+		// chat, not a command.)
+		return Command{Kind: CmdSchedule}, true
 	}
 	return Command{}, false
 }

@@ -75,6 +75,8 @@ var _ TaskControl = (*tasks.Service)(nil)
 type APIOptions struct {
 	Store plugin.Store
 	Tasks TaskControl
+	// Schedules, when set, serves /api/schedules (docs/schedules.md).
+	Schedules ScheduleControl
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every /api call (TASKLOOM_API_TOKEN).
 	Token  string
@@ -185,6 +187,12 @@ func (a *API) routes() []route {
 		{"POST /api/tasks/{number}/retry", a.retryTask, true},
 		{"POST /api/tasks/{number}/approve", a.approveTask, true},
 		{"POST /api/tasks/{number}/deny", a.denyTask, true},
+		{"GET /api/schedules", a.listSchedules, true},
+		{"POST /api/schedules", a.createSchedule, true},
+		{"GET /api/schedules/{id}", a.getSchedule, true},
+		{"DELETE /api/schedules/{id}", a.deleteSchedule, true},
+		{"POST /api/schedules/{id}/pause", a.pauseSchedule(true), true},
+		{"POST /api/schedules/{id}/resume", a.pauseSchedule(false), true},
 		{"GET /api/notifications", a.listNotifications, true},
 		{"POST /api/notifications/{id}/retry", a.retryNotification, true},
 		{"GET /api/events", a.events, true},

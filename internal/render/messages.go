@@ -388,6 +388,10 @@ func Help(f Flavor) string {
 			"/task answer number:3 text:use JWT", "/task answer 3 use JWT"},
 		{"`retry #3 use JWT this time`", "continues an ended task as a new one, with its files and what you add",
 			"/task retry number:3 context:use JWT this time", "/task retry 3 use JWT this time"},
+		{"every `0 9 * * 1-5` task summarise the alerts, `every @daily task …`", "creates a task at each time of a cron expression (in backticks) or descriptor",
+			"/task schedule action:add cron:0 9 * * 1-5 goal:…", "/task schedule @daily task …"},
+		{"`schedules`, `pause schedule #2`, `resume schedule #2`, `unschedule #2`", "lists schedules; pauses, resumes or deletes one you created",
+			"/task schedule action:list", "/task schedule list"},
 		{"`help`", "shows this list", "", ""},
 	}
 	head := "📖 Commands — type them here:"
