@@ -70,6 +70,12 @@ func Commands() []*discordgo.ApplicationCommand {
 	for _, s := range Strategies {
 		strategy.Choices = append(strategy.Choices, &discordgo.ApplicationCommandOptionChoice{Name: s, Value: s})
 	}
+	scheduleAction := &discordgo.ApplicationCommandOption{
+		Type: discordgo.ApplicationCommandOptionString, Name: "action", Description: "What to do", Required: true,
+	}
+	for _, op := range []string{"add", "list", "pause", "resume", "delete"} {
+		scheduleAction.Choices = append(scheduleAction.Choices, &discordgo.ApplicationCommandOptionChoice{Name: op, Value: op})
+	}
 	integrationTypes, contexts := slices.Clone(IntegrationTypes), slices.Clone(Contexts)
 	return []*discordgo.ApplicationCommand{{
 		Type:             discordgo.ChatApplicationCommand,
@@ -90,6 +96,11 @@ func Commands() []*discordgo.ApplicationCommand {
 				number("answer"), text("text", "Your answer", 4000)),
 			sub("retry", "Continue an ended task as a new one, with its files",
 				number("retry"), optional(text("context", "More context for the new run", 4000))),
+			sub("schedule", "Run a task at the times of a cron expression, or list, pause, resume or delete schedules",
+				scheduleAction, optional(text("cron", "Five fields such as 0 9 * * 1-5, or @daily, @every 2h (for add)", 200)),
+				optional(text("goal", "What each run should do (for add)", 4000)),
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionInteger, Name: "id",
+					Description: "The schedule's number, as in #2 (for pause, resume, delete)", MinValue: &one}),
 		},
 	}}
 }
@@ -242,6 +253,8 @@ func commandText(data discordgo.ApplicationCommandInteractionData) (string, erro
 			return fmt.Sprintf("retry %s context: %s", num(), c), nil
 		}
 		return "retry " + num(), nil
+	case "schedule":
+		return scheduleText(str("action"), str("cron"), str("goal"), sub.Options), nil
 	}
 	return "", fmt.Errorf("unknown subcommand /%s %s", data.Name, sub.Name)
 }
@@ -300,4 +313,29 @@ func buttonText(customID string) (string, bool) {
 	}
 	text, _, ok := actions.PressText(op, ref)
 	return text, ok
+}
+
+// scheduleText is the chat command of /task schedule (docs/schedules.md):
+// add is `every <cron> task <goal>`, the cron expression in backticks (a
+// descriptor needs none); the others name the schedule by its id.
+func scheduleText(action, cron, goal string, opts []*discordgo.ApplicationCommandInteractionDataOption) string {
+	id := ""
+	for _, o := range opts {
+		if o.Name == "id" && (o.Type == discordgo.ApplicationCommandOptionInteger || o.Type == discordgo.ApplicationCommandOptionNumber) {
+			id = " #" + strconv.FormatInt(o.IntValue(), 10)
+		}
+	}
+	switch action {
+	case "add":
+		spec := cron
+		if !strings.HasPrefix(cron, "@") {
+			spec = "`" + cron + "`"
+		}
+		return "every " + spec + " task goal: " + goal
+	case "pause", "resume":
+		return action + " schedule" + id
+	case "delete":
+		return "unschedule" + id
+	}
+	return "schedules"
 }
