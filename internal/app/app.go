@@ -180,6 +180,7 @@ func command(o Options) *cobra.Command {
 	})
 	// A client of a running Taskloom: it needs no server configuration.
 	root.AddCommand(cli.Command(o.Getenv))
+	root.AddCommand(cli.SchedulesCommand(o.Getenv))
 	root.SetHelpCommand(&cobra.Command{
 		Use:               "help [command]",
 		Short:             "print a command's help",
