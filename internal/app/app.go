@@ -778,7 +778,7 @@ type Core struct {
 	// Schedules fires the schedules of docs/schedules.md.
 	Schedules *schedules.Service
 	Chat      *actions.Chat
-	Metrics *metrics.Recorder
+	Metrics   *metrics.Recorder
 }
 
 // NewCore assembles the core.
