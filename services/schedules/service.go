@@ -128,22 +128,35 @@ func (s *Service) loop(ctx context.Context) {
 	defer close(s.done)
 	for ctx.Err() == nil {
 		wait := s.opts.MaxSleep
-		if err := s.FireDue(ctx); err != nil {
+		var next time.Time
+		firedAt, err := s.fireDue(ctx)
+		if err == nil {
+			next, err = s.store.NextScheduleDue(ctx)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			s.log.Error("firing schedules failed", "err", err)
-			wait = errorBackoff
-		} else if next, err := s.store.NextScheduleDue(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Error("reading the next due schedule failed", "err", err)
-			wait = errorBackoff
-		} else if !next.IsZero() {
+			wait, next = errorBackoff, time.Time{}
+		}
+		// A due time after the last look that the clock has reached
+		// since (while the store answered, or while the timer was being
+		// set, which measured from then would fire late) is looked at
+		// again at once. One already due at the last look is being fired
+		// by another replica: it is waited for minSleep.
+		reached := func() bool { return next.After(firedAt) && !s.clk.Now().Before(next) }
+		if reached() {
+			continue
+		}
+		if !next.IsZero() {
 			wait = max(min(next.Sub(s.clk.Now()), wait), minSleep)
 		}
 		t := s.clk.NewTimer(wait)
+		if reached() {
+			t.Stop()
+			continue
+		}
 		select {
 		case <-ctx.Done():
 		case <-s.wake:
@@ -156,16 +169,24 @@ func (s *Service) loop(ctx context.Context) {
 // FireDue fires every schedule due now, one transaction each, and says
 // what went wrong first. The loop calls it; tests may too.
 func (s *Service) FireDue(ctx context.Context) error {
+	_, err := s.fireDue(ctx)
+	return err
+}
+
+// fireDue is FireDue; it also returns the time of its last look, at
+// which nothing (this replica could claim) was due.
+func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
 	for {
+		now := s.clk.Now()
 		f, err := s.store.FireSchedule(ctx, plugin.FireSchedule{
-			Now: s.clk.Now(), MaxActive: s.opts.MaxActive, MaxTokens: s.maxTokens(),
+			Now: now, MaxActive: s.opts.MaxActive, MaxTokens: s.maxTokens(),
 			MaxIterations: s.opts.MaxIterations, MaxStaleIterations: s.opts.MaxStaleIterations,
 		})
 		if errors.Is(err, plugin.ErrNoScheduleDue) {
-			return nil
+			return now, nil
 		}
 		if err != nil {
-			return err
+			return now, err
 		}
 		sc := f.Schedule
 		s.log.Info("schedule came due", "schedule", sc.ID, "event", f.Event.Type, "task", f.Task.Number,

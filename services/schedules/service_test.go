@@ -272,3 +272,31 @@ func TestWhoMayChange(t *testing.T) {
 		t.Errorf("unknown strategy = %v", err)
 	}
 }
+
+// TestChangeWakesTheLoop: a schedule created on this replica wakes its
+// loop, asleep for as long as MaxSleep allows, so its first time fires
+// on time rather than when the loop would next have looked.
+func TestChangeWakesTheLoop(t *testing.T) {
+	st := teststore.SQLite(t)
+	clk := clock.NewFake(t0)
+	s := newService(t, st, clk, schedules.Options{MaxSleep: time.Hour})
+	start(t, s)
+	settle(t, clk, 1) // asleep: nothing is due, for an hour
+	sc, err := s.Create(t.Context(), schedule("@every 3s", "Soon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Second)
+	// The loop runs on its own goroutine: wait (in real time, bounded)
+	// for the run it makes at 3s.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(runsOf(t, st, sc.ID)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no run at the first due time: the loop slept through the change")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if run := runsOf(t, st, sc.ID)[0]; !run.CreatedAt.Equal(t0.Add(3 * time.Second)) {
+		t.Errorf("run created at %v; want %v", run.CreatedAt, t0.Add(3*time.Second))
+	}
+}
