@@ -358,7 +358,7 @@ func (s Schedules) FireSchedule(ctx context.Context, f plugin.FireSchedule) (plu
 			case err != nil:
 				return fmt.Errorf("schedule #%d: %w", sc.ID, err)
 			default:
-				if err := insertTask(ctx, tx, &row, ev.Actor, ""); err != nil {
+				if err := insertTask(ctx, tx, &row, fmt.Sprintf("schedule #%d", sc.ID), ""); err != nil {
 					return fmt.Errorf("schedule #%d: %w", sc.ID, err)
 				}
 				out.Task = row

@@ -159,6 +159,9 @@ func testScheduleFire(t *testing.T, s plugin.Store) {
 		t.Errorf("stored run has schedule_id %d", stored.ScheduleID)
 	}
 	check(t, s, run.Number)
+	if evs := events(t, s, run.Number); len(evs) != 1 || evs[0].Type != plugin.EventCreated || evs[0].Actor != fmt.Sprintf("schedule #%d", sc.ID) {
+		t.Errorf("run's events %+v; want one created by schedule #%d", evs, sc.ID)
+	}
 	if f.Event.Type != plugin.ScheduleFired || f.Event.TaskNumber != run.Number {
 		t.Errorf("event %+v", f.Event)
 	}
