@@ -70,7 +70,7 @@ var (
 	reScheduleAdd  = regexp.MustCompile("(?is)^schedule\\s+(?:`([^`\\n]*)`|(@every\\s+\\S+|@\\S+))\\s*(?:(?:task|job)\\b\\s*:?(?:\\s*goal\\s*:)?\\s*(.*))?$")
 	reSchedules    = regexp.MustCompile(`(?i)^(?:(?:list|show)\s+(?:all\s+)?schedules|schedules|schedule(?:\s+list)?)$`)
 	reScheduleOp   = regexp.MustCompile(`(?is)^(unschedule|(?:pause|resume|delete|remove|cancel)\s+schedule|schedule\s+(?:pause|resume|delete|remove|rm))\b(?:\s+(#?\S+))?\s*$`)
-	reScheduleLike = regexp.MustCompile("(?is)^(?:schedule\\s+|every\\s+.*(?:`|@|\\b(?:task|job)\\b))")
+	reScheduleLike = regexp.MustCompile("(?is)^(?:schedule|every)\\s+.*(?:`|@|\\b(?:task|job)\\b)")
 	reHelp         = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
 )
 

@@ -27,6 +27,7 @@ func TestParseScheduleCommands(t *testing.T) {
 		{"/task schedule @hourly task x", actions.Command{Kind: actions.CmdSchedule, Spec: "@hourly", Text: "x"}},
 		{"/task schedule every `*/5 * * * *` task goal: y", actions.Command{Kind: actions.CmdSchedule, Spec: "*/5 * * * *", Text: "y"}},
 		{"every 2h task x", actions.Command{Kind: actions.CmdSchedule}}, // times that do not read
+		{"schedule 9am task x", actions.Command{Kind: actions.CmdSchedule}},
 		{"every `0 9 * * *`", actions.Command{Kind: actions.CmdSchedule, Spec: "0 9 * * *"}},
 		{"schedules", actions.Command{Kind: actions.CmdSchedules}},
 		{"list schedules", actions.Command{Kind: actions.CmdSchedules}},
@@ -44,7 +45,7 @@ func TestParseScheduleCommands(t *testing.T) {
 		}
 	}
 	// Chat that starts with "every" is not a command.
-	for _, text := range []string{"every time I ask you forget", "every day at nine would be nice"} {
+	for _, text := range []string{"every time I ask you forget", "every day at nine would be nice", "schedule a call with Bob tomorrow"} {
 		if c, ok := actions.ParseCommand(text); ok {
 			t.Errorf("ParseCommand(%q) = %+v; want no command", text, c)
 		}
