@@ -300,3 +300,49 @@ func TestChangeWakesTheLoop(t *testing.T) {
 		t.Errorf("run created at %v; want %v", run.CreatedAt, t0.Add(3*time.Second))
 	}
 }
+
+// TestFiringWhoseAnswerIsLost: a firing is one transaction. When the
+// connection breaks after its commit (the answer lost: a PostgreSQL
+// restart, a network cut) the run and the schedule's next time are both
+// in, and the replica's next look finds nothing due: no second run. When
+// it breaks before the schedule's update reaches the server, nothing of
+// the firing is in, and the next look makes the one run.
+func TestFiringWhoseAnswerIsLost(t *testing.T) {
+	proxy, url := testkit.ProxyPostgres(t, testkit.PostgresURL(t))
+	st := teststore.PostgresAt(t, url)
+	clk := clock.NewFake(t0)
+	s := newService(t, st, clk, schedules.Options{})
+	in := schedule("@every 3s", "Fire once")
+	in.Overlap = plugin.OverlapAllow
+	sc, err := st.CreateSchedule(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	clk.Set(t0.Add(3 * time.Second))
+	proxy.LoseAnswers(1, "UPDATE schedules SET")
+	if err := s.FireDue(t.Context()); err == nil {
+		t.Fatal("FireDue heard its commit, whose answer was lost")
+	}
+	if err := s.FireDue(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := runsOf(t, st, sc.ID); len(got) != 1 || proxy.Lost() != 1 {
+		t.Fatalf("%d runs after a lost answer (%d lost); want the one committed", len(got), proxy.Lost())
+	}
+
+	clk.Set(t0.Add(6 * time.Second))
+	proxy.LoseRequests(1, "UPDATE schedules SET")
+	if err := s.FireDue(t.Context()); err == nil {
+		t.Fatal("FireDue succeeded without its update")
+	}
+	if got := runsOf(t, st, sc.ID); len(got) != 1 || proxy.Dropped() != 1 {
+		t.Fatalf("%d runs after a lost request; want still 1, nothing of it committed", len(got))
+	}
+	if err := s.FireDue(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := runsOf(t, st, sc.ID); len(got) != 2 || !got[1].CreatedAt.Equal(t0.Add(6*time.Second)) {
+		t.Fatalf("runs %+v; want the second at 6s", got)
+	}
+}
