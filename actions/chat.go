@@ -17,8 +17,11 @@ import (
 // control any task (TASKLOOM_ADMINS) besides its requestor and the
 // platform's own administrators.
 type Chat struct {
-	Tasks  domain.TaskControl
-	Admins []string
+	Tasks domain.TaskControl
+	// Schedules, when set, serves the schedule commands
+	// (docs/schedules.md).
+	Schedules domain.ScheduleControl
+	Admins    []string
 	// Defaults for new tasks (TASKLOOM_MAX_ITERATIONS, TASKLOOM_MAX_STALE).
 	MaxIterations      int
 	MaxStaleIterations int
@@ -39,6 +42,11 @@ func Commands(c *Chat) []plugin.Action {
 		SearchTasks{c},
 		AnswerTask{c},
 		RetryTask{c},
+		ScheduleCommand{c, CmdSchedule},
+		ScheduleCommand{c, CmdSchedules},
+		ScheduleCommand{c, CmdUnschedule},
+		ScheduleCommand{c, CmdPauseSchedule},
+		ScheduleCommand{c, CmdResumeSchedule},
 		CreateTask{c},
 	}
 }

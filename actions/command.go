@@ -23,6 +23,10 @@ type Command struct {
 	// Strategy is the word before "task" in `create review task …`
 	// (docs/strategies.md), lower-cased; empty when the command names none.
 	Strategy string
+	// Spec is the times of `every <spec> task <goal>` (docs/schedules.md):
+	// a cron expression without its backticks, or a descriptor such as
+	// @daily or @every 2h; empty when the command gave none that reads.
+	Spec string
 }
 
 // Command kinds.
@@ -39,6 +43,12 @@ const (
 	CmdApprove = "approve"
 	CmdDeny    = "deny"
 	CmdHelp    = "help"
+	// The schedule commands of docs/schedules.md.
+	CmdSchedule       = "schedule"
+	CmdSchedules      = "schedules"
+	CmdUnschedule     = "unschedule"
+	CmdPauseSchedule  = "pause_schedule"
+	CmdResumeSchedule = "resume_schedule"
 )
 
 // ParseCommand recognises a chat command. It reports ok for anything that

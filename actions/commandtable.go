@@ -34,6 +34,9 @@ type ChatCommand struct {
 	Parse func(s string) (Command, bool)
 	// Slash is its /task subcommand; nil when it has none.
 	Slash *Slash
+	// DiscordHelp and SlackHelp, when set, are its /task forms in the
+	// help instead of its subcommand's name and its options' examples.
+	DiscordHelp, SlackHelp string
 }
 
 // Slash is a command's /task subcommand (docs/discord.md, docs/slack.md).
@@ -48,17 +51,28 @@ type Slash struct {
 	// Offers says which tasks the autocomplete of its number option
 	// offers; nil for a subcommand without one.
 	Offers func(plugin.Task) bool
+	// Build, when set, makes the chat text from the options' values
+	// instead of SlashText's rule: a subcommand whose first option picks
+	// what it does (/task schedule action:pause id:2).
+	Build func(values map[string]string) string
+	// SlackHint, when set, is its part of Slack's usage hint instead of
+	// its name and its options' hints (Slack's /task text goes through
+	// the grammar).
+	SlackHint string
 }
 
 // OptionKind is what a subcommand's option holds.
 type OptionKind int
 
 // Option kinds: a task number (autocompleted), text, a strategy (the
-// task service's, as choices).
+// task service's, as choices), one of the option's Choices, a whole
+// number that is not a task's (a schedule's).
 const (
 	OptNumber OptionKind = iota
 	OptText
 	OptStrategy
+	OptChoice
+	OptInteger
 )
 
 // SlashOption is one option of a subcommand.
@@ -71,6 +85,8 @@ type SlashOption struct {
 	// Example is its value in the help's example of the subcommand (""
 	// leaves it out); Hint its name in Slack's usage hint.
 	Example, Hint string
+	// Choices are the values an OptChoice option takes.
+	Choices []string
 }
 
 // ChatCommands lists the chat commands, in the order the grammar tries
@@ -155,6 +171,31 @@ var chatCommands = []ChatCommand{
 				{Name: "context", Description: "More context for the new run", Kind: OptText, MaxLength: 4000, Optional: true, Example: "use JWT this time", Hint: "context"}},
 			Offers: func(t plugin.Task) bool { return t.Status.Terminal() }},
 	},
+	// The schedule commands (docs/schedules.md). The grammars of the task
+	// commands above cannot read them ("pause schedule #2" is not a
+	// task's pause: pause takes one word after it).
+	{
+		Kind: CmdSchedule, Usage: []string{"every `0 9 * * 1-5` task summarise the alerts", "every @daily task …"},
+		Help: "creates a task at each time of a cron expression (in backticks) or descriptor", Parse: parseEvery,
+		DiscordHelp: "/task schedule action:add cron:0 9 * * 1-5 goal:…", SlackHelp: "/task schedule @daily task …",
+		Slash: &Slash{Name: "schedule", Description: "Run a task at the times of a cron expression, or list, pause, resume or delete schedules",
+			Text: "schedules", Build: scheduleSlashText,
+			SlackHint: "schedule <when> task <goal>",
+			Options: []SlashOption{
+				{Name: "action", Description: "What to do", Kind: OptChoice, Choices: []string{"add", "list", "pause", "resume", "delete"}, Example: "add"},
+				{Name: "cron", Description: "Five fields such as 0 9 * * 1-5, or @daily, @every 2h (for add)", Kind: OptText, MaxLength: 200, Optional: true, Example: "0 9 * * 1-5"},
+				{Name: "goal", Description: "What each run should do (for add)", Kind: OptText, MaxLength: plugin.MaxGoalLength, Optional: true, Example: "summarise the alerts"},
+				{Name: "id", Description: "The schedule's number, as in #2 (for pause, resume, delete)", Kind: OptInteger, Optional: true},
+			}},
+	},
+	{
+		Kind: CmdSchedules, Usage: []string{"schedules"}, Help: "lists schedules; pauses, resumes or deletes one you created",
+		DiscordHelp: "/task schedule action:list", SlackHelp: "/task schedule list",
+		Parse: matching(reSchedules, CmdSchedules),
+	},
+	{Kind: CmdPauseSchedule, Usage: []string{"pause schedule #2"}, HelpWith: CmdSchedules, Parse: scheduleOp(CmdPauseSchedule)},
+	{Kind: CmdResumeSchedule, Usage: []string{"resume schedule #2"}, HelpWith: CmdSchedules, Parse: scheduleOp(CmdResumeSchedule)},
+	{Kind: CmdUnschedule, Usage: []string{"unschedule #2"}, HelpWith: CmdSchedules, Parse: scheduleOp(CmdUnschedule)},
 	{Kind: CmdApprove, Usage: []string{"approve #3"}, Parse: decision(CmdApprove, "approve", "allow")},
 	{Kind: CmdDeny, Usage: []string{"deny #3 not that file"}, Parse: decision(CmdDeny, "deny", "reject")},
 	{
@@ -190,12 +231,13 @@ func withText(re *regexp.Regexp, kind string) func(string) (Command, bool) {
 }
 
 // numbered parses a command naming a task, one of words and its number:
-// `pause #3`, `status of task 3`.
+// `pause #3`, `status of task 3`. `pause schedule` is not about a task:
+// the schedule commands below read it.
 func numbered(kind string, words ...string) func(string) (Command, bool) {
 	re := regexp.MustCompile(`(?is)^(?:` + strings.Join(words, "|") + `)\b(?:\s+(?:of\s+)?(?:task\s*)?(?:number\s*:?\s*)?(\S+))?\s*$`)
 	return func(s string) (Command, bool) {
 		m := re.FindStringSubmatch(s)
-		if m == nil {
+		if m == nil || strings.EqualFold(m[1], "schedule") {
 			return Command{}, false
 		}
 		n, beyond := taskNumber(m[1])
@@ -263,6 +305,9 @@ func parseCreate(s string) (Command, bool) {
 // A strategy is not in the text: the adapters pass it as create_task's
 // parameter.
 func (s *Slash) SlashText(values map[string]string) string {
+	if s.Build != nil {
+		return s.Build(values)
+	}
 	parts := []string{s.Text}
 	for _, o := range s.Options {
 		v := strings.TrimSpace(values[o.Name])
@@ -286,10 +331,10 @@ func helpRows() []render.HelpRow {
 	var rows []render.HelpRow
 	at := map[string]int{}
 	for _, c := range chatCommands {
-		say := "`" + strings.Join(c.Usage, "`, `") + "`"
+		say := codes(c.Usage)
 		if c.HelpWith != "" {
 			if i, ok := at[c.HelpWith]; ok {
-				rows[i].Say += ", `" + c.Usage[0] + "`"
+				rows[i].Say += ", " + codes(c.Usage[:1])
 			}
 			continue
 		}
@@ -306,10 +351,29 @@ func helpRows() []render.HelpRow {
 				}
 			}
 		}
+		if c.DiscordHelp != "" {
+			row.Discord = c.DiscordHelp
+		}
+		if c.SlackHelp != "" {
+			row.Slack = c.SlackHelp
+		}
 		at[c.Kind] = len(rows)
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// codes shows each usage as code, but one that has code of its own (a
+// cron expression in backticks) as it is typed.
+func codes(usage []string) string {
+	out := make([]string, len(usage))
+	for i, u := range usage {
+		out[i] = u
+		if !strings.Contains(u, "`") {
+			out[i] = "`" + u + "`"
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // SlackUsageHint is the usage hint of Slack's /task (the app manifest's
@@ -322,6 +386,10 @@ func SlackUsageHint() string {
 			if c.Help != "" {
 				parts = append(parts, c.Usage[0])
 			}
+			continue
+		}
+		if c.Slash.SlackHint != "" {
+			parts = append(parts, c.Slash.SlackHint)
 			continue
 		}
 		p := c.Slash.Name

@@ -27,3 +27,16 @@ type TaskControl interface {
 	Approve(ctx context.Context, number int64, actor, call string) (Task, error)
 	Deny(ctx context.Context, number int64, actor, call, reason string) (Task, error)
 }
+
+// ScheduleControl is what people's commands ask of the scheduler, from
+// chat and from the API alike (docs/schedules.md); services/schedules
+// implements it. who is the person asking: only a schedule's requestor
+// or an admin may change it.
+type ScheduleControl interface {
+	Create(ctx context.Context, in NewSchedule) (Schedule, error)
+	Get(ctx context.Context, id int64, who ScheduleCaller) (Schedule, error)
+	Events(ctx context.Context, id int64) ([]ScheduleEvent, error)
+	List(ctx context.Context, who ScheduleCaller) ([]Schedule, error)
+	Pause(ctx context.Context, id int64, paused bool, who ScheduleCaller) (Schedule, error)
+	Delete(ctx context.Context, id int64, who ScheduleCaller) (Schedule, error)
+}

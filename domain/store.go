@@ -92,6 +92,7 @@ type Store interface {
 	FileStore
 	TaskCards
 	StepCalls
+	ScheduleStore
 }
 
 // StepQuery asks PageSteps for part of a task's steps.

@@ -128,6 +128,9 @@ type Task struct {
 	ApprovalParams  string `json:"approval_params"`
 	ApprovalGranted bool   `json:"approval_granted"`
 	ApprovalRole    string `json:"approval_role"`
+	// ScheduleID is the schedule whose due time created the task
+	// (docs/schedules.md), 0 for none.
+	ScheduleID int64 `json:"schedule_id"`
 	// Strategy is how the task's claims are made (docs/strategies.md): loop,
 	// react, tools, review, supervisor, magentic, group_chat, or one a
 	// plugin added.
@@ -283,6 +286,8 @@ type NewTask struct {
 	// ContinuesNumber names the ended task this one retries; the new
 	// task starts with a copy of its files.
 	ContinuesNumber int64
+	// ScheduleID names the schedule the task is a run of.
+	ScheduleID int64
 	// Context is what the person who retried a task added: it goes into
 	// the created event, where the first prompt finds it.
 	Context string

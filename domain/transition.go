@@ -252,6 +252,7 @@ func NewTaskRow(in NewTask) (Task, error) {
 		ParentNumber:       in.ParentNumber,
 		MaxTokens:          maxTokens,
 		ContinuesNumber:    in.ContinuesNumber,
+		ScheduleID:         in.ScheduleID,
 		Strategy:           strings.TrimSpace(in.Strategy),
 		CreatedAt:          UTC(in.Now),
 	}

@@ -80,6 +80,14 @@ func slashOption(o actions.SlashOption, strategies []string) *discordgo.Applicat
 				out.Choices = append(out.Choices, &discordgo.ApplicationCommandOptionChoice{Name: s, Value: s})
 			}
 		}
+	case actions.OptChoice:
+		out.Type = discordgo.ApplicationCommandOptionString
+		for _, c := range o.Choices {
+			out.Choices = append(out.Choices, &discordgo.ApplicationCommandOptionChoice{Name: c, Value: c})
+		}
+	case actions.OptInteger:
+		one := 1.0
+		out.Type, out.MinValue = discordgo.ApplicationCommandOptionInteger, &one
 	}
 	return out
 }
@@ -215,9 +223,9 @@ func commandText(data discordgo.ApplicationCommandInteractionData) (string, erro
 		kind, declared := kinds[o.Name]
 		switch {
 		case !declared:
-		case kind == actions.OptNumber && (o.Type == discordgo.ApplicationCommandOptionInteger || o.Type == discordgo.ApplicationCommandOptionNumber):
+		case (kind == actions.OptNumber || kind == actions.OptInteger) && (o.Type == discordgo.ApplicationCommandOptionInteger || o.Type == discordgo.ApplicationCommandOptionNumber):
 			values[o.Name] = strconv.FormatInt(o.IntValue(), 10)
-		case kind != actions.OptNumber && o.Type == discordgo.ApplicationCommandOptionString:
+		case kind != actions.OptNumber && kind != actions.OptInteger && o.Type == discordgo.ApplicationCommandOptionString:
 			values[o.Name] = o.StringValue()
 		}
 	}

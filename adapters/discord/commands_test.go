@@ -64,6 +64,15 @@ func TestCommandTextParsesAsTheSameCommand(t *testing.T) {
 		{"search", map[string]any{"query": "tasks for login"}, actions.Command{Kind: actions.CmdSearch, Text: "tasks for login"}},
 		{"answer", map[string]any{"number": 3, "text": "use JWT"}, actions.Command{Kind: actions.CmdAnswer, Number: 3, Text: "use JWT"}},
 		{"answer", map[string]any{"number": 3, "text": "text: plain"}, actions.Command{Kind: actions.CmdAnswer, Number: 3, Text: "text: plain"}},
+		{"schedule", map[string]any{"action": "add", "cron": "0 9 * * 1-5", "goal": "summarise the alerts"},
+			actions.Command{Kind: actions.CmdSchedule, Spec: "0 9 * * 1-5", Text: "summarise the alerts"}},
+		{"schedule", map[string]any{"action": "add", "cron": "@every 2h", "goal": "goal: task list"},
+			actions.Command{Kind: actions.CmdSchedule, Spec: "@every 2h", Text: "goal: task list"}},
+		{"schedule", map[string]any{"action": "list"}, actions.Command{Kind: actions.CmdSchedules}},
+		{"schedule", map[string]any{"action": "pause", "id": 2}, actions.Command{Kind: actions.CmdPauseSchedule, Number: 2}},
+		{"schedule", map[string]any{"action": "resume", "id": 2}, actions.Command{Kind: actions.CmdResumeSchedule, Number: 2}},
+		{"schedule", map[string]any{"action": "delete", "id": 9}, actions.Command{Kind: actions.CmdUnschedule, Number: 9}},
+		{"schedule", map[string]any{"action": "delete"}, actions.Command{Kind: actions.CmdUnschedule}},
 	}
 	for _, tt := range tests {
 		text, err := commandText(invocation(t, tt.sub, tt.opts))

@@ -50,6 +50,8 @@ type APIOptions struct {
 	// as an admin: whoever the API lets through may decide on any task,
 	// as they may pause or cancel it.
 	Tasks domain.TaskControl
+	// Schedules, when set, serves /api/schedules (docs/schedules.md).
+	Schedules domain.ScheduleControl
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every /api call (TASKLOOM_API_TOKEN).
 	Token  string
@@ -160,6 +162,12 @@ func (a *API) routes() []route {
 		{"POST /api/tasks/{number}/retry", a.retryTask, true},
 		{"POST /api/tasks/{number}/approve", a.approveTask, true},
 		{"POST /api/tasks/{number}/deny", a.denyTask, true},
+		{"GET /api/schedules", a.listSchedules, true},
+		{"POST /api/schedules", a.createSchedule, true},
+		{"GET /api/schedules/{id}", a.getSchedule, true},
+		{"DELETE /api/schedules/{id}", a.deleteSchedule, true},
+		{"POST /api/schedules/{id}/pause", a.pauseSchedule(true), true},
+		{"POST /api/schedules/{id}/resume", a.pauseSchedule(false), true},
 		{"GET /api/notifications", a.listNotifications, true},
 		{"POST /api/notifications/{id}/retry", a.retryNotification, true},
 		{"GET /api/events", a.events, true},

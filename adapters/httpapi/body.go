@@ -42,9 +42,11 @@ type taskBody struct {
 	WaitingOn     string     `json:"waiting_on"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 	// MaxTokens is the token budget; 0 is no limit.
-	MaxTokens       int64         `json:"max_tokens"`
-	ContinuesNumber *int64        `json:"continues_number"`
-	Approval        *approvalBody `json:"approval"`
+	MaxTokens       int64  `json:"max_tokens"`
+	ContinuesNumber *int64 `json:"continues_number"`
+	// ScheduleID is the schedule whose run this is (docs/schedules.md).
+	ScheduleID *int64        `json:"schedule_id"`
+	Approval   *approvalBody `json:"approval"`
 	// Strategy is how the task is worked (docs/strategies.md); Phase where the
 	// strategy stands ("" for loop); Ledger magentic's ledger, null for
 	// the other strategies.
@@ -151,6 +153,7 @@ func taskOf(t plugin.Task) taskBody {
 	b.ParentNumber = optNumber(t.ParentNumber)
 	b.WaitingOn, b.NextAttemptAt, b.MaxTokens = string(t.WaitingOn), optTime(t.NextAttemptAt), t.MaxTokens
 	b.ContinuesNumber = optNumber(t.ContinuesNumber)
+	b.ScheduleID = optNumber(t.ScheduleID)
 	if t.ApprovalAction != "" {
 		b.Approval = &approvalBody{ID: plugin.ApprovalID(t), Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted, Role: t.ApprovalRole}
 	}

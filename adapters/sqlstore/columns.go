@@ -57,6 +57,7 @@ var taskColumns = []struct {
 	{"ledger", func(t *plugin.Task, _ TimeArg) any { return t.Ledger }, func(t *plugin.Task) any { return &t.Ledger }},
 	{"digest", func(t *plugin.Task, _ TimeArg) any { return t.Digest }, func(t *plugin.Task) any { return &t.Digest }},
 	{"approval_role", func(t *plugin.Task, _ TimeArg) any { return t.ApprovalRole }, func(t *plugin.Task) any { return &t.ApprovalRole }},
+	{"schedule_id", func(t *plugin.Task, _ TimeArg) any { return nullNumber(t.ScheduleID) }, func(t *plugin.Task) any { return numberInto(&t.ScheduleID) }},
 }
 
 // TaskColumns are the names of the columns of tasks, in the order ScanTask

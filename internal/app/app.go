@@ -33,6 +33,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/providers"
 	"github.com/taskloom/taskloom/services/notify"
+	"github.com/taskloom/taskloom/services/schedules"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -177,6 +178,7 @@ func command(o Options) *cobra.Command {
 	})
 	// A client of a running Taskloom: it needs no server configuration.
 	root.AddCommand(cli.Command(o.Getenv))
+	root.AddCommand(cli.SchedulesCommand(o.Getenv))
 	root.SetHelpCommand(&cobra.Command{
 		Use:               "help [command]",
 		Short:             "print a command's help",
@@ -678,7 +680,7 @@ func newHTTP(cfg config.Config, log *slog.Logger, clk clock.Clock, st plugin.Sto
 		return nil, nil, err
 	}
 	api := httpapi.NewAPI(httpapi.APIOptions{
-		Store: st, Tasks: core.Tasks, Token: cfg.APIToken, Clock: clk, Logger: log, Runtime: core.Runtime,
+		Store: st, Tasks: core.Tasks, Schedules: core.Schedules, Token: cfg.APIToken, Clock: clk, Logger: log, Runtime: core.Runtime,
 		Metrics:       core.Metrics.Handler(),
 		MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale,
 	})
@@ -747,8 +749,10 @@ type Core struct {
 	Runtime *plugin.Runtime
 	Tasks   *tasks.Service
 	Notify  *notify.Service
-	Chat    *actions.Chat
-	Metrics *metrics.Recorder
+	// Schedules fires the schedules of docs/schedules.md.
+	Schedules *schedules.Service
+	Chat      *actions.Chat
+	Metrics   *metrics.Recorder
 }
 
 // NewCore assembles the core.
@@ -773,7 +777,10 @@ func NewCore(o CoreOptions) *Core {
 		taskOpts.Listen = l.ListenTasks // PostgreSQL: other replicas' new tasks wake us
 	}
 	taskService := tasks.New(taskOpts)
-	chat := &actions.Chat{Tasks: taskService, Admins: cfg.Admins, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale}
+	scheduler := schedules.New(schedules.Options{Runtime: rt, Strategies: taskService.Strategies, Wake: taskService.Wake,
+		MaxActive: cfg.MaxActive, MaxTokens: cfg.MaxTokens, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale,
+		MinInterval: cfg.ScheduleMinInterval, Admins: cfg.Admins})
+	chat := &actions.Chat{Tasks: taskService, Schedules: scheduler, Admins: cfg.Admins, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale}
 	sandbox := o.Sandbox
 	if sandbox == nil {
 		sandbox = &actions.Sandbox{Network: cfg.RunCommandNetwork, Limits: sandboxLimits(cfg)}
@@ -814,15 +821,16 @@ func NewCore(o CoreOptions) *Core {
 			Actions:      append(actions.Commands(chat), tools...),
 			Providers:    []plugin.Provider{providers.RoomTasks{Store: o.Store}},
 			Evaluators:   []plugin.Evaluator{evaluators.Answer{Chat: chat}},
-			// Stopped in reverse: the task service drains first, then the
-			// notifications its last commits caused are sent.
-			Services: []plugin.Service{notifier, taskService},
+			// Stopped in reverse: the scheduler stops creating runs, the
+			// task service drains, then the notifications its last
+			// commits caused are sent.
+			Services: []plugin.Service{notifier, taskService, scheduler},
 		},
 	)
 	if err != nil {
 		panic(err) // two fixed, distinct names: cannot fail
 	}
-	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Chat: chat, Metrics: rec}
+	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Schedules: scheduler, Chat: chat, Metrics: rec}
 }
 
 // mcpServers are TASKLOOM_MCP_SERVERS as the mcp adapter takes them.

@@ -213,15 +213,17 @@ func (r *runner) finish(c *cobra.Command, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ue):
-		fmt.Fprintf(c.ErrOrStderr(), "taskloom tasks: %s\nRun `%s --help` for its usage.\n", ue.msg, c.CommandPath())
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\nRun `%s --help` for its usage.\n", r.prog(), ue.msg, c.CommandPath())
 		return &ExitError{Code: ExitUsage}
 	default:
-		fmt.Fprintf(c.ErrOrStderr(), "taskloom tasks: %s\n", err)
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\n", r.prog(), err)
 		return &ExitError{Code: ExitAPI}
 	}
 }
 
 type runner struct {
+	// name is the command its messages start with; "" is taskloom tasks.
+	name   string
 	ctx    context.Context
 	getenv func(string) string
 	out    io.Writer
@@ -237,6 +239,14 @@ type runner struct {
 	call        string // approve, deny
 	raw         bool   // files
 	follow      bool   // events
+}
+
+// prog is the command the runner's messages start with.
+func (r *runner) prog() string {
+	if r.name == "" {
+		return "taskloom tasks"
+	}
+	return r.name
 }
 
 type listFlags struct {

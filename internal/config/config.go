@@ -97,8 +97,11 @@ type Config struct {
 	// ApproveTools are the tools a person must approve
 	// (TASKLOOM_APPROVE_TOOLS; "none" for none).
 	ApproveTools []string
-	MaxActive    int           // TASKLOOM_MAX_ACTIVE
-	Retention    time.Duration // TASKLOOM_RETENTION
+	MaxActive    int // TASKLOOM_MAX_ACTIVE
+	// ScheduleMinInterval is the shortest gap between two runs of a
+	// schedule (TASKLOOM_SCHEDULE_MIN_INTERVAL, docs/schedules.md).
+	ScheduleMinInterval time.Duration
+	Retention           time.Duration // TASKLOOM_RETENTION
 
 	Character string // path of a character file; "" for the default
 	LogLevel  string // debug, info, warn, error
@@ -202,6 +205,7 @@ func Load(getenv func(string) string) (Config, error) {
 		ShutdownTimeout:      r.duration("TASKLOOM_SHUTDOWN_TIMEOUT", 20*time.Second, time.Second, time.Hour),
 		ApproveTools:         r.toolList("TASKLOOM_APPROVE_TOOLS", []string{"run_command"}),
 		MaxActive:            r.integer("TASKLOOM_MAX_ACTIVE", 20, 1, 100000),
+		ScheduleMinInterval:  r.duration("TASKLOOM_SCHEDULE_MIN_INTERVAL", time.Minute, time.Second, 24*time.Hour),
 		Retention:            r.duration("TASKLOOM_RETENTION", 720*time.Hour, time.Hour, 100*365*24*time.Hour),
 		Character:            r.str("TASKLOOM_CHARACTER", ""),
 		LogLevel:             strings.ToLower(r.str("TASKLOOM_LOG_LEVEL", "info")),

@@ -64,6 +64,7 @@ var Vars = []Var{
 	{Name: "TASKLOOM_SHUTDOWN_TIMEOUT", Default: "20s", Help: "how long SIGINT and SIGTERM let in-flight work drain"},
 	{Name: "TASKLOOM_APPROVE_TOOLS", Default: "run_command", Help: "tools a person must approve, comma-separated; none for none"},
 	{Name: "TASKLOOM_MAX_ACTIVE", Default: "20", Help: "tasks not yet ended a requestor may have"},
+	{Name: "TASKLOOM_SCHEDULE_MIN_INTERVAL", Default: "1m", Help: "the shortest gap a schedule may leave between two runs, 1s to 24h"},
 	{Name: "TASKLOOM_RETENTION", Default: "720h", Help: "chat memories older than this are deleted"},
 	{Name: "TASKLOOM_CHARACTER", Help: "an elizaOS-style character file (same as --character)"},
 	{Name: "TASKLOOM_LOG_LEVEL", Default: "info", Help: "debug, info, warn or error"},

@@ -222,6 +222,7 @@ async function loadAll() {
     render();
     loadStats();
     loadStrategies();
+    loadSchedules();
   } catch (err) {
     state.buffer = null;
     if (err.status !== 401) toast(err.message);
@@ -1355,6 +1356,63 @@ $("create").addEventListener("submit", async (e) => {
     button.disabled = false;
   }
 });
+
+// ---------- schedules ----------
+
+const SCHEDULES_EVERY = 30000; // how often the schedules are read again
+
+// loadSchedules lists the schedules with their next run times
+// (docs/schedules.md); a server without a scheduler (503) shows none.
+async function loadSchedules() {
+  let list;
+  try {
+    ({ schedules: list } = await api("/api/schedules"));
+  } catch (err) {
+    if (err.status !== 401 && err.status !== 503) toast(err.message);
+    return;
+  }
+  $("schedules-head").hidden = false;
+  const ul = $("schedules");
+  ul.replaceChildren();
+  ul.hidden = list.length === 0;
+  $("schedules-empty").hidden = list.length !== 0;
+  for (const sc of list) {
+    const li = el("li", "schedule" + (sc.paused ? " paused" : ""));
+    li.dataset.id = sc.id;
+    const head = el("div", "schedule-head");
+    head.append(el("span", "num", "#" + sc.id), el("span", "name", sc.name), el("code", "cron", sc.cron));
+    const next = sc.paused ? "paused" : "next run " + new Date(sc.next_run_at).toLocaleString();
+    let sub = next;
+    if (sc.last_task) sub += " · last run #" + sc.last_task;
+    if (sc.failures) sub += " · " + sc.failures + " failed in a row";
+    const buttons = el("div", "controls");
+    buttons.append(scheduleButton(sc, sc.paused ? "resume" : "pause"), scheduleButton(sc, "delete"));
+    li.append(head, el("div", "sub", sub), buttons);
+    ul.append(li);
+  }
+}
+
+function scheduleButton(sc, op) {
+  const b = el("button", op === "delete" ? "danger" : "", op[0].toUpperCase() + op.slice(1));
+  b.type = "button";
+  b.dataset.action = op;
+  b.addEventListener("click", async () => {
+    if (op === "delete" && !confirm("Delete schedule #" + sc.id + "? Its runs are kept.")) return;
+    b.disabled = true;
+    try {
+      // A JSON body: the server refuses a change sent as anything else.
+      if (op === "delete") await api("/api/schedules/" + sc.id, { method: "DELETE", body: {} });
+      else await api("/api/schedules/" + sc.id + "/" + op, { method: "POST", body: {} });
+      await loadSchedules();
+    } catch (err) {
+      toast(err.message);
+      b.disabled = false;
+    }
+  });
+  return b;
+}
+
+setInterval(() => { if (state.loaded) loadSchedules(); }, SCHEDULES_EVERY);
 
 // Relative times age without events.
 setInterval(() => { if (state.loaded) render(); }, 15000);
