@@ -837,7 +837,7 @@ func NewCore(o CoreOptions) *Core {
 			Description:  "background agent tasks: chat commands, the fair queue, one-call iterations, the tools tasks use, notifications",
 			Dependencies: orchestratorDeps,
 			Actions:      append(actions.Commands(chat), tools...),
-			Providers:    []plugin.Provider{providers.RoomTasks{Store: o.Store}},
+			Providers:    []plugin.Provider{providers.RoomTasks{Store: o.Store}, providers.RecentMessages{Store: o.Store}},
 			Evaluators:   []plugin.Evaluator{evaluators.Answer{Chat: chat}},
 			// Stopped in reverse: the task service drains first, then the
 			// notifications its last commits caused are sent.
