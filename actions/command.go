@@ -10,7 +10,7 @@ import (
 // Command is one chat command recognised by the deterministic grammar of
 // docs/chat.md, before any model is asked.
 type Command struct {
-	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, help
+	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, forget, help
 	Number int64  // the task number, when the command names one (0 when missing or malformed)
 	// Beyond is a task number as typed that no task can have, being more
 	// than an int64 holds ("cancel #99999999999999999999"); Number is
@@ -40,6 +40,9 @@ const (
 	CmdApprove = "approve"
 	CmdDeny    = "deny"
 	CmdHelp    = "help"
+	// CmdForget is `forget me`: delete what the author said and the
+	// facts about them, everywhere (docs/memory.md).
+	CmdForget = "forget"
 )
 
 var (
@@ -54,6 +57,7 @@ var (
 	reApprove        = regexp.MustCompile(`(?is)^(approve|allow|deny|reject)\b(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:reason\s*:\s*)?(.*))?$`)
 	reCall           = regexp.MustCompile(`(?is)^call(?:\s*[:=]\s*([^\s:=]+)|\s+([0-9a-f]{8,64}))(?:\s+(.*))?$`)
 	reRetry          = regexp.MustCompile(`(?is)^(?:retry|rerun|redo)(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:context\s*:\s*)?(.*))?$`)
+	reForget         = regexp.MustCompile(`(?i)^forget\s+(?:me|about\s+me|everything\s+about\s+me|what\s+i\s+(?:said|wrote))\s*[.!]?$`)
 	reHelp           = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
 )
 
@@ -79,6 +83,8 @@ func ParseCommand(text string) (Command, bool) {
 		return Command{Kind: CmdHelp}, true
 	case reList.MatchString(s):
 		return Command{Kind: CmdList}, true
+	case reForget.MatchString(s):
+		return Command{Kind: CmdForget}, true
 	}
 	if m := reNumbered.FindStringSubmatch(s); m != nil {
 		kind := strings.ToLower(m[1])

@@ -388,6 +388,7 @@ func Help(f Flavor) string {
 			"/task answer number:3 text:use JWT", "/task answer 3 use JWT"},
 		{"`retry #3 use JWT this time`", "continues an ended task as a new one, with its files and what you add",
 			"/task retry number:3 context:use JWT this time", "/task retry 3 use JWT this time"},
+		{"`forget me`", "deletes every message you wrote and every fact about you, in every room", "", ""},
 		{"`help`", "shows this list", "", ""},
 	}
 	head := "📖 Commands — type them here:"
