@@ -1,0 +1,92 @@
+package tasks_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+// memoryFake recalls one marked line and records what it was asked.
+type memoryFake struct {
+	mu   sync.Mutex
+	asks []plugin.MemoryAsk
+}
+
+func (m *memoryFake) Section(_ context.Context, ask plugin.MemoryAsk) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asks = append(m.asks, ask)
+	return plugin.MemoryHeading + "\n- [knowledge: Runbook] RECALLED-MARK", nil
+}
+
+// TestEveryStrategysPromptRecalls: whatever the strategy, the prompt of a
+// task's iteration has its "Relevant memory" section, recalled in the
+// task's room for its goal; the next iteration's recall is for the goal
+// and the latest step.
+func TestEveryStrategysPromptRecalls(t *testing.T) {
+	for _, strategy := range []string{plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, plugin.StrategyReview,
+		plugin.StrategySupervisor, plugin.StrategyMagentic, plugin.StrategyGroupChat} {
+		t.Run(strategy, func(t *testing.T) {
+			f := newFixture(t, teststore.SQLite)
+			mem := &memoryFake{}
+			f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", Memory: mem})
+			f.model.Default(func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+				return plugin.ModelResponse{Text: testkit.DecisionJSON("list_files", nil, 10, "continue")}, nil
+			})
+			n := f.create("Check the staging database runbook", func(in *plugin.NewTask) {
+				in.Strategy, in.RoomID = strategy, "discord:C1"
+			}).Number
+			f.step("test")
+			f.step("test")
+			reqs := f.model.Requests()
+			if len(reqs) == 0 {
+				t.Fatal("no model call")
+			}
+			for i, req := range reqs {
+				user := req.Messages[len(req.Messages)-1].Content
+				if req.Task != nil && req.Task.Number == n && !strings.Contains(promptText(req), "RECALLED-MARK") {
+					t.Fatalf("request %d has no recalled memory:\n%s", i, user)
+				}
+			}
+			mem.mu.Lock()
+			defer mem.mu.Unlock()
+			if len(mem.asks) == 0 || mem.asks[0].Room != "discord:C1" || !strings.HasPrefix(mem.asks[0].Text, "Check the staging database runbook") {
+				t.Fatalf("asks = %+v", mem.asks)
+			}
+			if last := mem.asks[len(mem.asks)-1]; len(mem.asks) > 1 && !strings.Contains(last.Text, "\n") {
+				t.Fatalf("the second iteration's recall is not for the latest step: %q", last.Text)
+			}
+		})
+	}
+}
+
+func promptText(req plugin.ModelRequest) string {
+	var b strings.Builder
+	for _, m := range req.Messages {
+		b.WriteString(m.Content + "\n")
+	}
+	return b.String()
+}
+
+// TestPromptMemorySection: the section stands after the history, before
+// the iteration line; with no memory there is none.
+func TestPromptMemorySection(t *testing.T) {
+	task := plugin.Task{Number: 7, Name: "Build auth", Goal: "Build the login.", MaxIterations: 50}
+	without, err := tasks.BuildIterationPrompt(tasks.PromptInput{System: "s", Task: task})
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := tasks.BuildIterationPrompt(tasks.PromptInput{System: "s", Task: task, Memory: plugin.MemoryHeading + "\n- [fact] x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(without[1].Content, "Relevant memory") || !strings.Contains(with[1].Content, "No steps yet: this is the first.\n\n"+plugin.MemoryHeading+"\n- [fact] x\n\nIteration 1") {
+		t.Fatalf("without:\n%s\nwith:\n%s", without[1].Content, with[1].Content)
+	}
+}
