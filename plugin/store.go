@@ -91,6 +91,7 @@ type Store interface {
 	Outbox
 	FileStore
 	TaskCards
+	MemoryStore
 }
 
 // StepQuery asks PageSteps for part of a task's steps.

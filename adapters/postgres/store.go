@@ -24,6 +24,7 @@ type Store struct {
 	sqlstore.Core
 	sqlstore.Reads
 	sqlstore.Records
+	sqlstore.MemoryStore
 	pool *pgxpool.Pool
 	// claimed are the rows this store claimed, which a task's next
 	// mutation starts from (sqlstore.RowCache).
@@ -66,6 +67,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s.Core = sqlstore.Core{D: s}
 	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
 	s.Records = sqlstore.Records{DB: poolDB{pool}, SQL: recordSQL}
+	s.MemoryStore = sqlstore.MemoryStore{DB: poolDB{pool}, SQL: recallSQL}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)

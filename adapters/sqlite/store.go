@@ -43,6 +43,7 @@ type Store struct {
 	sqlstore.Core
 	sqlstore.Reads
 	sqlstore.Records
+	sqlstore.MemoryStore
 	// write has one connection, and its transactions BEGIN IMMEDIATE:
 	// writers queue here rather than fail with SQLITE_BUSY.
 	write *sql.DB
@@ -95,6 +96,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.Core = sqlstore.Core{D: s}
 	s.Reads = sqlstore.Reads{DB: handles{read, write}, SQL: readSQL}
 	s.Records = sqlstore.Records{DB: handles{read, write}, SQL: recordSQL}
+	s.MemoryStore = sqlstore.MemoryStore{DB: handles{read, write}, SQL: recallSQL}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
