@@ -791,6 +791,10 @@ func NewCore(o CoreOptions) *Core {
 		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, AnswerTimeout: cfg.AnswerTimeout, MaxActivePerUser: cfg.MaxActive,
 		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools, StoreClock: onRealClock(o.Clock),
 	}
+	// What the runtime remembers is recalled into chat prompts (the
+	// relevant_memory provider) and every iteration's (docs/memory.md).
+	recaller := &plugin.Recaller{Store: o.Store, Logger: o.Logger}
+	taskOpts.Memory = recaller
 	taskOpts.Agents, taskOpts.Team = teamOf(cfg)
 	if l, ok := o.Store.(interface {
 		ListenTasks(ctx context.Context) (<-chan struct{}, error)
@@ -826,6 +830,8 @@ func NewCore(o CoreOptions) *Core {
 		}
 		orchestratorDeps = append(orchestratorDeps, mcp.PluginName)
 	}
+	provided := []plugin.Provider{providers.RoomTasks{Store: o.Store}, providers.RecentMessages{Store: o.Store},
+		providers.RelevantMemory{Store: o.Store, Recaller: recaller}}
 	err := rt.Register(
 		&plugin.Plugin{
 			Name:        "model",
@@ -837,7 +843,7 @@ func NewCore(o CoreOptions) *Core {
 			Description:  "background agent tasks: chat commands, the fair queue, one-call iterations, the tools tasks use, notifications",
 			Dependencies: orchestratorDeps,
 			Actions:      append(actions.Commands(chat), tools...),
-			Providers:    []plugin.Provider{providers.RoomTasks{Store: o.Store}, providers.RecentMessages{Store: o.Store}},
+			Providers:    provided,
 			Evaluators:   []plugin.Evaluator{evaluators.Answer{Chat: chat}},
 			// Stopped in reverse: the task service drains first, then the
 			// notifications its last commits caused are sent.
