@@ -853,6 +853,14 @@ func NewCore(o CoreOptions) *Core {
 	if err != nil {
 		panic(err) // two fixed, distinct names: cannot fail
 	}
+	if cfg.Facts {
+		facts := &evaluators.Facts{Runtime: rt}
+		if err := rt.Register(&plugin.Plugin{Name: "facts", Dependencies: []string{"model"},
+			Description: "durable facts drawn from conversations once they go quiet (docs/memory.md)",
+			Evaluators:  []plugin.Evaluator{facts}, Services: []plugin.Service{facts}}); err != nil {
+			panic(err) // a fixed name no other plugin has: cannot fail
+		}
+	}
 	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Chat: chat, Metrics: rec}
 }
 
