@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -76,7 +77,7 @@ func (r *Recaller) Section(ctx context.Context, ask MemoryAsk) (string, error) {
 	if r.Embed != nil {
 		recs = r.rerank(ctx, ask.Text, recs)
 	}
-	return MemorySection(recs, ask.Room), nil
+	return MemorySection(recs, ask.Room, ask.Text), nil
 }
 
 func orAll(room string) string {
@@ -89,8 +90,9 @@ func orAll(room string) string {
 // MemorySection lays recollections out, best first, as lines
 // "- [source] text" under MemoryHeading, as many as fit in
 // MemorySectionChars; one that does not fit is passed over for the
-// next. None fits: "".
-func MemorySection(recs []Recollection, room string) string {
+// next. None fits: "". A text longer than MemoryItemChars is shown as
+// the excerpt around the first word of query it has.
+func MemorySection(recs []Recollection, room, query string) string {
 	used := utf8.RuneCountInString(MemoryHeading)
 	lines := []string{MemoryHeading}
 	for _, rc := range recs {
@@ -98,7 +100,7 @@ func MemorySection(recs []Recollection, room string) string {
 		if text == "" {
 			continue
 		}
-		line := "- [" + clipText(RecollectionSource(rc, room), 120) + "] " + clipText(text, MemoryItemChars)
+		line := "- [" + clipText(RecollectionSource(rc, room), 120) + "] " + excerpt(text, query, MemoryItemChars)
 		n := 1 + utf8.RuneCountInString(line) // and the newline before it
 		if used+n > MemorySectionChars {
 			continue
@@ -203,6 +205,41 @@ func cosine(a, b []float32) float64 {
 		return 0
 	}
 	return dot / math.Sqrt(na*nb)
+}
+
+// excerpt is at most n runes of text: all of it when it fits, else the
+// part around the first word of query (of four letters or more) it
+// holds — a little before it, marked "…" where cut — or its beginning.
+func excerpt(text, query string, n int) string {
+	runes := []rune(text)
+	if len(runes) <= n {
+		return text
+	}
+	lower := []rune(strings.ToLower(text))
+	at := -1
+	for w := range strings.FieldsFuncSeq(strings.ToLower(query), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }) {
+		if utf8.RuneCountInString(w) < 4 {
+			continue
+		}
+		if i := runeIndex(lower, []rune(w)); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	if at < n/2 {
+		return clipText(text, n)
+	}
+	start := min(at-n/5, len(runes)-(n-1))
+	return "…" + clipText(string(runes[start:]), n-1)
+}
+
+// runeIndex is the index in s of the first sub, or -1.
+func runeIndex(s, sub []rune) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if slices.Equal(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
 }
 
 // clipText shortens s to at most n runes, the last an ellipsis.

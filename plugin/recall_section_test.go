@@ -38,7 +38,7 @@ func TestMemorySectionBound(t *testing.T) {
 		}, "- [knowledge: TTTT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := plugin.MemorySection(tc.recs, "discord:C1")
+			got := plugin.MemorySection(tc.recs, "discord:C1", "which words")
 			if n := utf8.RuneCountInString(got); n > plugin.MemorySectionChars {
 				t.Fatalf("the section is %d characters, more than %d", n, plugin.MemorySectionChars)
 			}
@@ -127,5 +127,17 @@ func TestRecallerReranksByEmbeddings(t *testing.T) {
 	got, err = (&plugin.Recaller{Store: st, Embed: fakeEmbedder{err: errors.New("down")}}).Section(context.Background(), ask)
 	if err != nil || strings.Index(got, "alpha") > strings.Index(got, "beta") {
 		t.Fatalf("with a failing embedder: %v\n%s", err, got)
+	}
+}
+
+// TestMemorySectionExcerpts: a long passage is shown around the first
+// word of the query it holds, within the item's bound.
+func TestMemorySectionExcerpts(t *testing.T) {
+	long := strings.Repeat("Filler about the payroll export. ", 40) + "To restart the ingest queue, drain it first. " + strings.Repeat("Filler about holidays. ", 40)
+	got := plugin.MemorySection([]plugin.Recollection{{Kind: plugin.RecallPassage, Text: long, Source: `"Runbook", passage 1`}}, "", "Restart the ingest queue")
+	line := got[strings.Index(got, "\n")+1:]
+	if !strings.Contains(line, "To restart the ingest queue, drain it first.") || !strings.HasPrefix(line, "- [knowledge: Runbook] …") ||
+		utf8.RuneCountInString(line) > plugin.MemoryItemChars+len("- [knowledge: Runbook] ") {
+		t.Fatalf("line = %q", line)
 	}
 }

@@ -178,7 +178,7 @@ func command(o Options) *cobra.Command {
 		Run:               func(c *cobra.Command, _ []string) { fmt.Fprintln(c.OutOrStdout(), "taskloom", version()) },
 	})
 	// A client of a running Taskloom: it needs no server configuration.
-	root.AddCommand(cli.Command(o.Getenv))
+	root.AddCommand(cli.Command(o.Getenv), cli.KnowledgeCommand(o.Getenv))
 	root.SetHelpCommand(&cobra.Command{
 		Use:               "help [command]",
 		Short:             "print a command's help",

@@ -210,12 +210,22 @@ func (r *runner) finish(c *cobra.Command, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ue):
-		fmt.Fprintf(c.ErrOrStderr(), "taskloom tasks: %s\nRun `%s --help` for its usage.\n", ue.msg, c.CommandPath())
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\nRun `%s --help` for its usage.\n", group(c), ue.msg, c.CommandPath())
 		return &ExitError{Code: ExitUsage}
 	default:
-		fmt.Fprintf(c.ErrOrStderr(), "taskloom tasks: %s\n", err)
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\n", group(c), err)
 		return &ExitError{Code: ExitAPI}
 	}
+}
+
+// group names the command group c is of in messages: "taskloom tasks",
+// "taskloom knowledge".
+func group(c *cobra.Command) string {
+	words := strings.Fields(c.CommandPath())
+	if len(words) > 2 {
+		words = words[:2]
+	}
+	return strings.Join(words, " ")
 }
 
 type runner struct {
