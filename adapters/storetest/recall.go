@@ -503,3 +503,18 @@ func sameDocument(a, b plugin.Document) bool {
 	return a.ID == b.ID && a.Title == b.Title && a.Room == b.Room && a.Bytes == b.Bytes &&
 		a.Passages == b.Passages && a.CreatedAt.Equal(b.CreatedAt)
 }
+
+// Backfilled checks that a message stored before the migration of recall
+// — "the heron nests by the lake", in room slack:C1:171.1 — is recalled in
+// its channel and not elsewhere: the migration gave it its scope and
+// indexed its text.
+func Backfilled(t *testing.T, s plugin.Store) {
+	t.Helper()
+	got := recall(t, s, plugin.RecallQuery{Text: "where do herons nest?", Room: "slack:C1"})
+	if len(got) != 1 || got[0].Text != "the heron nests by the lake" {
+		t.Errorf("in slack:C1 recalled %q; want the message stored before the migration", texts(got))
+	}
+	if got := recall(t, s, plugin.RecallQuery{Text: "heron", Room: "slack:C2"}); len(got) != 0 {
+		t.Errorf("in slack:C2 recalled %q; want nothing", texts(got))
+	}
+}
