@@ -152,21 +152,60 @@ func RecollectionSource(rc Recollection, room string) string {
 
 // rerank orders recs by the cosine similarity of their texts to text's,
 // the most similar first; ties keep the store's order. It is the lowest
-// of recall's priorities: any failure leaves recs as they were.
+// of recall's priorities: any failure leaves recs as they were. The
+// vectors of facts and passages are kept in the store, so each is
+// embedded once; messages and the query are embedded every time.
 func (r *Recaller) rerank(ctx context.Context, text string, recs []Recollection) []Recollection {
-	texts := make([]string, 0, len(recs)+1)
-	texts = append(texts, clipText(text, 2000))
-	for _, rc := range recs {
-		texts = append(texts, clipText(rc.Text, 2000))
+	log := r.Logger
+	if log == nil {
+		log = slog.Default()
 	}
-	vecs, err := r.Embed.Embed(ctx, texts)
-	if err != nil || len(vecs) != len(texts) {
-		log := r.Logger
-		if log == nil {
-			log = slog.Default()
+	vecs := make([][]float32, len(recs))
+	ids := map[string][]int64{}
+	for _, rc := range recs {
+		if rc.Kind == RecallFact || rc.Kind == RecallPassage {
+			ids[rc.Kind] = append(ids[rc.Kind], rc.ID)
 		}
+	}
+	for kind, list := range ids {
+		stored, err := r.Store.Embeddings(ctx, kind, list)
+		if err != nil {
+			log.Warn("recall: stored vectors could not be read; embedding them again", "kind", kind, "err", err)
+			continue
+		}
+		for i, rc := range recs {
+			if rc.Kind == kind && stored[rc.ID] != nil {
+				vecs[i] = stored[rc.ID]
+			}
+		}
+	}
+	texts := []string{clipText(text, 2000)}
+	var missing []int
+	for i, rc := range recs {
+		if vecs[i] == nil {
+			texts = append(texts, clipText(rc.Text, 2000))
+			missing = append(missing, i)
+		}
+	}
+	got, err := r.Embed.Embed(ctx, texts)
+	if err != nil || len(got) != len(texts) {
 		log.Warn("recall: could not re-rank by embeddings; keeping the full-text order", "err", err)
 		return recs
+	}
+	fresh := map[string]map[int64][]float32{}
+	for j, i := range missing {
+		vecs[i] = got[j+1]
+		if k := recs[i].Kind; k == RecallFact || k == RecallPassage {
+			if fresh[k] == nil {
+				fresh[k] = map[int64][]float32{}
+			}
+			fresh[k][recs[i].ID] = got[j+1]
+		}
+	}
+	for kind, vs := range fresh {
+		if err := r.Store.SaveEmbeddings(ctx, kind, vs); err != nil {
+			log.Warn("recall: vectors could not be kept", "kind", kind, "err", err)
+		}
 	}
 	type scored struct {
 		rc    Recollection
@@ -174,7 +213,7 @@ func (r *Recaller) rerank(ctx context.Context, text string, recs []Recollection)
 	}
 	out := make([]scored, len(recs))
 	for i, rc := range recs {
-		out[i] = scored{rc, cosine(vecs[0], vecs[i+1])}
+		out[i] = scored{rc, cosine(got[0], vecs[i])}
 	}
 	slices.SortStableFunc(out, func(a, b scored) int {
 		switch {

@@ -71,8 +71,9 @@ func TestRecollectionSource(t *testing.T) {
 }
 
 type fakeEmbedder struct {
-	vec func(string) []float32
-	err error
+	vec      func(string) []float32
+	err      error
+	embedded *[]string // what was embedded
 }
 
 func (f fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
@@ -83,13 +84,18 @@ func (f fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, err
 	for i, s := range texts {
 		out[i] = f.vec(s)
 	}
+	if f.embedded != nil {
+		*f.embedded = append(*f.embedded, texts...)
+	}
 	return out, nil
 }
 
+// recallOnly recalls recs and keeps vectors, as a store does.
 type recallOnly struct {
 	plugin.MemoryStore
-	recs []plugin.Recollection
-	got  plugin.RecallQuery
+	recs    []plugin.Recollection
+	got     plugin.RecallQuery
+	vectors map[string]map[int64][]float32
 }
 
 func (r *recallOnly) Recall(_ context.Context, q plugin.RecallQuery) ([]plugin.Recollection, error) {
@@ -97,10 +103,33 @@ func (r *recallOnly) Recall(_ context.Context, q plugin.RecallQuery) ([]plugin.R
 	return r.recs, nil
 }
 
+func (r *recallOnly) SaveEmbeddings(_ context.Context, kind string, vs map[int64][]float32) error {
+	if r.vectors == nil {
+		r.vectors = map[string]map[int64][]float32{}
+	}
+	if r.vectors[kind] == nil {
+		r.vectors[kind] = map[int64][]float32{}
+	}
+	for id, v := range vs {
+		r.vectors[kind][id] = v
+	}
+	return nil
+}
+
+func (r *recallOnly) Embeddings(_ context.Context, kind string, ids []int64) (map[int64][]float32, error) {
+	out := map[int64][]float32{}
+	for _, id := range ids {
+		if v, ok := r.vectors[kind][id]; ok {
+			out[id] = v
+		}
+	}
+	return out, nil
+}
+
 // TestRecallerReranksByEmbeddings: with an embedder, the most similar
-// recollection comes first whatever the store's order; an embedder that
-// fails leaves the store's order; the messages the prompt shows already
-// are left out.
+// recollection comes first whatever the store's order, and the vectors of
+// facts are kept for the next recall; an embedder that fails leaves the
+// store's order; the messages the prompt shows already are left out.
 func TestRecallerReranksByEmbeddings(t *testing.T) {
 	st := &recallOnly{recs: []plugin.Recollection{
 		{Kind: plugin.RecallFact, ID: 1, Text: "alpha", Source: "fact 1"},
@@ -124,6 +153,13 @@ func TestRecallerReranksByEmbeddings(t *testing.T) {
 	if st.got.Room != "discord:C1" || st.got.BeforeID != 9 || st.got.Text != "which is it" {
 		t.Fatalf("query = %+v", st.got)
 	}
+	// The facts' vectors were kept: asked again, only the query is
+	// embedded.
+	var embedded []string
+	if _, err := (&plugin.Recaller{Store: st, Embed: fakeEmbedder{vec: vec, embedded: &embedded}}).Section(context.Background(), ask); err != nil || len(embedded) != 1 {
+		t.Fatalf("embedded again: %q, %v", embedded, err)
+	}
+	st.vectors = nil
 	got, err = (&plugin.Recaller{Store: st, Embed: fakeEmbedder{err: errors.New("down")}}).Section(context.Background(), ask)
 	if err != nil || strings.Index(got, "alpha") > strings.Index(got, "beta") {
 		t.Fatalf("with a failing embedder: %v\n%s", err, got)

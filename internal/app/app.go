@@ -794,6 +794,9 @@ func NewCore(o CoreOptions) *Core {
 	// What the runtime remembers is recalled into chat prompts (the
 	// relevant_memory provider) and every iteration's (docs/memory.md).
 	recaller := &plugin.Recaller{Store: o.Store, Logger: o.Logger}
+	if m, ok := o.Model.(*openai.Model); ok && cfg.EmbeddingModel != "" {
+		recaller.Embed = m.Embedder(cfg.EmbeddingModel) // re-ranks; recall works without
+	}
 	taskOpts.Memory = recaller
 	taskOpts.Agents, taskOpts.Team = teamOf(cfg)
 	if l, ok := o.Store.(interface {

@@ -119,13 +119,16 @@ func TestMemoryThroughDiscord(t *testing.T) {
 // TestKnowledgeReachesTheTaskAboutIt: a document added with `taskloom
 // knowledge add` (through the API) is recalled — the passage about the
 // task's subject, not the whole document — for a task about its subject,
-// and not for an unrelated one; `knowledge list` and `rm` work on it.
+// and not for an unrelated one; `knowledge list` and `rm` work on it. An
+// embedding model the server does not serve changes none of it.
 func TestKnowledgeReachesTheTaskAboutIt(t *testing.T) {
 	t.Parallel()
 	fake := testkit.NewOpenAI(t)
 	fake.SetDefault(anyAnswer)
+	// The fake serves no embeddings: with an embedding model named,
+	// recall keeps its full-text order.
 	base := startServe(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
-		"TASKLOOM_API_TOKEN": apiToken, "OPENAI_BASE_URL": fake.URL()})
+		"TASKLOOM_API_TOKEN": apiToken, "OPENAI_BASE_URL": fake.URL(), "OPENAI_EMBEDDING_MODEL": "text-embedding-3-small"})
 	env := map[string]string{"TASKLOOM_URL": base, "TASKLOOM_API_TOKEN": apiToken}
 	filler := func(topic string) string {
 		return strings.Repeat("The "+topic+" chapter goes on about its own affairs at some length. ", 14)
@@ -165,6 +168,13 @@ func TestKnowledgeReachesTheTaskAboutIt(t *testing.T) {
 		!strings.Contains(about, "To restart the ingest queue, drain it first with the --drain-first flag") ||
 		strings.Contains(about, "Opening-Mark") || strings.Contains(about, "Closing-Mark") {
 		t.Fatalf("the task about the ingest queue was shown:\n%s", about)
+	}
+	embedded := false
+	for _, r := range fake.Requests() {
+		embedded = embedded || r.Path == "/v1/embeddings"
+	}
+	if !embedded {
+		t.Error("OPENAI_EMBEDDING_MODEL is set, but recall never asked for embeddings")
 	}
 	create("Write a haiku about autumn leaves")
 	if other := requestWhere(t, ctx, fake, "Task #2:"); strings.Contains(other, "Relevant memory") || strings.Contains(other, "drain") {
