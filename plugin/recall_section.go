@@ -20,7 +20,7 @@ const (
 	MemorySectionChars = 1500
 	// MemoryItemChars bounds one recollection's text in it, so a long
 	// passage leaves room for others.
-	MemoryItemChars = 500
+	MemoryItemChars = 400
 	// recallCandidates is how many recollections are asked for: more
 	// than fit, so that those left out (already in the prompt, too long)
 	// leave room for the next best.

@@ -2,9 +2,11 @@ package tasks_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -89,4 +91,54 @@ func TestPromptMemorySection(t *testing.T) {
 	if strings.Contains(without[1].Content, "Relevant memory") || !strings.Contains(with[1].Content, "No steps yet: this is the first.\n\n"+plugin.MemoryHeading+"\n- [fact] x\n\nIteration 1") {
 		t.Fatalf("without:\n%s\nwith:\n%s", without[1].Content, with[1].Content)
 	}
+}
+
+// TestIterationMemoryStaysBounded: however much the room remembers —
+// many huge documents, hundreds of long messages and facts, all about the
+// task's subject — the section its iteration's prompt gets is at most
+// plugin.MemorySectionChars, and still recalls something of each kind.
+func TestIterationMemoryStaysBounded(t *testing.T) {
+	f := newFixture(t, teststore.SQLite)
+	f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", Memory: &plugin.Recaller{Store: f.store}})
+	f.model.Default(func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
+		return plugin.ModelResponse{Text: testkit.DecisionJSON("", nil, 100, "completed")}, nil
+	})
+	huge := strings.Repeat("The staging database migration needs care. ", 20000) // ~880 KB
+	for i := range 3 {
+		if _, err := f.store.AddDocument(f.ctx, plugin.Document{Title: strings.Repeat("Staging ", 100) + string(rune('A'+i)), Room: "discord:C1", CreatedAt: t0}, huge); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var facts []plugin.Fact
+	for i := range 300 {
+		m, _, err := f.store.SaveMemory(f.ctx, plugin.Memory{Platform: "discord", MessageID: strconv.Itoa(i), Room: "discord:C1", AuthorID: "U1", AuthorName: "ann",
+			Text: strings.Repeat("the staging database migration ", 200), CreatedAt: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		facts = append(facts, plugin.Fact{Room: "discord:C1", About: "discord:U1", Text: "staging database fact " + strconv.Itoa(i) + " " + strings.Repeat("x", 1500), Sources: []int64{m.ID}})
+	}
+	if _, err := f.store.SaveFacts(f.ctx, facts); err != nil {
+		t.Fatal(err)
+	}
+	f.create("Plan the staging database migration", func(in *plugin.NewTask) { in.RoomID = "discord:C1" })
+	f.step("test")
+	reqs := f.model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	user := reqs[0].Messages[1].Content
+	at := strings.Index(user, plugin.MemoryHeading)
+	end := strings.Index(user, "\n\nIteration 1 of")
+	if at < 0 || end < at {
+		t.Fatalf("no memory section:\n%.2000s", user)
+	}
+	section := user[at:end]
+	if n := utf8.RuneCountInString(section); n > plugin.MemorySectionChars {
+		t.Fatalf("the section is %d characters, more than %d", n, plugin.MemorySectionChars)
+	}
+	if strings.Count(section, "\n- [") < 3 {
+		t.Fatalf("the section recalls too little:\n%s", section)
+	}
+	t.Logf("section: %d characters, %d items", utf8.RuneCountInString(section), strings.Count(section, "\n- ["))
 }
