@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -21,6 +22,10 @@ const (
 	// MemoryItemChars bounds one recollection's text in it, so a long
 	// passage leaves room for others.
 	MemoryItemChars = 400
+	// RerankTimeout bounds re-ranking by embeddings, well inside the
+	// providers' budget (DefaultProviderBudget): a slow embedding model
+	// costs the ranking, not the section.
+	RerankTimeout = 2 * time.Second
 	// recallCandidates is how many recollections are asked for: more
 	// than fit, so that those left out (already in the prompt, too long)
 	// leave room for the next best.
@@ -75,7 +80,9 @@ func (r *Recaller) Section(ctx context.Context, ask MemoryAsk) (string, error) {
 		return "", nil
 	}
 	if r.Embed != nil {
-		recs = r.rerank(ctx, ask.Text, recs)
+		rctx, cancel := context.WithTimeout(ctx, RerankTimeout)
+		recs = r.rerank(rctx, ask.Text, recs)
+		cancel()
 	}
 	return MemorySection(recs, ask.Room, ask.Text), nil
 }
