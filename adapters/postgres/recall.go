@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -68,19 +69,28 @@ VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
 	DeletePassages: `DELETE FROM passages WHERE document_id = $1`,
 	DeleteDocument: `DELETE FROM documents WHERE id = $1`,
 
-	RecallMessages: `SELECT m.id, m.room, m.text, m.author_name, m.platform || ':' || m.author_id,
+	Frequencies: map[string]string{
+		plugin.RecallMessage: frequencies("memories"),
+		plugin.RecallFact:    frequencies("facts"),
+		plugin.RecallPassage: frequencies("passages"),
+	},
+	Terms: func(terms []string) any { return terms },
+
+	RecallMessages: recallStatements(`SELECT m.id, m.room, m.text, m.author_name, m.platform || ':' || m.author_id,
        ts_rank(m.search, q)::float8 AS rank, m.created_at
-FROM memories m, to_tsquery('english', $1) q
-WHERE m.scope = $2 AND m.search @@ q AND ($3::bigint = 0 OR m.id < $3)
-ORDER BY rank DESC, m.id DESC LIMIT $4`,
-	RecallFacts: `SELECT f.id, f.room, f.text, f.about, f.sources::text, ts_rank(f.search, q)::float8 AS rank, f.created_at
-FROM facts f, to_tsquery('english', $1) q
-WHERE f.scope = $2 AND f.search @@ q
-ORDER BY rank DESC, f.id DESC LIMIT $3`,
-	RecallPassages: `SELECT p.id, d.room, p.text, d.title, p.position::text, ts_rank(p.search, q)::float8 AS rank, d.created_at
-FROM passages p JOIN documents d ON d.id = p.document_id, to_tsquery('english', $1) q
-WHERE p.scope IN ('', $2) AND p.search @@ q
-ORDER BY rank DESC, p.id LIMIT $3`,
+FROM (SELECT id FROM memories, to_tsquery('english', $1) q
+      WHERE scope = $2 AND %[1]s AND ($3::bigint = 0 OR id < $3)
+      ORDER BY %[2]s LIMIT $5) c
+JOIN memories m ON m.id = c.id, to_tsquery('english', $1) q
+ORDER BY rank DESC, m.id DESC LIMIT $4`),
+	RecallFacts: recallStatements(`SELECT f.id, f.room, f.text, f.about, f.sources::text, ts_rank(f.search, q)::float8 AS rank, f.created_at
+FROM (SELECT id FROM facts, to_tsquery('english', $1) q WHERE scope = $2 AND %[1]s ORDER BY %[2]s LIMIT $4) c
+JOIN facts f ON f.id = c.id, to_tsquery('english', $1) q
+ORDER BY rank DESC, f.id DESC LIMIT $3`),
+	RecallPassages: recallStatements(`SELECT p.id, d.room, p.text, d.title, p.position::text, ts_rank(p.search, q)::float8 AS rank, d.created_at
+FROM (SELECT id FROM passages, to_tsquery('english', $1) q WHERE scope IN ('', $2) AND %[1]s ORDER BY %[2]s LIMIT $4) c
+JOIN passages p ON p.id = c.id JOIN documents d ON d.id = p.document_id, to_tsquery('english', $1) q
+ORDER BY rank DESC, p.id LIMIT $3`),
 
 	MemoriesAfter: `SELECT ` + memoryCols + ` FROM memories WHERE room = $1 AND id > $2 ORDER BY id LIMIT $3`,
 	ListMemories: `SELECT ` + memoryCols + ` FROM memories
@@ -103,4 +113,31 @@ ORDER BY ts_rank(search, q) DESC, id DESC LIMIT $4`,
 	Limit: recordSQL.Limit,
 	List:  func(ids []int64) any { return ids },
 	Time:  timeArg,
+}
+
+// frequencies counts, for each term of $1, the rows of table matching it,
+// up to $2.
+func frequencies(table string) string {
+	return `SELECT t, (SELECT count(*) FROM (SELECT 1 FROM ` + table + `
+WHERE search @@ to_tsquery('english', quote_literal(t)) LIMIT $2) AS x)
+FROM unnest($1::text[]) AS t`
+}
+
+// recallStatements makes a Recall statement's two forms from q, whose
+// %[1]s is the match and %[2]s the order of its candidates: newest first,
+// and ts_rank computed for them only, in the outer query. (Its plan is
+// generic, made once whatever the words, so each form says how to read;
+// and the query is parsed once, in FROM, not once a row.)
+// With uncommon words, few rows match: the GIN index finds them all and
+// the newest are sorted out ("id + 0" keeps the planner off the primary
+// key's order, which would test row after row). With common words only,
+// most rows match: the primary key read newest first finds the candidates
+// at once ("IS TRUE" keeps the planner off the GIN index, which would
+// read every row that matches).
+func recallStatements(q string) sqlstore.RecallStatements {
+	const match = "search @@ q"
+	return sqlstore.RecallStatements{
+		Selective: fmt.Sprintf(q, match, "id + 0 DESC"),
+		Common:    fmt.Sprintf(q, "("+match+") IS TRUE", "id DESC"),
+	}
 }

@@ -67,7 +67,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s.Core = sqlstore.Core{D: s}
 	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
 	s.Records = sqlstore.Records{DB: poolDB{pool}, SQL: recordSQL}
-	s.MemoryStore = sqlstore.MemoryStore{DB: poolDB{pool}, SQL: recallSQL}
+	s.MemoryStore = sqlstore.NewMemoryStore(poolDB{pool}, recallSQL)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)

@@ -82,19 +82,36 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id`,
 	DeletePassages: `DELETE FROM passages WHERE document_id = ?1`,
 	DeleteDocument: `DELETE FROM documents WHERE id = ?1`,
 
-	RecallMessages: `SELECT m.id, m.room, m.text, m.author_name, m.platform || ':' || m.author_id,
-       -bm25(memories_fts) AS rank, m.created_at
-FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-WHERE memories_fts MATCH ?1 AND m.scope = ?2 AND (?3 = 0 OR m.id < ?3)
-ORDER BY rank DESC, m.id DESC LIMIT ?4`,
-	RecallFacts: `SELECT f.id, f.room, f.text, f.about, f.sources, -bm25(facts_fts) AS rank, f.created_at
-FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
-WHERE facts_fts MATCH ?1 AND f.scope = ?2
-ORDER BY rank DESC, f.id DESC LIMIT ?3`,
-	RecallPassages: `SELECT p.id, d.room, p.text, d.title, CAST(p.position AS TEXT), -bm25(passages_fts) AS rank, d.created_at
-FROM passages_fts JOIN passages p ON p.id = passages_fts.rowid JOIN documents d ON d.id = p.document_id
-WHERE passages_fts MATCH ?1 AND p.scope IN ('', ?2)
-ORDER BY rank DESC, p.id LIMIT ?3`,
+	Frequencies: map[string]string{
+		plugin.RecallMessage: frequencies("memories_fts"),
+		plugin.RecallFact:    frequencies("facts_fts"),
+		plugin.RecallPassage: frequencies("passages_fts"),
+	},
+	Terms: func(terms []string) any { return jsonList(terms) },
+
+	// The candidates are the newest rows matching (FTS5 reads its rows by
+	// rowid, either way, and computes bm25 for the rows it returns only).
+	RecallMessages: same(`SELECT m.id, m.room, m.text, m.author_name, m.platform || ':' || m.author_id, c.rank, m.created_at
+FROM (SELECT m.id AS id, -bm25(memories_fts) AS rank
+      FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+      WHERE memories_fts MATCH ?1 AND m.scope = ?2 AND (?3 = 0 OR m.id < ?3)
+      ORDER BY memories_fts.rowid DESC LIMIT ?5) c
+JOIN memories m ON m.id = c.id
+ORDER BY c.rank DESC, m.id DESC LIMIT ?4`),
+	RecallFacts: same(`SELECT f.id, f.room, f.text, f.about, f.sources, c.rank, f.created_at
+FROM (SELECT f.id AS id, -bm25(facts_fts) AS rank
+      FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
+      WHERE facts_fts MATCH ?1 AND f.scope = ?2
+      ORDER BY facts_fts.rowid DESC LIMIT ?4) c
+JOIN facts f ON f.id = c.id
+ORDER BY c.rank DESC, f.id DESC LIMIT ?3`),
+	RecallPassages: same(`SELECT p.id, d.room, p.text, d.title, CAST(p.position AS TEXT), c.rank, d.created_at
+FROM (SELECT p.id AS id, -bm25(passages_fts) AS rank
+      FROM passages_fts JOIN passages p ON p.id = passages_fts.rowid
+      WHERE passages_fts MATCH ?1 AND p.scope IN ('', ?2)
+      ORDER BY passages_fts.rowid DESC LIMIT ?4) c
+JOIN passages p ON p.id = c.id JOIN documents d ON d.id = p.document_id
+ORDER BY c.rank DESC, p.id LIMIT ?3`),
 
 	MemoriesAfter: `SELECT ` + memoryCols + ` FROM memories WHERE room = ?1 AND id > ?2 ORDER BY id LIMIT ?3`,
 	ListMemories: `SELECT ` + memoryCols + ` FROM memories
@@ -125,4 +142,19 @@ WHERE id IN (SELECT value FROM json_each(?1)) AND embedding IS NOT NULL`,
 // memoryColsOf is MemoryColumns of the table named alias.
 func memoryColsOf(alias string) string {
 	return alias + "." + strings.ReplaceAll(sqlstore.MemoryColumns, ", ", ", "+alias+".")
+}
+
+// frequencies counts, for each term of ?1, the rows of the FTS5 table
+// matching it, up to ?2. A term is letters and digits, quoted here as
+// ftsQuery quotes it.
+func frequencies(table string) string {
+	return `SELECT j.value, (SELECT count(*) FROM (SELECT 1 FROM ` + table + `
+WHERE ` + table + ` MATCH '"' || replace(j.value, '"', '""') || '"' LIMIT ?2))
+FROM json_each(?1) AS j`
+}
+
+// same is one statement for a selective query and one of common words:
+// FTS5 reads the rows matching by rowid either way.
+func same(q string) sqlstore.RecallStatements {
+	return sqlstore.RecallStatements{Selective: q, Common: q}
 }

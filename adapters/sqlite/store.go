@@ -96,7 +96,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.Core = sqlstore.Core{D: s}
 	s.Reads = sqlstore.Reads{DB: handles{read, write}, SQL: readSQL}
 	s.Records = sqlstore.Records{DB: handles{read, write}, SQL: recordSQL}
-	s.MemoryStore = sqlstore.MemoryStore{DB: handles{read, write}, SQL: recallSQL}
+	s.MemoryStore = sqlstore.NewMemoryStore(handles{read, write}, recallSQL)
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)

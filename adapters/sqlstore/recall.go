@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -47,13 +48,26 @@ type RecallSQL struct {
 	// DocumentColumns. DeletePassages, DeleteDocument: $1 document.
 	Documents, DeletePassages, DeleteDocument string
 
+	// Frequencies by kind: $1 Terms(terms), $2 a cap; each term and in
+	// how many rows of the kind it is, counting no further than the cap.
+	Frequencies map[string]string
+	// Terms is a list parameter of terms.
+	Terms func([]string) any
+
+	// Each Recall statement ranks, of the rows matching Match in the
+	// scope, the newest candidates only (its last parameter): its cost
+	// is bounded however many rows match. Selective runs when Match is of
+	// uncommon words, which few rows have; Common when it is of common
+	// words, which most rows have (a dialect may read them differently).
+	//
 	// RecallMessages: $1 Match, $2 scope, $3 the ID below which (0 for
-	// any), $4 limit; label the author's name, extra the author's
-	// "<platform>:<id>". RecallFacts: $1 Match, $2 scope, $3 limit; label
-	// the person, extra the sources (JSON). RecallPassages: $1 Match, $2
-	// scope (passages of scope "" match every scope), $3 limit; label the
-	// document's title, extra the passage's position.
-	RecallMessages, RecallFacts, RecallPassages string
+	// any), $4 limit, $5 candidates; label the author's name, extra the
+	// author's "<platform>:<id>". RecallFacts: $1 Match, $2 scope, $3
+	// limit, $4 candidates; label the person, extra the sources (JSON).
+	// RecallPassages: $1 Match, $2 scope (passages of scope "" match every
+	// scope), $3 limit, $4 candidates; label the document's title, extra
+	// the passage's position.
+	RecallMessages, RecallFacts, RecallPassages RecallStatements
 
 	// MemoriesAfter: $1 room, $2 the ID after which, $3 Limit(limit),
 	// oldest first. ListMemories: $1 room ("" every room), $2 the ID below
@@ -79,15 +93,59 @@ type RecallSQL struct {
 	Time TimeArg
 }
 
+// RecallStatements are a Recall statement for a selective query and for a
+// query of common words (RecallSQL).
+type RecallStatements struct{ Selective, Common string }
+
 // DocumentColumns are the columns of a document scanDocument reads.
 const DocumentColumns = `id, title, room, bytes, passages, created_at`
 
 // MemoryStore is the facts, knowledge and recall of a SQL store, written once
-// over its TxDB and RecallSQL. A store embeds it and gets
-// plugin.MemoryStore.
+// over its TxDB and RecallSQL. A store embeds the one NewMemoryStore makes
+// and gets plugin.MemoryStore.
 type MemoryStore struct {
 	DB  TxDB
 	SQL RecallSQL
+	// common remembers the words found common; nil remembers none.
+	common *commonWords
+}
+
+// NewMemoryStore is the MemoryStore of db.
+func NewMemoryStore(db TxDB, sql RecallSQL) MemoryStore {
+	return MemoryStore{DB: db, SQL: sql, common: &commonWords{words: map[string]bool{}}}
+}
+
+// commonWords are the words of each kind found in commonAt rows or more. A
+// common word is counted once: counting it reads commonAt rows, and it is
+// in every other query. A word stays common (rows are added far more than
+// deleted); the set is forgotten when it grows past maxCommonWords. Rare
+// words are counted each time, which reads the few rows they are in.
+type commonWords struct {
+	mu    sync.Mutex
+	words map[string]bool // kind + "\x00" + word
+}
+
+const maxCommonWords = 50_000
+
+func (c *commonWords) has(kind, word string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.words[kind+"\x00"+word]
+}
+
+func (c *commonWords) add(kind, word string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.words) >= maxCommonWords {
+		clear(c.words)
+	}
+	c.words[kind+"\x00"+word] = true
 }
 
 // maxTerms is how many distinct words of a query are searched: enough for
@@ -96,6 +154,20 @@ const maxTerms = 32
 
 // maxTermChars is the longest word searched: a longer one is no word.
 const maxTermChars = 64
+
+// Recall ranks few rows, whatever the query and however much is stored
+// (docs/PERFORMANCE.md, "Recall"): ranking costs microseconds a row, and
+// a common word matches most rows.
+const (
+	// commonAt is in how many rows of a kind a word is common: a query
+	// selects by its uncommon words alone, which tell rows apart (a
+	// common word's weight in the rank is near nothing anyway). A query
+	// of common words only selects by all of them.
+	commonAt = 200
+	// candidates is how many of the rows selected are ranked at most: the
+	// newest.
+	candidates = 200
+)
 
 // stopWords are English words too common to tell passages apart. The
 // PostgreSQL 'english' configuration drops its own; FTS5 has no such list,
@@ -282,28 +354,43 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 	if len(kinds) == 0 {
 		kinds = []string{plugin.RecallMessage, plugin.RecallFact, plugin.RecallPassage}
 	}
-	match := r.SQL.Match(terms)
 	scope := plugin.RoomScope(strings.TrimSpace(q.Room))
 	var out []plugin.Recollection
 	for _, kind := range kinds {
-		var stmt string
-		var args []any
 		switch kind {
-		case plugin.RecallMessage:
-			stmt, args = r.SQL.RecallMessages, []any{match, scope, max(q.BeforeID, 0), limit}
-		case plugin.RecallFact:
-			stmt, args = r.SQL.RecallFacts, []any{match, scope, limit}
-		case plugin.RecallPassage:
-			stmt, args = r.SQL.RecallPassages, []any{match, scope, limit}
+		case plugin.RecallMessage, plugin.RecallFact, plugin.RecallPassage:
 		default:
 			return nil, fmt.Errorf("recall: %w: no kind %q", plugin.ErrInvalid, kind)
 		}
 		if scope == "" && kind != plugin.RecallPassage {
 			continue // no room: only the knowledge of every room
 		}
-		found, err := QueryAll(ctx, r.DB, stmt, args, func(row Row) (plugin.Recollection, error) {
-			return scanRecollection(row, kind)
-		})
+		selecting, err := r.uncommon(ctx, kind, terms)
+		if err != nil {
+			return nil, fmt.Errorf("recall %ss in %s: %w", kind, scope, err)
+		}
+		var stmts RecallStatements
+		var args []any
+		switch kind {
+		case plugin.RecallMessage:
+			stmts, args = r.SQL.RecallMessages, []any{nil, scope, max(q.BeforeID, 0), limit, candidates}
+		case plugin.RecallFact:
+			stmts, args = r.SQL.RecallFacts, []any{nil, scope, limit, candidates}
+		case plugin.RecallPassage:
+			stmts, args = r.SQL.RecallPassages, []any{nil, scope, limit, candidates}
+		}
+		scan := func(row Row) (plugin.Recollection, error) { return scanRecollection(row, kind) }
+		var found []plugin.Recollection
+		if len(selecting) > 0 {
+			args[0] = r.SQL.Match(selecting)
+			found, err = QueryAll(ctx, r.DB, stmts.Selective, args, scan)
+		}
+		if err == nil && len(found) == 0 && len(selecting) < len(terms) {
+			// Only common words, or uncommon ones in no row of the
+			// scope: select by every word.
+			args[0] = r.SQL.Match(terms)
+			found, err = QueryAll(ctx, r.DB, stmts.Common, args, scan)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("recall %ss in %s: %w", kind, scope, err)
 		}
@@ -317,6 +404,41 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 	})
 	if len(out) > limit {
 		out = out[:limit]
+	}
+	return out, nil
+}
+
+// uncommon are the terms in some but fewer than commonAt rows of kind.
+func (r MemoryStore) uncommon(ctx context.Context, kind string, terms []string) ([]string, error) {
+	var unknown []string
+	for _, t := range terms {
+		if !r.common.has(kind, t) {
+			unknown = append(unknown, t)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil, nil
+	}
+	type freq struct {
+		term string
+		rows int
+	}
+	counted, err := QueryAll(ctx, r.DB, r.SQL.Frequencies[kind], []any{r.SQL.Terms(unknown), commonAt}, func(row Row) (freq, error) {
+		var f freq
+		err := row.Scan(&f.term, &f.rows)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count words: %w", err)
+	}
+	var out []string
+	for _, f := range counted {
+		switch {
+		case f.rows >= commonAt:
+			r.common.add(kind, f.term)
+		case f.rows > 0:
+			out = append(out, f.term)
+		}
 	}
 	return out, nil
 }

@@ -518,3 +518,35 @@ func Backfilled(t *testing.T, s plugin.Store) {
 		t.Errorf("in slack:C2 recalled %q; want nothing", texts(got))
 	}
 }
+
+// testRecallCommonWords: a word in many rows does not select them when
+// the query has rarer words, and still recalls when it has none or when
+// the rarer ones are in no row of the room.
+func testRecallCommonWords(t *testing.T, s plugin.Store) {
+	var paras []string
+	for i := range 260 {
+		paras = append(paras, fmt.Sprintf("Paragraph %d is about the common teapot. ", i)+strings.Repeat("Padding words fill the paragraph out. ", 10))
+	}
+	addDoc(t, s, "common", "", strings.Join(paras, "\n\n"))
+	addDoc(t, s, "rare", "", "The ibis perches on a teapot.")
+	if got := recall(t, s, plugin.RecallQuery{Text: "teapot ibis", Room: "discord:1", Limit: 3}); len(got) == 0 || got[0].Text != "The ibis perches on a teapot." {
+		t.Errorf("teapot ibis recalled %q; want the ibis first", texts(got))
+	}
+	if got := recall(t, s, plugin.RecallQuery{Text: "teapot", Room: "discord:1", Limit: 5}); len(got) != 5 {
+		t.Errorf("teapot recalled %d passages; want 5", len(got))
+	}
+	var facts []plugin.Fact
+	for i := range 210 {
+		facts = append(facts, plugin.Fact{Room: "discord:1", Text: fmt.Sprintf("fact %d mentions the kettle", i)})
+	}
+	learn(t, s, append(facts, plugin.Fact{Room: "discord:2", Text: "the heron has a kettle"})...)
+	got := recall(t, s, plugin.RecallQuery{Text: "kettle heron", Room: "discord:1", Kinds: []string{plugin.RecallFact}, Limit: 5})
+	if len(got) != 5 {
+		t.Errorf("kettle heron in discord:1 recalled %q; want 5 kettle facts of the room", texts(got))
+	}
+	for _, r := range got {
+		if r.Room != "discord:1" {
+			t.Errorf("recalled %+v of another room", r)
+		}
+	}
+}

@@ -131,20 +131,28 @@ its now find long down day did get come made may part`)
 
 func (c *PassageCorpus) word() string { return c.vocab[c.zipf.Uint64()] }
 
-// Passage is one passage's text: sentences of 6 to 14 words.
+// Passage is one passage's text: sentences of 6 to 14 words, as many as
+// fit in plugin.PassageChars.
 func (c *PassageCorpus) Passage() string {
 	var b strings.Builder
-	for b.Len() < plugin.PassageChars-120 {
+	for {
 		n := 6 + c.r.IntN(9)
-		for j := range n {
-			if j > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(c.word())
+		sentence := make([]string, n)
+		for j := range sentence {
+			sentence[j] = c.word()
 		}
-		b.WriteString(". ")
+		next := strings.Join(sentence, " ") + "."
+		if b.Len()+1+len(next) > plugin.PassageChars {
+			if b.Len() == 0 {
+				continue
+			}
+			return b.String()
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(next)
 	}
-	return strings.TrimSpace(b.String())
 }
 
 // Query is a question of 4 to 9 words.

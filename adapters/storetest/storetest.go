@@ -96,6 +96,7 @@ func Run(t *testing.T, stores Stores) {
 		{"RecallCraftedQuery", testRecallCraftedQuery},
 		{"RecallScopes", testRecallScopes},
 		{"RecallBeforeID", testRecallBeforeID},
+		{"RecallCommonWords", testRecallCommonWords},
 		{"Facts", testFacts},
 		{"Forget", testForget},
 		{"PruneFacts", testPruneFacts},

@@ -58,4 +58,5 @@ CREATE TABLE passages (
     search      tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
 );
 CREATE INDEX passages_search ON passages USING GIN (search);
+
 CREATE INDEX passages_document ON passages (document_id, position);
