@@ -140,6 +140,18 @@ func TestKnowledgeReachesTheTaskAboutIt(t *testing.T) {
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A file that is not text, or too many for --title, is refused before
+	// anything is sent: nothing is added.
+	binary := filepath.Join(t.TempDir(), "logo.png")
+	if err := os.WriteFile(binary, []byte("\x89PNG\x00\xff"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, env, "knowledge", "add", path, binary); code != 2 || !strings.Contains(errOut, "logo.png is not text") {
+		t.Fatalf("knowledge add of a binary file: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := run(t, env, "knowledge", "add", "--title", "One", path, path); code != 2 || !strings.Contains(errOut, "--title names one document") {
+		t.Fatalf("knowledge add --title of two files: exit %d\n%s", code, errOut)
+	}
 	if code, out, errOut := run(t, env, "knowledge", "add", path); code != 0 || !strings.Contains(out, `Added document 1 "Operations runbook"`) {
 		t.Fatalf("knowledge add: exit %d\n%s%s", code, out, errOut)
 	}

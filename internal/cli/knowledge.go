@@ -74,15 +74,22 @@ there (and in its channel's threads); one without a room everywhere.`,
 	return top
 }
 
-// TitleOf is the title a file's document gets: its first Markdown
-// heading ("# Runbook"), or else the file's name without its extension.
+// TitleOf is the title a file's document gets: its first Markdown ATX
+// heading ("# Runbook", "## Restarting ##": one to six #, then a space),
+// or else the file's name without its extension.
 func TitleOf(path string, text string) string {
 	for line := range strings.SplitSeq(text, "\n") {
 		line = strings.TrimSpace(line)
-		if t, ok := strings.CutPrefix(line, "#"); ok {
-			if t = strings.TrimSpace(strings.TrimLeft(t, "#")); t != "" {
-				return t
-			}
+		hashes := len(line) - len(strings.TrimLeft(line, "#"))
+		if hashes < 1 || hashes > 6 || (len(line) > hashes && line[hashes] != ' ' && line[hashes] != '\t') {
+			continue
+		}
+		t := strings.TrimSpace(line[hashes:])
+		if closing := strings.TrimRight(t, "#"); closing != t && (closing == "" || strings.HasSuffix(closing, " ")) {
+			t = strings.TrimSpace(closing)
+		}
+		if t != "" {
+			return t
 		}
 	}
 	base := filepath.Base(path)
