@@ -350,16 +350,19 @@ func storable(room string, drawn []plugin.DrawnFact, mems []plugin.Memory) []plu
 			continue
 		}
 		var sources []int64
+		cited := true
 		for _, id := range d.Sources {
-			if _, ok := byID[id]; ok && !slices.Contains(sources, id) {
+			if _, ok := byID[id]; !ok {
+				cited = false // cites what is not (or no longer) there
+			} else if !slices.Contains(sources, id) {
 				sources = append(sources, id)
 			}
 		}
-		if len(sources) == 0 || len(sources) < len(d.Sources) {
-			continue // cites what is not (or no longer) there
+		if !cited || len(sources) == 0 {
+			continue
 		}
 		about := ""
-		if m, ok := authors[strings.TrimSpace(d.About)]; ok {
+		if m, ok := authorOf(authors, d.About); ok {
 			about = m.Platform + ":" + m.AuthorID
 		} else if m := byID[sources[0]]; !m.FromBot && m.AuthorID != "" {
 			about = m.Platform + ":" + m.AuthorID
@@ -370,6 +373,21 @@ func storable(room string, drawn []plugin.DrawnFact, mems []plugin.Memory) []plu
 		}
 	}
 	return out
+}
+
+// authorOf finds the author a fact is about as the model named them: by
+// author ID, or as memory names people ("discord:U1").
+func authorOf(authors map[string]plugin.Memory, about string) (plugin.Memory, bool) {
+	about = strings.TrimSpace(about)
+	if m, ok := authors[about]; ok {
+		return m, true
+	}
+	if platform, id, ok := strings.Cut(about, ":"); ok {
+		if m, ok := authors[id]; ok && m.Platform == platform {
+			return m, true
+		}
+	}
+	return plugin.Memory{}, false
 }
 
 // advance moves a room's cursor past a batch read (or passed over): the

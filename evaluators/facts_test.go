@@ -204,3 +204,43 @@ func TestFactsNeverReadForgottenWords(t *testing.T) {
 		t.Fatalf("the request read %s", got)
 	}
 }
+
+// TestFactsNameTheirPerson: a fact is about the person the model names,
+// by author ID or as memory names people; one the model names no one for
+// is about whoever said it; a source cited twice is one source.
+func TestFactsNameTheirPerson(t *testing.T) {
+	model := testkit.NewScriptedModel()
+	model.Reply(`{"facts": [
+		{"text": "bob is on call on Fridays", "about": "discord:bob", "sources": [1, 1]},
+		{"text": "ann owns the release", "about": "ann", "sources": [2]},
+		{"text": "the release is on Monday", "about": "", "sources": [2]},
+		{"text": "carl is new", "about": "carl", "sources": [1]}]}`)
+	k := newFactsKit(t, model)
+	k.chatter("discord:C1", "ann", "bob is on call on Fridays")
+	k.chatter("discord:C1", "bob", "I own the release, on Monday")
+	k.waiting()
+	k.clk.Advance(time.Minute)
+	got := map[string]string{}
+	k.eventually("four facts", func() bool {
+		recs, err := k.store.Recall(k.ctx, plugin.RecallQuery{Room: "discord:C1", Text: "call release carl new", Kinds: []string{plugin.RecallFact}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			_, about, _ := strings.Cut(r.Source, " about ")
+			about, _, _ = strings.Cut(about, " (")
+			got[r.Text] = about
+		}
+		return len(recs) == 4
+	})
+	want := map[string]string{
+		"bob is on call on Fridays": "discord:bob", "ann owns the release": "discord:ann",
+		"the release is on Monday": "discord:bob", "carl is new": "discord:ann",
+	}
+	for text, about := range want {
+		if got[text] != about {
+			t.Errorf("%q is about %q, want %q", text, got[text], about)
+		}
+	}
+}
+
