@@ -243,4 +243,3 @@ func TestFactsNameTheirPerson(t *testing.T) {
 		}
 	}
 }
-
