@@ -106,46 +106,50 @@ const DocumentColumns = `id, title, room, bytes, passages, created_at`
 type MemoryStore struct {
 	DB  TxDB
 	SQL RecallSQL
-	// common remembers the words found common; nil remembers none.
-	common *commonWords
+	// counts remembers in how many rows words are; nil remembers none.
+	counts *wordCounts
 }
 
 // NewMemoryStore is the MemoryStore of db.
 func NewMemoryStore(db TxDB, sql RecallSQL) MemoryStore {
-	return MemoryStore{DB: db, SQL: sql, common: &commonWords{words: map[string]bool{}}}
+	return MemoryStore{DB: db, SQL: sql, counts: &wordCounts{rows: map[string]int{}}}
 }
 
-// commonWords are the words of each kind found in commonAt rows or more. A
-// common word is counted once: counting it reads commonAt rows, and it is
-// in every other query. A word stays common (rows are added far more than
-// deleted); the set is forgotten when it grows past maxCommonWords. Rare
-// words are counted each time, which reads the few rows they are in.
-type commonWords struct {
-	mu    sync.Mutex
-	words map[string]bool // kind + "\x00" + word
+// wordCounts remember in how many rows of each kind words are (up to
+// commonAt): counting reads the rows, and the words of one query are
+// mostly those of others. A count grows stale as rows are written, which
+// only moves a word between selecting and not (recall's cost, not what it
+// may find): the counts are forgotten every forgetAfter lookups. A word in
+// no row is not remembered, since a row may have it next.
+type wordCounts struct {
+	mu      sync.Mutex
+	rows    map[string]int // kind + "\x00" + word
+	lookups int
 }
 
-const maxCommonWords = 50_000
+const forgetAfter = 20_000
 
-func (c *commonWords) has(kind, word string) bool {
+func (c *wordCounts) get(kind, word string) (int, bool) {
 	if c == nil {
-		return false
+		return 0, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.words[kind+"\x00"+word]
+	if c.lookups++; c.lookups > forgetAfter {
+		clear(c.rows)
+		c.lookups = 0
+	}
+	n, ok := c.rows[kind+"\x00"+word]
+	return n, ok
 }
 
-func (c *commonWords) add(kind, word string) {
-	if c == nil {
+func (c *wordCounts) put(kind, word string, rows int) {
+	if c == nil || rows == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.words) >= maxCommonWords {
-		clear(c.words)
-	}
-	c.words[kind+"\x00"+word] = true
+	c.rows[kind+"\x00"+word] = rows
 }
 
 // maxTerms is how many distinct words of a query are searched: enough for
@@ -410,14 +414,18 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 
 // uncommon are the terms in some but fewer than commonAt rows of kind.
 func (r MemoryStore) uncommon(ctx context.Context, kind string, terms []string) ([]string, error) {
-	var unknown []string
+	var out, unknown []string
 	for _, t := range terms {
-		if !r.common.has(kind, t) {
+		n, ok := r.counts.get(kind, t)
+		switch {
+		case !ok:
 			unknown = append(unknown, t)
+		case n < commonAt:
+			out = append(out, t)
 		}
 	}
 	if len(unknown) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	type freq struct {
 		term string
@@ -431,12 +439,9 @@ func (r MemoryStore) uncommon(ctx context.Context, kind string, terms []string) 
 	if err != nil {
 		return nil, fmt.Errorf("count words: %w", err)
 	}
-	var out []string
 	for _, f := range counted {
-		switch {
-		case f.rows >= commonAt:
-			r.common.add(kind, f.term)
-		case f.rows > 0:
+		r.counts.put(kind, f.term, f.rows)
+		if f.rows > 0 && f.rows < commonAt {
 			out = append(out, f.term)
 		}
 	}

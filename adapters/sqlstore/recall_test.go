@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -40,5 +42,36 @@ func TestVectorRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeVector([]byte{1, 2, 3}); err == nil {
 		t.Error("a vector of 3 bytes decoded")
+	}
+}
+
+// TestWordCounts: counts are remembered but for words in no row, forgotten
+// after forgetAfter lookups, and safe to share (run with -race).
+func TestWordCounts(t *testing.T) {
+	t.Parallel()
+	c := &wordCounts{rows: map[string]int{}}
+	c.put("passage", "tea", 12)
+	c.put("passage", "absent", 0)
+	if n, ok := c.get("passage", "tea"); !ok || n != 12 {
+		t.Errorf("tea = %d, %v; want 12", n, ok)
+	}
+	if _, ok := c.get("fact", "tea"); ok {
+		t.Error("a passage's count was a fact's")
+	}
+	if _, ok := c.get("passage", "absent"); ok {
+		t.Error("a word in no row was remembered")
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range forgetAfter / 4 {
+				c.put("passage", strconv.Itoa(g*i), 1)
+				c.get("passage", "tea")
+			}
+		})
+	}
+	wg.Wait()
+	if _, ok := c.get("passage", "tea"); ok {
+		t.Error("counts not forgotten after forgetAfter lookups")
 	}
 }
