@@ -32,6 +32,7 @@ type Chat struct {
 func Commands(c *Chat) []plugin.Action {
 	return []plugin.Action{
 		HelpCommand{c},
+		ForgetMe{},
 		ListTasks{c},
 		TaskStatus{c},
 		ControlTask{c, CmdPause},
@@ -142,7 +143,7 @@ func match(msg *plugin.Message, kind string) (json.RawMessage, bool) {
 		v = p
 	case CmdSearch:
 		v = map[string]string{"query": c.Text}
-	case CmdList, CmdHelp:
+	case CmdList, CmdHelp, CmdForget:
 		v = map[string]string{}
 	default:
 		v = numberParams{Number: c.Number, Text: c.Text, Beyond: c.Beyond, Call: c.Call}

@@ -9,7 +9,7 @@ import (
 // Command is one chat command recognised by the deterministic grammar of
 // docs/chat.md, before any model is asked.
 type Command struct {
-	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, help
+	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, forget, help
 	Number int64  // the task number, when the command names one (0 when missing or malformed)
 	// Beyond is a task number as typed that no task can have, being more
 	// than an int64 holds ("cancel #99999999999999999999"); Number is
@@ -49,6 +49,9 @@ const (
 	CmdUnschedule     = "unschedule"
 	CmdPauseSchedule  = "pause_schedule"
 	CmdResumeSchedule = "resume_schedule"
+	// CmdForget is `forget me`: delete what the author said and the
+	// facts about them, everywhere (docs/memory.md).
+	CmdForget = "forget"
 )
 
 // ParseCommand recognises a chat command. It reports ok for anything that

@@ -199,6 +199,10 @@ var chatCommands = []ChatCommand{
 	{Kind: CmdApprove, Usage: []string{"approve #3"}, Parse: decision(CmdApprove, "approve", "allow")},
 	{Kind: CmdDeny, Usage: []string{"deny #3 not that file"}, Parse: decision(CmdDeny, "deny", "reject")},
 	{
+		Kind: CmdForget, Usage: []string{"forget me"}, Help: "deletes every message you wrote and every fact about you, in every room",
+		Parse: matching(regexp.MustCompile(`(?i)^forget\s+(?:me|about\s+me|everything\s+about\s+me|what\s+i\s+(?:said|wrote))\s*[.!]?$`), CmdForget),
+	},
+	{
 		Kind: CmdHelp, Usage: []string{"help"}, Help: "shows this list",
 		Parse: matching(regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`), CmdHelp),
 	},

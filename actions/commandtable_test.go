@@ -66,7 +66,7 @@ func TestEveryCommandParsesItsUsage(t *testing.T) {
 			t.Errorf("SlashCommand(%q) = %s, %v", c.Slash.Name, got.Kind, ok)
 		}
 	}
-	if want := "create <goal> | list | status <n> | pause <n> | resume <n> | cancel <n> | search <words> | answer <n> <text> | retry <n> [context] | schedule <when> task <goal> | schedules | help"; actions.SlackUsageHint() != want {
+	if want := "create <goal> | list | status <n> | pause <n> | resume <n> | cancel <n> | search <words> | answer <n> <text> | retry <n> [context] | schedule <when> task <goal> | schedules | forget me | help"; actions.SlackUsageHint() != want {
 		t.Errorf("SlackUsageHint = %q, want %q", actions.SlackUsageHint(), want)
 	}
 	if !strings.Contains(actions.SlackUsageHint(), "retry") {

@@ -93,6 +93,7 @@ type Store interface {
 	TaskCards
 	StepCalls
 	ScheduleStore
+	MemoryStore
 }
 
 // StepQuery asks PageSteps for part of a task's steps.

@@ -117,6 +117,10 @@ type Message struct {
 	// says the command in words for the memory and the logs.
 	Action string
 	Params json.RawMessage
+	// MemoryID is the ID the pipeline stored the message under (0 before
+	// it is stored, or without a store): recall leaves it, and what came
+	// after it, out (docs/memory.md).
+	MemoryID int64
 }
 
 // Addressed reports whether the message is meant for the bot: DMs,

@@ -173,6 +173,11 @@ func (a *API) routes() []route {
 		{"GET /api/events", a.events, true},
 		{"GET /api/stats", a.stats, true},
 		{"GET /api/strategies", a.strategies, true},
+		{"GET /api/memories", a.listMemories, true},
+		{"DELETE /api/memories", a.forgetPerson, true},
+		{"POST /api/knowledge", a.addKnowledge, true},
+		{"GET /api/knowledge", a.listKnowledge, true},
+		{"DELETE /api/knowledge/{id}", a.deleteKnowledge, true},
 		// Anything else under /api gets a JSON 404 or 405, not the
 		// mux's plain text.
 		{"/api/", a.unknown, true},
@@ -251,7 +256,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d KiB", MaxBodyBytes>>10))
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d KiB", mbe.Limit>>10))
 	case errors.Is(err, plugin.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, plugin.ErrInvalidState), errors.Is(err, plugin.ErrTerminal), errors.Is(err, tasks.ErrNotEnded):
@@ -599,10 +604,15 @@ func (a *API) checkRoom(room string) string {
 // decodeBody reads one JSON object of at most MaxBodyBytes, refusing
 // unknown fields and trailing data.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	if r.ContentLength > MaxBodyBytes {
-		return &http.MaxBytesError{Limit: MaxBodyBytes}
+	return decodeBodyWithin(w, r, v, MaxBodyBytes)
+}
+
+// decodeBodyWithin is decodeBody for a body of at most limit bytes.
+func decodeBodyWithin(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	if r.ContentLength > limit {
+		return &http.MaxBytesError{Limit: limit}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err

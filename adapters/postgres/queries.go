@@ -210,12 +210,13 @@ const (
 	memoryCols = sqlstore.MemoryColumns
 
 	sqlInsertMemory = `
-INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at, scope)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (platform, message_id) WHERE message_id <> '' DO NOTHING
 RETURNING ` + memoryCols
 
 	sqlPruneMemories = `DELETE FROM memories WHERE created_at IS NULL OR created_at < $1`
+	sqlPruneFacts    = `DELETE FROM facts WHERE created_at IS NULL OR created_at < $1`
 
 	sqlMemoryByMessage = `SELECT ` + memoryCols + ` FROM memories WHERE platform = $1 AND message_id = $2`
 

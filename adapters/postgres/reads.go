@@ -59,7 +59,7 @@ var readSQL = sqlstore.ReadSQL{
 // statements.
 var recordSQL = sqlstore.RecordSQL{
 	InsertMemory: sqlInsertMemory, MemoryByMessage: sqlMemoryByMessage,
-	RecentMemories: sqlRecentMemories, PruneMemories: sqlPruneMemories,
+	RecentMemories: sqlRecentMemories, PruneMemories: sqlPruneMemories, PruneFacts: sqlPruneFacts,
 	Enqueue: sqlEnqueue, LastSent: sqlLastSent, ListNotifications: sqlListNotifications, Pending: sqlPending,
 	// A NULL limit is none.
 	Limit: func(limit int) any {

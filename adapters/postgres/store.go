@@ -25,6 +25,7 @@ type Store struct {
 	sqlstore.Reads
 	sqlstore.Records
 	sqlstore.Schedules
+	sqlstore.MemoryStore
 	pool *pgxpool.Pool
 	// claimed are the rows this store claimed, which a task's next
 	// mutation starts from (sqlstore.RowCache).
@@ -68,6 +69,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
 	s.Records = sqlstore.Records{DB: poolDB{pool}, SQL: recordSQL}
 	s.Schedules = sqlstore.Schedules{Core: s.Core, DB: poolDB{pool}, SQL: scheduleSQL, Time: timeArg}
+	s.MemoryStore = sqlstore.NewMemoryStore(poolDB{pool}, recallSQL)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)

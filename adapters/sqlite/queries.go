@@ -100,12 +100,13 @@ const (
 	memoryCols = sqlstore.MemoryColumns
 
 	sqlInsertMemory = `
-INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at, scope)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (platform, message_id) WHERE message_id <> '' DO NOTHING
 RETURNING ` + memoryCols
 
 	sqlPruneMemories = `DELETE FROM memories WHERE created_at IS NULL OR created_at < ?`
+	sqlPruneFacts    = `DELETE FROM facts WHERE created_at IS NULL OR created_at < ?`
 
 	sqlMemoryByMessage = `SELECT ` + memoryCols + ` FROM memories WHERE platform = ? AND message_id = ?`
 

@@ -24,9 +24,9 @@ type DB interface {
 type RecordSQL struct {
 	// InsertMemory: MemoryArgs, returning the row, none on a redelivery.
 	// MemoryByMessage: $1 platform, $2 message ID. RecentMemories: $1
-	// room, $2 Limit(limit), newest first. PruneMemories: $1 the time
-	// before which.
-	InsertMemory, MemoryByMessage, RecentMemories, PruneMemories string
+	// room, $2 Limit(limit), newest first. PruneMemories and PruneFacts:
+	// $1 the time before which.
+	InsertMemory, MemoryByMessage, RecentMemories, PruneMemories, PruneFacts string
 	// Enqueue: NotificationArgs, returning the row. LastSent: $1 room, $2
 	// List(tasks). ListNotifications: $1 status or "", $2 the ID after
 	// which, $3 Limit(limit). Pending: none.
@@ -79,14 +79,20 @@ func (r Records) RecentMemories(ctx context.Context, room string, limit int) ([]
 	return out, nil
 }
 
-// PruneMemories deletes the memories created before before, and those
-// with no time.
+// PruneMemories deletes the memories and the facts created before before,
+// and those with no time, and says how many of both it deleted. Each
+// statement stands alone: one interrupted between the two is finished by
+// the next prune.
 func (r Records) PruneMemories(ctx context.Context, before time.Time) (int64, error) {
-	n, err := r.DB.Exec(ctx, r.SQL.PruneMemories, r.SQL.Time(plugin.UTC(before)))
-	if err != nil {
-		return 0, fmt.Errorf("prune memories before %s: %w", before.Format(time.RFC3339), err)
+	var total int64
+	for _, q := range []string{r.SQL.PruneMemories, r.SQL.PruneFacts} {
+		n, err := r.DB.Exec(ctx, q, r.SQL.Time(plugin.UTC(before)))
+		if err != nil {
+			return total, fmt.Errorf("prune memories before %s: %w", before.Format(time.RFC3339), err)
+		}
+		total += n
 	}
-	return n, nil
+	return total, nil
 }
 
 // Enqueue adds a notification to the outbox. One with no next attempt time

@@ -65,10 +65,11 @@ func ScanEvent(row Row) (plugin.TaskEvent, error) {
 	return e, err
 }
 
-// MemoryArgs lists the values of MemoryColumns for m, but its id.
+// MemoryArgs lists the values of MemoryColumns for m, but its id, then
+// the scope of its room (plugin.RoomScope): where it may be recalled.
 func MemoryArgs(m plugin.Memory, timeArg TimeArg) []any {
 	return []any{m.Platform, m.MessageID, m.Room, m.WorkspaceID, m.AuthorID, m.AuthorName,
-		m.Text, m.FromBot, timeArg(m.CreatedAt)}
+		m.Text, m.FromBot, timeArg(m.CreatedAt), plugin.RoomScope(m.Room)}
 }
 
 // ScanMemory reads the columns of MemoryColumns.

@@ -177,8 +177,7 @@ func command(o Options) *cobra.Command {
 		Run:               func(c *cobra.Command, _ []string) { fmt.Fprintln(c.OutOrStdout(), "taskloom", version()) },
 	})
 	// A client of a running Taskloom: it needs no server configuration.
-	root.AddCommand(cli.Command(o.Getenv))
-	root.AddCommand(cli.SchedulesCommand(o.Getenv))
+	root.AddCommand(cli.Command(o.Getenv), cli.SchedulesCommand(o.Getenv), cli.KnowledgeCommand(o.Getenv))
 	root.SetHelpCommand(&cobra.Command{
 		Use:               "help [command]",
 		Short:             "print a command's help",
@@ -770,6 +769,13 @@ func NewCore(o CoreOptions) *Core {
 		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools, StoreClock: onRealClock(o.Clock),
 		Strategies: o.Strategies,
 	}
+	// What the runtime remembers is recalled into chat prompts (the
+	// relevant_memory provider) and every iteration's (docs/memory.md).
+	recaller := &plugin.Recaller{Store: o.Store, Logger: o.Logger}
+	if m, ok := o.Model.(*openai.Model); ok && cfg.EmbeddingModel != "" {
+		recaller.Embed = m.Embedder(cfg.EmbeddingModel) // re-ranks; recall works without
+	}
+	taskOpts.Memory = recaller
 	taskOpts.Agents, taskOpts.Team = teamOf(cfg)
 	if l, ok := o.Store.(interface {
 		ListenTasks(ctx context.Context) (<-chan struct{}, error)
@@ -808,6 +814,8 @@ func NewCore(o CoreOptions) *Core {
 		}
 		orchestratorDeps = append(orchestratorDeps, mcp.PluginName)
 	}
+	provided := []plugin.Provider{providers.RoomTasks{Store: o.Store}, providers.RecentMessages{Store: o.Store},
+		providers.RelevantMemory{Store: o.Store, Recaller: recaller}}
 	err := rt.Register(
 		&plugin.Plugin{
 			Name:        "model",
@@ -819,7 +827,7 @@ func NewCore(o CoreOptions) *Core {
 			Description:  "background agent tasks: chat commands, the fair queue, one-call iterations, the tools tasks use, notifications",
 			Dependencies: orchestratorDeps,
 			Actions:      append(actions.Commands(chat), tools...),
-			Providers:    []plugin.Provider{providers.RoomTasks{Store: o.Store}},
+			Providers:    provided,
 			Evaluators:   []plugin.Evaluator{evaluators.Answer{Chat: chat}},
 			// Stopped in reverse: the scheduler stops creating runs, the
 			// task service drains, then the notifications its last
@@ -829,6 +837,14 @@ func NewCore(o CoreOptions) *Core {
 	)
 	if err != nil {
 		panic(err) // two fixed, distinct names: cannot fail
+	}
+	if cfg.Facts {
+		facts := &evaluators.Facts{Runtime: rt}
+		if err := rt.Register(&plugin.Plugin{Name: "facts", Dependencies: []string{"model"},
+			Description: "durable facts drawn from conversations once they go quiet (docs/memory.md)",
+			Evaluators:  []plugin.Evaluator{facts}, Services: []plugin.Service{facts}}); err != nil {
+			panic(err) // a fixed name no other plugin has: cannot fail
+		}
 	}
 	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Schedules: scheduler, Chat: chat, Metrics: rec}
 }

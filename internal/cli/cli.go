@@ -213,17 +213,25 @@ func (r *runner) finish(c *cobra.Command, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ue):
-		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\nRun `%s --help` for its usage.\n", r.prog(), ue.msg, c.CommandPath())
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\nRun `%s --help` for its usage.\n", group(c), ue.msg, c.CommandPath())
 		return &ExitError{Code: ExitUsage}
 	default:
-		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\n", r.prog(), err)
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\n", group(c), err)
 		return &ExitError{Code: ExitAPI}
 	}
 }
 
+// group names the command group c is of in messages: "taskloom tasks",
+// "taskloom knowledge".
+func group(c *cobra.Command) string {
+	words := strings.Fields(c.CommandPath())
+	if len(words) > 2 {
+		words = words[:2]
+	}
+	return strings.Join(words, " ")
+}
+
 type runner struct {
-	// name is the command its messages start with; "" is taskloom tasks.
-	name   string
 	ctx    context.Context
 	getenv func(string) string
 	out    io.Writer
@@ -239,14 +247,6 @@ type runner struct {
 	call        string // approve, deny
 	raw         bool   // files
 	follow      bool   // events
-}
-
-// prog is the command the runner's messages start with.
-func (r *runner) prog() string {
-	if r.name == "" {
-		return "taskloom tasks"
-	}
-	return r.name
 }
 
 type listFlags struct {

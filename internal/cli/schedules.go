@@ -50,7 +50,7 @@ type scheduleFlags struct {
 // (docs/schedules.md): list, add, rm, pause, resume, show; getenv reads
 // TASKLOOM_URL and TASKLOOM_API_TOKEN, as for `taskloom tasks`.
 func SchedulesCommand(getenv func(string) string) *cobra.Command {
-	r := &runner{getenv: getenv, name: "taskloom schedules"}
+	r := &runner{getenv: getenv}
 	var sf scheduleFlags
 	root := &cobra.Command{
 		Use:   "schedules",

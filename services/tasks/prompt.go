@@ -135,6 +135,10 @@ type PromptInput struct {
 	Steps   []plugin.Step
 	Older   plugin.Digest
 	Answers []string // answers to the task's questions and subtask outcomes, in order
+	// Memory is the "Relevant memory" section (plugin.Recaller), shown
+	// after the history: it changes with the latest step, so it is not
+	// part of the prefix the prompt before had (docs/PERFORMANCE.md).
+	Memory  string
 	History History
 	// What a strategy adds (see Request): the system template (empty:
 	// iteration_system.tmpl), sections after the history, the last
@@ -224,7 +228,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 	user, err := prompts.Render("iteration_user.tmpl", map[string]any{
 		"Task": in.Task, "Iteration": in.Task.Iteration + 1, "Earlier": earlier,
 		"Condensed": condensed, "Recent": recent, "Answers": clipped,
-		"Notes": in.Notes, "Instruction": firstNonEmpty(in.Instruction, "Choose the next action."), "Role": in.Role,
+		"Memory": in.Memory, "Notes": in.Notes, "Instruction": firstNonEmpty(in.Instruction, "Choose the next action."), "Role": in.Role,
 	})
 	if err != nil {
 		return nil, err

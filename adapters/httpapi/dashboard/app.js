@@ -1414,6 +1414,81 @@ function scheduleButton(sc, op) {
 
 setInterval(() => { if (state.loaded) loadSchedules(); }, SCHEDULES_EVERY);
 
+// ---------- memory (docs/memory.md) ----------
+
+function showView(memory) {
+  $("tasks-view").hidden = memory;
+  $("memory-view").hidden = !memory;
+  $("tab-tasks").setAttribute("aria-selected", String(!memory));
+  $("tab-memory").setAttribute("aria-selected", String(memory));
+  if (memory) { loadMemories(); loadKnowledge(); }
+}
+$("tab-tasks").addEventListener("click", () => showView(false));
+$("tab-memory").addEventListener("click", () => showView(true));
+
+let memorySeq = 0;
+async function loadMemories() {
+  const seq = ++memorySeq;
+  const q = new URLSearchParams({ limit: "100" });
+  const room = $("memory-room").value.trim();
+  const text = $("memory-q").value.trim();
+  if (room) q.set("room", room);
+  if (text) q.set("q", text);
+  try {
+    const body = await api("/api/memories?" + q.toString());
+    if (seq !== memorySeq) return; // a newer search answered first
+    const list = $("memories");
+    list.replaceChildren();
+    for (const m of body.memories || []) {
+      const li = el("li");
+      li.dataset.memory = m.id;
+      const who = el("div", "who");
+      who.append(el("b", null, m.author || m.author_id), el("span", null, m.room), el("span", null, ago(m.created_at, Date.now())));
+      if (m.from_bot) who.append(el("span", "chip", "bot"));
+      li.append(who, el("div", "text", m.text));
+      list.append(li);
+    }
+    $("memories-empty").hidden = list.children.length > 0;
+  } catch (err) {
+    toast(err.message);
+  }
+}
+$("memory-search").addEventListener("submit", (e) => { e.preventDefault(); loadMemories(); });
+
+async function loadKnowledge() {
+  try {
+    const body = await api("/api/knowledge");
+    const list = $("knowledge");
+    list.replaceChildren();
+    for (const d of body.documents || []) {
+      const li = el("li");
+      li.dataset.document = d.id;
+      const who = el("div", "who");
+      who.append(el("b", null, d.title), el("span", null, d.room || "every room"),
+        el("span", null, d.passages + (d.passages === 1 ? " passage" : " passages")), el("span", null, ago(d.created_at, Date.now())));
+      const del = el("button", "danger", "Delete");
+      del.type = "button";
+      del.addEventListener("click", async () => {
+        if (!confirm("Delete the document “" + d.title + "” and its passages?")) return;
+        del.disabled = true;
+        try {
+          await api("/api/knowledge/" + d.id, { method: "DELETE", body: {} });
+          li.remove();
+          $("knowledge-empty").hidden = list.children.length > 0;
+        } catch (err) {
+          del.disabled = false;
+          toast(err.message);
+        }
+      });
+      li.append(who, del);
+      list.append(li);
+    }
+    $("knowledge-empty").hidden = list.children.length > 0;
+  } catch (err) {
+    toast(err.message);
+  }
+}
+
 // Relative times age without events.
 setInterval(() => { if (state.loaded) render(); }, 15000);
 

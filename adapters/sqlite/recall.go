@@ -1,0 +1,160 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/taskloom/taskloom/adapters/sqlstore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// InTx runs fn in one IMMEDIATE transaction on the writer
+// (sqlstore.TxDB).
+func (h handles) InTx(ctx context.Context, fn func(sqlstore.DB) error) error {
+	tx, err := h.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(txDB{tx}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// txDB is one transaction as a sqlstore.DB.
+type txDB struct{ tx *sql.Tx }
+
+func (t txDB) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return t.tx.QueryRowContext(ctx, q, args...)
+}
+
+func (t txDB) Query(ctx context.Context, q string, args []any, read func(sqlstore.Rows) error) error {
+	rows, err := t.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return read(rows)
+}
+
+func (txDB) IsNoRows(err error) bool { return isNoRows(err) }
+
+func (t txDB) WriteRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return t.tx.QueryRowContext(ctx, q, args...)
+}
+
+func (t txDB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// ftsQuery ORs the terms for an FTS5 MATCH, each a string in double
+// quotes (a quote inside doubled), so that no word of a user — NEAR, AND,
+// a '*', a column filter — is read as FTS5 syntax.
+func ftsQuery(terms []string) string {
+	quoted := make([]string, len(terms))
+	for i, t := range terms {
+		quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+	}
+	return strings.Join(quoted, " OR ")
+}
+
+// recallSQL is this dialect's text of the facts', knowledge's and recall's
+// statements. bm25 is lower for a better match; Rank is its negation.
+var recallSQL = sqlstore.RecallSQL{
+	Match: ftsQuery,
+	InsertFact: `INSERT INTO facts (room, scope, about, text, sources, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (scope, about, text) DO NOTHING RETURNING id`,
+	InsertDocument: `INSERT INTO documents (title, room, scope, bytes, passages, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id`,
+	InsertPassage:  `INSERT INTO passages (document_id, position, scope, text) VALUES (?1, ?2, ?3, ?4)`,
+	Documents:      `SELECT ` + sqlstore.DocumentColumns + ` FROM documents WHERE ?1 = '' OR room = ?1 ORDER BY id DESC`,
+	DeletePassages: `DELETE FROM passages WHERE document_id = ?1`,
+	DeleteDocument: `DELETE FROM documents WHERE id = ?1`,
+
+	Frequencies: map[string]string{
+		plugin.RecallMessage: frequencies("memories_fts"),
+		plugin.RecallFact:    frequencies("facts_fts"),
+		plugin.RecallPassage: frequencies("passages_fts"),
+	},
+	Terms: func(terms []string) any { return jsonList(terms) },
+
+	// The candidates are the newest rows matching (FTS5 reads its rows by
+	// rowid, either way, and computes bm25 for the rows it returns only).
+	RecallMessages: same(`SELECT m.id, m.room, m.text, m.author_name, m.platform || ':' || m.author_id, c.rank, m.created_at
+FROM (SELECT m.id AS id, -bm25(memories_fts) AS rank
+      FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+      WHERE memories_fts MATCH ?1 AND m.scope = ?2 AND (?3 = 0 OR m.id < ?3)
+      ORDER BY memories_fts.rowid DESC LIMIT ?5) c
+JOIN memories m ON m.id = c.id
+ORDER BY c.rank DESC, m.id DESC LIMIT ?4`),
+	RecallFacts: same(`SELECT f.id, f.room, f.text, f.about, f.sources, c.rank, f.created_at
+FROM (SELECT f.id AS id, -bm25(facts_fts) AS rank
+      FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
+      WHERE facts_fts MATCH ?1 AND f.scope = ?2
+      ORDER BY facts_fts.rowid DESC LIMIT ?4) c
+JOIN facts f ON f.id = c.id
+ORDER BY c.rank DESC, f.id DESC LIMIT ?3`),
+	RecallPassages: same(`SELECT p.id, d.room, p.text, d.title, CAST(p.position AS TEXT), c.rank, d.created_at
+FROM (SELECT p.id AS id, -bm25(passages_fts) AS rank
+      FROM passages_fts JOIN passages p ON p.id = passages_fts.rowid
+      WHERE passages_fts MATCH ?1 AND p.scope IN ('', ?2)
+      ORDER BY passages_fts.rowid DESC LIMIT ?4) c
+JOIN passages p ON p.id = c.id JOIN documents d ON d.id = p.document_id
+ORDER BY c.rank DESC, p.id LIMIT ?3`),
+
+	MemoriesAfter: `SELECT ` + memoryCols + ` FROM memories WHERE room = ?1 AND id > ?2 ORDER BY id LIMIT ?3`,
+	ListMemories: `SELECT ` + memoryCols + ` FROM memories
+WHERE (?1 = '' OR room = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3`,
+	SearchMemories: `SELECT ` + memoryColsOf("m") + `
+FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+WHERE memories_fts MATCH ?1 AND (?2 = '' OR m.room = ?2) AND (?3 = 0 OR m.id < ?3)
+ORDER BY bm25(memories_fts), m.id DESC LIMIT ?4`,
+
+	ForgetMessages: `DELETE FROM memories WHERE platform = ?1 AND author_id = ?2`,
+	ForgetFacts:    `DELETE FROM facts WHERE about = ?1`,
+
+	SaveEmbedding: map[string]string{
+		plugin.RecallFact:    `UPDATE facts SET embedding = ?2 WHERE id = ?1 AND embedding IS NULL`,
+		plugin.RecallPassage: `UPDATE passages SET embedding = ?2 WHERE id = ?1 AND embedding IS NULL`,
+	},
+	Embeddings: map[string]string{
+		plugin.RecallFact: `SELECT id, embedding FROM facts
+WHERE id IN (SELECT value FROM json_each(?1)) AND embedding IS NOT NULL`,
+		plugin.RecallPassage: `SELECT id, embedding FROM passages
+WHERE id IN (SELECT value FROM json_each(?1)) AND embedding IS NOT NULL`,
+	},
+	Limit: recordSQL.Limit,
+	List:  func(ids []int64) any { return jsonList(ids) },
+	Time:  timeArg,
+}
+
+// memoryColsOf is MemoryColumns of the table named alias.
+func memoryColsOf(alias string) string {
+	return alias + "." + strings.ReplaceAll(sqlstore.MemoryColumns, ", ", ", "+alias+".")
+}
+
+// frequencies counts, for each term of ?1, the rows of the FTS5 table
+// matching it, up to ?2. A term is letters and digits, quoted here as
+// ftsQuery quotes it.
+func frequencies(table string) string {
+	return `SELECT j.value, (SELECT count(*) FROM (SELECT 1 FROM ` + table + `
+WHERE ` + table + ` MATCH '"' || replace(j.value, '"', '""') || '"' LIMIT ?2))
+FROM json_each(?1) AS j`
+}
+
+// same is one statement for a selective query and one of common words:
+// FTS5 reads the rows matching by rowid either way.
+func same(q string) sqlstore.RecallStatements {
+	return sqlstore.RecallStatements{Selective: q, Common: q}
+}

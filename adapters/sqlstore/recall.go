@@ -1,0 +1,609 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// TxDB is a DB that can also run several statements in one write
+// transaction.
+type TxDB interface {
+	DB
+	// InTx runs fn in one write transaction, whose statements fn runs on
+	// the DB it is given, and commits when fn returns nil. fn's error is
+	// returned unchanged.
+	InTx(ctx context.Context, fn func(DB) error) error
+}
+
+// RecallSQL is a dialect's text of the statements of facts, knowledge and
+// recall (docs/memory.md). Each Recall statement reads RecallColumns: id,
+// room, text, label, extra, rank (higher is better), created_at.
+type RecallSQL struct {
+	// Match is the dialect's full-text query of terms (at least one): each
+	// term quoted, so no text of a user is read as query syntax, and OR-ed.
+	Match func(terms []string) string
+
+	// InsertFact: $1 room, $2 scope, $3 about, $4 text, $5 sources (JSON),
+	// $6 created_at; returning the id, none when the fact is stored
+	// already.
+	InsertFact string
+	// InsertDocument: $1 title, $2 room, $3 scope, $4 bytes, $5
+	// passages, $6 created_at; returning the id. InsertPassage: $1
+	// document, $2 its position, $3 scope, $4 text.
+	InsertDocument, InsertPassage string
+	// Documents: $1 room ("" for every room), newest first:
+	// DocumentColumns. DeletePassages, DeleteDocument: $1 document.
+	Documents, DeletePassages, DeleteDocument string
+
+	// Frequencies by kind: $1 Terms(terms), $2 a cap; each term and in
+	// how many rows of the kind it is, counting no further than the cap.
+	Frequencies map[string]string
+	// Terms is a list parameter of terms.
+	Terms func([]string) any
+
+	// Each Recall statement ranks, of the rows matching Match in the
+	// scope, the newest candidates only (its last parameter): its cost
+	// is bounded however many rows match. Selective runs when Match is of
+	// uncommon words, which few rows have; Common when it is of common
+	// words, which most rows have (a dialect may read them differently).
+	//
+	// RecallMessages: $1 Match, $2 scope, $3 the ID below which (0 for
+	// any), $4 limit, $5 candidates; label the author's name, extra the
+	// author's "<platform>:<id>". RecallFacts: $1 Match, $2 scope, $3
+	// limit, $4 candidates; label the person, extra the sources (JSON).
+	// RecallPassages: $1 Match, $2 scope (passages of scope "" match every
+	// scope), $3 limit, $4 candidates; label the document's title, extra
+	// the passage's position.
+	RecallMessages, RecallFacts, RecallPassages RecallStatements
+
+	// MemoriesAfter: $1 room, $2 the ID after which, $3 Limit(limit),
+	// oldest first. ListMemories: $1 room ("" every room), $2 the ID below
+	// which (0 any), $3 Limit(limit), newest first. SearchMemories: $1
+	// Match, $2 room ("" every room), $3 the ID below which (0 any), $4
+	// Limit(limit), best first. All read MemoryColumns.
+	MemoriesAfter, ListMemories, SearchMemories string
+
+	// ForgetMessages: $1 platform, $2 author ID. ForgetFacts: $1 person.
+	ForgetMessages, ForgetFacts string
+
+	// SaveEmbedding and Embeddings by kind (plugin.RecallFact,
+	// plugin.RecallPassage). SaveEmbedding: $1 id, $2 the vector's bytes,
+	// only where none is stored. Embeddings: $1 List(ids); id and bytes.
+	SaveEmbedding, Embeddings map[string]string
+
+	// Limit is a LIMIT parameter: limit, or the dialect's "none" when
+	// limit <= 0.
+	Limit func(limit int) any
+	// List is a list parameter of IDs.
+	List func([]int64) any
+	// Time is how the dialect stores a time.
+	Time TimeArg
+}
+
+// RecallStatements are a Recall statement for a selective query and for a
+// query of common words (RecallSQL).
+type RecallStatements struct{ Selective, Common string }
+
+// DocumentColumns are the columns of a document scanDocument reads.
+const DocumentColumns = `id, title, room, bytes, passages, created_at`
+
+// MemoryStore is the facts, knowledge and recall of a SQL store, written once
+// over its TxDB and RecallSQL. A store embeds the one NewMemoryStore makes
+// and gets plugin.MemoryStore.
+type MemoryStore struct {
+	DB  TxDB
+	SQL RecallSQL
+	// counts remembers in how many rows words are; nil remembers none.
+	counts *wordCounts
+}
+
+// NewMemoryStore is the MemoryStore of db.
+func NewMemoryStore(db TxDB, sql RecallSQL) MemoryStore {
+	return MemoryStore{DB: db, SQL: sql, counts: &wordCounts{rows: map[string]int{}}}
+}
+
+// wordCounts remember in how many rows of each kind words are (up to
+// commonAt): counting reads the rows, and the words of one query are
+// mostly those of others. A count grows stale as rows are written, which
+// only moves a word between selecting and not (recall's cost, not what it
+// may find): the counts are forgotten every forgetAfter lookups. A word in
+// no row is not remembered, since a row may have it next.
+type wordCounts struct {
+	mu      sync.Mutex
+	rows    map[string]int // kind + "\x00" + word
+	lookups int
+}
+
+const forgetAfter = 20_000
+
+func (c *wordCounts) get(kind, word string) (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lookups++; c.lookups > forgetAfter {
+		clear(c.rows)
+		c.lookups = 0
+	}
+	n, ok := c.rows[kind+"\x00"+word]
+	return n, ok
+}
+
+func (c *wordCounts) put(kind, word string, rows int) {
+	if c == nil || rows == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rows[kind+"\x00"+word] = rows
+}
+
+// maxTerms is how many distinct words of a query are searched: enough for
+// any question, few enough that a pasted page stays a cheap query.
+const maxTerms = 32
+
+// maxTermChars is the longest word searched: a longer one is no word.
+const maxTermChars = 64
+
+// Recall ranks few rows, whatever the query and however much is stored
+// (docs/PERFORMANCE.md, "Recall"): ranking costs microseconds a row, and
+// a common word matches most rows.
+const (
+	// commonAt is in how many rows of a kind a word is common: a query
+	// selects by its uncommon words alone, which tell rows apart (a
+	// common word's weight in the rank is near nothing anyway). A query
+	// of common words only selects by all of them.
+	commonAt = 200
+	// candidates is how many of the rows selected are ranked at most: the
+	// newest.
+	candidates = 200
+)
+
+// stopWords are English words too common to tell passages apart. The
+// PostgreSQL 'english' configuration drops its own; FTS5 has no such list,
+// so they are dropped here, before either store sees the query.
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for w := range strings.FieldsSeq(`a about above after again against all am an and any are as at be
+because been before being below between both but by can could did do does doing down during each
+few for from further had has have having he her here hers herself him himself his how i if in into
+is it its itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them themselves then
+there these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your yours yourself yourselves s t don`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// QueryTerms are the words of a query that are searched: lowercased runs
+// of letters and digits, stop words and repeats dropped, at most
+// maxTerms. Everything else — quotes, operators, punctuation — separates
+// words and is never passed to the store's query syntax.
+func QueryTerms(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	for _, w := range words {
+		if stopWords[w] || seen[w] || utf8.RuneCountInString(w) > maxTermChars {
+			continue
+		}
+		seen[w] = true
+		out = append(out, w)
+		if len(out) == maxTerms {
+			break
+		}
+	}
+	return out
+}
+
+// SaveFacts stores facts in the scope of their rooms; see
+// plugin.MemoryStore.
+func (r MemoryStore) SaveFacts(ctx context.Context, facts []plugin.Fact) ([]plugin.Fact, error) {
+	for i := range facts {
+		f := &facts[i]
+		f.Room = strings.TrimSpace(f.Room)
+		f.Text = strings.TrimSpace(plugin.CleanText(f.Text))
+		switch {
+		case f.Room == "":
+			return nil, fmt.Errorf("save facts: %w: fact %d has no room", plugin.ErrInvalid, i+1)
+		case f.Text == "":
+			return nil, fmt.Errorf("save facts: %w: fact %d has no text", plugin.ErrInvalid, i+1)
+		case utf8.RuneCountInString(f.Text) > plugin.MaxFactChars:
+			return nil, fmt.Errorf("save facts: %w: fact %d is longer than %d characters", plugin.ErrInvalid, i+1, plugin.MaxFactChars)
+		}
+		if f.About != "" {
+			if _, _, err := plugin.ParsePerson(f.About); err != nil {
+				return nil, fmt.Errorf("save facts: fact %d: %w", i+1, err)
+			}
+		}
+		f.Scope = plugin.RoomScope(f.Room)
+		f.CreatedAt = plugin.UTC(f.CreatedAt)
+		if f.Sources == nil {
+			f.Sources = []int64{}
+		}
+	}
+	var out []plugin.Fact
+	err := r.DB.InTx(ctx, func(db DB) error {
+		out = nil
+		for _, f := range facts {
+			sources, err := json.Marshal(f.Sources)
+			if err != nil {
+				return err
+			}
+			err = db.WriteRow(ctx, r.SQL.InsertFact, f.Room, f.Scope, f.About, f.Text, string(sources),
+				r.SQL.Time(f.CreatedAt)).Scan(&f.ID)
+			if db.IsNoRows(err) {
+				continue // stored already
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("save facts: %w", err)
+	}
+	return out, nil
+}
+
+// AddDocument stores a document as its passages; see plugin.MemoryStore.
+func (r MemoryStore) AddDocument(ctx context.Context, d plugin.Document, text string) (plugin.Document, error) {
+	if len(text) > plugin.MaxDocumentBytes {
+		return plugin.Document{}, fmt.Errorf("add document %q: %w: it has %d bytes, more than %d",
+			d.Title, plugin.ErrLimit, len(text), plugin.MaxDocumentBytes)
+	}
+	text = plugin.CleanText(text)
+	d.Title = strings.TrimSpace(plugin.CleanText(d.Title))
+	d.Room = strings.TrimSpace(d.Room)
+	if d.Title == "" {
+		return plugin.Document{}, fmt.Errorf("add document: %w: it has no title", plugin.ErrInvalid)
+	}
+	passages := plugin.SplitPassages(text)
+	if len(passages) == 0 {
+		return plugin.Document{}, fmt.Errorf("add document %q: %w: it has no text", d.Title, plugin.ErrInvalid)
+	}
+	d.Bytes, d.Passages, d.CreatedAt = len(text), len(passages), plugin.UTC(d.CreatedAt)
+	scope := plugin.RoomScope(d.Room)
+	err := r.DB.InTx(ctx, func(db DB) error {
+		err := db.WriteRow(ctx, r.SQL.InsertDocument, d.Title, d.Room, scope, d.Bytes, d.Passages,
+			r.SQL.Time(d.CreatedAt)).Scan(&d.ID)
+		if err != nil {
+			return err
+		}
+		for i, p := range passages {
+			if _, err := db.Exec(ctx, r.SQL.InsertPassage, d.ID, i+1, scope, p); err != nil {
+				return fmt.Errorf("passage %d: %w", i+1, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return plugin.Document{}, fmt.Errorf("add document %q: %w", d.Title, err)
+	}
+	return d, nil
+}
+
+// Documents lists the documents of room ("" for every room), newest
+// first.
+func (r MemoryStore) Documents(ctx context.Context, room string) ([]plugin.Document, error) {
+	out, err := QueryAll(ctx, r.DB, r.SQL.Documents, []any{room}, scanDocument)
+	if err != nil {
+		return nil, fmt.Errorf("list documents: %w", err)
+	}
+	return out, nil
+}
+
+func scanDocument(row Row) (plugin.Document, error) {
+	var d plugin.Document
+	var at Time
+	err := row.Scan(&d.ID, &d.Title, &d.Room, &d.Bytes, &d.Passages, &at)
+	d.CreatedAt = at.T
+	return d, err
+}
+
+// DeleteDocument deletes a document and its passages in one transaction.
+func (r MemoryStore) DeleteDocument(ctx context.Context, id int64) error {
+	err := r.DB.InTx(ctx, func(db DB) error {
+		if _, err := db.Exec(ctx, r.SQL.DeletePassages, id); err != nil {
+			return err
+		}
+		n, err := db.Exec(ctx, r.SQL.DeleteDocument, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return plugin.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete document %d: %w", id, err)
+	}
+	return nil
+}
+
+// Recall finds what matches q.Text in q.Room's scope, best first: each
+// kind asked for is searched for its best q.Limit, and the best q.Limit of
+// them all are returned.
+func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin.Recollection, error) {
+	terms := QueryTerms(q.Text)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 10
+	}
+	limit = min(limit, plugin.MaxRecall)
+	kinds := q.Kinds
+	if len(kinds) == 0 {
+		kinds = []string{plugin.RecallMessage, plugin.RecallFact, plugin.RecallPassage}
+	}
+	scope := plugin.RoomScope(strings.TrimSpace(q.Room))
+	var out []plugin.Recollection
+	for _, kind := range kinds {
+		switch kind {
+		case plugin.RecallMessage, plugin.RecallFact, plugin.RecallPassage:
+		default:
+			return nil, fmt.Errorf("recall: %w: no kind %q", plugin.ErrInvalid, kind)
+		}
+		if scope == "" && kind != plugin.RecallPassage {
+			continue // no room: only the knowledge of every room
+		}
+		selecting, err := r.uncommon(ctx, kind, terms)
+		if err != nil {
+			return nil, fmt.Errorf("recall %ss in %s: %w", kind, scope, err)
+		}
+		var stmts RecallStatements
+		var args []any
+		switch kind {
+		case plugin.RecallMessage:
+			stmts, args = r.SQL.RecallMessages, []any{nil, scope, max(q.BeforeID, 0), limit, candidates}
+		case plugin.RecallFact:
+			stmts, args = r.SQL.RecallFacts, []any{nil, scope, limit, candidates}
+		case plugin.RecallPassage:
+			stmts, args = r.SQL.RecallPassages, []any{nil, scope, limit, candidates}
+		}
+		scan := func(row Row) (plugin.Recollection, error) { return scanRecollection(row, kind) }
+		var found []plugin.Recollection
+		if len(selecting) > 0 {
+			args[0] = r.SQL.Match(selecting)
+			found, err = QueryAll(ctx, r.DB, stmts.Selective, args, scan)
+		}
+		if err == nil && len(found) == 0 && len(selecting) < len(terms) {
+			// Only common words, or uncommon ones in no row of the
+			// scope: select by every word.
+			args[0] = r.SQL.Match(terms)
+			found, err = QueryAll(ctx, r.DB, stmts.Common, args, scan)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("recall %ss in %s: %w", kind, scope, err)
+		}
+		out = append(out, found...)
+	}
+	slices.SortStableFunc(out, func(a, b plugin.Recollection) int {
+		if c := cmp.Compare(b.Rank, a.Rank); c != 0 {
+			return c
+		}
+		return b.CreatedAt.Compare(a.CreatedAt)
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// uncommon are the terms in some but fewer than commonAt rows of kind.
+func (r MemoryStore) uncommon(ctx context.Context, kind string, terms []string) ([]string, error) {
+	var out, unknown []string
+	for _, t := range terms {
+		n, ok := r.counts.get(kind, t)
+		switch {
+		case !ok:
+			unknown = append(unknown, t)
+		case n < commonAt:
+			out = append(out, t)
+		}
+	}
+	if len(unknown) == 0 {
+		return out, nil
+	}
+	type freq struct {
+		term string
+		rows int
+	}
+	counted, err := QueryAll(ctx, r.DB, r.SQL.Frequencies[kind], []any{r.SQL.Terms(unknown), commonAt}, func(row Row) (freq, error) {
+		var f freq
+		err := row.Scan(&f.term, &f.rows)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count words: %w", err)
+	}
+	for _, f := range counted {
+		r.counts.put(kind, f.term, f.rows)
+		if f.rows > 0 && f.rows < commonAt {
+			out = append(out, f.term)
+		}
+	}
+	return out, nil
+}
+
+// scanRecollection reads RecallColumns and cites the source.
+func scanRecollection(row Row, kind string) (plugin.Recollection, error) {
+	rc := plugin.Recollection{Kind: kind}
+	var label, extra string
+	var at Time
+	if err := row.Scan(&rc.ID, &rc.Room, &rc.Text, &label, &extra, &rc.Rank, &at); err != nil {
+		return rc, err
+	}
+	rc.CreatedAt = at.T
+	switch kind {
+	case plugin.RecallMessage:
+		who := cmp.Or(label, extra)
+		rc.Source = fmt.Sprintf("message %d from %s", rc.ID, who)
+	case plugin.RecallFact:
+		var sources []int64
+		_ = json.Unmarshal([]byte(extra), &sources) // a source list is only cited
+		ids := make([]string, len(sources))
+		for i, id := range sources {
+			ids[i] = strconv.FormatInt(id, 10)
+		}
+		rc.Source = fmt.Sprintf("fact %d", rc.ID)
+		if label != "" {
+			rc.Source += " about " + label
+		}
+		if len(ids) > 0 {
+			rc.Source += " (from messages " + strings.Join(ids, ", ") + ")"
+		}
+	case plugin.RecallPassage:
+		rc.Source = fmt.Sprintf("%q, passage %s", label, extra)
+	}
+	return rc, nil
+}
+
+// MemoriesAfter lists room's messages after afterID, oldest first.
+func (r MemoryStore) MemoriesAfter(ctx context.Context, room string, afterID int64, limit int) ([]plugin.Memory, error) {
+	out, err := QueryAll(ctx, r.DB, r.SQL.MemoriesAfter, []any{room, afterID, r.SQL.Limit(limit)}, ScanMemory)
+	if err != nil {
+		return nil, fmt.Errorf("memories of %s after %d: %w", room, afterID, err)
+	}
+	return out, nil
+}
+
+// SearchMemories lists the messages of f, newest first, or with a query
+// the messages matching any of its words, best first.
+func (r MemoryStore) SearchMemories(ctx context.Context, f plugin.MemoryFilter) ([]plugin.Memory, error) {
+	before := max(f.BeforeID, 0)
+	stmt, args := r.SQL.ListMemories, []any{f.Room, before, r.SQL.Limit(f.Limit)}
+	if strings.TrimSpace(f.Query) != "" {
+		terms := QueryTerms(f.Query)
+		if len(terms) == 0 {
+			return nil, nil // only stop words: nothing tells messages apart
+		}
+		stmt, args = r.SQL.SearchMemories, []any{r.SQL.Match(terms), f.Room, before, r.SQL.Limit(f.Limit)}
+	}
+	out, err := QueryAll(ctx, r.DB, stmt, args, ScanMemory)
+	if err != nil {
+		return nil, fmt.Errorf("search memories: %w", err)
+	}
+	return out, nil
+}
+
+// Forget deletes what person wrote and the facts about them, together.
+func (r MemoryStore) Forget(ctx context.Context, person string) (messages, facts int64, err error) {
+	platform, id, err := plugin.ParsePerson(person)
+	if err != nil {
+		return 0, 0, fmt.Errorf("forget: %w", err)
+	}
+	err = r.DB.InTx(ctx, func(db DB) error {
+		var err error
+		if messages, err = db.Exec(ctx, r.SQL.ForgetMessages, platform, id); err != nil {
+			return err
+		}
+		facts, err = db.Exec(ctx, r.SQL.ForgetFacts, person)
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("forget %s: %w", person, err)
+	}
+	return messages, facts, nil
+}
+
+// SaveEmbeddings stores vectors of facts or passages, each once.
+func (r MemoryStore) SaveEmbeddings(ctx context.Context, kind string, vectors map[int64][]float32) error {
+	stmt, ok := r.SQL.SaveEmbedding[kind]
+	if !ok {
+		return fmt.Errorf("save embeddings: %w: no %q has embeddings", plugin.ErrInvalid, kind)
+	}
+	ids := make([]int64, 0, len(vectors))
+	for id := range vectors {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // one order of locks whoever writes
+	err := r.DB.InTx(ctx, func(db DB) error {
+		for _, id := range ids {
+			if _, err := db.Exec(ctx, stmt, id, EncodeVector(vectors[id])); err != nil {
+				return fmt.Errorf("%s %d: %w", kind, id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save embeddings: %w", err)
+	}
+	return nil
+}
+
+// Embeddings reads the stored vectors of ids.
+func (r MemoryStore) Embeddings(ctx context.Context, kind string, ids []int64) (map[int64][]float32, error) {
+	stmt, ok := r.SQL.Embeddings[kind]
+	if !ok {
+		return nil, fmt.Errorf("read embeddings: %w: no %q has embeddings", plugin.ErrInvalid, kind)
+	}
+	out := map[int64][]float32{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	type row struct {
+		id  int64
+		vec []float32
+	}
+	rows, err := QueryAll(ctx, r.DB, stmt, []any{r.SQL.List(ids)}, func(rw Row) (row, error) {
+		var x row
+		var b []byte
+		if err := rw.Scan(&x.id, &b); err != nil {
+			return x, err
+		}
+		var err error
+		x.vec, err = DecodeVector(b)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read embeddings: %w", err)
+	}
+	for _, x := range rows {
+		out[x.id] = x.vec
+	}
+	return out, nil
+}
+
+// EncodeVector is a vector as stored: its float32s, little-endian.
+func EncodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+// DecodeVector reads a vector EncodeVector wrote.
+func DecodeVector(b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, errors.New("a stored vector's length is not a multiple of 4")
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}
