@@ -8,28 +8,20 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
-
-// TaskControl is what chat commands need of the task service.
-type TaskControl interface {
-	Create(ctx context.Context, in plugin.NewTask) (plugin.Task, error)
-	Pause(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Resume(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Cancel(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Answer(ctx context.Context, number int64, actor, answer string) (plugin.Task, error)
-	Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error)
-	Approve(ctx context.Context, number int64, actor, call string) (plugin.Task, error)
-	Deny(ctx context.Context, number int64, actor, call, reason string) (plugin.Task, error)
-}
 
 // Chat is what the chat commands share: the task service, and who may
 // control any task (TASKLOOM_ADMINS) besides its requestor and the
 // platform's own administrators.
 type Chat struct {
-	Tasks  TaskControl
-	Admins []string
+	Tasks domain.TaskControl
+	// Schedules, when set, serves the schedule commands
+	// (docs/schedules.md).
+	Schedules domain.ScheduleControl
+	Admins    []string
 	// Defaults for new tasks (TASKLOOM_MAX_ITERATIONS, TASKLOOM_MAX_STALE).
 	MaxIterations      int
 	MaxStaleIterations int
@@ -39,7 +31,8 @@ type Chat struct {
 // grammars are tried.
 func Commands(c *Chat) []plugin.Action {
 	return []plugin.Action{
-		HelpCommand{},
+		HelpCommand{c},
+		ForgetMe{},
 		ListTasks{c},
 		TaskStatus{c},
 		ControlTask{c, CmdPause},
@@ -50,6 +43,11 @@ func Commands(c *Chat) []plugin.Action {
 		SearchTasks{c},
 		AnswerTask{c},
 		RetryTask{c},
+		ScheduleCommand{c, CmdSchedule},
+		ScheduleCommand{c, CmdSchedules},
+		ScheduleCommand{c, CmdUnschedule},
+		ScheduleCommand{c, CmdPauseSchedule},
+		ScheduleCommand{c, CmdResumeSchedule},
 		CreateTask{c},
 	}
 }
@@ -59,7 +57,7 @@ func Commands(c *Chat) []plugin.Action {
 // workspace of the author's own, so DM tasks stay private to them.
 func WorkspaceOf(msg *plugin.Message) string {
 	if msg.DM {
-		return "dm:" + msg.Platform + ":" + msg.AuthorID
+		return domain.DMWorkspace(msg.Platform, msg.AuthorID)
 	}
 	if msg.WorkspaceID == "" {
 		return "local"
@@ -145,7 +143,7 @@ func match(msg *plugin.Message, kind string) (json.RawMessage, bool) {
 		v = p
 	case CmdSearch:
 		v = map[string]string{"query": c.Text}
-	case CmdList, CmdHelp:
+	case CmdList, CmdHelp, CmdForget:
 		v = map[string]string{}
 	default:
 		v = numberParams{Number: c.Number, Text: c.Text, Beyond: c.Beyond, Call: c.Call}

@@ -2,7 +2,6 @@ package actions
 
 import (
 	"errors"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -10,7 +9,7 @@ import (
 // Command is one chat command recognised by the deterministic grammar of
 // docs/chat.md, before any model is asked.
 type Command struct {
-	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, help
+	Kind   string // create, list, status, pause, resume, cancel, search, answer, retry, approve, deny, forget, help
 	Number int64  // the task number, when the command names one (0 when missing or malformed)
 	// Beyond is a task number as typed that no task can have, being more
 	// than an int64 holds ("cancel #99999999999999999999"); Number is
@@ -24,6 +23,10 @@ type Command struct {
 	// Strategy is the word before "task" in `create review task …`
 	// (docs/strategies.md), lower-cased; empty when the command names none.
 	Strategy string
+	// Spec is the times of `every <spec> task <goal>` (docs/schedules.md):
+	// a cron expression without its backticks, or a descriptor such as
+	// @daily or @every 2h; empty when the command gave none that reads.
+	Spec string
 }
 
 // Command kinds.
@@ -40,21 +43,15 @@ const (
 	CmdApprove = "approve"
 	CmdDeny    = "deny"
 	CmdHelp    = "help"
-)
-
-var (
-	// "create task Build auth", "new task: x", "work on building auth", "/task create x", "create goal: x".
-	reCreate = regexp.MustCompile(`(?is)^(?:(?:create|new|start|add)(?:\s+a)?(?:\s+(?:task|job))?\s*(?:goal)?\s*:?|work\s+on|please\s+work\s+on)(?:\s+(.*))?$`)
-	// "create review task Build auth", "new react task: x" (docs/strategies.md).
-	reCreateStrategy = regexp.MustCompile(`(?is)^(?:create|new|start|add)(?:\s+an?)?\s+([\p{L}\p{N}_-]+)\s+(?:task|job)\b\s*:?(?:\s+(.*))?$`)
-	reList           = regexp.MustCompile(`(?i)^(?:list|show|ls)?\s*(?:all\s+)?(?:tasks|queue|task\s+list|task\s+queue|list)$|^(?:list|show\s+queue|queue)$`)
-	reNumbered       = regexp.MustCompile(`(?is)^(status|pause|resume|cancel|abort|stop|unpause|continue)\b(?:\s+(?:of\s+)?(?:task\s*)?(?:number\s*:?\s*)?(\S+))?\s*$`)
-	reSearch         = regexp.MustCompile(`(?is)^(?:search|find)(?:\s+(?:tasks?|for))?(?:\s+query\s*:)?(?:\s+(.*))?$`)
-	reAnswer         = regexp.MustCompile(`(?is)^answer(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:text\s*:\s*)?(.*))?$`)
-	reApprove        = regexp.MustCompile(`(?is)^(approve|allow|deny|reject)\b(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:reason\s*:\s*)?(.*))?$`)
-	reCall           = regexp.MustCompile(`(?is)^call(?:\s*[:=]\s*([^\s:=]+)|\s+([0-9a-f]{8,64}))(?:\s+(.*))?$`)
-	reRetry          = regexp.MustCompile(`(?is)^(?:retry|rerun|redo)(?:\s+(?:task\s*)?(?:number\s*:?\s*)?(#?\S+))?(?:\s+(?:context\s*:\s*)?(.*))?$`)
-	reHelp           = regexp.MustCompile(`(?i)^(?:help|commands|\?|what can you do\??|how do i use (?:you|this)\??)$`)
+	// The schedule commands of docs/schedules.md.
+	CmdSchedule       = "schedule"
+	CmdSchedules      = "schedules"
+	CmdUnschedule     = "unschedule"
+	CmdPauseSchedule  = "pause_schedule"
+	CmdResumeSchedule = "resume_schedule"
+	// CmdForget is `forget me`: delete what the author said and the
+	// facts about them, everywhere (docs/memory.md).
+	CmdForget = "forget"
 )
 
 // ParseCommand recognises a chat command. It reports ok for anything that
@@ -74,51 +71,11 @@ func ParseCommand(text string) (Command, bool) {
 		}
 		return Command{}, false
 	}
-	switch {
-	case reHelp.MatchString(s):
-		return Command{Kind: CmdHelp}, true
-	case reList.MatchString(s):
-		return Command{Kind: CmdList}, true
-	}
-	if m := reNumbered.FindStringSubmatch(s); m != nil {
-		kind := strings.ToLower(m[1])
-		switch kind {
-		case "abort", "stop":
-			kind = CmdCancel
-		case "unpause", "continue":
-			kind = CmdResume
+	// The table's commands in its order (commandtable.go).
+	for _, c := range chatCommands {
+		if cmd, ok := c.Parse(s); ok {
+			return cmd, true
 		}
-		n, beyond := taskNumber(m[2])
-		return Command{Kind: kind, Number: n, Beyond: beyond}, true
-	}
-	if m := reAnswer.FindStringSubmatch(s); m != nil {
-		n, beyond := taskNumber(m[1])
-		return Command{Kind: CmdAnswer, Number: n, Beyond: beyond, Text: strings.TrimSpace(m[2])}, true
-	}
-	if m := reApprove.FindStringSubmatch(s); m != nil {
-		kind := CmdApprove
-		if k := strings.ToLower(m[1]); k == "deny" || k == "reject" {
-			kind = CmdDeny
-		}
-		n, beyond := taskNumber(m[2])
-		c := Command{Kind: kind, Number: n, Beyond: beyond, Text: strings.TrimSpace(m[3])}
-		if id := reCall.FindStringSubmatch(c.Text); id != nil {
-			c.Call, c.Text = id[1]+id[2], strings.TrimSpace(id[3])
-		}
-		return c, true
-	}
-	if m := reRetry.FindStringSubmatch(s); m != nil {
-		n, beyond := taskNumber(m[1])
-		return Command{Kind: CmdRetry, Number: n, Beyond: beyond, Text: strings.TrimSpace(m[2])}, true
-	}
-	if m := reSearch.FindStringSubmatch(s); m != nil {
-		return Command{Kind: CmdSearch, Text: strings.TrimSpace(m[1])}, true
-	}
-	if m := reCreateStrategy.FindStringSubmatch(s); m != nil && !notStrategy[strings.ToLower(m[1])] {
-		return Command{Kind: CmdCreate, Strategy: strings.ToLower(m[1]), Text: strings.TrimSpace(m[2])}, true
-	}
-	if m := reCreate.FindStringSubmatch(s); m != nil {
-		return Command{Kind: CmdCreate, Text: strings.TrimSpace(m[1])}, true
 	}
 	return Command{}, false
 }

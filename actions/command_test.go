@@ -72,6 +72,12 @@ func TestParseCommand(t *testing.T) {
 		{"deny #4 calling it off", actions.Command{Kind: "deny", Number: 4, Text: "calling it off"}, true},
 		{"help", actions.Command{Kind: "help"}, true},
 		{"/task", actions.Command{Kind: "help"}, true},
+		{"forget me", actions.Command{Kind: "forget"}, true},
+		{"Forget me!", actions.Command{Kind: "forget"}, true},
+		{"/task forget everything about me", actions.Command{Kind: "forget"}, true},
+		{"forget what I said", actions.Command{Kind: "forget"}, true},
+		{"forget me not, it's a flower", actions.Command{}, false},
+		{"forget the staging database", actions.Command{}, false},
 		{"what's the weather like?", actions.Command{}, false},
 		{"I think the status is fine", actions.Command{}, false},
 		{"", actions.Command{}, false},
@@ -88,7 +94,7 @@ func FuzzParseCommand(f *testing.F) {
 	for _, s := range []string{"create task x", "status #1", "/task answer 3 yes", "pause #99999999999999999999", "search ", "\x00", "answer #"} {
 		f.Add(s)
 	}
-	kinds := map[string]bool{"create": true, "list": true, "status": true, "pause": true, "resume": true, "cancel": true, "search": true, "answer": true, "help": true}
+	kinds := map[string]bool{"create": true, "list": true, "status": true, "pause": true, "resume": true, "cancel": true, "search": true, "answer": true, "help": true, "forget": true, "retry": true, "approve": true, "deny": true}
 	f.Fuzz(func(t *testing.T, s string) {
 		c, ok := actions.ParseCommand(s)
 		if !ok {

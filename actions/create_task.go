@@ -20,15 +20,31 @@ var (
 	_ plugin.CommandMatcher = CreateTask{}
 )
 
-func (CreateTask) Info() plugin.ActionInfo {
+func (a CreateTask) Info() plugin.ActionInfo {
+	// The strategies are the task service's (actions/strategies.go): the
+	// schema names each, so a model and a person see the same list.
+	names := a.Chat.Strategies()
+	enum, err := json.Marshal(names)
+	if err != nil {
+		enum = []byte(`["loop"]`) // strings always encode
+	}
+	desc, err := json.Marshal("how the task is worked: " + strategyList(names))
+	if err != nil {
+		desc = []byte(`""`)
+	}
 	return plugin.ActionInfo{
-		Name:        "create_task",
+		Name:        createTaskName,
 		Similes:     []string{"new task", "work on", "start task"},
 		Description: "Create a background task that an agent works on step by step, reporting progress in this room.",
 		Examples:    []string{"create task Build auth", "work on building auth", "/task create Build auth", "create review task Build auth"},
-		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string","minLength":1,"maxLength":4000},"name":{"type":"string","maxLength":80},"strategy":{"type":"string","description":"how the task is worked: loop (default), react, tools, review, supervisor, magentic, group_chat"},"max_iterations":{"type":"integer","minimum":1,"maximum":10000}}}`),
+		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string","minLength":1,"maxLength":4000},"name":{"type":"string","maxLength":80},"strategy":{"type":"string","enum":` + string(enum) + `,"description":` + string(desc) + `},"max_iterations":{"type":"integer","minimum":1,"maximum":10000}}}`),
 	}
 }
+
+// Strategies lists the strategies create_task accepts: its task
+// service's. The adapters read them through the runtime's create_task
+// (Strategies).
+func (a CreateTask) Strategies() []string { return a.Chat.Strategies() }
 
 func (CreateTask) MatchCommand(msg *plugin.Message) (json.RawMessage, bool) {
 	return match(msg, CmdCreate)

@@ -10,7 +10,7 @@ import (
 
 // HelpCommand lists the chat commands: `help`. It is also the runtime's
 // fallback for text no command matches when no real model is configured.
-type HelpCommand struct{}
+type HelpCommand struct{ *Chat }
 
 var (
 	_ plugin.Action         = HelpCommand{}
@@ -30,10 +30,16 @@ func (HelpCommand) MatchCommand(msg *plugin.Message) (json.RawMessage, bool) {
 	return match(msg, CmdHelp)
 }
 
-func (HelpCommand) Handle(_ context.Context, call *plugin.Call) (plugin.Result, error) {
+func (h HelpCommand) Handle(_ context.Context, call *plugin.Call) (plugin.Result, error) {
 	f := render.Plain
 	if call.Message != nil {
 		f = render.ForPlatform(call.Message.Platform)
 	}
-	return plugin.Result{Success: true, Text: render.Help(f), Ephemeral: true}, nil
+	return plugin.Result{Success: true, Text: HelpText(f, h.Chat.Strategies()), Ephemeral: true}, nil
+}
+
+// HelpText is the help in flavor f, from the table of commands
+// (commandtable.go), with strategies, the task service's.
+func HelpText(f render.Flavor, strategies []string) string {
+	return render.Help(f, helpRows(), strategies)
 }

@@ -26,8 +26,8 @@ func (ReadResult) Info() plugin.ActionInfo {
 		Name: "read_result",
 		Description: fmt.Sprintf("Read the whole result of one of this task's earlier steps, %d characters at a time from offset (in characters, not bytes; default 0). "+
 			"Use it when a result in the prompt ends with a note saying how many characters are left; the answer ends with the same kind of note until the result's end.", tasks.ResultPage),
-		Examples:   []string{`{"step":7}`, `{"step":7,"offset":8000}`},
-		Parameters: schema(`{"type":"object","additionalProperties":false,"required":["step"],"properties":{"step":{"type":"integer","minimum":1,"description":"the step's number, as in \"Step 7\""},"offset":{"type":"integer","minimum":0,"description":"characters to skip from the start of the result"}}}`),
+		Examples:   []string{`{"step":7}`, `{"step":7,"offset":8000}`, `{"step":7,"call":2}`},
+		Parameters: schema(`{"type":"object","additionalProperties":false,"required":["step"],"properties":{"step":{"type":"integer","minimum":1,"description":"the step's number, as in \"Step 7\""},"call":{"type":"integer","minimum":1,"description":"which call of the step, as the 2 in \"Step 7.2\"; 1 (the default) is its first"},"offset":{"type":"integer","minimum":0,"description":"characters to skip from the start of the result"}}}`),
 		Tool:       true,
 	}
 }
@@ -39,6 +39,7 @@ func (ReadResult) Handle(ctx context.Context, call *plugin.Call) (plugin.Result,
 	}
 	var p struct {
 		Step   *int `json:"step"`
+		Call   *int `json:"call"`
 		Offset *int `json:"offset"`
 	}
 	if r := decode(call.Params, &p); r != nil {
@@ -49,6 +50,8 @@ func (ReadResult) Handle(ctx context.Context, call *plugin.Call) (plugin.Result,
 		return fail("read_result needs a step: the number of one of this task's earlier steps.")
 	case *p.Step < 1:
 		return fail("There is no step %d: steps are numbered from 1.", *p.Step)
+	case p.Call != nil && *p.Call < 1:
+		return fail("There is no call %d: a step's calls are numbered from 1, as in \"Step 7.2\".", *p.Call)
 	case p.Offset != nil && *p.Offset < 0:
 		return fail("The offset is %d; it counts characters from the start of the result, from 0.", *p.Offset)
 	}
@@ -56,9 +59,13 @@ func (ReadResult) Handle(ctx context.Context, call *plugin.Call) (plugin.Result,
 	if p.Offset != nil {
 		offset = *p.Offset
 	}
-	step, err := stepOf(ctx, call.Runtime, task.Number, *p.Step)
+	callIndex := 0 // plugin.Step.Call counts from 0, the tool's call from 1
+	if p.Call != nil {
+		callIndex = *p.Call - 1
+	}
+	step, err := stepOf(ctx, call.Runtime, task.Number, *p.Step, callIndex)
 	if errors.Is(err, errNoStep) {
-		return fail("Task #%d has no step %d.", task.Number, *p.Step)
+		return fail("Task #%d has no step %s.", task.Number, tasks.StepLabel(plugin.Step{Iteration: *p.Step, Call: callIndex}))
 	}
 	if err != nil {
 		return plugin.Result{}, err
@@ -67,9 +74,9 @@ func (ReadResult) Handle(ctx context.Context, call *plugin.Call) (plugin.Result,
 	total := utf8.RuneCountInString(result)
 	switch {
 	case total == 0:
-		return fail("Step %d has no result to read.", step.Iteration)
+		return fail("Step %s has no result to read.", tasks.StepLabel(step))
 	case offset >= total:
-		return fail("Step %d's result has %d characters; there is nothing to read at offset %d.", step.Iteration, total, offset)
+		return fail("Step %s's result has %d characters; there is nothing to read at offset %d.", tasks.StepLabel(step), total, offset)
 	}
 	start, end, i := len(result), len(result), 0
 	for pos := range result {
@@ -84,20 +91,20 @@ func (ReadResult) Handle(ctx context.Context, call *plugin.Call) (plugin.Result,
 	}
 	text := result[start:end]
 	if left := total - offset - utf8.RuneCountInString(text); left > 0 {
-		return plugin.Result{Success: true, Text: text + "\n" + tasks.ReadResultNote(step.Iteration, offset+tasks.ResultPage, left)}, nil
+		return plugin.Result{Success: true, Text: text + "\n" + tasks.ReadResultCallNote(step.Iteration, step.Call, offset+tasks.ResultPage, left)}, nil
 	}
-	return plugin.Result{Success: true, Text: text + fmt.Sprintf("\n[end of step %d's result]", step.Iteration)}, nil
+	return plugin.Result{Success: true, Text: text + fmt.Sprintf("\n[end of step %s's result]", tasks.StepLabel(step))}, nil
 }
 
 var errNoStep = errors.New("no such step")
 
-// stepOf reads step number iteration of task: one row, however many
-// steps the task has (docs/PERFORMANCE.md).
-func stepOf(ctx context.Context, rt *plugin.Runtime, task int64, iteration int) (plugin.Step, error) {
+// stepOf reads the step of task's iteration whose Call is callIndex: one
+// row, however many steps the task has (docs/PERFORMANCE.md).
+func stepOf(ctx context.Context, rt *plugin.Runtime, task int64, iteration, callIndex int) (plugin.Step, error) {
 	if rt == nil || rt.Store() == nil {
 		return plugin.Step{}, fmt.Errorf("read step %d of task #%d: no store", iteration, task)
 	}
-	s, err := rt.Store().Step(ctx, task, iteration)
+	s, err := rt.Store().StepCall(ctx, task, iteration, callIndex)
 	if errors.Is(err, plugin.ErrNotFound) {
 		return plugin.Step{}, errNoStep
 	}

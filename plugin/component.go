@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -79,11 +78,22 @@ func (e *RateLimitedError) Error() string {
 
 func (e *RateLimitedError) Unwrap() error { return e.Err }
 
-// RoomPlatform is the platform prefix of a room name.
-func RoomPlatform(room string) string {
-	name, _, _ := strings.Cut(room, ":")
-	return name
-}
+// UndeliverableError is a platform's answer to a send that no retry can
+// change: the room is gone, or the bot may not post in it. The
+// notification service gives up on the notification (a dead letter)
+// instead of retrying it.
+type UndeliverableError struct{ Err error }
+
+func (e *UndeliverableError) Error() string { return "undeliverable: " + e.Err.Error() }
+func (e *UndeliverableError) Unwrap() error { return e.Err }
+
+// MessageGoneError is a platform's answer to an edit of a message that is
+// not there to edit any more (deleted, or no longer the bot's to edit).
+// The notification service posts the card again as a new message.
+type MessageGoneError struct{ Err error }
+
+func (e *MessageGoneError) Error() string { return "message gone: " + e.Err.Error() }
+func (e *MessageGoneError) Unwrap() error { return e.Err }
 
 // Message is one incoming chat message, as a platform adapter normalises it.
 type Message struct {
@@ -107,6 +117,10 @@ type Message struct {
 	// says the command in words for the memory and the logs.
 	Action string
 	Params json.RawMessage
+	// MemoryID is the ID the pipeline stored the message under (0 before
+	// it is stored, or without a store): recall leaves it, and what came
+	// after it, out (docs/memory.md).
+	MemoryID int64
 }
 
 // Addressed reports whether the message is meant for the bot: DMs,

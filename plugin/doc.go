@@ -7,11 +7,9 @@
 // dependency order, runs the message pipeline for every chat message, and
 // reaches the registered model through UseModel.
 //
-// The package also holds the task domain: Task and its statuses, the pure
-// transitions (Claimed, Iterated, Paused, …) that every store applies inside
-// its own transaction, the Store interface, and Replay/Check, which rebuild a
-// task from its event log. A task's files live in the store too: its tools
-// reach them through a FileView (Call.Files) that reads through to the store
-// and keeps the iteration's writes for its fenced commit (Mutation.Files).
+// The task domain — Task, its transitions, events and the Store — is
+// package domain, below this one: the runtime hands tasks to actions
+// and services, and the stores never import the runtime.
+//
 // It imports no adapter.
 package plugin

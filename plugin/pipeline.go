@@ -41,7 +41,7 @@ func (rt *Runtime) HandleMessage(ctx context.Context, msg Message, reply ReplyFu
 	log := rt.log.With("run", run, "platform", msg.Platform, "room", msg.Room, "author", msg.AuthorID)
 
 	if st := rt.opts.Store; st != nil {
-		_, inserted, err := st.SaveMemory(ctx, Memory{
+		saved, inserted, err := st.SaveMemory(ctx, Memory{
 			Platform: msg.Platform, MessageID: msg.ID, Room: msg.Room, WorkspaceID: msg.WorkspaceID,
 			AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text, CreatedAt: UTC(msg.Time),
 		})
@@ -52,6 +52,7 @@ func (rt *Runtime) HandleMessage(ctx context.Context, msg Message, reply ReplyFu
 			log.Info("message already handled; ignoring redelivery", "message", msg.ID)
 			return nil
 		}
+		msg.MemoryID = saved.ID
 	}
 	rt.Emit(ctx, Event{Type: RunStarted, RunID: run, Message: &msg})
 	defer rt.Emit(ctx, Event{Type: RunEnded, RunID: run, Message: &msg})

@@ -78,16 +78,19 @@ func New(opts Options) *Model {
 func (*Model) IsDemo() bool { return true }
 
 // Generate thinks for the configured time, then answers a task iteration
-// with the next decision of the task's plan, and anything else with
-// ChatReply.
+// with the next decision of the task's plan, a request for durable facts
+// by rule (facts), and anything else with ChatReply.
 func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
 	if err := clock.Sleep(ctx, m.clock, m.think); err != nil {
 		return plugin.ModelResponse{}, fmt.Errorf("demo model: %w", err)
 	}
 	text := ChatReply
 	var calls []plugin.ToolCall
-	if req.Task != nil {
+	switch {
+	case req.Task != nil:
 		text, calls = answer(*req.Task, req.Tools, offered(req, "post_message"))
+	case req.Schema != nil && req.Schema.Name == plugin.FactsSchemaName:
+		text = facts(req)
 	}
 	var prompt int64
 	for _, msg := range req.Messages {

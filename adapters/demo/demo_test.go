@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -298,5 +299,38 @@ func TestNewLogsOnce(t *testing.T) {
 	out := buf.String()
 	if strings.Count(out, "\n") != 1 || !strings.Contains(out, "demo model") || !strings.Contains(out, "OPENAI_API_KEY") {
 		t.Errorf("log = %q, want one line naming the demo model and OPENAI_API_KEY", out)
+	}
+}
+
+// TestDemoDrawsFacts: the demo model answers a request for durable facts
+// with the sentences that state something, the first-person ones about
+// their author, each citing its message; questions, commands and the
+// bot's own words are not facts.
+func TestDemoDrawsFacts(t *testing.T) {
+	m := demo.New(demo.Options{Think: -1})
+	ask, _ := json.Marshal(plugin.FactsAsk{Room: "discord:C1", Messages: []plugin.FactsMessage{
+		{ID: 7, AuthorID: "U1", Author: "ann", Text: "The staging database is ORCA-7 in Frankfurt. Which one is prod?"},
+		{ID: 8, AuthorID: "U2", Author: "bob", Text: "I live in Berlin"},
+		{ID: 9, AuthorID: "U3", Author: "carl", Text: "create task the build is slow"},
+		{ID: 10, AuthorID: "bot", Author: "Taskloom", FromBot: true, Text: "The answer is 42."},
+		{ID: 11, AuthorID: "U1", Author: "ann", Text: "ok"},
+	}})
+	resp, err := m.Generate(context.Background(), plugin.ModelRequest{
+		Messages: []plugin.ChatMessage{{Role: plugin.RoleSystem, Content: "facts"}, {Role: plugin.RoleUser, Content: string(ask)}},
+		Schema:   &plugin.JSONSchema{Name: plugin.FactsSchemaName, Schema: plugin.FactsSchema},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got plugin.FactsAnswer
+	if err := json.Unmarshal([]byte(resp.Text), &got); err != nil {
+		t.Fatalf("%v: %s", err, resp.Text)
+	}
+	want := []plugin.DrawnFact{
+		{Text: "The staging database is ORCA-7 in Frankfurt.", Sources: []int64{7}},
+		{Text: "bob said: I live in Berlin.", About: "U2", Sources: []int64{8}},
+	}
+	if !reflect.DeepEqual(got.Facts, want) {
+		t.Fatalf("facts = %+v, want %+v", got.Facts, want)
 	}
 }

@@ -30,18 +30,6 @@ const (
 	choiceScan = 2000
 )
 
-// autocompletes says, per subcommand, which tasks it offers.
-var autocompletes = map[string]func(plugin.Task) bool{
-	"status": func(plugin.Task) bool { return true },
-	"pause": func(t plugin.Task) bool {
-		return t.Status == plugin.StatusQueued || t.Status == plugin.StatusRunning || t.Status == plugin.StatusWaiting
-	},
-	"resume": func(t plugin.Task) bool { return t.Status == plugin.StatusPaused },
-	"cancel": func(t plugin.Task) bool { return !t.Status.Terminal() },
-	"answer": func(t plugin.Task) bool { return t.Status == plugin.StatusWaiting && t.WaitingOn == plugin.WaitAnswer },
-	"retry":  func(t plugin.Task) bool { return t.Status.Terminal() },
-}
-
 // autocomplete answers an APPLICATION_COMMAND_AUTOCOMPLETE interaction
 // with the choices for the option being typed. Discord allows no
 // deferral: the choices are read from the store at once.
@@ -68,10 +56,12 @@ func (a *Adapter) taskChoices(ctx context.Context, in *discordgo.Interaction) ([
 		return nil, nil
 	}
 	sub := data.Options[0]
-	offers, ok := autocompletes[sub.Name]
-	if !ok {
+	// Which tasks a subcommand offers is in actions' table of commands.
+	c, ok := actions.SlashCommand(sub.Name)
+	if !ok || c.Slash.Offers == nil {
 		return nil, nil
 	}
+	offers := c.Slash.Offers
 	var focused *discordgo.ApplicationCommandInteractionDataOption
 	for _, o := range sub.Options {
 		if o.Focused && o.Name == "number" {

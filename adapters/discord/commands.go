@@ -11,18 +11,15 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/taskloom/taskloom/actions"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // CommandName is the one application command, /task.
 const CommandName = "task"
 
-// Strategies are the choices of /task create's strategy option
-// (docs/strategies.md), loop first: the default.
-var Strategies = []string{
-	plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, plugin.StrategyReview,
-	plugin.StrategySupervisor, plugin.StrategyMagentic, plugin.StrategyGroupChat,
-}
+// MaxChoices is how many choices Discord lets an option have: with more
+// strategies than that, /task create's strategy is typed, and the task
+// service says when it names none of them.
+const MaxChoices = 25
 
 // Where /task can be used (docs/discord.md, docs/slack.md): the app is installable to a
 // server and to a user's account, and the command works in servers, in
@@ -37,38 +34,23 @@ var (
 )
 
 // Commands are the application commands the bot registers: /task and its
-// subcommands (docs/chat.md), the task numbers autocompleted.
-func Commands() []*discordgo.ApplicationCommand {
-	one := 1.0
-	minLen := 1
-	number := func(what string) *discordgo.ApplicationCommandOption {
-		return &discordgo.ApplicationCommandOption{
-			Type: discordgo.ApplicationCommandOptionInteger, Name: "number",
-			Description: "The task's number, as in #3, of the task to " + what, Required: true, MinValue: &one,
-			Autocomplete: true,
+// subcommands, those of actions' table of chat commands (docs/chat.md),
+// the task numbers autocompleted, and the choices of /task create's
+// strategy the strategies given — the task service's
+// (actions.Strategies), loop first: the default.
+func Commands(strategies []string) []*discordgo.ApplicationCommand {
+	var subs []*discordgo.ApplicationCommandOption
+	for _, c := range actions.ChatCommands() {
+		if c.Slash == nil {
+			continue
 		}
-	}
-	text := func(name, desc string, maxLen int) *discordgo.ApplicationCommandOption {
-		return &discordgo.ApplicationCommandOption{
-			Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc,
-			Required: true, MinLength: &minLen, MaxLength: maxLen,
+		sub := &discordgo.ApplicationCommandOption{
+			Type: discordgo.ApplicationCommandOptionSubCommand, Name: c.Slash.Name, Description: c.Slash.Description,
 		}
-	}
-	optional := func(o *discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
-		o.Required = false
-		return o
-	}
-	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
-		return &discordgo.ApplicationCommandOption{
-			Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts,
+		for _, o := range c.Slash.Options {
+			sub.Options = append(sub.Options, slashOption(o, strategies))
 		}
-	}
-	strategy := &discordgo.ApplicationCommandOption{
-		Type: discordgo.ApplicationCommandOptionString, Name: "strategy",
-		Description: "How the task is worked; loop when not given",
-	}
-	for _, s := range Strategies {
-		strategy.Choices = append(strategy.Choices, &discordgo.ApplicationCommandOptionChoice{Name: s, Value: s})
+		subs = append(subs, sub)
 	}
 	integrationTypes, contexts := slices.Clone(IntegrationTypes), slices.Clone(Contexts)
 	return []*discordgo.ApplicationCommand{{
@@ -77,30 +59,46 @@ func Commands() []*discordgo.ApplicationCommand {
 		Description:      "Hand long, multi-step work to an agent and follow it",
 		IntegrationTypes: &integrationTypes,
 		Contexts:         &contexts,
-		Options: []*discordgo.ApplicationCommandOption{
-			sub("create", "Create a task; progress is posted in this channel",
-				text("goal", "What the task should do", 4000), strategy),
-			sub("list", "The task queue, in the order tasks are served"),
-			sub("status", "One task in detail", number("show")),
-			sub("pause", "Pause a task (its creator or a server manager)", number("pause")),
-			sub("resume", "Resume a paused task (its creator or a server manager)", number("resume")),
-			sub("cancel", "Cancel a task for good (its creator or a server manager)", number("cancel")),
-			sub("search", "Tasks whose name or goal matches", text("query", "Words to look for", 200)),
-			sub("answer", "Answer the question a waiting task asked",
-				number("answer"), text("text", "Your answer", 4000)),
-			sub("retry", "Continue an ended task as a new one, with its files",
-				number("retry"), optional(text("context", "More context for the new run", 4000))),
-		},
+		Options:          subs,
 	}}
 }
 
-// registerCommands makes the application's global commands Commands(),
+// slashOption is Discord's form of one option of a subcommand.
+func slashOption(o actions.SlashOption, strategies []string) *discordgo.ApplicationCommandOption {
+	out := &discordgo.ApplicationCommandOption{Name: o.Name, Description: o.Description, Required: !o.Optional}
+	switch o.Kind {
+	case actions.OptNumber:
+		one := 1.0
+		out.Type, out.MinValue, out.Autocomplete = discordgo.ApplicationCommandOptionInteger, &one, true
+	case actions.OptText:
+		minLen := 1
+		out.Type, out.MinLength, out.MaxLength = discordgo.ApplicationCommandOptionString, &minLen, o.MaxLength
+	case actions.OptStrategy:
+		out.Type = discordgo.ApplicationCommandOptionString
+		if len(strategies) <= MaxChoices {
+			for _, s := range strategies {
+				out.Choices = append(out.Choices, &discordgo.ApplicationCommandOptionChoice{Name: s, Value: s})
+			}
+		}
+	case actions.OptChoice:
+		out.Type = discordgo.ApplicationCommandOptionString
+		for _, c := range o.Choices {
+			out.Choices = append(out.Choices, &discordgo.ApplicationCommandOptionChoice{Name: c, Value: c})
+		}
+	case actions.OptInteger:
+		one := 1.0
+		out.Type, out.MinValue = discordgo.ApplicationCommandOptionInteger, &one
+	}
+	return out
+}
+
+// registerCommands makes the application's global commands Commands(…),
 // with one bulk overwrite — and none when they already are, so a restart
 // or another replica changes nothing. The overwrite keeps a command's ID
 // when one of the same name exists, so even two replicas racing through
 // it end with one /task.
 func (a *Adapter) registerCommands(ctx context.Context, appID string) error {
-	want := Commands()
+	want := Commands(actions.Strategies(a.rt))
 	have, err := a.sess.ApplicationCommands(appID, "", discordgo.WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("list the application's commands (DISCORD_APPLICATION_ID=%s): %w", appID, rateLimited(err))
@@ -210,40 +208,28 @@ func commandText(data discordgo.ApplicationCommandInteractionData) (string, erro
 		return "help", nil
 	}
 	sub := data.Options[0]
-	str := func(name string) string {
-		for _, o := range sub.Options {
-			if o.Name == name && o.Type == discordgo.ApplicationCommandOptionString {
-				return strings.TrimSpace(o.StringValue())
-			}
-		}
-		return ""
+	c, ok := actions.SlashCommand(sub.Name)
+	if !ok {
+		return "", fmt.Errorf("unknown subcommand /%s %s", data.Name, sub.Name)
 	}
-	num := func() string {
-		for _, o := range sub.Options {
-			if o.Name == "number" && (o.Type == discordgo.ApplicationCommandOptionInteger || o.Type == discordgo.ApplicationCommandOptionNumber) {
-				return "#" + strconv.FormatInt(o.IntValue(), 10)
-			}
-		}
-		return ""
+	// Only the options the table declares, of the type it declares them
+	// with: a crafted interaction's others are ignored.
+	kinds := map[string]actions.OptionKind{}
+	for _, o := range c.Slash.Options {
+		kinds[o.Name] = o.Kind
 	}
-	switch sub.Name {
-	case "create":
-		return "create task goal: " + str("goal"), nil
-	case "list":
-		return "list tasks", nil
-	case "status", "pause", "resume", "cancel":
-		return strings.TrimSpace(sub.Name + " " + num()), nil
-	case "search":
-		return "search tasks query: " + str("query"), nil
-	case "answer":
-		return fmt.Sprintf("answer %s text: %s", num(), str("text")), nil
-	case "retry":
-		if c := str("context"); c != "" {
-			return fmt.Sprintf("retry %s context: %s", num(), c), nil
+	values := map[string]string{}
+	for _, o := range sub.Options {
+		kind, declared := kinds[o.Name]
+		switch {
+		case !declared:
+		case (kind == actions.OptNumber || kind == actions.OptInteger) && (o.Type == discordgo.ApplicationCommandOptionInteger || o.Type == discordgo.ApplicationCommandOptionNumber):
+			values[o.Name] = strconv.FormatInt(o.IntValue(), 10)
+		case kind != actions.OptNumber && kind != actions.OptInteger && o.Type == discordgo.ApplicationCommandOptionString:
+			values[o.Name] = o.StringValue()
 		}
-		return "retry " + num(), nil
 	}
-	return "", fmt.Errorf("unknown subcommand /%s %s", data.Name, sub.Name)
+	return c.Slash.SlashText(values), nil
 }
 
 // commandAction is the action and parameters of a /task invocation

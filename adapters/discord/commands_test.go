@@ -64,6 +64,15 @@ func TestCommandTextParsesAsTheSameCommand(t *testing.T) {
 		{"search", map[string]any{"query": "tasks for login"}, actions.Command{Kind: actions.CmdSearch, Text: "tasks for login"}},
 		{"answer", map[string]any{"number": 3, "text": "use JWT"}, actions.Command{Kind: actions.CmdAnswer, Number: 3, Text: "use JWT"}},
 		{"answer", map[string]any{"number": 3, "text": "text: plain"}, actions.Command{Kind: actions.CmdAnswer, Number: 3, Text: "text: plain"}},
+		{"schedule", map[string]any{"action": "add", "cron": "0 9 * * 1-5", "goal": "summarise the alerts"},
+			actions.Command{Kind: actions.CmdSchedule, Spec: "0 9 * * 1-5", Text: "summarise the alerts"}},
+		{"schedule", map[string]any{"action": "add", "cron": "@every 2h", "goal": "goal: task list"},
+			actions.Command{Kind: actions.CmdSchedule, Spec: "@every 2h", Text: "goal: task list"}},
+		{"schedule", map[string]any{"action": "list"}, actions.Command{Kind: actions.CmdSchedules}},
+		{"schedule", map[string]any{"action": "pause", "id": 2}, actions.Command{Kind: actions.CmdPauseSchedule, Number: 2}},
+		{"schedule", map[string]any{"action": "resume", "id": 2}, actions.Command{Kind: actions.CmdResumeSchedule, Number: 2}},
+		{"schedule", map[string]any{"action": "delete", "id": 9}, actions.Command{Kind: actions.CmdUnschedule, Number: 9}},
+		{"schedule", map[string]any{"action": "delete"}, actions.Command{Kind: actions.CmdUnschedule}},
 	}
 	for _, tt := range tests {
 		text, err := commandText(invocation(t, tt.sub, tt.opts))
@@ -118,9 +127,10 @@ func TestButtons(t *testing.T) {
 // register: Discord's additions do not count, a changed definition does.
 func TestSameCommands(t *testing.T) {
 	t.Parallel()
+	strategies := []string{"loop", "react", "tools"}
 	// What Discord lists back: IDs, versions, defaults of its own.
 	listed := func() []*discordgo.ApplicationCommand {
-		raw, err := json.Marshal(Commands())
+		raw, err := json.Marshal(Commands(strategies))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,13 +178,19 @@ func TestSameCommands(t *testing.T) {
 			cs[0].Options[2].Options[0].Autocomplete = false
 			return cs
 		}, false},
+		{"a strategy the service lacks now", func(cs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
+			opts := cs[0].Options[0].Options
+			strategy := opts[len(opts)-1]
+			strategy.Choices = append(strategy.Choices, &discordgo.ApplicationCommandOptionChoice{Name: "echo", Value: "echo"})
+			return cs
+		}, false},
 		{"no strategy option", func(cs []*discordgo.ApplicationCommand) []*discordgo.ApplicationCommand {
 			cs[0].Options[0].Options = cs[0].Options[0].Options[:1]
 			return cs
 		}, false},
 	}
 	for _, tt := range tests {
-		if got := sameCommands(tt.change(listed()), Commands()); got != tt.same {
+		if got := sameCommands(tt.change(listed()), Commands(strategies)); got != tt.same {
 			t.Errorf("%s: sameCommands = %v, want %v", tt.name, got, tt.same)
 		}
 	}

@@ -512,8 +512,8 @@ func TestCommandRegistrationIsIdempotent(t *testing.T) {
 			t.Errorf("after start %d: %d bulk overwrites, want the old one and one more", i, n)
 		}
 		cmds := srv.Commands("")
-		if len(cmds) != 1 || cmds[0].ID != oldID || cmds[0].Name != "task" || len(cmds[0].Options) != 9 {
-			t.Errorf("after start %d: commands %+v, want one /task with 9 subcommands and id %s", i, cmds, oldID)
+		if len(cmds) != 1 || cmds[0].ID != oldID || cmds[0].Name != "task" || len(cmds[0].Options) != 10 {
+			t.Errorf("after start %d: commands %+v, want one /task with 10 subcommands and id %s", i, cmds, oldID)
 		}
 	}
 	if n := len(srv.CallsTo("GET", "/applications/"+app+"/commands")); n != 3 {

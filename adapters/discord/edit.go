@@ -20,8 +20,8 @@ import (
 // when discordgo knows the bucket to be exhausted.
 //
 // A message that is gone (404 Unknown Message) or that the bot may not
-// edit (50005) is an error with MessageGone, after which the card is
-// posted again; a channel that is gone or forbidden is Undeliverable, as
+// edit (50005) is a *plugin.MessageGoneError, after which the card is
+// posted again; a channel that is gone or forbidden is a *plugin.UndeliverableError, as
 // for a send.
 func (a *Adapter) Edit(ctx context.Context, room, messageID string, m plugin.Outgoing) error {
 	channel, err := channelOf(room)
@@ -51,16 +51,6 @@ func (a *Adapter) Edit(ctx context.Context, room, messageID string, m plugin.Out
 	return nil
 }
 
-// goneError is Discord's answer to an edit of a message that is not there
-// to edit.
-type goneError struct{ err error }
-
-func (e *goneError) Error() string { return e.err.Error() }
-func (e *goneError) Unwrap() error { return e.err }
-
-// MessageGone says so to services/notify, which posts the card again.
-func (e *goneError) MessageGone() bool { return true }
-
 // editError classifies an edit's error: a rate limit, the message gone
 // (404 Unknown Message; 403 Cannot edit a message authored by another
 // user), or what undeliverable makes of it.
@@ -71,7 +61,7 @@ func editError(err error) error {
 		switch {
 		case re.Response.StatusCode == http.StatusNotFound && re.Message.Code == discordgo.ErrCodeUnknownMessage,
 			re.Response.StatusCode == http.StatusForbidden && re.Message.Code == discordgo.ErrCodeCannotEditFromAnotherUser:
-			return &goneError{err: err}
+			return &plugin.MessageGoneError{Err: err}
 		}
 	}
 	return undeliverable(err)

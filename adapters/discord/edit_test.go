@@ -13,13 +13,13 @@ import (
 
 // gone is what services/notify looks for to post a card again.
 func gone(err error) bool {
-	var g interface{ MessageGone() bool }
-	return errors.As(err, &g) && g.MessageGone()
+	var g *plugin.MessageGoneError
+	return errors.As(err, &g)
 }
 
 func undeliverableErr(err error) bool {
-	var u interface{ Undeliverable() bool }
-	return errors.As(err, &u) && u.Undeliverable()
+	var u *plugin.UndeliverableError
+	return errors.As(err, &u)
 }
 
 // TestEditReplacesACardInPlace: Edit rewrites the bot's message — in a

@@ -83,6 +83,12 @@ func newUnstarted(t *testing.T, srv *discordfake.Server, tweak ...func(*discord.
 // newBot is newUnstarted with configuration variables set.
 func newBot(t *testing.T, srv *discordfake.Server, env map[string]string, tweak ...func(*discord.Options)) *bot {
 	t.Helper()
+	return newBotCore(t, srv, env, nil, tweak...)
+}
+
+// newBotCore is newBot whose core's options core changes (nil: none).
+func newBotCore(t *testing.T, srv *discordfake.Server, env map[string]string, core func(*app.CoreOptions), tweak ...func(*discord.Options)) *bot {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	b := &bot{t: t, ctx: ctx, srv: srv, clk: clock.NewFake(t0), store: teststore.SQLite(t), model: testkit.NewScriptedModel()}
@@ -96,7 +102,11 @@ func newBot(t *testing.T, srv *discordfake.Server, env map[string]string, tweak 
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.core = app.NewCore(app.CoreOptions{Config: cfg, Store: b.store, Model: b.model, Clock: b.clk, Logger: testLogger(), Owner: "test"})
+	co := app.CoreOptions{Config: cfg, Store: b.store, Model: b.model, Clock: b.clk, Logger: testLogger(), Owner: "test"}
+	if core != nil {
+		core(&co)
+	}
+	b.core = app.NewCore(co)
 	opts := discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: b.core.Runtime}
 	for _, f := range tweak {
 		f(&opts)

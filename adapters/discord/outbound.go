@@ -59,7 +59,7 @@ func (a *Adapter) Send(ctx context.Context, room string, m plugin.Outgoing) (plu
 // the parts it posted (postedSince), and posts only the rest.
 //
 // A channel that is gone (404 Unknown Channel) or forbidden (403) is an
-// error with Undeliverable, which services/notify dead-letters.
+// *plugin.UndeliverableError, which services/notify dead-letters.
 func (a *Adapter) SendOnce(ctx context.Context, room string, m plugin.Outgoing, key string, since time.Time) (plugin.SentMessage, error) {
 	if key == "" {
 		return plugin.SentMessage{}, fmt.Errorf("discord: send to %s: no delivery key", room)
@@ -194,17 +194,6 @@ func nonce(key string, i int) string {
 	return "n" + digest(n)[:maxNonce-1]
 }
 
-// undeliverableError is an answer of Discord's that no retry can change:
-// the channel is gone or the bot may not post in it.
-type undeliverableError struct{ err error }
-
-func (e *undeliverableError) Error() string { return e.err.Error() }
-func (e *undeliverableError) Unwrap() error { return e.err }
-
-// Undeliverable says so to services/notify, which gives up on the
-// notification instead of retrying it.
-func (e *undeliverableError) Undeliverable() bool { return true }
-
 // undeliverable marks err undeliverable when Discord said the channel does
 // not exist (404 Unknown Channel) or may not be posted in (403: Missing
 // Access, Missing Permissions, a user who accepts no DMs).
@@ -216,7 +205,7 @@ func undeliverable(err error) error {
 	switch code := re.Response.StatusCode; {
 	case code == http.StatusForbidden,
 		code == http.StatusNotFound && re.Message != nil && re.Message.Code == discordgo.ErrCodeUnknownChannel:
-		return &undeliverableError{err: err}
+		return &plugin.UndeliverableError{Err: err}
 	}
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
@@ -42,39 +43,15 @@ const (
 	RequestorHeader = "X-Taskloom-Requestor"
 )
 
-// TaskControl is what the API asks of the task service; *tasks.Service
-// implements it. The transitions refuse what a task's state forbids with
-// plugin.ErrInvalidState or plugin.ErrTerminal (an answer to a task that
-// asked nothing with plugin.ErrNotAwaitingAnswer, a decision on one that
-// awaits none with plugin.ErrNotAwaitingApproval, both ErrInvalidState),
-// Retry a task that has not ended with tasks.ErrNotEnded, and Create and
-// Retry a task past the requestor's limit with plugin.ErrLimit.
-//
-// The holder of the API token is trusted as an admin: whoever the API
-// lets through may decide on any task, as they may pause or cancel it.
-type TaskControl interface {
-	Create(ctx context.Context, in plugin.NewTask) (plugin.Task, error)
-	Pause(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Resume(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	Cancel(ctx context.Context, number int64, actor string) (plugin.Task, error)
-	// Answer resumes a task waiting on an answer with a person's words.
-	Answer(ctx context.Context, number int64, actor, answer string) (plugin.Task, error)
-	// Retry creates a task continuing the ended task number; in says who
-	// asks and where, and carries the new context.
-	Retry(ctx context.Context, number int64, in plugin.NewTask) (plugin.Task, error)
-	// Approve and Deny decide on the tool call a task waits to make.
-	// call names the request decided on (plugin.ApprovalID); one no
-	// longer pending is refused with plugin.ErrStaleApproval.
-	Approve(ctx context.Context, number int64, actor, call string) (plugin.Task, error)
-	Deny(ctx context.Context, number int64, actor, call, reason string) (plugin.Task, error)
-}
-
-var _ TaskControl = (*tasks.Service)(nil)
-
 // APIOptions configure the JSON API, the event stream and the dashboard.
 type APIOptions struct {
 	Store plugin.Store
-	Tasks TaskControl
+	// Tasks is the task service. The holder of the API token is trusted
+	// as an admin: whoever the API lets through may decide on any task,
+	// as they may pause or cancel it.
+	Tasks domain.TaskControl
+	// Schedules, when set, serves /api/schedules (docs/schedules.md).
+	Schedules domain.ScheduleControl
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every /api call (TASKLOOM_API_TOKEN).
 	Token  string
@@ -185,10 +162,22 @@ func (a *API) routes() []route {
 		{"POST /api/tasks/{number}/retry", a.retryTask, true},
 		{"POST /api/tasks/{number}/approve", a.approveTask, true},
 		{"POST /api/tasks/{number}/deny", a.denyTask, true},
+		{"GET /api/schedules", a.listSchedules, true},
+		{"POST /api/schedules", a.createSchedule, true},
+		{"GET /api/schedules/{id}", a.getSchedule, true},
+		{"DELETE /api/schedules/{id}", a.deleteSchedule, true},
+		{"POST /api/schedules/{id}/pause", a.pauseSchedule(true), true},
+		{"POST /api/schedules/{id}/resume", a.pauseSchedule(false), true},
 		{"GET /api/notifications", a.listNotifications, true},
 		{"POST /api/notifications/{id}/retry", a.retryNotification, true},
 		{"GET /api/events", a.events, true},
 		{"GET /api/stats", a.stats, true},
+		{"GET /api/strategies", a.strategies, true},
+		{"GET /api/memories", a.listMemories, true},
+		{"DELETE /api/memories", a.forgetPerson, true},
+		{"POST /api/knowledge", a.addKnowledge, true},
+		{"GET /api/knowledge", a.listKnowledge, true},
+		{"DELETE /api/knowledge/{id}", a.deleteKnowledge, true},
 		// Anything else under /api gets a JSON 404 or 405, not the
 		// mux's plain text.
 		{"/api/", a.unknown, true},
@@ -267,7 +256,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d KiB", MaxBodyBytes>>10))
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d KiB", mbe.Limit>>10))
 	case errors.Is(err, plugin.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, plugin.ErrInvalidState), errors.Is(err, plugin.ErrTerminal), errors.Is(err, tasks.ErrNotEnded):
@@ -615,10 +604,15 @@ func (a *API) checkRoom(room string) string {
 // decodeBody reads one JSON object of at most MaxBodyBytes, refusing
 // unknown fields and trailing data.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	if r.ContentLength > MaxBodyBytes {
-		return &http.MaxBytesError{Limit: MaxBodyBytes}
+	return decodeBodyWithin(w, r, v, MaxBodyBytes)
+}
+
+// decodeBodyWithin is decodeBody for a body of at most limit bytes.
+func decodeBodyWithin(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	if r.ContentLength > limit {
+		return &http.MaxBytesError{Limit: limit}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err

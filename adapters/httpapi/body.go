@@ -42,9 +42,11 @@ type taskBody struct {
 	WaitingOn     string     `json:"waiting_on"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 	// MaxTokens is the token budget; 0 is no limit.
-	MaxTokens       int64         `json:"max_tokens"`
-	ContinuesNumber *int64        `json:"continues_number"`
-	Approval        *approvalBody `json:"approval"`
+	MaxTokens       int64  `json:"max_tokens"`
+	ContinuesNumber *int64 `json:"continues_number"`
+	// ScheduleID is the schedule whose run this is (docs/schedules.md).
+	ScheduleID *int64        `json:"schedule_id"`
+	Approval   *approvalBody `json:"approval"`
 	// Strategy is how the task is worked (docs/strategies.md); Phase where the
 	// strategy stands ("" for loop); Ledger magentic's ledger, null for
 	// the other strategies.
@@ -77,13 +79,19 @@ type taskWithSteps struct {
 	// StepsNext is the before= of the page of older steps; null when the
 	// page holds the task's first step (or none).
 	StepsNext *int `json:"steps_next"`
+	// StepsNextCall is the before_call= that goes with StepsNext: the
+	// page may end between two calls of one iteration (plugin.Step.Call).
+	StepsNextCall *int `json:"steps_next_call,omitempty"`
 }
 
 type stepBody struct {
-	Iteration int             `json:"iteration"`
-	Action    string          `json:"action"`
-	Params    json.RawMessage `json:"params"`
-	Result    string          `json:"result"`
+	Iteration int `json:"iteration"`
+	// Call is the step's place among its iteration's steps, from 0: a
+	// tools reply of several calls writes a step per call.
+	Call   int             `json:"call"`
+	Action string          `json:"action"`
+	Params json.RawMessage `json:"params"`
+	Result string          `json:"result"`
 	// ResultBytes is the size of the whole result; ResultClipped says
 	// that Result is only its beginning (GET
 	// /api/tasks/{number}/steps/{iteration} has all of it).
@@ -145,6 +153,7 @@ func taskOf(t plugin.Task) taskBody {
 	b.ParentNumber = optNumber(t.ParentNumber)
 	b.WaitingOn, b.NextAttemptAt, b.MaxTokens = string(t.WaitingOn), optTime(t.NextAttemptAt), t.MaxTokens
 	b.ContinuesNumber = optNumber(t.ContinuesNumber)
+	b.ScheduleID = optNumber(t.ScheduleID)
 	if t.ApprovalAction != "" {
 		b.Approval = &approvalBody{ID: plugin.ApprovalID(t), Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted, Role: t.ApprovalRole}
 	}
@@ -182,7 +191,7 @@ func stepOf(s plugin.Step) stepBody {
 		params = json.RawMessage(`{}`)
 	}
 	size := max(s.ResultBytes, len(s.Result)) // ResultBytes is 0 from a read that does not clip
-	return stepBody{Iteration: s.Iteration, Action: s.Action, Params: params, Result: s.Result,
+	return stepBody{Iteration: s.Iteration, Call: s.Call, Action: s.Action, Params: params, Result: s.Result,
 		ResultBytes: size, ResultClipped: len(s.Result) < size, Success: s.Success, Error: s.Error, Thought: s.Thought, Progress: s.Progress, Time: s.Time.UTC(), Role: s.Role}
 }
 

@@ -112,6 +112,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		Payload: json.RawMessage(`{}`), CreatedAt: f.clk.Now()}); err != nil {
 		t.Fatal(err) // notification 1, to address
 	}
+	if _, err := f.store.AddDocument(f.ctx, plugin.Document{Title: "Runbook", CreatedAt: f.clk.Now()}, "Restart the queue first."); err != nil {
+		t.Fatal(err) // knowledge document 1, to address
+	}
 	for _, r := range documented {
 		method, path, _ := strings.Cut(r, " ")
 		path = strings.NewReplacer("{number}", "1", "{id}", "1", "{file}", "app.css", "{path}", "notes/plan.md").Replace(path)

@@ -41,13 +41,21 @@ func (a *API) getTask(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	beforeCall, ok := queryInt(w, q.Get("before_call"), "before_call", 0, 0, maxIteration)
+	if !ok {
+		return
+	}
+	if beforeCall > 0 && before == 0 {
+		writeError(w, http.StatusBadRequest, "before_call needs before: it is the call of that iteration the page ends before")
+		return
+	}
 	t, err := a.store.GetTask(r.Context(), n)
 	if err != nil {
 		a.fail(w, r, notFound(n, err))
 		return
 	}
 	// One step more than shown tells whether older ones are left.
-	page, err := a.store.PageSteps(r.Context(), n, plugin.StepQuery{Limit: limit + 1, Before: before, ResultRunes: StepResultRunes})
+	page, err := a.store.PageSteps(r.Context(), n, plugin.StepQuery{Limit: limit + 1, Before: before, BeforeCall: beforeCall, ResultRunes: StepResultRunes})
 	if err != nil {
 		a.fail(w, r, fmt.Errorf("steps of task #%d: %w", n, err))
 		return
@@ -57,8 +65,11 @@ func (a *API) getTask(w http.ResponseWriter, r *http.Request) {
 	if len(steps) > limit {
 		steps = steps[len(steps)-limit:]
 		if limit > 0 {
-			next := steps[0].Iteration
+			next, call := steps[0].Iteration, steps[0].Call
 			body.StepsNext = &next
+			if call > 0 {
+				body.StepsNextCall = &call
+			}
 		}
 	}
 	body.Steps = make([]stepBody, 0, len(steps))
@@ -80,12 +91,20 @@ func (a *API) taskStep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not an iteration: use a positive whole number", raw))
 		return
 	}
+	call, ok := queryInt(w, r.URL.Query().Get("call"), "call", 0, 0, maxIteration)
+	if !ok {
+		return
+	}
 	if _, err := a.store.GetTask(r.Context(), n); err != nil {
 		a.fail(w, r, notFound(n, err))
 		return
 	}
-	s, err := a.store.Step(r.Context(), n, it)
+	s, err := a.store.StepCall(r.Context(), n, it, call)
 	if errors.Is(err, plugin.ErrNotFound) {
+		if call > 0 {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("task #%d has no call %d in iteration %d", n, call, it))
+			return
+		}
 		writeError(w, http.StatusNotFound, fmt.Sprintf("task #%d has no step of iteration %d", n, it))
 		return
 	}

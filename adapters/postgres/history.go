@@ -9,16 +9,19 @@ import (
 
 // The bounded reads of a task's history an iteration makes (docs/PERFORMANCE.md),
 // each an index range on a primary or unique key: (task_number,
-// iteration) for steps, (task_number, sequence) for events.
+// iteration, call) for steps, (task_number, sequence) for events.
 const (
 	// sqlRecentSteps reads newest first; the store reverses.
 	sqlRecentSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps
-WHERE task_number = $1 ORDER BY iteration DESC LIMIT $2`
+WHERE task_number = $1 ORDER BY iteration DESC, call DESC LIMIT $2`
 
 	// sqlCountSteps counts from the task's step keys.
 	sqlCountSteps = `SELECT count(*) FROM task_steps WHERE task_number = $1`
 
-	sqlStep = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 AND iteration = $2`
+	sqlStep = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 AND iteration = $2 AND call = 0`
+
+	// sqlStepCall reads one step of an iteration of several.
+	sqlStepCall = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 AND iteration = $2 AND call = $3`
 
 	sqlEventsAt = `SELECT ` + sqlstore.EventColumns + ` FROM task_events
 WHERE task_number = $1 AND sequence = ANY($2::bigint[]) ORDER BY sequence`
@@ -26,7 +29,7 @@ WHERE task_number = $1 AND sequence = ANY($2::bigint[]) ORDER BY sequence`
 
 // sqlPageSteps reads newest first; the store reverses.
 var sqlPageSteps = `SELECT ` + sqlstore.ClippedStepColumns("$3") + ` FROM task_steps
-WHERE task_number = $1 AND iteration < $2 ORDER BY iteration DESC LIMIT $4`
+WHERE task_number = $1 AND (iteration, call) < ($2, $5::integer) ORDER BY iteration DESC, call DESC LIMIT $4`
 
 // RecentSteps lists a task's last k steps, oldest first: the steps this
 // store kept from its writes, after a claim that found them current

@@ -98,7 +98,7 @@ RETURNING ` + qualified("t", taskColumns) + `,
 // committed on its own: $1 now, $2 owner, $3 lease expiry, $4
 // eventFloorSpace. The event's payload is what plugin.Claimed writes: the
 // columns the claim changed, as encoding/json writes them; the store
-// checks the two agree (sqlstore.EventClaimer). The event takes its floor
+// checks the two agree (sqlstore.Dialect's ClaimsAlone). The event takes its floor
 // lock before its ID is drawn, as sqlInsertFirstEvent does. It returns
 // what sqlClaimTask returns, then the event's payload and the claim's
 // time.
@@ -201,9 +201,9 @@ WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2`
 
 	sqlInsertStep = `
 INSERT INTO task_steps (` + sqlstore.StepColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
-	sqlSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 ORDER BY iteration`
+	sqlSteps = `SELECT ` + sqlstore.StepColumns + ` FROM task_steps WHERE task_number = $1 ORDER BY iteration, call`
 )
 
 const (

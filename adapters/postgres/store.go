@@ -24,6 +24,7 @@ type Store struct {
 	sqlstore.Core
 	sqlstore.Reads
 	sqlstore.Records
+	sqlstore.Schedules
 	sqlstore.MemoryStore
 	pool *pgxpool.Pool
 	// claimed are the rows this store claimed, which a task's next
@@ -67,6 +68,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s.Core = sqlstore.Core{D: s}
 	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
 	s.Records = sqlstore.Records{DB: poolDB{pool}, SQL: recordSQL}
+	s.Schedules = sqlstore.Schedules{Core: s.Core, DB: poolDB{pool}, SQL: scheduleSQL, Time: timeArg}
 	s.MemoryStore = sqlstore.NewMemoryStore(poolDB{pool}, recallSQL)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()

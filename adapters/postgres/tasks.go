@@ -19,7 +19,7 @@ import (
 // read, BEGIN with the first, and the last of them with the COMMIT. A
 // transaction that reads nothing is one pipeline, which PostgreSQL runs as
 // one implicit transaction. A claim is one statement that writes its
-// event too, so one round trip (ClaimWithEvent). The mutation of a task
+// event too, so one round trip (txn.ClaimHead). The mutation of a task
 // this store claimed takes one: it starts from the claimed row
 // (sqlstore.RowCache) and writes it only if it has not changed since; if
 // it has, or anything fails after the claimed row was used, the
@@ -170,7 +170,12 @@ type txn struct {
 	missed []int64
 }
 
-var _ sqlstore.Tx = (*txn)(nil)
+var (
+	_ sqlstore.Dialect      = (*Store)(nil)
+	_ sqlstore.Tx           = (*txn)(nil)
+	_ sqlstore.AheadClaimer = (*txn)(nil)
+	_ sqlstore.RowCache     = (*txn)(nil)
+)
 
 // rollback ends the transaction if one was opened. A connection it
 // cannot bring back idle is closed by the pool when released.
@@ -365,9 +370,13 @@ func setIn[K comparable, V any](m map[K]V, k K, v V) map[K]V {
 // go stale more often. 32 keeps the worst case to some 32 round trips.
 const claimRetries = 32
 
-// ClaimWithEvent implements sqlstore.EventClaimer with sqlClaimWithEvent,
-// alone in a pipeline: BEGIN, the claim with its event and COMMIT in one
-// round trip.
+// ClaimsAlone is true: the claim statement writes its event and commits
+// alone (txn.ClaimHead), and joins a worker's commit through ClaimAhead.
+func (s *Store) ClaimsAlone() bool { return true }
+
+// ClaimHead claims with sqlClaimWithEvent, alone in a pipeline: BEGIN,
+// the claim with its event and COMMIT in one round trip. It passes over
+// no task: except must be 0 (sqlstore.Dialect's ClaimsAlone).
 //
 // Claims take turns: the statement walks the queue in the order of its
 // snapshot. In READ COMMITTED, a row another worker claimed and gave back
@@ -383,9 +392,9 @@ const claimRetries = 32
 // queue as it stands, is ever locked by it; no failing claim holds a lock
 // that would make the others pass over a claimable row. After
 // claimRetries lost turns the claim is taken in READ COMMITTED.
-func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, after plugin.Task, ev plugin.TaskEvent, now time.Time, err error) {
-	if t.begun || t.batch.Len() > 0 || t.sealed {
-		return before, after, ev, now, errors.New("a claim with its event must be alone in its transaction")
+func (t *txn) ClaimHead(ctx context.Context, cl plugin.Claim, except int64) (sqlstore.ClaimResult, error) {
+	if t.begun || t.batch.Len() > 0 || t.sealed || except != 0 {
+		return sqlstore.ClaimResult{}, errors.New("a claim with its event must be alone in its transaction, passing over no task")
 	}
 	t.sealed = true
 	for try := 0; ; try++ {
@@ -401,7 +410,7 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 				return nil
 			})
 		}
-		err = t.flush(ctx)
+		err := t.flush(ctx)
 		if committed {
 			// The claim committed; a connection that failed after it (a
 			// terminated backend reports FATAL at the Sync that follows)
@@ -419,8 +428,7 @@ func (t *txn) ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, afte
 		if check && turnFailure(err) {
 			continue
 		}
-		r, err := c.result(cl, err)
-		return r.Before, r.After, r.Event, r.Now, err
+		return c.result(cl, err)
 	}
 }
 
@@ -462,7 +470,7 @@ func failedOnServer(err error) bool {
 }
 
 // turnFailure reports whether err is a claim's lost turn (see
-// ClaimWithEvent).
+// ClaimHead).
 func turnFailure(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == sqlstateSerialization
@@ -504,7 +512,7 @@ func (t *txn) queueClaim(cl plugin.Claim) *claimScan {
 	return c
 }
 
-// result is what the claim cl took, as ClaimWithEvent returns it; err is
+// result is what the claim cl took, as ClaimHead returns it; err is
 // the claim's transaction's.
 func (c *claimScan) result(cl plugin.Claim, err error) (sqlstore.ClaimResult, error) {
 	if err == nil && c.none {
@@ -529,7 +537,7 @@ func (c *claimScan) result(cl plugin.Claim, err error) (sqlstore.ClaimResult, er
 // statement met a row changed since its snapshot.
 const sqlstateSerialization = "40001"
 
-// sqlBeginClaim opens a checked claim's transaction (see ClaimWithEvent).
+// sqlBeginClaim opens a checked claim's transaction (see ClaimHead).
 const sqlBeginClaim = "begin isolation level repeatable read"
 
 // UpdateTask holds the write of row back, to send it with its step and

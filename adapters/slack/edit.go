@@ -24,8 +24,9 @@ var goneCodes = map[string]bool{"message_not_found": true, "cant_update_message"
 // *plugin.RateLimitedError.
 //
 // A message that is gone, not the app's, or past the edit window is an
-// error with MessageGone, after which the card is posted again; a channel
-// that is gone or closed to the app is Undeliverable, as for a send.
+// *plugin.MessageGoneError, after which the card is posted again; a channel
+// that is gone or closed to the app is a *plugin.UndeliverableError, as for
+// a send.
 func (a *Adapter) Edit(ctx context.Context, roomName, messageID string, m plugin.Outgoing) error {
 	r, err := parseRoom(roomName)
 	if err != nil {
@@ -45,22 +46,12 @@ func (a *Adapter) Edit(ctx context.Context, roomName, messageID string, m plugin
 	return nil
 }
 
-// goneError is Slack's answer to an edit of a message that cannot be
-// edited.
-type goneError struct{ err error }
-
-func (e *goneError) Error() string { return e.err.Error() }
-func (e *goneError) Unwrap() error { return e.err }
-
-// MessageGone says so to services/notify, which posts the card again.
-func (e *goneError) MessageGone() bool { return true }
-
 // editError marks err gone when Slack answered one of goneCodes, and
 // otherwise as undeliverable does.
 func editError(err error) error {
 	var se slackapi.SlackErrorResponse
 	if errors.As(err, &se) && goneCodes[se.Err] {
-		return &goneError{err: err}
+		return &plugin.MessageGoneError{Err: err}
 	}
 	return undeliverable(err)
 }

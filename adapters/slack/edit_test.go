@@ -16,13 +16,13 @@ import (
 )
 
 func goneErr(err error) bool {
-	var g interface{ MessageGone() bool }
-	return errors.As(err, &g) && g.MessageGone()
+	var g *plugin.MessageGoneError
+	return errors.As(err, &g)
 }
 
 func undeliverableErr(err error) bool {
-	var u interface{ Undeliverable() bool }
-	return errors.As(err, &u) && u.Undeliverable()
+	var u *plugin.UndeliverableError
+	return errors.As(err, &u)
 }
 
 // actionIDs are the action IDs of a message's buttons.

@@ -79,6 +79,12 @@ func newEnvStore(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store
 // newEnvVars is newEnvStore with configuration variables set.
 func newEnvVars(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store, extra map[string]string, with ...func(*slack.Options)) *env {
 	t.Helper()
+	return newEnvCore(t, mode, wrap, extra, nil, with...)
+}
+
+// newEnvCore is newEnvVars whose core's options core changes (nil: none).
+func newEnvCore(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store, extra map[string]string, coreOpts func(*app.CoreOptions), with ...func(*slack.Options)) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	t.Cleanup(cancel)
 	log := testLogger(t)
@@ -102,7 +108,11 @@ func newEnvVars(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store,
 	if wrap != nil {
 		st = wrap(st)
 	}
-	core := app.NewCore(app.CoreOptions{Config: cfg, Store: st, Model: model, Clock: clk, Logger: log, Owner: "test"})
+	co := app.CoreOptions{Config: cfg, Store: st, Model: model, Clock: clk, Logger: log, Owner: "test"}
+	if coreOpts != nil {
+		coreOpts(&co)
+	}
+	core := app.NewCore(co)
 	opts := slack.Options{BotToken: fake.BotToken(), APIURL: fake.APIURL(), Runtime: core.Runtime}
 	if mode == socketMode {
 		opts.AppToken = fake.AppToken()

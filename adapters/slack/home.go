@@ -12,6 +12,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -251,7 +252,7 @@ func (a *Adapter) followFrom(ctx context.Context, st plugin.Store, after int64) 
 }
 
 // dmWorkspace is the workspace of a person's direct-message tasks.
-func dmWorkspace(user string) string { return "dm:" + Platform + ":" + user }
+func dmWorkspace(user string) string { return domain.DMWorkspace(Platform, user) }
 
 // publishHome lays out the person's tasks and publishes them as their
 // Home tab.

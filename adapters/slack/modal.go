@@ -11,6 +11,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -34,10 +35,16 @@ const (
 	createAction = "create_task"
 )
 
-// Strategies are the strategies the modal offers (docs/strategies.md), the default
-// first.
-var Strategies = []string{plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, plugin.StrategyReview,
-	plugin.StrategySupervisor, plugin.StrategyMagentic, plugin.StrategyGroupChat}
+// MaxOptions is how many options Slack lets a static select have: the
+// modal offers the first of the strategies (loop, the default, first).
+const MaxOptions = 100
+
+// strategies are the strategies the modal offers and takes: the task
+// service's (actions.Strategies), the default first.
+func (a *Adapter) strategies() []string {
+	s := actions.Strategies(a.rt)
+	return s[:min(len(s), MaxOptions)]
+}
 
 // createOrigin is where a /task create modal came from, carried in its
 // private_metadata to its submission: the command's channel (where the
@@ -50,11 +57,16 @@ type createOrigin struct {
 	ResponseURL string `json:"r,omitempty"`
 }
 
-// isBareCreate says whether a /task command's text is "create" (or
+// isBareCreate says whether a /task command's text is the create
+// subcommand of actions' table of commands ("create", or its text,
 // "create task") and nothing else: the modal's cue.
 func isBareCreate(text string) bool {
-	f := strings.Fields(strings.ToLower(text))
-	return (len(f) == 1 && f[0] == "create") || (len(f) == 2 && f[0] == "create" && f[1] == "task")
+	c, ok := actions.SlashCommand("create")
+	if !ok {
+		return false
+	}
+	f := strings.Join(strings.Fields(strings.ToLower(text)), " ")
+	return f != "" && (f == c.Slash.Name || f == c.Slash.Text)
 }
 
 // openCreateModal answers a bare `/task create` with the modal, opened with
@@ -95,7 +107,7 @@ func (a *Adapter) createModal(meta string) slackapi.ModalViewRequest {
 		plain("What the agent should do. For a goal longer than 3,000 characters, use /task create <goal>."), goal)}
 	if a.createTakes("strategy") {
 		var opts []*slackapi.OptionBlockObject
-		for i, s := range Strategies {
+		for i, s := range a.strategies() {
 			label := s
 			if i == 0 {
 				label += " (default)"
@@ -160,7 +172,7 @@ func (a *Adapter) onViewSubmission(cb slackapi.InteractionCallback, respond func
 		fieldErrors(map[string]string{BlockGoal: "This form has lost where it came from. Close it and run /task create again."})
 		return
 	}
-	params, errs := readCreateForm(cb.View.State)
+	params, errs := readCreateForm(cb.View.State, a.strategies())
 	if len(errs) > 0 {
 		fieldErrors(errs)
 		return
@@ -249,8 +261,8 @@ func (a *Adapter) onViewSubmission(cb slackapi.InteractionCallback, respond func
 
 // readCreateForm reads the modal's state as the create action's parameters
 // (goal, and strategy and max_iterations when given), or the errors by
-// field that make it invalid.
-func readCreateForm(state *slackapi.ViewState) (map[string]any, map[string]string) {
+// field that make it invalid; strategies are those it takes.
+func readCreateForm(state *slackapi.ViewState, strategies []string) (map[string]any, map[string]string) {
 	value := func(block string) slackapi.BlockAction {
 		if state == nil {
 			return slackapi.BlockAction{}
@@ -268,7 +280,7 @@ func readCreateForm(state *slackapi.ViewState) (map[string]any, map[string]strin
 	}
 	params["goal"] = goal
 	if s := value(BlockStrategy).SelectedOption.Value; s != "" {
-		if !slices.Contains(Strategies, s) {
+		if !slices.Contains(strategies, s) {
 			errs[BlockStrategy] = fmt.Sprintf("There is no strategy %q; pick one from the list.", s)
 		}
 		params["strategy"] = s

@@ -63,7 +63,7 @@ func (e *env) submit(v slackfake.View, values map[string]string) (slackfake.View
 // has and the modal offers, and one the modal offers that the service does
 // not have ("" when there is none of either).
 func (e *env) strategyFor() (has, lacks string) {
-	for _, s := range slack.Strategies {
+	for _, s := range e.core.Tasks.Strategies() {
 		switch {
 		case s == plugin.StrategyLoop:
 		case slices.Contains(e.core.Tasks.Strategies(), s):

@@ -100,7 +100,7 @@ const (
 // looked up first, and a part found there is not posted again.
 //
 // A channel that is gone, archived, or that the bot is not in, or a
-// deactivated workspace or app, is an error with Undeliverable, which
+// deactivated workspace or app, is a *plugin.UndeliverableError, which
 // services/notify dead-letters.
 func (a *Adapter) SendOnce(ctx context.Context, roomName string, m plugin.Outgoing, key string, since time.Time) (plugin.SentMessage, error) {
 	r, err := parseRoom(roomName)
@@ -208,22 +208,12 @@ var undeliverableCodes = map[string]bool{
 	"channel_not_found": true, "not_in_channel": true, "is_archived": true, "account_inactive": true,
 }
 
-// undeliverableError is an answer of Slack's that no retry can change.
-type undeliverableError struct{ err error }
-
-func (e *undeliverableError) Error() string { return e.err.Error() }
-func (e *undeliverableError) Unwrap() error { return e.err }
-
-// Undeliverable says so to services/notify, which gives up on the
-// notification instead of retrying it.
-func (e *undeliverableError) Undeliverable() bool { return true }
-
 // undeliverable marks err undeliverable when Slack answered one of
 // undeliverableCodes.
 func undeliverable(err error) error {
 	var se slackapi.SlackErrorResponse
 	if errors.As(err, &se) && undeliverableCodes[se.Err] {
-		return &undeliverableError{err: err}
+		return &plugin.UndeliverableError{Err: err}
 	}
 	return err
 }

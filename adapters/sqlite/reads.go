@@ -46,7 +46,7 @@ func (h handles) Exec(ctx context.Context, q string, args ...any) (int64, error)
 // readSQL is this dialect's text of the shared reads.
 var readSQL = sqlstore.ReadSQL{
 	GetTask: sqlGetTask, Steps: sqlSteps, TaskEvents: sqlTaskEvents,
-	RecentSteps: sqlRecentSteps, Step: sqlStep, EventsAt: sqlEventsAt,
+	RecentSteps: sqlRecentSteps, Step: sqlStep, StepCall: sqlStepCall, EventsAt: sqlEventsAt,
 	CountSteps: sqlCountSteps, PageSteps: sqlPageSteps,
 	TaskFiles: sqlTaskFiles, ReadFile: sqlReadFile,
 	Query: sqlstore.QueryDialect{

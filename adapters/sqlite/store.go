@@ -43,6 +43,7 @@ type Store struct {
 	sqlstore.Core
 	sqlstore.Reads
 	sqlstore.Records
+	sqlstore.Schedules
 	sqlstore.MemoryStore
 	// write has one connection, and its transactions BEGIN IMMEDIATE:
 	// writers queue here rather than fail with SQLITE_BUSY.
@@ -96,6 +97,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.Core = sqlstore.Core{D: s}
 	s.Reads = sqlstore.Reads{DB: handles{read, write}, SQL: readSQL}
 	s.Records = sqlstore.Records{DB: handles{read, write}, SQL: recordSQL}
+	s.Schedules = sqlstore.Schedules{Core: s.Core, DB: handles{read, write}, SQL: scheduleSQL, Time: timeArg}
 	s.MemoryStore = sqlstore.NewMemoryStore(handles{read, write}, recallSQL)
 	if err := s.Ping(ctx); err != nil {
 		s.Close()

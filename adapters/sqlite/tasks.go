@@ -18,7 +18,10 @@ func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 // dialectTx is a sqlstore.Tx on a write transaction.
 type dialectTx struct{ tx txn }
 
-var _ sqlstore.Tx = dialectTx{}
+var (
+	_ sqlstore.Dialect = (*Store)(nil)
+	_ sqlstore.Tx      = dialectTx{}
+)
 
 // Now is this machine's clock: one process serves an SQLite file.
 func (t dialectTx) Now(context.Context) (time.Time, error) {
@@ -56,25 +59,32 @@ func (t dialectTx) InsertTask(ctx context.Context, row plugin.Task) (int64, erro
 	return n, err
 }
 
+// ClaimsAlone is false: the claim shares its transaction, so a worker's
+// commit and its next claim are one IMMEDIATE transaction, one sync.
+func (s *Store) ClaimsAlone() bool { return false }
+
 // ClaimHead reads the head of the queue (sqlClaimPick), then claims it
 // (sqlClaimTask), in the same IMMEDIATE transaction: SQLite's RETURNING
 // cannot give the values a row had before.
-func (t dialectTx) ClaimHead(ctx context.Context, owner string, now, until time.Time, except int64) (before, after plugin.Task, err error) {
-	before, err = noRows(sqlstore.ScanTask(t.tx.QueryRowContext(ctx, sqlClaimPick, timeArg(now), except)))
+func (t dialectTx) ClaimHead(ctx context.Context, cl plugin.Claim, except int64) (sqlstore.ClaimResult, error) {
+	var r sqlstore.ClaimResult
+	now, until := cl.Now, plugin.UTC(cl.Now.Add(cl.Lease))
+	before, err := noRows(sqlstore.ScanTask(t.tx.QueryRowContext(ctx, sqlClaimPick, timeArg(now), except)))
 	if err != nil {
-		return before, after, err
+		return r, err
 	}
-	after = before
+	after := before
 	var status string
 	var expiry, started sqlstore.Time
-	if err := t.tx.QueryRowContext(ctx, sqlClaimTask, timeArg(now), owner, timeArg(until), before.Number).Scan(
+	if err := t.tx.QueryRowContext(ctx, sqlClaimTask, timeArg(now), cl.Owner, timeArg(until), before.Number).Scan(
 		&status, &after.LeaseOwner, &expiry, &after.Fence, &started, &after.EventSeq); err != nil {
-		return before, after, fmt.Errorf("task #%d: %w", before.Number, err)
+		return r, fmt.Errorf("task #%d: %w", before.Number, err)
 	}
 	after.Status = plugin.Status(status)
 	after.LeaseExpiresAt = expiry.T
 	after.StartedAt = started.T
-	return before, after, nil
+	r.Before, r.After = before, after
+	return r, nil
 }
 
 func (t dialectTx) UpdateTask(ctx context.Context, _, row plugin.Task) error {

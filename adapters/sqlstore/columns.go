@@ -8,44 +8,86 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 )
 
-// TaskColumns are the columns of tasks in the order ScanTask reads them
-// and TaskArgs writes them. Both schemas have each of them.
-var TaskColumns = []string{
-	"number", "name", "goal", "status", "progress", "previous_progress",
-	"stale_counter", "iteration", "max_iterations", "max_stale_iterations",
-	"requestor_id", "platform", "room_id", "workspace_id", "parent_number",
-	"last_processed_at", "created_at", "started_at", "completed_at",
-	"summary", "error", "prompt_tokens", "completion_tokens",
-	"lease_owner", "lease_expires_at", "fence", "event_seq",
-	"waiting_on", "next_attempt_at", "max_tokens", "continues_number",
-	"approval_action", "approval_params", "approval_granted",
-	"strategy", "phase", "strategy_state", "ledger",
-	"digest", "approval_role",
+// taskColumns is the one list of the columns of tasks: for each, the
+// value TaskArgs writes and where ScanTask reads it. A new column of
+// tasks is one entry here, its field on domain.Task and a migration per
+// dialect (docs/architecture.md); both schemas have every column.
+var taskColumns = []struct {
+	name string
+	arg  func(t *plugin.Task, at TimeArg) any
+	dest func(t *plugin.Task) any
+}{
+	{"number", func(t *plugin.Task, _ TimeArg) any { return t.Number }, func(t *plugin.Task) any { return &t.Number }},
+	{"name", func(t *plugin.Task, _ TimeArg) any { return t.Name }, func(t *plugin.Task) any { return &t.Name }},
+	{"goal", func(t *plugin.Task, _ TimeArg) any { return t.Goal }, func(t *plugin.Task) any { return &t.Goal }},
+	{"status", func(t *plugin.Task, _ TimeArg) any { return string(t.Status) }, func(t *plugin.Task) any { return textInto(&t.Status) }},
+	{"progress", func(t *plugin.Task, _ TimeArg) any { return t.Progress }, func(t *plugin.Task) any { return &t.Progress }},
+	{"previous_progress", func(t *plugin.Task, _ TimeArg) any { return t.PreviousProgress }, func(t *plugin.Task) any { return &t.PreviousProgress }},
+	{"stale_counter", func(t *plugin.Task, _ TimeArg) any { return t.StaleCounter }, func(t *plugin.Task) any { return &t.StaleCounter }},
+	{"iteration", func(t *plugin.Task, _ TimeArg) any { return t.Iteration }, func(t *plugin.Task) any { return &t.Iteration }},
+	{"max_iterations", func(t *plugin.Task, _ TimeArg) any { return t.MaxIterations }, func(t *plugin.Task) any { return &t.MaxIterations }},
+	{"max_stale_iterations", func(t *plugin.Task, _ TimeArg) any { return t.MaxStaleIterations }, func(t *plugin.Task) any { return &t.MaxStaleIterations }},
+	{"requestor_id", func(t *plugin.Task, _ TimeArg) any { return t.RequestorID }, func(t *plugin.Task) any { return &t.RequestorID }},
+	{"platform", func(t *plugin.Task, _ TimeArg) any { return t.Platform }, func(t *plugin.Task) any { return &t.Platform }},
+	{"room_id", func(t *plugin.Task, _ TimeArg) any { return t.RoomID }, func(t *plugin.Task) any { return &t.RoomID }},
+	{"workspace_id", func(t *plugin.Task, _ TimeArg) any { return t.WorkspaceID }, func(t *plugin.Task) any { return &t.WorkspaceID }},
+	{"parent_number", func(t *plugin.Task, _ TimeArg) any { return nullNumber(t.ParentNumber) }, func(t *plugin.Task) any { return numberInto(&t.ParentNumber) }},
+	{"last_processed_at", func(t *plugin.Task, at TimeArg) any { return at(t.LastProcessedAt) }, func(t *plugin.Task) any { return timeInto(&t.LastProcessedAt) }},
+	{"created_at", func(t *plugin.Task, at TimeArg) any { return at(t.CreatedAt) }, func(t *plugin.Task) any { return timeInto(&t.CreatedAt) }},
+	{"started_at", func(t *plugin.Task, at TimeArg) any { return at(t.StartedAt) }, func(t *plugin.Task) any { return timeInto(&t.StartedAt) }},
+	{"completed_at", func(t *plugin.Task, at TimeArg) any { return at(t.CompletedAt) }, func(t *plugin.Task) any { return timeInto(&t.CompletedAt) }},
+	{"summary", func(t *plugin.Task, _ TimeArg) any { return t.Summary }, func(t *plugin.Task) any { return &t.Summary }},
+	{"error", func(t *plugin.Task, _ TimeArg) any { return t.Error }, func(t *plugin.Task) any { return &t.Error }},
+	{"prompt_tokens", func(t *plugin.Task, _ TimeArg) any { return t.PromptTokens }, func(t *plugin.Task) any { return &t.PromptTokens }},
+	{"completion_tokens", func(t *plugin.Task, _ TimeArg) any { return t.CompletionTokens }, func(t *plugin.Task) any { return &t.CompletionTokens }},
+	{"lease_owner", func(t *plugin.Task, _ TimeArg) any { return t.LeaseOwner }, func(t *plugin.Task) any { return &t.LeaseOwner }},
+	{"lease_expires_at", func(t *plugin.Task, at TimeArg) any { return at(t.LeaseExpiresAt) }, func(t *plugin.Task) any { return timeInto(&t.LeaseExpiresAt) }},
+	{"fence", func(t *plugin.Task, _ TimeArg) any { return t.Fence }, func(t *plugin.Task) any { return &t.Fence }},
+	{"event_seq", func(t *plugin.Task, _ TimeArg) any { return t.EventSeq }, func(t *plugin.Task) any { return &t.EventSeq }},
+	{"waiting_on", func(t *plugin.Task, _ TimeArg) any { return string(t.WaitingOn) }, func(t *plugin.Task) any { return textInto(&t.WaitingOn) }},
+	{"next_attempt_at", func(t *plugin.Task, at TimeArg) any { return at(t.NextAttemptAt) }, func(t *plugin.Task) any { return timeInto(&t.NextAttemptAt) }},
+	{"max_tokens", func(t *plugin.Task, _ TimeArg) any { return t.MaxTokens }, func(t *plugin.Task) any { return &t.MaxTokens }},
+	{"continues_number", func(t *plugin.Task, _ TimeArg) any { return nullNumber(t.ContinuesNumber) }, func(t *plugin.Task) any { return numberInto(&t.ContinuesNumber) }},
+	{"approval_action", func(t *plugin.Task, _ TimeArg) any { return t.ApprovalAction }, func(t *plugin.Task) any { return &t.ApprovalAction }},
+	{"approval_params", func(t *plugin.Task, _ TimeArg) any { return t.ApprovalParams }, func(t *plugin.Task) any { return &t.ApprovalParams }},
+	{"approval_granted", func(t *plugin.Task, _ TimeArg) any { return t.ApprovalGranted }, func(t *plugin.Task) any { return &t.ApprovalGranted }},
+	{"strategy", func(t *plugin.Task, _ TimeArg) any { return t.Strategy }, func(t *plugin.Task) any { return &t.Strategy }},
+	{"phase", func(t *plugin.Task, _ TimeArg) any { return t.Phase }, func(t *plugin.Task) any { return &t.Phase }},
+	{"strategy_state", func(t *plugin.Task, _ TimeArg) any { return t.State }, func(t *plugin.Task) any { return &t.State }},
+	{"ledger", func(t *plugin.Task, _ TimeArg) any { return t.Ledger }, func(t *plugin.Task) any { return &t.Ledger }},
+	{"digest", func(t *plugin.Task, _ TimeArg) any { return t.Digest }, func(t *plugin.Task) any { return &t.Digest }},
+	{"approval_role", func(t *plugin.Task, _ TimeArg) any { return t.ApprovalRole }, func(t *plugin.Task) any { return &t.ApprovalRole }},
+	{"schedule_id", func(t *plugin.Task, _ TimeArg) any { return nullNumber(t.ScheduleID) }, func(t *plugin.Task) any { return numberInto(&t.ScheduleID) }},
 }
+
+// TaskColumns are the names of the columns of tasks, in the order ScanTask
+// reads them and TaskArgs writes them.
+var TaskColumns = func() []string {
+	names := make([]string, len(taskColumns))
+	for i, c := range taskColumns {
+		names[i] = c.name
+	}
+	return names
+}()
 
 // TimeArg is how a dialect passes a time to its database: NULL when zero.
 type TimeArg func(time.Time) any
 
 // TaskArgs lists t's values in the order of TaskColumns.
 func TaskArgs(t plugin.Task, timeArg TimeArg) []any {
-	nullNumber := func(n int64) any {
-		if n == 0 {
-			return nil
-		}
-		return n
+	args := make([]any, len(taskColumns))
+	for i, c := range taskColumns {
+		args[i] = c.arg(&t, timeArg)
 	}
-	return []any{
-		t.Number, t.Name, t.Goal, string(t.Status), t.Progress, t.PreviousProgress,
-		t.StaleCounter, t.Iteration, t.MaxIterations, t.MaxStaleIterations,
-		t.RequestorID, t.Platform, t.RoomID, t.WorkspaceID, nullNumber(t.ParentNumber),
-		timeArg(t.LastProcessedAt), timeArg(t.CreatedAt), timeArg(t.StartedAt), timeArg(t.CompletedAt),
-		t.Summary, t.Error, t.PromptTokens, t.CompletionTokens,
-		t.LeaseOwner, timeArg(t.LeaseExpiresAt), t.Fence, t.EventSeq,
-		string(t.WaitingOn), timeArg(t.NextAttemptAt), t.MaxTokens, nullNumber(t.ContinuesNumber),
-		t.ApprovalAction, t.ApprovalParams, t.ApprovalGranted,
-		t.Strategy, t.Phase, t.State, t.Ledger,
-		t.Digest, t.ApprovalRole,
+	return args
+}
+
+// nullNumber is a task number as a column holds it: NULL for none.
+func nullNumber(n int64) any {
+	if n == 0 {
+		return nil
 	}
+	return n
 }
 
 // Row is what a driver's single-row result and its row cursor have in
@@ -57,38 +99,58 @@ type Row interface {
 // ScanTask reads the columns of TaskColumns, then any extra ones into
 // extra.
 func ScanTask(row Row, extra ...any) (plugin.Task, error) {
-	var (
-		t                                                   plugin.Task
-		status, waitingOn                                   string
-		parent, continues                                   sql.NullInt64
-		processed, created, started, completed, lease, next Time
-	)
-	dest := []any{
-		&t.Number, &t.Name, &t.Goal, &status, &t.Progress, &t.PreviousProgress,
-		&t.StaleCounter, &t.Iteration, &t.MaxIterations, &t.MaxStaleIterations,
-		&t.RequestorID, &t.Platform, &t.RoomID, &t.WorkspaceID, &parent,
-		&processed, &created, &started, &completed,
-		&t.Summary, &t.Error, &t.PromptTokens, &t.CompletionTokens,
-		&t.LeaseOwner, &lease, &t.Fence, &t.EventSeq,
-		&waitingOn, &next, &t.MaxTokens, &continues,
-		&t.ApprovalAction, &t.ApprovalParams, &t.ApprovalGranted,
-		&t.Strategy, &t.Phase, &t.State, &t.Ledger,
-		&t.Digest, &t.ApprovalRole,
+	var t plugin.Task
+	dest := make([]any, len(taskColumns), len(taskColumns)+len(extra))
+	for i, c := range taskColumns {
+		dest[i] = c.dest(&t)
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return plugin.Task{}, err
 	}
-	t.Status = plugin.Status(status)
-	t.ParentNumber = parent.Int64
-	t.LastProcessedAt = processed.T
-	t.CreatedAt = created.T
-	t.StartedAt = started.T
-	t.CompletedAt = completed.T
-	t.LeaseExpiresAt = lease.T
-	t.WaitingOn = plugin.WaitOn(waitingOn)
-	t.NextAttemptAt = next.T
-	t.ContinuesNumber = continues.Int64
 	return t, nil
+}
+
+// timeInto scans a nullable time (see Time) into *p.
+func timeInto(p *time.Time) any { return timeDest{p} }
+
+type timeDest struct{ p *time.Time }
+
+func (d timeDest) Scan(v any) error {
+	var t Time
+	if err := t.Scan(v); err != nil {
+		return err
+	}
+	*d.p = t.T
+	return nil
+}
+
+// numberInto scans a nullable task number into *p: 0 for NULL.
+func numberInto(p *int64) any { return numberDest{p} }
+
+type numberDest struct{ p *int64 }
+
+func (d numberDest) Scan(v any) error {
+	var n sql.NullInt64
+	if err := n.Scan(v); err != nil {
+		return err
+	}
+	*d.p = n.Int64
+	return nil
+}
+
+// textInto scans text into *p, a string type of the domain's (a status,
+// what a task waits on).
+func textInto[T ~string](p *T) any { return textDest[T]{p} }
+
+type textDest[T ~string] struct{ p *T }
+
+func (d textDest[T]) Scan(v any) error {
+	var s sql.NullString
+	if err := s.Scan(v); err != nil {
+		return err
+	}
+	*d.p = T(s.String)
+	return nil
 }
 
 // Time scans a nullable time from either database: a timestamptz (pgx

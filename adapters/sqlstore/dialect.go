@@ -18,6 +18,14 @@ type Dialect interface {
 	// fn's error is returned unchanged, so errors.Is on a MutateFunc's
 	// error still works.
 	Write(ctx context.Context, fn func(Tx) error) error
+	// ClaimsAlone says how the dialect's claim (Tx.ClaimHead) runs. False:
+	// it claims in the transaction it is part of and writes the row only;
+	// the shared logic writes the claim's event beside it, and a worker's
+	// commit and its next claim share one transaction. True: its
+	// statement writes the claim's event too and commits, alone in its
+	// transaction (one round trip); a worker's next claim then joins the
+	// commit only through AheadClaimer, and otherwise follows it.
+	ClaimsAlone() bool
 }
 
 // Tx is one write transaction, as small SQL-shaped operations. The write
@@ -104,41 +112,38 @@ type Tx interface {
 	// CopyFiles copies every file of task from into task to, in one
 	// statement, keeping the files to already has.
 	CopyFiles(ctx context.Context, from, to int64) error
+
+	// ClaimHead claims the head of the fair queue for cl.Owner, passing
+	// over task except (0 for none), and returns the row before and after
+	// the claim; ErrNoRows when no task is ready. Every dialect claims, so
+	// every Tx has it (docs/tasks.md has the queue's order).
+	//
+	// Unless the dialect ClaimsAlone, cl.Now is the claim's time (the
+	// shared logic has read the database's clock for cl.StoreClock) and
+	// the lease runs until cl.Now+cl.Lease; the result's Event is left
+	// zero, for the shared logic writes it. When it ClaimsAlone, the
+	// claim must be the only thing its transaction does and except is 0;
+	// with cl.StoreClock its statement reads the database's clock (whole
+	// microseconds), and the result carries the event it wrote and the
+	// claim's time. Either way the shared logic checks row and event
+	// against plugin.Claimed.
+	ClaimHead(ctx context.Context, cl plugin.Claim, except int64) (ClaimResult, error)
 }
 
-// HeadClaimer is a Tx that claims with a statement of its own and leaves
-// the claim's event to ClaimTask: a claim in the same transaction as its
-// event, the claim statement's results checked before the commit. A Tx is
-// a HeadClaimer or an EventClaimer.
-type HeadClaimer interface {
-	// ClaimHead claims the head of the fair queue for owner until until
-	// (now is the claim's time) in the dialect's claim statement, passing
-	// over task except (0 for none). It returns the row before and after
-	// the claim; ErrNoRows when no task is ready.
-	ClaimHead(ctx context.Context, owner string, now, until time.Time, except int64) (before, after plugin.Task, err error)
+// ClaimResult is what a claim took: the row before and after it and, when
+// the dialect's statement wrote it, its event and time.
+type ClaimResult struct {
+	Before, After plugin.Task
+	Event         plugin.TaskEvent
+	Now           time.Time
 }
 
-// EventClaimer is a Tx whose claim statement writes the claim's event
-// itself and commits with it: a claim in one round trip, with nothing else
-// in its transaction. ClaimTask then checks the row and the event against
-// plugin.Claimed, as for a HeadClaimer; as the claim has committed by then, a
-// disagreement (a defect of the statement) fails the claim and leaves the
-// task leased to the claimer until its lease ends.
-type EventClaimer interface {
-	// ClaimWithEvent claims the head of the queue for cl.Owner, at cl.Now
-	// or, with cl.StoreClock, at the database's clock (whole
-	// microseconds), and writes the claim's event. It returns the row
-	// before and after the claim, the event written and the claim's time;
-	// ErrNoRows when no task is ready.
-	ClaimWithEvent(ctx context.Context, cl plugin.Claim) (before, after plugin.Task, event plugin.TaskEvent, now time.Time, err error)
-}
-
-// AheadClaimer is an EventClaimer that can also claim in a transaction
-// that writes (Core.UpdateTaskAndClaim): a worker's iteration and its next
+// AheadClaimer is a Tx of a dialect that ClaimsAlone and can also claim
+// in a transaction that writes (Core.UpdateTaskAndClaim): a worker's iteration and its next
 // claim in one commit. ClaimAhead adds the claim to the transaction, as
 // its first statement, if it can (nil when it cannot: the claim then
 // follows the commit on its own). The function it returns tells, once
-// Write has returned nil, what ClaimWithEvent would have; a claim that
+// Write has returned nil, what ClaimHead would have; a claim that
 // failed fails the transaction, which the dialect's Write may run again,
 // or else returns its error from Write, the update with it.
 type AheadClaimer interface {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -43,7 +44,7 @@ func writeFiles(ctx context.Context, tx Tx, task int64, changes []plugin.FileCha
 		return fmt.Errorf("files: %w", err)
 	}
 	for _, p := range written {
-		if err := plugin.CheckFilePlace(sizes, p); err != nil {
+		if err := domain.CheckFilePlace(sizes, p); err != nil {
 			return fmt.Errorf("files: %w", err)
 		}
 	}
@@ -98,7 +99,7 @@ func (c Core) ImportTaskFiles(ctx context.Context, number int64, files []plugin.
 			if _, ok := sizes[f.Path]; ok || f.Delete {
 				continue
 			}
-			if clean, err := plugin.CleanFilePath(f.Path); err != nil || clean != f.Path || plugin.CheckFilePlace(sizes, f.Path) != nil {
+			if clean, err := plugin.CleanFilePath(f.Path); err != nil || clean != f.Path || domain.CheckFilePlace(sizes, f.Path) != nil {
 				continue
 			}
 			sizes[f.Path] = int64(len(f.Data))

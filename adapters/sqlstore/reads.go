@@ -27,9 +27,12 @@ type ReadSQL struct {
 	// newest first. Step: $1 number, $2 iteration. EventsAt: $1 number, $2
 	// Sequences(the sequences), in order.
 	GetTask, Steps, TaskEvents, RecentSteps, Step, EventsAt string
-	// CountSteps: $1 number. PageSteps: $1 number, $2 the iteration
-	// below which, $3 how many characters of each result, $4 how many
-	// steps, newest first; the columns of ClippedStepColumns.
+	// StepCall: $1 number, $2 iteration, $3 call.
+	StepCall string
+	// CountSteps: $1 number. PageSteps: $1 number, $2 and $5 the
+	// (iteration, call) below which, $3 how many characters of each
+	// result, $4 how many steps, newest first; the columns of
+	// ClippedStepColumns.
 	CountSteps, PageSteps string
 	// TaskFiles: $1 number, FileColumns. ReadFile: $1 number, $2 path,
 	// FileColumns and data.
@@ -134,7 +137,11 @@ func (r Reads) PageSteps(ctx context.Context, number int64, q plugin.StepQuery) 
 			before = math.MaxInt32 // iteration is a 32-bit column
 		}
 		var err error
-		page.Steps, err = QueryAll(ctx, r.DB, r.SQL.PageSteps, []any{number, before, max(q.ResultRunes, 0), q.Limit}, scanClippedStep)
+		call := 0
+		if q.Before > 0 {
+			call = max(q.BeforeCall, 0)
+		}
+		page.Steps, err = QueryAll(ctx, r.DB, r.SQL.PageSteps, []any{number, before, max(q.ResultRunes, 0), q.Limit, call}, scanClippedStep)
 		if err != nil {
 			return plugin.StepPage{}, fmt.Errorf("steps of task #%d before %d: %w", number, q.Before, err)
 		}
@@ -147,7 +154,7 @@ func (r Reads) PageSteps(ctx context.Context, number int64, q plugin.StepQuery) 
 	return page, nil
 }
 
-// Step reads the step of one iteration of a task.
+// Step reads the step of one iteration of a task: its first, call 0.
 func (r Reads) Step(ctx context.Context, number int64, iteration int) (plugin.Step, error) {
 	st, err := ScanStep(r.DB.QueryRow(ctx, r.SQL.Step, number, iteration))
 	if r.DB.IsNoRows(err) {
@@ -155,6 +162,18 @@ func (r Reads) Step(ctx context.Context, number int64, iteration int) (plugin.St
 	}
 	if err != nil {
 		return plugin.Step{}, fmt.Errorf("step %d of task #%d: %w", iteration, number, err)
+	}
+	return st, nil
+}
+
+// StepCall reads the step of a task's iteration whose Call is call.
+func (r Reads) StepCall(ctx context.Context, number int64, iteration, call int) (plugin.Step, error) {
+	st, err := ScanStep(r.DB.QueryRow(ctx, r.SQL.StepCall, number, iteration, call))
+	if r.DB.IsNoRows(err) {
+		return plugin.Step{}, fmt.Errorf("call %d of step %d of task #%d: %w", call, iteration, number, plugin.ErrNotFound)
+	}
+	if err != nil {
+		return plugin.Step{}, fmt.Errorf("call %d of step %d of task #%d: %w", call, iteration, number, err)
 	}
 	return st, nil
 }

@@ -5,7 +5,7 @@ import "github.com/taskloom/taskloom/plugin"
 // StepColumns, EventColumns and MemoryColumns are the columns the scanners
 // below read, in order.
 const (
-	StepColumns   = `task_number, iteration, thought, action, params, result, success, error, progress, time, role`
+	StepColumns   = `task_number, iteration, thought, action, params, result, success, error, progress, time, role, call`
 	EventColumns  = `id, task_number, sequence, type, payload, actor, fence, time`
 	MemoryColumns = `id, platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at`
 )
@@ -13,7 +13,7 @@ const (
 // StepArgs lists the values of StepColumns for s.
 func StepArgs(s plugin.Step, timeArg TimeArg) []any {
 	return []any{s.TaskNumber, s.Iteration, s.Thought, s.Action, string(s.Params), s.Result,
-		s.Success, s.Error, s.Progress, timeArg(s.Time), s.Role}
+		s.Success, s.Error, s.Progress, timeArg(s.Time), s.Role, s.Call}
 }
 
 // ScanStep reads the columns of StepColumns.
@@ -22,7 +22,7 @@ func ScanStep(row Row) (plugin.Step, error) {
 	var params []byte
 	var at Time
 	err := row.Scan(&st.TaskNumber, &st.Iteration, &st.Thought, &st.Action, &params,
-		&st.Result, &st.Success, &st.Error, &st.Progress, &at, &st.Role)
+		&st.Result, &st.Success, &st.Error, &st.Progress, &at, &st.Role, &st.Call)
 	st.Params = params
 	st.Time = at.T
 	return st, err
@@ -34,7 +34,7 @@ func ScanStep(row Row) (plugin.Step, error) {
 // and octet_length, which reads the stored size, not the value.
 func ClippedStepColumns(param string) string {
 	return `task_number, iteration, thought, action, params, substr(result, 1, ` + param +
-		`), success, error, progress, time, role, octet_length(result)`
+		`), success, error, progress, time, role, call, octet_length(result)`
 }
 
 // scanClippedStep reads the columns of ClippedStepColumns.
@@ -43,7 +43,7 @@ func scanClippedStep(row Row) (plugin.Step, error) {
 	var params []byte
 	var at Time
 	err := row.Scan(&st.TaskNumber, &st.Iteration, &st.Thought, &st.Action, &params,
-		&st.Result, &st.Success, &st.Error, &st.Progress, &at, &st.Role, &st.ResultBytes)
+		&st.Result, &st.Success, &st.Error, &st.Progress, &at, &st.Role, &st.Call, &st.ResultBytes)
 	st.Params = params
 	st.Time = at.T
 	return st, err

@@ -104,7 +104,8 @@ func createSubtasks(ctx context.Context, tx Tx, m *plugin.Mutation) error {
 		lines = append(lines, plugin.SubtaskCreated(row))
 	}
 	if m.Step != nil {
-		m.Step.Result = plugin.WithSubtaskLines(m.Step.Result, lines)
+		asked := plugin.SubtaskStep(m.Step, m.Steps)
+		asked.Result = plugin.WithSubtaskLines(asked.Result, lines)
 	}
 	return nil
 }
@@ -220,9 +221,9 @@ func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, erro
 	var after plugin.Task
 	err = c.D.Write(ctx, func(tx Tx) error {
 		var err error
-		if ec, ok := tx.(EventClaimer); ok {
+		if c.D.ClaimsAlone() {
 			// The statement writes the event too: one round trip.
-			after, err = checkedClaim(claimWithEvent(ctx, ec, cl))
+			after, err = checkedClaim(claimAlone(ctx, tx, cl))
 			return err
 		}
 		after, err = claimHead(ctx, tx, cl, 0)
@@ -235,8 +236,8 @@ func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, erro
 }
 
 // UpdateTaskAndClaim implements plugin.NextClaimer: the claim, then
-// UpdateTask, in one transaction. An EventClaimer's claim commits alone;
-// one that is also an AheadClaimer may take it in the update's
+// UpdateTask, in one transaction. The claim of a dialect that ClaimsAlone
+// commits alone; one whose Tx is also an AheadClaimer may take it in the update's
 // transaction instead (ClaimAhead), and when it cannot, the claim follows
 // the commit as ClaimTask.
 func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.MutateFunc, next plugin.Claim) (after, claimed plugin.Task, err error) {
@@ -250,9 +251,9 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 		// Write may run this more than once: each run starts afresh.
 		ahead, separate, claimed = nil, false, plugin.Task{}
 		var err error
-		// An EventClaimer's claims commit alone, unless ClaimAhead
-		// takes one into this transaction.
-		_, alone := tx.(EventClaimer)
+		// A claim that commits alone joins this transaction only
+		// when ClaimAhead takes it in.
+		alone := c.D.ClaimsAlone()
 		if !alone {
 			// The task committed is not the claim's, even when its
 			// lease has run out: a late commit nobody contested is
@@ -307,7 +308,7 @@ func cleanClaim(cl plugin.Claim) (plugin.Claim, error) {
 	return cl, nil
 }
 
-// eventClaim is cl as an EventClaimer takes it: a lease on the store's
+// eventClaim is cl as a claim that writes its event takes it: a lease on the store's
 // clock in whole microseconds, as the database keeps times.
 func eventClaim(cl plugin.Claim) plugin.Claim {
 	if cl.StoreClock {
@@ -316,24 +317,14 @@ func eventClaim(cl plugin.Claim) plugin.Claim {
 	return cl
 }
 
-// ClaimResult is what an EventClaimer's claim returned: the row before
-// and after it, its event and its time.
-type ClaimResult struct {
-	Before, After plugin.Task
-	Event         plugin.TaskEvent
-	Now           time.Time
-}
-
-// claimWithEvent claims with ec's statement.
-func claimWithEvent(ctx context.Context, ec EventClaimer, cl plugin.Claim) (plugin.Claim, ClaimResult, error) {
+// claimAlone claims with the statement of a dialect that ClaimsAlone.
+func claimAlone(ctx context.Context, tx Tx, cl plugin.Claim) (plugin.Claim, ClaimResult, error) {
 	cl = eventClaim(cl)
-	var r ClaimResult
-	var err error
-	r.Before, r.After, r.Event, r.Now, err = ec.ClaimWithEvent(ctx, cl)
+	r, err := tx.ClaimHead(ctx, cl, 0)
 	return cl, r, err
 }
 
-// checkedClaim is the task an EventClaimer's claim cl took, once
+// checkedClaim is the task a claim cl that wrote its event took, once
 // checkClaim agrees with its row and event.
 func checkedClaim(cl plugin.Claim, r ClaimResult, err error) (plugin.Task, error) {
 	if errors.Is(err, ErrNoRows) {
@@ -349,18 +340,17 @@ func checkedClaim(cl plugin.Claim, r ClaimResult, err error) (plugin.Task, error
 	return r.After, nil
 }
 
-// claimHead claims with a HeadClaimer's statement and writes the event,
-// in tx, passing over task except (0 for none).
+// claimHead claims with the statement of a dialect that claims in its
+// transaction and writes the event, in tx, passing over task except (0
+// for none).
 func claimHead(ctx context.Context, tx Tx, cl plugin.Claim, except int64) (plugin.Task, error) {
-	hc, ok := tx.(HeadClaimer)
-	if !ok {
-		return plugin.Task{}, fmt.Errorf("claim task: the store's dialect has no claim statement")
-	}
 	if err := onStoreClock(ctx, tx, cl.StoreClock, &cl.Now); err != nil {
 		return plugin.Task{}, fmt.Errorf("claim task: %w", err)
 	}
-	now, until := plugin.UTC(cl.Now), plugin.UTC(cl.Now.Add(cl.Lease))
-	before, after, err := hc.ClaimHead(ctx, cl.Owner, now, until, except)
+	at := cl
+	at.Now, at.StoreClock = plugin.UTC(cl.Now), false
+	r, err := tx.ClaimHead(ctx, at, except)
+	before, after := r.Before, r.After
 	if errors.Is(err, ErrNoRows) {
 		return plugin.Task{}, fmt.Errorf("claim task: %w", plugin.ErrNoTask)
 	}
@@ -561,12 +551,15 @@ func writeMutation(ctx context.Context, tx Tx, cur plugin.Task, m *plugin.Mutati
 		return err
 	}
 	if m.Step != nil {
-		st := *m.Step
-		if err := plugin.CleanStep(&st); err != nil {
-			return fmt.Errorf("step: %w", err)
-		}
-		if err := tx.InsertStep(ctx, st); err != nil {
-			return fmt.Errorf("step: %w", err)
+		// The iteration's first step, then the further ones in the order
+		// they ran (a tools reply's calls, plugin/toolsteps.go).
+		for i, st := range append([]plugin.Step{*m.Step}, m.Steps...) {
+			if err := plugin.CleanStep(&st); err != nil {
+				return fmt.Errorf("step %d.%d: %w", st.Iteration, i, err)
+			}
+			if err := tx.InsertStep(ctx, st); err != nil {
+				return fmt.Errorf("step %d.%d: %w", st.Iteration, i, err)
+			}
 		}
 	}
 	for _, n := range m.Notifications {

@@ -80,6 +80,8 @@ func Run(t *testing.T, stores Stores) {
 		{"Steps", testSteps},
 		{"HistoryReads", testHistoryReads},
 		{"PageSteps", testPageSteps},
+		{"ToolSteps", testToolSteps},
+		{"ToolStepsNeedTheLease", testToolStepsNeedTheLease},
 		{"Digest", testDigest},
 		{"Times", testTimes},
 		{"DirtyText", testDirtyText},
@@ -132,6 +134,15 @@ func Run(t *testing.T, stores Stores) {
 		{"FilesNotWrittenWithoutTheLease", testFilesNotWrittenWithoutTheLease},
 		{"FilesCopiedToRetry", testFilesCopiedToRetry},
 		{"ImportFiles", testImportFiles},
+
+		{"ScheduleCreate", testScheduleCreate},
+		{"ScheduleFire", testScheduleFire},
+		{"ScheduleFireConcurrent", testScheduleFireConcurrent},
+		{"ScheduleOverlap", testScheduleOverlap},
+		{"ScheduleCatchUp", testScheduleCatchUp},
+		{"ScheduleLimit", testScheduleLimit},
+		{"ScheduleAutoPause", testScheduleAutoPause},
+		{"SchedulePauseDelete", testSchedulePauseDelete},
 	}
 	// The tests of Migrate get an empty store.
 	t.Run("MigrateTwice", func(t *testing.T) { testMigrateTwice(t, stores.Empty(t)) })

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,14 +19,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/taskloom/taskloom/actions"
-	"github.com/taskloom/taskloom/adapters/console"
 	"github.com/taskloom/taskloom/adapters/demo"
-	"github.com/taskloom/taskloom/adapters/discord"
 	"github.com/taskloom/taskloom/adapters/httpapi"
 	"github.com/taskloom/taskloom/adapters/mcp"
 	"github.com/taskloom/taskloom/adapters/openai"
 	"github.com/taskloom/taskloom/adapters/postgres"
-	slackadapter "github.com/taskloom/taskloom/adapters/slack"
 	"github.com/taskloom/taskloom/adapters/sqlite"
 	"github.com/taskloom/taskloom/evaluators"
 	"github.com/taskloom/taskloom/internal/cli"
@@ -35,6 +33,7 @@ import (
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/providers"
 	"github.com/taskloom/taskloom/services/notify"
+	"github.com/taskloom/taskloom/services/schedules"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -178,7 +177,7 @@ func command(o Options) *cobra.Command {
 		Run:               func(c *cobra.Command, _ []string) { fmt.Fprintln(c.OutOrStdout(), "taskloom", version()) },
 	})
 	// A client of a running Taskloom: it needs no server configuration.
-	root.AddCommand(cli.Command(o.Getenv))
+	root.AddCommand(cli.Command(o.Getenv), cli.SchedulesCommand(o.Getenv), cli.KnowledgeCommand(o.Getenv))
 	root.SetHelpCommand(&cobra.Command{
 		Use:               "help [command]",
 		Short:             "print a command's help",
@@ -572,22 +571,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	ctx, quit := context.WithCancel(ctx)
 	defer quit()
 	clk := clock.Real{}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
-	st, err := openStore(ctx, cfg, log)
+	st, err := openData(ctx, cfg, log, clk)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	// Task files live in the store (docs/deploy.md); an earlier version's
-	// workspace directories are moved in once. A failure leaves them for
-	// the next start.
-	ws := actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
-	if err := ws.Import(ctx, st, clk.Now(), log); err != nil {
-		log.Error("cannot import the task workspaces of an earlier version; will try again at the next start", "err", err)
-	}
-
 	model, err := newModel(cfg, log, clk)
 	if err != nil {
 		return err
@@ -604,60 +592,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	core := NewCore(CoreOptions{Config: cfg, Store: st, Model: model, Character: character, Clock: clk, Logger: log, Owner: replicaName(), Sandbox: sandbox,
 		Getenv: o.Getenv})
 	rt := core.Runtime
-	var plugins []*plugin.Plugin
-	if useConsole(cfg, o.Stdin) {
-		con := &console.Console{Runtime: rt, In: o.Stdin, Out: o.Stdout, User: consoleUser(o.Getenv), OnEOF: func() {
-			log.Info("console input ended (Ctrl-D): shutting down")
-			quit()
-		}}
-		plugins = append(plugins, &plugin.Plugin{
-			Name: "console", Description: "chat in the terminal", Dependencies: []string{"orchestrator"},
-			Platforms: []plugin.Platform{con}, Services: []plugin.Service{con},
-		})
-		log.Info("console chat: type commands here, e.g. `create task write a haiku`")
-	}
-	if cfg.DiscordToken != "" {
-		bot, err := discord.New(discord.Options{
-			Token:         cfg.DiscordToken,
-			ApplicationID: cfg.DiscordApplicationID,
-			APIURL:        cfg.DiscordAPIURL,
-			ShardID:       cfg.DiscordShardID,
-			ShardCount:    cfg.DiscordShardCount,
-			Threads:       cfg.DiscordThreads,
-			Runtime:       rt,
-			Logger:        log,
-			Clock:         clk,
-		})
-		if err != nil {
-			return err
-		}
-		plugins = append(plugins, bot.Plugin())
-		log.Info("discord enabled", "api", cfg.DiscordAPIURL, "threads", cfg.DiscordThreads)
-	}
-	var slackApp *slackadapter.Adapter
-	if cfg.SlackBotToken != "" {
-		opts := slackadapter.Options{
-			BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken, SigningSecret: cfg.SlackSigningSecret,
-			APIURL: cfg.SlackAPIURL, Runtime: rt, Logger: log, Clock: clk,
-		}
-		if cfg.DatabaseURL != "" {
-			// Other replicas may share the database and change the tasks
-			// a Home tab opened here lists.
-			opts.FollowStore = slackadapter.FollowStoreEvery
-		}
-		slackApp, err = slackadapter.New(opts)
-		if err != nil {
-			return err
-		}
-		plugins = append(plugins, slackApp.Plugin())
-		mode := "HTTP Events API"
-		if slackApp.SocketMode() {
-			mode = "Socket Mode"
-		}
-		log.Info("slack enabled", "mode", mode)
-	}
-	if err := rt.Register(plugins...); err != nil {
+	built, err := buildPlatforms(platformEnv{cfg: cfg, rt: rt, log: log, clk: clk, o: o, quit: quit})
+	if err != nil {
 		return err
+	}
+	for _, b := range built {
+		if err := rt.Register(b.plugin); err != nil {
+			return err
+		}
 	}
 	if err := checkApproveTools(cfg, rt); err != nil {
 		return err
@@ -665,27 +607,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	if err := checkAgents(cfg, rt); err != nil {
 		return err
 	}
-
-	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
-	srv.SetInfo("model", core.Tasks.ModelState) // said, not checked: docs/tasks.md keeps readiness on the store
-	hostname, _ := os.Hostname()
-	if err := srv.SetIdentity(httpapi.Identity{PublicURL: cfg.PublicURL, ListenAddr: cfg.HTTPAddr, Hostname: hostname}); err != nil {
+	srv, api, err := newHTTP(cfg, log, clk, st, core, built)
+	if err != nil {
 		return err
-	}
-	api := httpapi.NewAPI(httpapi.APIOptions{
-		Store: st, Tasks: core.Tasks, Token: cfg.APIToken, Clock: clk, Logger: log, Runtime: rt,
-		Metrics:       core.Metrics.Handler(),
-		MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale,
-	})
-	api.Mount(srv)
-	if slackApp != nil && cfg.SlackSigningSecret != "" {
-		// The adapter answers 503 until the runtime has started.
-		h := slackApp.HTTPHandler()
-		// Slack calls these from its servers and signs every request:
-		// they are outside the guard against web pages.
-		for _, p := range []string{slackadapter.PathEvents, slackadapter.PathCommands, slackadapter.PathInteractions} {
-			srv.HandleSigned("POST "+p, h)
-		}
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -721,9 +645,58 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 		return fmt.Errorf("HTTP server: %w", err)
 	}
 	srv.SetReady(false)
-	// Draining gets TASKLOOM_SHUTDOWN_TIMEOUT (docs/tasks.md); what still runs
-	// then is canceled and its tasks released unchanged. That is a normal
-	// stop, logged, not a failure: the process exits 0.
+	drainAndStop(cfg, log, rt, httpServer)
+	return nil
+}
+
+// openData makes the data directory and opens the store, moving in the
+// task workspaces an earlier version kept on disk.
+func openData(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clock) (plugin.Store, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	// Task files live in the store (docs/deploy.md); an earlier version's
+	// workspace directories are moved in once. A failure leaves them for
+	// the next start.
+	ws := actions.Workspaces{Root: filepath.Join(cfg.DataDir, "workspaces")}
+	if err := ws.Import(ctx, st, clk.Now(), log); err != nil {
+		log.Error("cannot import the task workspaces of an earlier version; will try again at the next start", "err", err)
+	}
+	return st, nil
+}
+
+// newHTTP makes the HTTP server with the health checks, the API, the
+// dashboard and the routes the platforms receive signed calls on.
+func newHTTP(cfg config.Config, log *slog.Logger, clk clock.Clock, st plugin.Store, core *Core, built []builtPlatform) (*httpapi.Server, *httpapi.API, error) {
+	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
+	srv.SetInfo("model", core.Tasks.ModelState) // said, not checked: docs/tasks.md keeps readiness on the store
+	hostname, _ := os.Hostname()
+	if err := srv.SetIdentity(httpapi.Identity{PublicURL: cfg.PublicURL, ListenAddr: cfg.HTTPAddr, Hostname: hostname}); err != nil {
+		return nil, nil, err
+	}
+	api := httpapi.NewAPI(httpapi.APIOptions{
+		Store: st, Tasks: core.Tasks, Schedules: core.Schedules, Token: cfg.APIToken, Clock: clk, Logger: log, Runtime: core.Runtime,
+		Metrics:       core.Metrics.Handler(),
+		MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale,
+	})
+	api.Mount(srv)
+	for _, b := range built {
+		for pattern, h := range b.signed {
+			srv.HandleSigned(pattern, h)
+		}
+	}
+	return srv, api, nil
+}
+
+// drainAndStop stops the runtime and the HTTP server. Draining gets
+// TASKLOOM_SHUTDOWN_TIMEOUT (docs/tasks.md); what still runs then is
+// canceled and its tasks released unchanged. That is a normal stop,
+// logged, not a failure: the process exits 0.
+func drainAndStop(cfg config.Config, log *slog.Logger, rt *plugin.Runtime, httpServer *http.Server) {
 	drain, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := rt.Stop(drain); err != nil {
@@ -734,7 +707,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 		_ = httpServer.Close()
 	}
 	log.Info("taskloom stopped")
-	return nil
 }
 
 // onRealClock says whether c is the wall clock (or unset, which means
@@ -762,6 +734,9 @@ type CoreOptions struct {
 	// Getenv gives the PATH and HOME that stdio MCP servers are started
 	// with; os.Getenv when nil.
 	Getenv func(string) string
+	// Strategies are strategies a plugin adds (tasks.Options.Strategies):
+	// every place that offers a strategy reads the task service's list.
+	Strategies map[string]tasks.Strategy
 }
 
 // Core is the runtime with the "model" and "orchestrator" plugins
@@ -773,8 +748,10 @@ type Core struct {
 	Runtime *plugin.Runtime
 	Tasks   *tasks.Service
 	Notify  *notify.Service
-	Chat    *actions.Chat
-	Metrics *metrics.Recorder
+	// Schedules fires the schedules of docs/schedules.md.
+	Schedules *schedules.Service
+	Chat      *actions.Chat
+	Metrics   *metrics.Recorder
 }
 
 // NewCore assembles the core.
@@ -790,7 +767,15 @@ func NewCore(o CoreOptions) *Core {
 	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox, Metrics: rec,
 		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, AnswerTimeout: cfg.AnswerTimeout, MaxActivePerUser: cfg.MaxActive,
 		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools, StoreClock: onRealClock(o.Clock),
+		Strategies: o.Strategies,
 	}
+	// What the runtime remembers is recalled into chat prompts (the
+	// relevant_memory provider) and every iteration's (docs/memory.md).
+	recaller := &plugin.Recaller{Store: o.Store, Logger: o.Logger}
+	if m, ok := o.Model.(*openai.Model); ok && cfg.EmbeddingModel != "" {
+		recaller.Embed = m.Embedder(cfg.EmbeddingModel) // re-ranks; recall works without
+	}
+	taskOpts.Memory = recaller
 	taskOpts.Agents, taskOpts.Team = teamOf(cfg)
 	if l, ok := o.Store.(interface {
 		ListenTasks(ctx context.Context) (<-chan struct{}, error)
@@ -798,7 +783,10 @@ func NewCore(o CoreOptions) *Core {
 		taskOpts.Listen = l.ListenTasks // PostgreSQL: other replicas' new tasks wake us
 	}
 	taskService := tasks.New(taskOpts)
-	chat := &actions.Chat{Tasks: taskService, Admins: cfg.Admins, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale}
+	scheduler := schedules.New(schedules.Options{Runtime: rt, Strategies: taskService.Strategies, Wake: taskService.Wake,
+		MaxActive: cfg.MaxActive, MaxTokens: cfg.MaxTokens, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale,
+		MinInterval: cfg.ScheduleMinInterval, Admins: cfg.Admins})
+	chat := &actions.Chat{Tasks: taskService, Schedules: scheduler, Admins: cfg.Admins, MaxIterations: cfg.MaxIterations, MaxStaleIterations: cfg.MaxStale}
 	sandbox := o.Sandbox
 	if sandbox == nil {
 		sandbox = &actions.Sandbox{Network: cfg.RunCommandNetwork, Limits: sandboxLimits(cfg)}
@@ -826,6 +814,8 @@ func NewCore(o CoreOptions) *Core {
 		}
 		orchestratorDeps = append(orchestratorDeps, mcp.PluginName)
 	}
+	provided := []plugin.Provider{providers.RoomTasks{Store: o.Store}, providers.RecentMessages{Store: o.Store},
+		providers.RelevantMemory{Store: o.Store, Recaller: recaller}}
 	err := rt.Register(
 		&plugin.Plugin{
 			Name:        "model",
@@ -837,17 +827,26 @@ func NewCore(o CoreOptions) *Core {
 			Description:  "background agent tasks: chat commands, the fair queue, one-call iterations, the tools tasks use, notifications",
 			Dependencies: orchestratorDeps,
 			Actions:      append(actions.Commands(chat), tools...),
-			Providers:    []plugin.Provider{providers.RoomTasks{Store: o.Store}},
+			Providers:    provided,
 			Evaluators:   []plugin.Evaluator{evaluators.Answer{Chat: chat}},
-			// Stopped in reverse: the task service drains first, then the
-			// notifications its last commits caused are sent.
-			Services: []plugin.Service{notifier, taskService},
+			// Stopped in reverse: the scheduler stops creating runs, the
+			// task service drains, then the notifications its last
+			// commits caused are sent.
+			Services: []plugin.Service{notifier, taskService, scheduler},
 		},
 	)
 	if err != nil {
 		panic(err) // two fixed, distinct names: cannot fail
 	}
-	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Chat: chat, Metrics: rec}
+	if cfg.Facts {
+		facts := &evaluators.Facts{Runtime: rt}
+		if err := rt.Register(&plugin.Plugin{Name: "facts", Dependencies: []string{"model"},
+			Description: "durable facts drawn from conversations once they go quiet (docs/memory.md)",
+			Evaluators:  []plugin.Evaluator{facts}, Services: []plugin.Service{facts}}); err != nil {
+			panic(err) // a fixed name no other plugin has: cannot fail
+		}
+	}
+	return &Core{Runtime: rt, Tasks: taskService, Notify: notifier, Schedules: scheduler, Chat: chat, Metrics: rec}
 }
 
 // mcpServers are TASKLOOM_MCP_SERVERS as the mcp adapter takes them.

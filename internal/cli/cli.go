@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -175,7 +176,9 @@ func Command(getenv func(string) string) *cobra.Command {
 	f.IntVar(&r.createFlags.maxStale, "max-stale", 0, "iterations without progress before it is stopped (default the server's)")
 	f.Int64Var(&r.createFlags.maxTokens, "max-tokens", -1, "its token budget, 0 for no limit")
 	create.Flags().Lookup("max-tokens").DefValue = "the server's" // not -1: that is "unset"
-	_ = create.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions(Strategies, cobra.ShellCompDirectiveNoFileComp))
+	_ = create.RegisterFlagCompletionFunc("strategy", func(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return r.strategies(c.Context()), cobra.ShellCompDirectiveNoFileComp
+	})
 
 	for _, op := range []struct{ use, short string }{
 		{"pause N", "stop serving a task until it is resumed"},
@@ -210,12 +213,22 @@ func (r *runner) finish(c *cobra.Command, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ue):
-		fmt.Fprintf(c.ErrOrStderr(), "taskloom tasks: %s\nRun `%s --help` for its usage.\n", ue.msg, c.CommandPath())
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\nRun `%s --help` for its usage.\n", group(c), ue.msg, c.CommandPath())
 		return &ExitError{Code: ExitUsage}
 	default:
-		fmt.Fprintf(c.ErrOrStderr(), "taskloom tasks: %s\n", err)
+		fmt.Fprintf(c.ErrOrStderr(), "%s: %s\n", group(c), err)
 		return &ExitError{Code: ExitAPI}
 	}
+}
+
+// group names the command group c is of in messages: "taskloom tasks",
+// "taskloom knowledge".
+func group(c *cobra.Command) string {
+	words := strings.Fields(c.CommandPath())
+	if len(words) > 2 {
+		words = words[:2]
+	}
+	return strings.Join(words, " ")
 }
 
 type runner struct {
@@ -265,6 +278,32 @@ func (r *runner) connect() error {
 	}
 	r.c = c
 	return nil
+}
+
+// completionWait is how long a completion waits for the server.
+const completionWait = 2 * time.Second
+
+// strategies are the strategies the server offers (GET /api/strategies),
+// those its plugins added included; the built-in ones when it cannot be
+// asked.
+func (r *runner) strategies(ctx context.Context) []string {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if r.connect() != nil {
+		return Strategies
+	}
+	// A shell waits for its completion: a server that does not answer
+	// soon gets the built-in ones.
+	ctx, cancel := context.WithTimeout(ctx, completionWait)
+	defer cancel()
+	var body struct {
+		Strategies []string `json:"strategies"`
+	}
+	if _, err := r.c.call(ctx, "GET", "/api/strategies", nil, &body); err != nil || len(body.Strategies) == 0 {
+		return Strategies
+	}
+	return body.Strategies
 }
 
 // localAddr turns a listen address into one to dial: a wildcard host

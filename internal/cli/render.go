@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -210,7 +211,7 @@ func writeTask(w io.Writer, t task) {
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range t.Steps {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%3d%%\t%s\n", s.Iteration, s.Time.Local().Format("15:04:05"), cut(clean(s.Role), 20), actionText(s), mark(s.Success), s.Progress, cut(clean(firstNonEmpty(s.Error, s.Result)), 80))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%3d%%\t%s\n", stepLabel(s), s.Time.Local().Format("15:04:05"), cut(clean(s.Role), 20), actionText(s), mark(s.Success), s.Progress, cut(clean(firstNonEmpty(s.Error, s.Result)), 80))
 	}
 	tw.Flush()
 }
@@ -347,4 +348,13 @@ func isTerminal(w io.Writer) bool {
 	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// stepLabel names a step as the prompts do: its iteration, and for a
+// tools reply's further calls the call's number from 1 after a dot (7.2).
+func stepLabel(s step) string {
+	if s.Call <= 0 {
+		return strconv.Itoa(s.Iteration)
+	}
+	return fmt.Sprintf("%d.%d", s.Iteration, s.Call+1)
 }

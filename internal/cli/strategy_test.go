@@ -1,14 +1,22 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/taskloom/taskloom/adapters/demo"
+	"github.com/taskloom/taskloom/adapters/httpapi"
 	"github.com/taskloom/taskloom/internal/cli"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/tasks"
 )
 
 // TestCreateWithAStrategy is `taskloom tasks create --strategy review
@@ -73,5 +81,42 @@ func TestHelpListsTheServersStrategies(t *testing.T) {
 	code, out, _ := run(t, s.env, "create", "--help")
 	if code != 0 || !strings.Contains(out, "--strategy") || !strings.Contains(out, strings.Join(s.tasks.Strategies(), ", ")) {
 		t.Errorf("create --help = %d:\n%s", code, out)
+	}
+}
+
+// TestCompletionOffersTheServersStrategies: --strategy completes to the
+// server's strategies (GET /api/strategies), a plugin's included; to the
+// built-in ones when the server cannot be reached.
+func TestCompletionOffersTheServersStrategies(t *testing.T) {
+	s := newServer(t, demo.New(demo.Options{Think: -1}), "", func(o *httpapi.APIOptions) {
+		o.Tasks = tasks.New(tasks.Options{Runtime: o.Runtime, Lease: time.Minute, Owner: "w",
+			Strategies: map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (plugin.Outcome, error) {
+				return t.Outcome(), nil
+			})}})
+	})
+	complete := func(env func(string) string) string {
+		t.Helper()
+		root := &cobra.Command{Use: "taskloom"}
+		root.AddCommand(cli.Command(env))
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(io.Discard)
+		root.SetArgs([]string{"__complete", "tasks", "create", "--strategy", ""})
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if out := complete(s.env); !strings.Contains(out, "\necho\n") || !strings.HasPrefix(out, "loop\n") {
+		t.Errorf("completion = %q; want the server's strategies, echo among them", out)
+	}
+	down := func(k string) string {
+		if k == "TASKLOOM_URL" {
+			return "http://127.0.0.1:1"
+		}
+		return ""
+	}
+	if out := complete(down); !strings.HasPrefix(out, strings.Join(cli.Strategies, "\n")+"\n") {
+		t.Errorf("completion with the server down = %q; want the built-in strategies", out)
 	}
 }

@@ -65,6 +65,9 @@ type decision struct {
 
 type step struct {
 	Iteration int `json:"iteration"`
+	// Call is the step's place among its iteration's steps, from 0: a
+	// tools reply of several calls has a step per call.
+	Call int `json:"call"`
 	// Role is whose turn the step was: agent, thought, action,
 	// observation, analysis, reviewer, supervisor or an agent's name.
 	Role     string          `json:"role"`

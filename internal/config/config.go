@@ -97,8 +97,17 @@ type Config struct {
 	// ApproveTools are the tools a person must approve
 	// (TASKLOOM_APPROVE_TOOLS; "none" for none).
 	ApproveTools []string
-	MaxActive    int           // TASKLOOM_MAX_ACTIVE
-	Retention    time.Duration // TASKLOOM_RETENTION
+	MaxActive    int // TASKLOOM_MAX_ACTIVE
+	// ScheduleMinInterval is the shortest gap between two runs of a
+	// schedule (TASKLOOM_SCHEDULE_MIN_INTERVAL, docs/schedules.md).
+	ScheduleMinInterval time.Duration
+	Retention           time.Duration // TASKLOOM_RETENTION
+
+	// Memory (docs/memory.md). Facts runs the facts evaluator
+	// (TASKLOOM_FACTS, default true); EmbeddingModel, when set, re-ranks
+	// what is recalled by embedding similarity (OPENAI_EMBEDDING_MODEL).
+	Facts          bool
+	EmbeddingModel string
 
 	Character string // path of a character file; "" for the default
 	LogLevel  string // debug, info, warn, error
@@ -202,7 +211,10 @@ func Load(getenv func(string) string) (Config, error) {
 		ShutdownTimeout:      r.duration("TASKLOOM_SHUTDOWN_TIMEOUT", 20*time.Second, time.Second, time.Hour),
 		ApproveTools:         r.toolList("TASKLOOM_APPROVE_TOOLS", []string{"run_command"}),
 		MaxActive:            r.integer("TASKLOOM_MAX_ACTIVE", 20, 1, 100000),
+		ScheduleMinInterval:  r.duration("TASKLOOM_SCHEDULE_MIN_INTERVAL", time.Minute, time.Second, 24*time.Hour),
 		Retention:            r.duration("TASKLOOM_RETENTION", 720*time.Hour, time.Hour, 100*365*24*time.Hour),
+		Facts:                r.defaultTrue("TASKLOOM_FACTS"),
+		EmbeddingModel:       strings.TrimSpace(r.str("OPENAI_EMBEDDING_MODEL", "")),
 		Character:            r.str("TASKLOOM_CHARACTER", ""),
 		LogLevel:             strings.ToLower(r.str("TASKLOOM_LOG_LEVEL", "info")),
 		MCPServers:           r.mcpServers("TASKLOOM_MCP_SERVERS"),
@@ -494,6 +506,12 @@ func (r *reader) httpURL(name string) string {
 func (r *reader) boolean(name string) bool {
 	b := r.optionalBool(name)
 	return b != nil && *b
+}
+
+// defaultTrue reads a boolean that is true unless set to false.
+func (r *reader) defaultTrue(name string) bool {
+	b := r.optionalBool(name)
+	return b == nil || *b
 }
 
 // optionalBool reads a boolean that may be left unset (nil): true, false,

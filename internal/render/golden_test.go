@@ -37,7 +37,8 @@ var goldenShapes = []struct {
 	{"queue_empty", func(f Flavor) string { return Queue(f, nil, 0, t0) }},
 	{"status_running", func(f Flavor) string { return Status(f, statusTask(), everyStep(statusSteps())) }},
 	{"status_failed", func(f Flavor) string { return Status(f, failedTask(), everyStep(statusSteps()[:2])) }},
-	{"help", Help},
+	// help.*.golden is the help as actions' table of commands makes it:
+	// actions' TestHelpFromTheTable checks it.
 	{"hostile_progress", func(f Flavor) string { return Progress(f, hostileUpdates()) }},
 	{"hostile_failed", func(f Flavor) string { return Failed(f, hostileTask()) }},
 	{"hostile_queue", func(f Flavor) string { return Queue(f, []plugin.Task{hostileTask()}, 1, t0) }},

@@ -371,36 +371,33 @@ func Question(steps []plugin.Step) string {
 	return ""
 }
 
-// Help lists the chat commands of docs/chat.md with an example of each, and
-// on Discord and Slack the /task form each platform takes.
-func Help(f Flavor) string {
-	rows := []struct{ say, does, discord, slack string }{
-		{"`create task Build auth`, `work on building auth`", "creates a task and replies with its number",
-			"/task create goal:Build auth", "/task create Build auth"},
-		{"`list tasks`, `show queue`", "shows the queue", "/task list", "/task list"},
-		{"`status #1`", "shows one task in detail: progress, steps, summary",
-			"/task status number:1", "/task status 1"},
-		{"`pause #1`, `resume #1`, `cancel #1`", "pauses, resumes (a paused task only) or cancels a task you created",
-			"/task pause number:1", "/task pause 1"},
-		{"`search tasks auth`", "finds tasks whose name or goal matches",
-			"/task search query:auth", "/task search auth"},
-		{"`answer #3 use JWT`", "answers the question task #3 asked; replying to the question works too",
-			"/task answer number:3 text:use JWT", "/task answer 3 use JWT"},
-		{"`retry #3 use JWT this time`", "continues an ended task as a new one, with its files and what you add",
-			"/task retry number:3 context:use JWT this time", "/task retry 3 use JWT this time"},
-		{"`help`", "shows this list", "", ""},
-	}
+// HelpRow is one line of the help: what to say, what it does, and its
+// /task form on Discord and on Slack ("" for none).
+type HelpRow struct{ Say, Does, Discord, Slack string }
+
+// Help lists the chat commands of docs/chat.md, rows (actions' table of
+// commands), with an example of each, and on Discord and Slack the /task
+// form each platform takes, then the strategies a task may be created with
+// (the task service's).
+func Help(f Flavor, rows []HelpRow, strategies []string) string {
 	head := "📖 Commands — type them here:"
 	if f != Plain {
 		head = "📖 Commands — mention me or DM me, or use the `/task` command:"
 	}
 	lines := []string{head, ""}
 	for _, r := range rows {
-		say := r.say
-		if slash := map[Flavor]string{Discord: r.discord, Slack: r.slack}[f]; slash != "" {
+		say := r.Say
+		if slash := map[Flavor]string{Discord: r.Discord, Slack: r.Slack}[f]; slash != "" {
 			say += " or `" + slash + "`"
 		}
-		lines = append(lines, "• "+say+" — "+r.does)
+		lines = append(lines, "• "+say+" — "+r.Does)
+	}
+	if len(strategies) > 0 {
+		names := make([]string, len(strategies))
+		for i, s := range strategies {
+			names[i] = "`" + s + "`"
+		}
+		lines = append(lines, "", "Strategies: "+strings.Join(names, ", ")+" — say `create <strategy> task …`; `loop` is the default.")
 	}
 	return lit(f, strings.Join(lines, "\n"))
 }

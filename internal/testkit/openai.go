@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +55,10 @@ type OpenAI struct {
 	// requests, which Requests leaves out.
 	models   []string
 	listings int
+	// latency is how long a chat completion takes to be answered
+	// (SetLatency); accepted counts the TCP connections the server took.
+	latency  time.Duration
+	accepted atomic.Int64
 }
 
 // OpenAIRequest is one request the fake received.
@@ -141,7 +147,9 @@ type scripted struct {
 func NewOpenAI(t testing.TB) *OpenAI {
 	t.Helper()
 	o := &OpenAI{t: t, done: make(chan struct{})}
-	o.srv = httptest.NewServer(http.HandlerFunc(o.serve))
+	o.srv = httptest.NewUnstartedServer(http.HandlerFunc(o.serve))
+	o.srv.Listener = countingListener{Listener: o.srv.Listener, n: &o.accepted}
+	o.srv.Start()
 	t.Cleanup(func() {
 		close(o.done)
 		o.srv.Close()
@@ -154,6 +162,34 @@ func (o *OpenAI) URL() string { return o.srv.URL + "/v1" }
 
 // Client is an HTTP client for the fake server.
 func (o *OpenAI) Client() *http.Client { return o.srv.Client() }
+
+// Conns reports how many TCP connections the server has accepted: a
+// client that keeps its connections between calls opens few.
+func (o *OpenAI) Conns() int { return int(o.accepted.Load()) }
+
+// countingListener counts the connections its listener accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// SetLatency makes the server take d, on the wall clock, before it
+// answers each chat completion it has an answer for (a slow model, for
+// benchmarks that run in real time). A request whose client gives up
+// first gets nothing.
+func (o *OpenAI) SetLatency(d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.latency = d
+}
 
 // RequireKey makes the server answer 401, as the real API does, to any
 // request whose Authorization header is not "Bearer key". Refused requests
@@ -437,7 +473,21 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	o.served++
 	n := o.served
+	latency := o.latency
 	o.mu.Unlock()
+
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		case <-o.done:
+			t.Stop()
+			return
+		}
+	}
 
 	switch s.kind {
 	case kindHang:

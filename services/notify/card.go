@@ -31,9 +31,9 @@ const demoNote = "\n\n(demo model — set OPENAI_API_KEY or OPENAI_BASE_URL for 
 // batched messages whatever the style.
 //
 // An error from Edit that says the message is gone — someone deleted
-// it, or the bot may no longer edit it — has a method MessageGone() bool
-// returning true somewhere in its chain; the card is then posted again
-// and the new message kept. Undeliverable errors and
+// it, or the bot may no longer edit it — has a *plugin.MessageGoneError
+// in its chain; the card is then posted again and the new message kept.
+// *plugin.UndeliverableError and
 // *plugin.RateLimitedError mean what they mean for a send.
 type Editor interface {
 	plugin.Platform
@@ -46,8 +46,8 @@ type Editor interface {
 // messageGone reports whether err says the message to edit is gone (see
 // Editor).
 func messageGone(err error) bool {
-	var g interface{ MessageGone() bool }
-	return errors.As(err, &g) && g.MessageGone()
+	var g *plugin.MessageGoneError
+	return errors.As(err, &g)
 }
 
 // cardEditor returns room's platform when its progress goes out as task

@@ -26,11 +26,9 @@ import (
 //
 // An error from Send or SendOnce that says the message can never be
 // delivered where it was meant to go — the channel is gone, or the bot
-// may not post in it — has a method Undeliverable() bool returning true
-// somewhere in its chain (as net.Error has Timeout); the notifications it
-// carried are then given up on at once instead of retried. Platform
-// adapters define such errors themselves and need not import this
-// package.
+// may not post in it — has a *plugin.UndeliverableError in its chain;
+// the notifications it carried are then given up on at once instead of
+// retried.
 type OnceSender interface {
 	plugin.Platform
 	// SendOnce sends m to room as Send does, tagged with key, which is
@@ -46,8 +44,8 @@ var errClaimLost = errors.New("the claim on the notifications could not be renew
 // undeliverable reports whether err says that no retry can deliver the
 // message (see OnceSender).
 func undeliverable(err error) bool {
-	var u interface{ Undeliverable() bool }
-	return errors.As(err, &u) && u.Undeliverable()
+	var u *plugin.UndeliverableError
+	return errors.As(err, &u)
 }
 
 // deliver sends a room's claimed rows: one message, or, when some of them

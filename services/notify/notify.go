@@ -458,11 +458,17 @@ func (s *Service) Outbox(before, after plugin.Task, m *plugin.Mutation) []plugin
 	}
 	out := []plugin.Notification{mk(plugin.NotifyProgress, progressPayload{Progress: after.Progress, Iteration: after.Iteration})}
 	if m.Step != nil {
-		step := *m.Step
+		// A tools reply of several calls has a step per call: the last is
+		// the action shown (the latest wins), and each that failed is an
+		// error of its own.
+		steps := append([]plugin.Step{*m.Step}, m.Steps...)
+		step := steps[len(steps)-1]
 		step.Result = "" // the message shows the action, not its output
 		out = append(out, mk(plugin.NotifyAction, actionPayload{Step: step}))
-		if !m.Step.Success && m.Step.Error != "" {
-			out = append(out, mk(plugin.NotifyError, errorPayload{Error: m.Step.Error}))
+		for _, st := range steps {
+			if !st.Success && st.Error != "" {
+				out = append(out, mk(plugin.NotifyError, errorPayload{Error: st.Error}))
+			}
 		}
 	}
 	return out

@@ -27,6 +27,9 @@ type Iterator struct {
 	// ApproveTools are the tools a person must approve before a task runs
 	// them (TASKLOOM_APPROVE_TOOLS).
 	ApproveTools []string
+	// Memory, when set, gives each iteration's prompt its "Relevant
+	// memory" section.
+	Memory MemorySection
 
 	strategies strategies
 	team       team // the agents of the multi-agent strategies
@@ -67,6 +70,11 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, 
 		o.Now = rt.Clock().Now()
 		if len(o.Step.Result) > plugin.MaxResultBytes {
 			o.Step.Result = clipBytes(o.Step.Result, plugin.MaxResultBytes)
+		}
+		for i := range o.Steps { // each call of a tools reply is a step, kept to the same size
+			if len(o.Steps[i].Result) > plugin.MaxResultBytes {
+				o.Steps[i].Result = clipBytes(o.Steps[i].Result, plugin.MaxResultBytes)
+			}
 		}
 		return o, nil
 	}
@@ -172,6 +180,7 @@ func (it *Iterator) load(ctx context.Context, turn *Turn) error {
 	}
 	turn.Steps, turn.older, turn.Answers = steps, digest.Without(steps), answersFrom(answered)
 	turn.system = it.Runtime.Character().SystemPrompt()
+	turn.memory = it.recall(ctx, task, steps)
 	if task.ContinuesNumber != 0 {
 		created, err := st.EventsAt(ctx, task.Number, []int64{1})
 		if err != nil {
@@ -184,6 +193,27 @@ func (it *Iterator) load(ctx context.Context, turn *Turn) error {
 		turn.system += "\n\n" + c
 	}
 	return nil
+}
+
+// recall is the "Relevant memory" section of task's prompt: what its room
+// remembers of its goal and latest step (docs/memory.md). Memory is an aid:
+// when recall fails, the iteration goes on without it, and says so in the
+// log.
+func (it *Iterator) recall(ctx context.Context, task plugin.Task, steps []plugin.Step) string {
+	if it.Memory == nil {
+		return ""
+	}
+	text := task.Goal
+	if n := len(steps); n > 0 {
+		s := steps[n-1]
+		text += "\n" + clip(s.Thought, 300) + " " + s.Action + " " + clip(resultText(s), 500)
+	}
+	section, err := it.Memory.Section(ctx, plugin.MemoryAsk{Room: task.RoomID, Text: text})
+	if err != nil {
+		it.Runtime.Logger().Warn("the iteration goes on without recalled memory", "task", task.Number, "err", err)
+		return ""
+	}
+	return section
 }
 
 // continuedSteps is how many of an ended task's last steps a retry's

@@ -40,18 +40,21 @@ type History struct {
 
 // DefaultHistory retires steps five at a time: the latest step's result
 // is shown up to a ResultPage, the up to four steps after the last
-// retirement up to 4,000 characters of result each, and the 15 to 29
+// retirement up to 2,000 characters of result each, and the 15 to 29
 // latest retired steps as one line each.
 //
-// The sizes are set by docs/PERFORMANCE.md's two prompt targets. What a prompt
-// must send new is its latest step — a result up to a page — so the share
-// of it a provider's cache can serve is 1 − new/size, and it rises only
-// with what the prompt keeps of the steps before. At these sizes a task
-// doing a mixed day's work (TestPromptTargetsMixed) sends 80% of its
-// prompts as a prefix the prompt before had, and its prompt at iteration
-// 50 is within 1.5 times that at iteration 5; at 1,200 characters and 10
-// to 19 lines it sent 76%, with prompts a sixth smaller.
-var DefaultHistory = History{Block: 5, LatestChars: ResultPage, RecentChars: 4000, Condensed: 15, CondensedChars: 140, Answers: 5, AnswerChars: 600, ParamsChars: 300}
+// The sizes are chosen for the model's decisions, and priced by
+// docs/PERFORMANCE.md's cost target (billed-equivalent tokens, which
+// count a cached prefix at a quarter). The latest result is what the
+// model must act on, so it gets a page; the model has already seen each
+// older result whole when it was the latest, so 2,000 characters keep a
+// file or a command's output whole and the head of a page, with the
+// read_result note for the rest; a condensed line, some 35 tokens, keeps
+// what was done in view so the model does not redo it. The block layout
+// costs nothing in decisions and keeps each prompt the prefix of the
+// next. At 4,000 characters (chosen for a cached share of 80%) the
+// mixed task's prompts were 7% larger and cost 4.5% more (TestPromptCost).
+var DefaultHistory = History{Block: 5, LatestChars: ResultPage, RecentChars: 2000, Condensed: 15, CondensedChars: 140, Answers: 5, AnswerChars: 600, ParamsChars: 300}
 
 // withDefaults is h, or DefaultHistory when h retires no block.
 func (h History) withDefaults() History {
@@ -132,6 +135,10 @@ type PromptInput struct {
 	Steps   []plugin.Step
 	Older   plugin.Digest
 	Answers []string // answers to the task's questions and subtask outcomes, in order
+	// Memory is the "Relevant memory" section (plugin.Recaller), shown
+	// after the history: it changes with the latest step, so it is not
+	// part of the prefix the prompt before had (docs/PERFORMANCE.md).
+	Memory  string
 	History History
 	// What a strategy adds (see Request): the system template (empty:
 	// iteration_system.tmpl), sections after the history, the last
@@ -143,7 +150,7 @@ type PromptInput struct {
 }
 
 type stepView struct {
-	Iteration int
+	Iteration string // StepLabel: "7", or "7.2" for the second call of a tools reply
 	Action    string
 	Params    string
 	Success   bool
@@ -178,7 +185,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		}
 		result, more := showResult(s, limit, readable)
 		recent = append(recent, stepView{
-			Iteration: s.Iteration, Action: orNone(s.Action), Params: clip(string(s.Params), h.ParamsChars),
+			Iteration: StepLabel(s), Action: orNone(s.Action), Params: clip(string(s.Params), h.ParamsChars),
 			Success: s.Success, Thought: clip(s.Thought, 300), Result: result, More: more,
 		})
 	}
@@ -188,7 +195,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 		if !s.Success {
 			mark = "failed"
 		}
-		line := fmt.Sprintf("%d. %s %s → %s: %s", s.Iteration, orNone(s.Action), clip(string(s.Params), 60), mark, oneLine(resultText(s), h.CondensedChars))
+		line := fmt.Sprintf("%s. %s %s → %s: %s", StepLabel(s), orNone(s.Action), clip(string(s.Params), 60), mark, oneLine(resultText(s), h.CondensedChars))
 		condensed = append(condensed, clip(line, h.CondensedChars))
 	}
 	// The steps older than those shown are only counted: those before
@@ -221,7 +228,7 @@ func BuildIterationPrompt(in PromptInput) ([]plugin.ChatMessage, error) {
 	user, err := prompts.Render("iteration_user.tmpl", map[string]any{
 		"Task": in.Task, "Iteration": in.Task.Iteration + 1, "Earlier": earlier,
 		"Condensed": condensed, "Recent": recent, "Answers": clipped,
-		"Notes": in.Notes, "Instruction": firstNonEmpty(in.Instruction, "Choose the next action."), "Role": in.Role,
+		"Memory": in.Memory, "Notes": in.Notes, "Instruction": firstNonEmpty(in.Instruction, "Choose the next action."), "Role": in.Role,
 	})
 	if err != nil {
 		return nil, err
@@ -284,7 +291,7 @@ func showResult(s plugin.Step, limit int, readable bool) (shown, more string) {
 	if !readable {
 		return prefix + head, fmt.Sprintf("[… %s more characters not shown]", thousands(left))
 	}
-	return prefix + head, ReadResultNote(s.Iteration, budget, left)
+	return prefix + head, ReadResultCallNote(s.Iteration, s.Call, budget, left)
 }
 
 // ReadResultNote is the line that ends a result shown in part: how many

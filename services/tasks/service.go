@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -98,6 +99,16 @@ type Options struct {
 	// who speaks.
 	Agents []Agent
 	Team   TeamOptions
+	// Memory, when set, recalls for every iteration what is remembered
+	// in the task's room that bears on its goal and latest step: the
+	// prompt's "Relevant memory" section (docs/memory.md).
+	Memory MemorySection
+}
+
+// MemorySection is what the task service asks of memory: a bounded
+// section for a prompt (*plugin.Recaller implements it).
+type MemorySection interface {
+	Section(ctx context.Context, ask plugin.MemoryAsk) (string, error)
 }
 
 // Metrics receives the measurements of the task service. Its methods must
@@ -127,6 +138,8 @@ func (noMetrics) LeaseLost()                               {}
 func (noMetrics) ModelUp(bool)                             {}
 
 // Service is the task service.
+var _ domain.TaskControl = (*Service)(nil)
+
 type Service struct {
 	opts  Options
 	rt    *plugin.Runtime
@@ -184,7 +197,7 @@ func New(opts Options) *Service {
 		clk:   rt.Clock(),
 		log:   rt.Logger().With("service", "tasks"),
 		it: &Iterator{Runtime: rt, History: opts.History, Metrics: opts.Metrics, Temperature: opts.Temperature,
-			ApproveTools: opts.ApproveTools, strategies: newStrategies(opts.Strategies),
+			ApproveTools: opts.ApproveTools, Memory: opts.Memory, strategies: newStrategies(opts.Strategies),
 			team: newTeam(opts.Agents, opts.Team)},
 		model: newBreaker(),
 		wake:  make(chan struct{}, 1),

@@ -109,6 +109,7 @@ type Turn struct {
 
 	it     *Iterator
 	system string // the character's system prompt, with a retry's context
+	memory string // the "Relevant memory" section; "" for none
 	files  *plugin.FileView
 	older  plugin.Digest // what the task's steps before Steps count
 }
@@ -170,6 +171,7 @@ func (t *Turn) Messages(r Request) ([]plugin.ChatMessage, error) {
 		Steps:       t.Steps,
 		Older:       t.older,
 		Answers:     t.Answers,
+		Memory:      t.memory,
 		History:     t.history(r),
 		Notes:       r.Notes,
 		Instruction: r.Instruction,

@@ -8,7 +8,6 @@ import (
 	"math"
 	"reflect"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -23,12 +22,17 @@ import (
 // raises the temperature by StressStep until a claim whose calls all
 // succeed. The role is agent.
 //
-// A claim writes one step, so its step records all its calls: action is
-// their tools' names, params a JSON array of {id, name, arguments}, and
-// result each call's result under a header naming it. The next request
-// rebuilds the native conversation from the latest such steps: the
-// assistant message with its tool calls, then a tool message per call.
-// The task's State (toolsState) keeps the stress.
+// A claim writes a step per call, in the order they ran, under the
+// claim's iteration (plugin.Step.Call tells them apart, from 0): each has
+// its call's tool as action, its arguments as params, its own result and
+// success, so a timeline shows that a write succeeded even when the read
+// after it failed. The first also keeps the reply's text as its thought.
+// The next request rebuilds the native conversation from the latest such
+// claims: the assistant message with its tool calls, then a tool message
+// per call. The calls' IDs there are made from the step's key
+// (callID); the model's own are not kept, and need not be: they only pair
+// a call with its result within one request. The task's State
+// (toolsState) keeps the stress.
 type nativeTools struct{}
 
 // reportProgressTool is the tool a tools task reports its progress with.
@@ -184,22 +188,14 @@ func (t *Turn) runCalls(ctx context.Context, o *plugin.Outcome, st *toolsState, 
 	}
 	st.Stress = stressAfter(st.Stress, failed, len(calls))
 
-	names := make([]string, len(records))
-	var errs []string
+	// A step per call, in the order they ran (plugin/toolsteps.go).
+	steps := make([]plugin.Step, len(records))
 	for i, r := range records {
-		names[i] = r.Name
-		if !results[i].ok {
-			errs = append(errs, r.Name+": "+results[i].err)
-		}
+		steps[i] = plugin.Step{Action: r.Name, Params: r.Arguments, Role: plugin.RoleAgent,
+			Success: results[i].ok, Result: results[i].result, Error: results[i].err}
 	}
-	params, err := json.Marshal(records)
-	if err != nil {
-		params = []byte(`[]`) // strings and valid JSON always encode
-	}
-	o.Step.Thought = strings.TrimSpace(resp.Text)
-	o.Step.Action, o.Step.Params = strings.Join(names, ", "), params
-	o.Step.Result = labelResults(records, results)
-	o.Step.Success, o.Step.Error = len(errs) == 0, strings.Join(errs, "; ")
+	steps[0].Thought = strings.TrimSpace(resp.Text)
+	o.Step, o.Steps = steps[0], steps[1:]
 	o.Progress, o.Verdict = t.Task.Progress, plugin.VerdictContinue
 	if reported {
 		o.Progress = estimate
@@ -300,25 +296,6 @@ func readReport(args string) (int, string, error) {
 	return p, textOf(raw.Note), nil
 }
 
-// callHeader starts call i of n's part of a step's result; the rebuilt
-// conversation finds each call's result by it.
-func callHeader(i, n int, r callRecord) string {
-	return fmt.Sprintf("── call %d of %d: %s (%s) ──\n", i+1, n, r.Name, r.ID)
-}
-
-// labelResults is a step's result: each call's, under its header.
-func labelResults(records []callRecord, results []callResult) string {
-	var b strings.Builder
-	for i, r := range records {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(callHeader(i, len(records), r))
-		b.WriteString(callBody(results[i]))
-	}
-	return b.String()
-}
-
 // callBody is what a tool message says of a call: ok or why it failed,
 // then its result.
 func callBody(res callResult) string {
@@ -356,28 +333,49 @@ func pendingBefore(ran []callRecord, results []callResult, notRun []plugin.ToolC
 	return b.String()
 }
 
-// callsOf reads the calls a step of a tools claim recorded.
+// callsOf reads the calls of the latest claim of steps, when it was a
+// tools claim's (claimAt).
 func callsOf(steps []plugin.Step) ([]callRecord, bool) {
-	if len(steps) == 0 {
+	from, ok := claimAt(steps, len(steps))
+	if !ok {
 		return nil, false
 	}
-	return stepCalls(steps[len(steps)-1])
-}
-
-func stepCalls(s plugin.Step) ([]callRecord, bool) {
-	if s.Role != plugin.RoleAgent || !strings.HasPrefix(strings.TrimSpace(string(s.Params)), "[") {
-		return nil, false
-	}
-	var records []callRecord
-	if json.Unmarshal(s.Params, &records) != nil || len(records) == 0 {
-		return nil, false
-	}
-	for _, r := range records {
-		if r.ID == "" || r.Name == "" {
-			return nil, false
-		}
+	records := make([]callRecord, 0, len(steps)-from)
+	for _, s := range steps[from:] {
+		records = append(records, callRecord{ID: callID(s), Name: s.Action, Arguments: s.Params})
 	}
 	return records, true
+}
+
+// claimAt finds the claim whose steps end steps[:end]: the steps of
+// steps[end-1]'s iteration, from its first call. It says where they
+// start, and whether they are a tools claim's calls, each the agent's and
+// naming a tool (a final answer or a failed reply runs none), the
+// iteration's first call among them.
+func claimAt(steps []plugin.Step, end int) (int, bool) {
+	if end <= 0 {
+		return 0, false
+	}
+	it := steps[end-1].Iteration
+	from := end
+	for from > 0 && steps[from-1].Iteration == it {
+		from--
+	}
+	if steps[from].Call != 0 {
+		return from, false // the window cut the claim: its first calls are not here
+	}
+	for _, s := range steps[from:end] {
+		if s.Role != plugin.RoleAgent || s.Action == "" || s.Action == "none" {
+			return from, false
+		}
+	}
+	return from, true
+}
+
+// callID is the ID a rebuilt conversation gives the call of step s,
+// unique within the task.
+func callID(s plugin.Step) string {
+	return fmt.Sprintf("call_%d_%d", s.Iteration, s.Call+1)
 }
 
 // sameCalls reports whether two claims made the same calls, IDs aside.
@@ -402,18 +400,21 @@ func sameCalls(a, b []callRecord) bool {
 // the role line, then those claims as the native conversation they were.
 func (t *Turn) nativeMessages(tools []Tool, st toolsState) ([]plugin.ChatMessage, error) {
 	k := len(t.Steps)
+	var claims []int // where each native claim starts, newest first
 	for n := 0; n < nativeClaims && k > 0; n++ {
-		if _, ok := stepCalls(t.Steps[k-1]); !ok {
+		from, ok := claimAt(t.Steps, k)
+		if !ok {
 			break
 		}
-		k--
+		claims = append(claims, from)
+		k = from
 	}
-	older, native := t.Steps[:k], t.Steps[k:]
+	older, native := t.Steps[:k], len(claims) > 0
 	var notes []string
 	if st.Pending != "" {
 		notes = append(notes, st.Pending)
 	}
-	if len(native) > 0 {
+	if native {
 		notes = append(notes, "Your latest tool calls and their results follow.")
 	}
 	head := *t
@@ -430,61 +431,51 @@ func (t *Turn) nativeMessages(tools []Tool, st toolsState) ([]plugin.ChatMessage
 	for _, tl := range tools {
 		readable = readable || tl.Name == readResultTool
 	}
-	for i, s := range native {
+	end := len(t.Steps)
+	for i := len(claims) - 1; i >= 0; i-- {
+		from, to := claims[i], end
+		if i > 0 {
+			to = claims[i-1]
+		}
 		limit := h.RecentChars
-		if i == len(native)-1 && h.LatestChars > 0 {
+		if i == 0 && h.LatestChars > 0 {
 			limit = h.LatestChars
 		}
-		msgs = append(msgs, claimMessages(s, limit, readable)...)
+		msgs = append(msgs, claimMessages(t.Steps[from:to], limit, readable)...)
 	}
 	return msgs, nil
 }
 
-// claimMessages is a tools claim's step as the conversation it was: the
-// assistant message with its calls, then each call's result in a tool
+// claimMessages is a tools claim's steps as the conversation they were:
+// the assistant message with its calls, then each call's result in a tool
 // message, cut to limit characters with a note saying how to read on.
-func claimMessages(s plugin.Step, limit int, readable bool) []plugin.ChatMessage {
-	records, _ := stepCalls(s)
-	asked := plugin.ChatMessage{Role: plugin.RoleAssistant, Content: s.Thought}
-	for _, r := range records {
-		asked.ToolCalls = append(asked.ToolCalls, plugin.ToolCall{ID: r.ID, Name: r.Name, Arguments: argumentsText(r.Arguments)})
+func claimMessages(steps []plugin.Step, limit int, readable bool) []plugin.ChatMessage {
+	asked := plugin.ChatMessage{Role: plugin.RoleAssistant, Content: steps[0].Thought}
+	for _, s := range steps {
+		asked.ToolCalls = append(asked.ToolCalls, plugin.ToolCall{ID: callID(s), Name: s.Action, Arguments: argumentsText(s.Params)})
 	}
 	out := []plugin.ChatMessage{asked}
-	from := 0 // byte offset in s.Result where the next call's header is looked for
-	for i, r := range records {
-		body := "(its result was not kept)"
-		header := callHeader(i, len(records), r)
-		if at := strings.Index(s.Result[from:], header); at >= 0 {
-			start := from + at + len(header)
-			end := len(s.Result)
-			if i+1 < len(records) {
-				if next := strings.Index(s.Result[start:], "\n"+callHeader(i+1, len(records), records[i+1])); next >= 0 {
-					end = start + next
-				}
-			}
-			body = showCall(s, start, end, limit, readable)
-			from = end
-		}
-		out = append(out, plugin.ChatMessage{Role: plugin.RoleTool, ToolCallID: r.ID, Content: body})
+	for _, s := range steps {
+		out = append(out, plugin.ChatMessage{Role: plugin.RoleTool, ToolCallID: callID(s), Content: showCall(s, limit, readable)})
 	}
 	return out
 }
 
-// showCall is s.Result[start:end], one call's part, cut to limit
-// characters; the note of a cut part points read_result at the step's
-// whole result, where the part starts at start.
-func showCall(s plugin.Step, start, end, limit int, readable bool) string {
-	part := s.Result[start:end]
+// showCall is what the tool message of step s's call says (callBody), its
+// result cut to limit characters; the note of a cut result points
+// read_result at the step's whole result.
+func showCall(s plugin.Step, limit int, readable bool) string {
+	res := callResult{ok: s.Success, result: s.Result, err: s.Error}
 	if limit <= 0 {
-		return part
+		return callBody(res)
 	}
-	head, left := cutRunes(part, limit, noteRoom)
+	head, left := cutRunes(s.Result, limit, noteRoom)
 	if left == 0 {
-		return part
+		return callBody(res)
 	}
+	res.result = head
 	if !readable {
-		return head + fmt.Sprintf("\n[… %s more characters not shown]", thousands(left))
+		return callBody(res) + fmt.Sprintf("\n[… %s more characters not shown]", thousands(left))
 	}
-	offset := utf8.RuneCountInString(s.Result[:start]) + limit
-	return head + "\n" + ReadResultNote(s.Iteration, offset, left)
+	return callBody(res) + "\n" + ReadResultCallNote(s.Iteration, s.Call, limit, left)
 }

@@ -80,20 +80,25 @@ func TestToolsCalls(t *testing.T) {
 		if got.Progress != 40 || got.Status != plugin.StatusRunning || got.StaleCounter != 0 {
 			t.Fatalf("after the first reply: %s progress %d stale %d", got.Status, got.Progress, got.StaleCounter)
 		}
+		// A step per call, in the order they ran, under the claim's
+		// iteration; the reply's text is the first one's thought.
 		steps := f.steps(n)
-		first := steps[0]
-		if first.Role != plugin.RoleAgent || !first.Success || first.Action != "write_file, read_file, report_progress" ||
-			first.Thought != "Writing, then reading back." {
-			t.Fatalf("first step = %+v", first)
+		if len(steps) != 3 {
+			t.Fatalf("%d steps after the first reply, want 3: %+v", len(steps), steps)
 		}
-		var recorded []struct{ ID, Name string }
-		if err := json.Unmarshal(first.Params, &recorded); err != nil || len(recorded) != 3 || recorded[1].ID != "call_read" || recorded[1].Name != "read_file" {
-			t.Fatalf("first step's params = %s (%v)", first.Params, err)
+		for i, want := range []string{"write_file", "read_file", "report_progress"} {
+			if s := steps[i]; s.Iteration != 1 || s.Call != i || s.Action != want || !s.Success || s.Role != plugin.RoleAgent {
+				t.Errorf("step %d = %+v; want call %d of iteration 1, %s, succeeded, as the agent", i, s, i, want)
+			}
+		}
+		if steps[0].Thought != "Writing, then reading back." || steps[1].Thought != "" ||
+			!sameJSON(string(steps[1].Params), `{"path":"notes/a.md"}`) {
+			t.Errorf("steps = %+v", steps)
 		}
 		// read_file ran after write_file, in the same claim: it read what
 		// write_file had just written.
-		if !strings.Contains(first.Result, "── call 2 of 3: read_file (call_read) ──\nok\n") || !strings.Contains(first.Result, "alpha") {
-			t.Fatalf("first step's result:\n%s", first.Result)
+		if !strings.Contains(steps[1].Result, "alpha") || !strings.Contains(steps[2].Result, "40%") {
+			t.Fatalf("the read's result %q, the report's %q", steps[1].Result, steps[2].Result)
 		}
 
 		f.step("test")
@@ -101,8 +106,10 @@ func TestToolsCalls(t *testing.T) {
 		if got.Progress != 40 || got.StaleCounter != 1 {
 			t.Fatalf("after the failed calls: progress %d stale %d; want 40 and 1 (no report_progress)", got.Progress, got.StaleCounter)
 		}
-		if s := f.steps(n)[1]; s.Success || !strings.Contains(s.Error, `"no_such_tool" is not a tool this task can use`) || !strings.Contains(s.Error, "read_file:") {
-			t.Fatalf("second step = %+v", s)
+		if steps := f.steps(n); len(steps) != 5 || steps[3].Action != "read_file" || steps[3].Success || steps[3].Error == "" ||
+			steps[4].Action != "no_such_tool" || steps[4].Success || !strings.Contains(steps[4].Error, `"no_such_tool" is not a tool this task can use`) ||
+			steps[4].Iteration != 2 || steps[4].Call != 1 {
+			t.Fatalf("the second reply's steps = %+v", steps[3:])
 		}
 		f.step("test")
 		if got := f.task(n); got.Progress != 70 || got.StaleCounter != 0 {
@@ -141,19 +148,19 @@ func TestToolsCalls(t *testing.T) {
 		}
 		second := reqs[1]
 		msgs := second.Body.Messages
-		if len(msgs) != 6 || msgs[2].Role != "assistant" || len(msgs[2].ToolCalls) != 3 || msgs[2].ToolCalls[0].ID != "call_write" ||
+		if len(msgs) != 6 || msgs[2].Role != "assistant" || len(msgs[2].ToolCalls) != 3 || msgs[2].ToolCalls[0].ID != "call_1_1" ||
 			!sameJSON(msgs[2].ToolCalls[1].Function.Arguments, `{"path":"notes/a.md"}`) || msgs[2].Content != "Writing, then reading back." {
 			t.Fatalf("second request's messages = %+v", msgs)
 		}
 		results := toolMessages(second)
-		if !strings.HasPrefix(results["call_write"], "ok") || !strings.Contains(results["call_read"], "alpha") ||
-			!strings.Contains(results["call_progress"], "40%") || msgs[3].ToolCallID != "call_write" || msgs[4].ToolCallID != "call_read" {
+		if !strings.HasPrefix(results["call_1_1"], "ok") || !strings.Contains(results["call_1_2"], "alpha") ||
+			!strings.Contains(results["call_1_3"], "40%") || msgs[3].ToolCallID != "call_1_1" || msgs[4].ToolCallID != "call_1_2" {
 			t.Errorf("second request's tool messages = %q", results)
 		}
-		if r := toolMessages(reqs[2]); !strings.HasPrefix(r["call_missing"], "FAILED: ") || !strings.Contains(r["call_made_up"], "not a tool") {
+		if r := toolMessages(reqs[2]); !strings.HasPrefix(r["call_2_1"], "FAILED: ") || !strings.Contains(r["call_2_2"], "not a tool") {
 			t.Errorf("third request's tool messages = %q", r)
 		}
-		if r := toolMessages(reqs[3]); r["call_echo"] != "ok\necho: hi" {
+		if r := toolMessages(reqs[3]); r["call_3_1"] != "ok\necho: hi" {
 			t.Errorf("fourth request's tool messages = %q", r)
 		}
 		f.check()

@@ -37,8 +37,9 @@ const state = {
   token: sessionStorage.getItem(TOKEN_KEY) || "",
   stream: null,          // AbortController of the running stream
   fetching: new Set(),   // task numbers being fetched
-  steps: new Map(),      // iteration → step of the selected task (with its result, maybe clipped)
+  steps: new Map(),      // stepKey → step of the selected task (with its result, maybe clipped)
   stepsNext: null,       // before= of the selected task's older steps, null when none
+  stepsNextCall: 0,      // the before_call= that goes with it
   ended: {               // the ended tasks' page: the list API's filter and cursor
     status: "completed,failed,stalemate,canceled", q: "",
     after: null,         // after= of this page (null: the first)
@@ -220,6 +221,8 @@ async function loadAll() {
     }
     render();
     loadStats();
+    loadStrategies();
+    loadSchedules();
   } catch (err) {
     state.buffer = null;
     if (err.status !== 401) toast(err.message);
@@ -308,12 +311,16 @@ function taskOnly(t) {
 // loadSteps reads a page of task n's steps with their results (the
 // events carry each step without its result): the latest ones, or with
 // before those of earlier iterations.
-async function loadSteps(n, before) {
+async function loadSteps(n, before, beforeCall) {
   try {
-    const body = await api("/api/tasks/" + n + "?steps=" + STEPS_PAGE + (before ? "&before=" + before : ""));
+    const body = await api("/api/tasks/" + n + "?steps=" + STEPS_PAGE + (before ? "&before=" + before : "") +
+      (before && beforeCall ? "&before_call=" + beforeCall : ""));
     if (state.selected !== n) return;
-    for (const s of body.steps) state.steps.set(s.iteration, s);
-    if (before || !state.stepsLoaded) state.stepsNext = body.steps_next;
+    for (const s of body.steps) state.steps.set(stepKey(s), s);
+    if (before || !state.stepsLoaded) {
+      state.stepsNext = body.steps_next;
+      state.stepsNextCall = body.steps_next_call || 0;
+    }
     state.stepsLoaded = true;
     const cur = state.tasks.get(n);
     const t = taskOnly(body);
@@ -331,13 +338,19 @@ function reloadSteps(n) {
   stepsTimer = setTimeout(() => { if (state.selected === n) loadSteps(n); }, 250);
 }
 
+// stepKey names a step among its task's: its iteration and, as a tools
+// reply of several calls writes a step per call, its call.
+function stepKey(s) {
+  return s.iteration + "." + (s.call || 0);
+}
+
 // loadStep reads one step whole, for "Show all" and for a step older
 // than the pages read.
-async function loadStep(n, iteration) {
+async function loadStep(n, iteration, call) {
   try {
-    const s = await api("/api/tasks/" + n + "/steps/" + iteration);
+    const s = await api("/api/tasks/" + n + "/steps/" + iteration + (call ? "?call=" + call : ""));
     if (state.selected !== n) return null;
-    state.steps.set(iteration, s);
+    state.steps.set(stepKey(s), s);
     return s;
   } catch (err) {
     if (err.status !== 401) toast(err.message);
@@ -368,6 +381,7 @@ function select(n) {
   state.timeline = [];
   state.steps = new Map();
   state.stepsNext = null;
+  state.stepsNextCall = 0;
   state.stepsLoaded = false;
   state.expanded = new Set();
   $("d-preview").hidden = true;
@@ -464,8 +478,28 @@ $("ended-newer").addEventListener("click", () => {
   loadEnded();
 });
 $("d-older").addEventListener("click", () => {
-  if (state.selected !== null && state.stepsNext) loadSteps(state.selected, state.stepsNext);
+  if (state.selected !== null && state.stepsNext) loadSteps(state.selected, state.stepsNext, state.stepsNextCall);
 });
+
+// loadStrategies fills the create form's picker with the task service's
+// strategies (GET /api/strategies), a plugin's included; the page's own
+// options, the built-in ones, stay when the server cannot be asked.
+async function loadStrategies() {
+  try {
+    const body = await api("/api/strategies");
+    const sel = $("strategy");
+    const chosen = sel.value;
+    const known = new Map([...sel.options].map((o) => [o.value, o.textContent]));
+    sel.replaceChildren(...body.strategies.map((name) => {
+      const o = el("option", "", known.get(name) || name);
+      o.value = name;
+      return o;
+    }));
+    if (body.strategies.includes(chosen)) sel.value = chosen;
+  } catch (err) {
+    if (err.status !== 401) toast(err.message);
+  }
+}
 
 // ---------- chart ----------
 
@@ -1113,8 +1147,11 @@ function describe(ev, before) {
       }
       // The event has the step without its result; the steps read from
       // the task have it (or a "Show result" reads it).
-      const s = Object.assign({}, p.step || {}, state.steps.get((p.step || {}).iteration) || {});
-      kind = s.success ? "ok" : "bad";
+      const s = Object.assign({}, p.step || {}, state.steps.get(stepKey(p.step || {})) || {});
+      // A tools reply of several calls: a step per call, each on its own
+      // line under the first.
+      const calls = (p.steps || []).map((c) => Object.assign({}, c, state.steps.get(stepKey(c)) || {}));
+      kind = s.success && calls.every((c) => c.success) ? "ok" : "bad";
       iter = s.iteration || ch.iteration || 0;
       // Whose turn it was, in a task whose strategy is not loop.
       const task = state.tasks.get(ev.task_number);
@@ -1131,6 +1168,16 @@ function describe(ev, before) {
       const after = typeof ch.progress === "number" ? ch.progress : before;
       head.append(el("span", "delta", after > before ? before + "% → " + after + "%" : after + "%"));
       stepBody(what, ev.task_number, s);
+      for (const c of calls) {
+        const line = el("div", "line");
+        if (c.role && multi) line.append(el("span", "role", c.role + " →"));
+        line.append(el("code", "", c.action || "no action"));
+        const cp = paramSummary(c.params);
+        if (cp) line.append(el("span", "param", cp));
+        line.append(el("span", c.success ? "okmark" : "badmark", c.success ? "✓" : "✗"));
+        what.append(line);
+        stepBody(what, ev.task_number, c);
+      }
       if (ch.status && TERMINAL.has(ch.status)) {
         what.append(el("span", "detail-text", (STATUS_WORD[ch.status] || ch.status) + (ch.error ? ": " + ch.error : "")));
       }
@@ -1201,7 +1248,7 @@ function stepBody(what, n, s) {
     what.append(det);
   }
   if (s.error) what.append(el("p", "step-error", s.error));
-  const key = n + ":" + s.iteration;
+  const key = n + ":" + stepKey(s);
   if (typeof s.result === "string" && s.result !== "") {
     const whole = !s.result_clipped;
     const lines = s.result.split("\n");
@@ -1219,20 +1266,20 @@ function stepBody(what, n, s) {
         if (state.expanded.has(key)) { state.expanded.delete(key); scheduleRender(); return; }
         if (!whole) {
           more.disabled = true;
-          if (!(await loadStep(n, s.iteration))) { more.disabled = false; return; }
+          if (!(await loadStep(n, s.iteration, s.call))) { more.disabled = false; return; }
         }
         state.expanded.add(key);
         scheduleRender();
       });
       what.append(more);
     }
-  } else if (s.action && !state.steps.has(s.iteration) && state.stepsLoaded) {
+  } else if (s.action && !state.steps.has(stepKey(s)) && state.stepsLoaded) {
     // Older than the steps read: its result is read when asked for.
     const more = el("button", "more", "Show result");
     more.type = "button";
     more.addEventListener("click", async () => {
       more.disabled = true;
-      if (await loadStep(n, s.iteration)) scheduleRender(); else more.disabled = false;
+      if (await loadStep(n, s.iteration, s.call)) scheduleRender(); else more.disabled = false;
     });
     what.append(more);
   }
@@ -1309,6 +1356,138 @@ $("create").addEventListener("submit", async (e) => {
     button.disabled = false;
   }
 });
+
+// ---------- schedules ----------
+
+const SCHEDULES_EVERY = 30000; // how often the schedules are read again
+
+// loadSchedules lists the schedules with their next run times
+// (docs/schedules.md); a server without a scheduler (503) shows none.
+async function loadSchedules() {
+  let list;
+  try {
+    ({ schedules: list } = await api("/api/schedules"));
+  } catch (err) {
+    if (err.status !== 401 && err.status !== 503) toast(err.message);
+    return;
+  }
+  $("schedules-head").hidden = false;
+  const ul = $("schedules");
+  ul.replaceChildren();
+  ul.hidden = list.length === 0;
+  $("schedules-empty").hidden = list.length !== 0;
+  for (const sc of list) {
+    const li = el("li", "schedule" + (sc.paused ? " paused" : ""));
+    li.dataset.id = sc.id;
+    const head = el("div", "schedule-head");
+    head.append(el("span", "num", "#" + sc.id), el("span", "name", sc.name), el("code", "cron", sc.cron));
+    const next = sc.paused ? "paused" : "next run " + new Date(sc.next_run_at).toLocaleString();
+    let sub = next;
+    if (sc.last_task) sub += " · last run #" + sc.last_task;
+    if (sc.failures) sub += " · " + sc.failures + " failed in a row";
+    const buttons = el("div", "controls");
+    buttons.append(scheduleButton(sc, sc.paused ? "resume" : "pause"), scheduleButton(sc, "delete"));
+    li.append(head, el("div", "sub", sub), buttons);
+    ul.append(li);
+  }
+}
+
+function scheduleButton(sc, op) {
+  const b = el("button", op === "delete" ? "danger" : "", op[0].toUpperCase() + op.slice(1));
+  b.type = "button";
+  b.dataset.action = op;
+  b.addEventListener("click", async () => {
+    if (op === "delete" && !confirm("Delete schedule #" + sc.id + "? Its runs are kept.")) return;
+    b.disabled = true;
+    try {
+      // A JSON body: the server refuses a change sent as anything else.
+      if (op === "delete") await api("/api/schedules/" + sc.id, { method: "DELETE", body: {} });
+      else await api("/api/schedules/" + sc.id + "/" + op, { method: "POST", body: {} });
+      await loadSchedules();
+    } catch (err) {
+      toast(err.message);
+      b.disabled = false;
+    }
+  });
+  return b;
+}
+
+setInterval(() => { if (state.loaded) loadSchedules(); }, SCHEDULES_EVERY);
+
+// ---------- memory (docs/memory.md) ----------
+
+function showView(memory) {
+  $("tasks-view").hidden = memory;
+  $("memory-view").hidden = !memory;
+  $("tab-tasks").setAttribute("aria-selected", String(!memory));
+  $("tab-memory").setAttribute("aria-selected", String(memory));
+  if (memory) { loadMemories(); loadKnowledge(); }
+}
+$("tab-tasks").addEventListener("click", () => showView(false));
+$("tab-memory").addEventListener("click", () => showView(true));
+
+let memorySeq = 0;
+async function loadMemories() {
+  const seq = ++memorySeq;
+  const q = new URLSearchParams({ limit: "100" });
+  const room = $("memory-room").value.trim();
+  const text = $("memory-q").value.trim();
+  if (room) q.set("room", room);
+  if (text) q.set("q", text);
+  try {
+    const body = await api("/api/memories?" + q.toString());
+    if (seq !== memorySeq) return; // a newer search answered first
+    const list = $("memories");
+    list.replaceChildren();
+    for (const m of body.memories || []) {
+      const li = el("li");
+      li.dataset.memory = m.id;
+      const who = el("div", "who");
+      who.append(el("b", null, m.author || m.author_id), el("span", null, m.room), el("span", null, ago(m.created_at, Date.now())));
+      if (m.from_bot) who.append(el("span", "chip", "bot"));
+      li.append(who, el("div", "text", m.text));
+      list.append(li);
+    }
+    $("memories-empty").hidden = list.children.length > 0;
+  } catch (err) {
+    toast(err.message);
+  }
+}
+$("memory-search").addEventListener("submit", (e) => { e.preventDefault(); loadMemories(); });
+
+async function loadKnowledge() {
+  try {
+    const body = await api("/api/knowledge");
+    const list = $("knowledge");
+    list.replaceChildren();
+    for (const d of body.documents || []) {
+      const li = el("li");
+      li.dataset.document = d.id;
+      const who = el("div", "who");
+      who.append(el("b", null, d.title), el("span", null, d.room || "every room"),
+        el("span", null, d.passages + (d.passages === 1 ? " passage" : " passages")), el("span", null, ago(d.created_at, Date.now())));
+      const del = el("button", "danger", "Delete");
+      del.type = "button";
+      del.addEventListener("click", async () => {
+        if (!confirm("Delete the document “" + d.title + "” and its passages?")) return;
+        del.disabled = true;
+        try {
+          await api("/api/knowledge/" + d.id, { method: "DELETE", body: {} });
+          li.remove();
+          $("knowledge-empty").hidden = list.children.length > 0;
+        } catch (err) {
+          del.disabled = false;
+          toast(err.message);
+        }
+      });
+      li.append(who, del);
+      list.append(li);
+    }
+    $("knowledge-empty").hidden = list.children.length > 0;
+  } catch (err) {
+    toast(err.message);
+  }
+}
 
 // Relative times age without events.
 setInterval(() => { if (state.loaded) render(); }, 15000);

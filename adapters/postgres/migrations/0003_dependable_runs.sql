@@ -1,4 +1,4 @@
--- Dependable runs (PRODUCT §7): what a waiting task waits on, when a task
+-- Dependable runs (docs/tasks.md): what a waiting task waits on, when a task
 -- the model could not serve may be tried again, its token budget, and the
 -- ended task a retry continues.
 ALTER TABLE tasks

@@ -1,4 +1,4 @@
--- Notifications delivered exactly once (PRODUCT §9). A notification is
+-- Notifications delivered exactly once (docs/security.md). A notification is
 -- pending or a dead letter (failed at failed_at, the reason in last_error)
 -- until someone retries it (retried_at). Once a send of its message has
 -- begun, the message has a name (delivery_key) that every later attempt,

@@ -1,4 +1,4 @@
--- Tool approval (PRODUCT §9): the tool call a task asked a person to
+-- Tool approval (docs/security.md): the tool call a task asked a person to
 -- approve, kept exactly as asked, and whether it was approved.
 ALTER TABLE tasks
     ADD COLUMN approval_action  TEXT NOT NULL DEFAULT '',

@@ -1,3 +1,3 @@
--- Retention (PRODUCT §9): memories older than TASKLOOM_RETENTION are
+-- Retention (docs/security.md): memories older than TASKLOOM_RETENTION are
 -- deleted, oldest first.
 CREATE INDEX memories_created ON memories (created_at);

@@ -1,4 +1,4 @@
--- Task files (PRODUCT §10): each task's files live here, so any replica
+-- Task files (docs/deploy.md): each task's files live here, so any replica
 -- can run any iteration of any task. An iteration's changes are written in
 -- its fenced commit. The limits (1 MiB a file, 20 MiB and 1,000 files a
 -- task) are checked by the store logic, which knows the whole change; the

@@ -1,4 +1,4 @@
--- Strategies (PRODUCT §8): how a task's claims are made, the phase a
+-- Strategies (docs/strategies.md): how a task's claims are made, the phase a
 -- strategy is in, its own state between claims and magentic's ledger
 -- (JSON text, '' for none); each step records whose turn it was.
 ALTER TABLE tasks

@@ -1,5 +1,5 @@
 -- A task's digest (plugin.Digest, JSON text): its steps counted by action
 -- and where its latest answers are, so an iteration reads its last few
--- steps instead of all of them (PRODUCT §11). '' for the tasks created
+-- steps instead of all of them (docs/PERFORMANCE.md). '' for the tasks created
 -- before it, which keep folding their events.
 ALTER TABLE tasks ADD COLUMN digest TEXT NOT NULL DEFAULT '';

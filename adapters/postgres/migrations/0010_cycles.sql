@@ -1,4 +1,4 @@
--- A strategy whose claims come in cycles (react, PRODUCT §8: a thought, an
+-- A strategy whose claims come in cycles (react, docs/strategies.md: a thought, an
 -- action and an observation) counts max_iterations in cycles, so its
 -- iterations (claims) may reach three times it. The exact bound, in cycles
 -- or in claims, is what taskloom check verifies from the events; this one

@@ -1,4 +1,4 @@
--- Task cards (PRODUCT §12, TASKLOOM_NOTIFY_STYLE=card): the message that
+-- Task cards (docs/chat.md, TASKLOOM_NOTIFY_STYLE=card): the message that
 -- shows a task in a room, posted once and edited in place at every flush.
 -- message_id is the platform's (a Discord message ID, a Slack ts);
 -- updated_at is when that message became the card.

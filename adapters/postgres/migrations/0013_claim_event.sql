@@ -1,4 +1,4 @@
--- A claim in one statement (PRODUCT §11): the claim statement writes its
+-- A claim in one statement (docs/PERFORMANCE.md): the claim statement writes its
 -- own "claimed" event, so a claim is one round trip, committed on its own.
 -- These two functions are what that statement needs beyond plain SQL.
 

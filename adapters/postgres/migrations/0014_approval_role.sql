@@ -1,3 +1,3 @@
--- The role of the step that asked for a tool call's approval (PRODUCT §8,
--- §9), which the call's step keeps when it runs or is denied.
+-- The role of the step that asked for a tool call's approval (docs/strategies.md,
+-- docs/security.md), which the call's step keeps when it runs or is denied.
 ALTER TABLE tasks ADD COLUMN approval_role TEXT NOT NULL DEFAULT '';

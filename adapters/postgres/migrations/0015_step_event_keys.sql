@@ -1,4 +1,4 @@
--- Steps and events without a foreign key to tasks (PRODUCT §11). Every
+-- Steps and events without a foreign key to tasks (docs/PERFORMANCE.md). Every
 -- step and event is written in the transaction that updates its task's
 -- row, in the same statement or after it (the store checks that the
 -- update found the row, or undoes the transaction), and no task is ever

@@ -1,5 +1,5 @@
 -- Tasks, their steps and events, chat memories and the notification outbox
--- (PRODUCT §2), with the semantics of adapters/postgres/migrations. Times
+-- (docs/tasks.md), with the semantics of adapters/postgres/migrations. Times
 -- are INTEGER unix microseconds (UTC), NULL when unset; JSON is TEXT.
 
 CREATE TABLE tasks (

@@ -1,4 +1,4 @@
--- Dependable runs (PRODUCT §7), as adapters/postgres/migrations/0003.
+-- Dependable runs (docs/tasks.md), as adapters/postgres/migrations/0003.
 ALTER TABLE tasks ADD COLUMN waiting_on TEXT NOT NULL DEFAULT ''
     CHECK (waiting_on IN ('', 'answer', 'subtasks', 'approval'));
 ALTER TABLE tasks ADD COLUMN next_attempt_at INTEGER;

@@ -1,4 +1,4 @@
--- Notifications delivered exactly once (PRODUCT §9), as
+-- Notifications delivered exactly once (docs/security.md), as
 -- adapters/postgres/migrations/0004.
 ALTER TABLE notifications ADD COLUMN status TEXT NOT NULL DEFAULT 'pending'
     CHECK (status IN ('pending', 'failed'));

@@ -1,4 +1,4 @@
--- Tool approval (PRODUCT §9), as adapters/postgres/migrations/0005.
+-- Tool approval (docs/security.md), as adapters/postgres/migrations/0005.
 ALTER TABLE tasks ADD COLUMN approval_action TEXT NOT NULL DEFAULT '';
 ALTER TABLE tasks ADD COLUMN approval_params TEXT NOT NULL DEFAULT '';
 ALTER TABLE tasks ADD COLUMN approval_granted INTEGER NOT NULL DEFAULT 0 CHECK (approval_granted IN (0, 1));

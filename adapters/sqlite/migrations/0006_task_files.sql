@@ -1,4 +1,4 @@
--- Task files (PRODUCT §10), as adapters/postgres/migrations/0007. data
+-- Task files (docs/deploy.md), as adapters/postgres/migrations/0007. data
 -- comes last, so a listing reads a row's other columns without the pages
 -- that hold it.
 CREATE TABLE task_files (

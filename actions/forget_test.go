@@ -1,0 +1,54 @@
+package actions_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// TestForgetMe: `forget me` deletes every message its author wrote, in
+// every room, the command itself included, and every fact about them,
+// and says how many; other people's words and facts stay. A model that
+// picks forget_me for other words is refused.
+func TestForgetMe(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.say("ann", "help")
+		k.say("ann", "list tasks", dm)
+		k.say("bob", "help")
+		if _, err := k.store.SaveFacts(k.ctx, []plugin.Fact{
+			{Room: "discord:C1", About: "discord:ann", Text: "ann lives in Lyon", Sources: []int64{1}},
+			{Room: "discord:C1", About: "discord:bob", Text: "bob lives in Oslo", Sources: []int64{3}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got := k.say("ann", "forget me")
+		if want := "Forgotten: I deleted 3 messages you wrote (this one included) and 1 fact about you, in every room."; got != want {
+			t.Fatalf("reply %q, want %q", got, want)
+		}
+		for _, room := range []string{"discord:C1", "discord:DM-ann"} {
+			mems, err := k.store.RecentMemories(k.ctx, room, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range mems {
+				if m.AuthorID == "ann" {
+					t.Errorf("ann's %q survived in %s", m.Text, room)
+				}
+			}
+		}
+		recs, err := k.store.Recall(k.ctx, plugin.RecallQuery{Room: "discord:C1", Text: "lives Lyon Oslo", Kinds: []string{plugin.RecallFact}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || !strings.Contains(recs[0].Text, "bob") {
+			t.Fatalf("facts left: %+v", recs)
+		}
+		res, err := k.rt.RunAction(k.ctx, "forget_me", &plugin.Call{Message: &plugin.Message{Platform: "discord", AuthorID: "bob", Text: "please forget the staging database"}})
+		if err == nil || !strings.Contains(err.Error(), "say `forget me`") || res.Success {
+			t.Fatalf("forget_me for other words: %+v, %v", res, err)
+		}
+	})
+}
