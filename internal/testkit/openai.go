@@ -51,6 +51,8 @@ type OpenAI struct {
 	def     *scripted
 	reqs    []OpenAIRequest
 	served  int
+	// unrecorded: requests are answered but not kept (Unrecorded).
+	unrecorded bool
 	// models are the IDs GET /v1/models lists; listings counts those
 	// requests, which Requests leaves out.
 	models   []string
@@ -316,6 +318,14 @@ func (o *OpenAI) SetDefault(text string) {
 	o.def = &scripted{kind: kindReply, text: text}
 }
 
+// Unrecorded makes the fake keep no request from now on, for a benchmark
+// whose hundreds of thousands of prompts Requests would otherwise hold.
+func (o *OpenAI) Unrecorded() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.unrecorded = true
+}
+
 // Pending reports how many queued answers have not been served yet.
 func (o *OpenAI) Pending() int {
 	o.mu.Lock()
@@ -412,7 +422,9 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	o.mu.Lock()
-	o.reqs = append(o.reqs, rec)
+	if !o.unrecorded {
+		o.reqs = append(o.reqs, rec)
+	}
 	key, outage := o.key, o.outage
 	rejected := o.formats[rec.ResponseFormat()]
 	noTools := o.noTools

@@ -1,0 +1,216 @@
+package tasks_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskloom/taskloom/internal/testkit"
+)
+
+// BenchmarkThroughTheBinary measures the write path end to end
+// (docs/PERFORMANCE.md, "Through the binary"): the real `taskloom serve`
+// process, built here, on PostgreSQL, its model the OpenAI-compatible fake
+// of internal/testkit behind a real HTTP server, answering at once that the
+// task writes a file and goes on. 64 tasks are created through the API;
+// the iterations a second are counted in the store over
+// TASKLOOM_BENCH_ITERATIONS iterations (default 3000) after a warm-up,
+// beside the raw baseline (queue_bench_test.go) run in the same benchmark
+// on the same database, at 4 and 16 workers:
+//
+//	go test -run XXX -bench ThroughTheBinary -benchtime 1x ./services/tasks/
+func BenchmarkThroughTheBinary(b *testing.B) {
+	total := benchIterations(b)
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "taskloom")
+	build := exec.Command("go", "build", "-o", bin, "github.com/taskloom/taskloom/cmd/taskloom")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build taskloom: %v\n%s", err, out)
+	}
+	model := testkit.NewOpenAI(b)
+	model.Unrecorded()
+	model.SetDefault(testkit.DecisionJSON("write_file", map[string]string{"path": "notes.md", "content": "# Notes\nstill going\n"}, 50, "continue"))
+	type row struct {
+		workers       int
+		raw, taskloom float64
+	}
+	var rows []row
+	for _, workers := range []int{4, 16} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			url := benchDB(b)
+			raw := &rawQueue{pool: rawPool(b, url)}
+			var rawTime time.Duration
+			c := readCPU(b, raw.pool)
+			for left := total; left > 0; left -= roundIterations {
+				n := min(left, roundIterations)
+				rawRound(b, raw.pool, queueTasks)
+				rawTime += drive(b, n, workers, []stepper{raw.worker})
+			}
+			rawCPU := readCPU(b, raw.pool).sub(c)
+			tl, tlCPU := runServe(b, bin, dir, url, model.URL(), raw.pool, workers, total)
+			r := row{workers, float64(total) / rawTime.Seconds(), tl}
+			rows = append(rows, r)
+			b.ReportMetric(float64(rawCPU.server.Microseconds())/float64(total), "raw-pg-µs/it")
+			b.ReportMetric(float64(tlCPU.server.Microseconds())/float64(total), "taskloom-pg-µs/it")
+			b.ReportMetric(float64(tlCPU.self.Microseconds())/float64(total), "taskloom-proc-µs/it")
+			b.ReportMetric(r.raw, "raw-it/s")
+			b.ReportMetric(r.taskloom, "taskloom-it/s")
+			b.ReportMetric(100*r.taskloom/r.raw, "%raw")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+	var t strings.Builder
+	fmt.Fprintf(&t, "iterations/s through the binary, %d per side and worker count (PostgreSQL, instant model over HTTP, a file written each iteration):\n", total)
+	fmt.Fprintf(&t, "%8s %10s %10s %7s\n", "workers", "raw", "taskloom", "ratio")
+	for _, r := range rows {
+		fmt.Fprintf(&t, "%8d %10.0f %10.0f %6.0f%%\n", r.workers, r.raw, r.taskloom, 100*r.taskloom/r.raw)
+	}
+	fmt.Print(t.String())
+}
+
+// rawRound ends the raw baseline's tasks and fills its queue with n fresh
+// ones.
+func rawRound(tb testing.TB, pool *pgxpool.Pool, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `UPDATE bench_raw SET status = 'completed', lease_owner = '', completed_at = now() WHERE status <> 'completed'`); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, rawFill, n); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE bench_raw`); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// runServe starts `taskloom serve` with workers workers on url, the model
+// at modelURL, creates queueTasks tasks through its API, lets them warm up
+// and times total iterations counted in the store. It returns the
+// iterations a second and the CPU the process (self) and the database's
+// backends (server) spent over the measure.
+func runServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Pool, workers, total int) (float64, cpuUse) {
+	tb.Helper()
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	serve := exec.Command(bin, "serve")
+	serve.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DATABASE_URL=" + url,
+		"TASKLOOM_HTTP_ADDR=" + addr, "TASKLOOM_DATA_DIR=" + filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=false",
+		"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=sk-bench", "TASKLOOM_WORKERS=" + strconv.Itoa(workers),
+		"TASKLOOM_MAX_ACTIVE=1000", "TASKLOOM_MAX_TOKENS=0", "TASKLOOM_FACTS=false", "TASKLOOM_LOG_LEVEL=warn"}
+	var logs bytes.Buffer
+	serve.Stdout, serve.Stderr = &logs, &logs
+	if err := serve.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = serve.Process.Signal(syscall.SIGTERM)
+			_ = serve.Wait()
+		}
+	}
+	defer stop()
+	base := "http://" + addr
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("taskloom serve not ready after 60s:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i := range queueTasks {
+		body := fmt.Sprintf(`{"goal": "keep notes %d", "max_iterations": 10000, "max_stale_iterations": 1000}`, i)
+		resp, err := http.Post(base+"/api/tasks", "application/json", strings.NewReader(body))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+			tb.Fatalf("POST /api/tasks: %d %s", resp.StatusCode, out)
+		}
+	}
+	iterations := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(iteration), 0) FROM tasks`).Scan(&n); err != nil {
+			tb.Fatal(err)
+		}
+		return n
+	}
+	// Warm up: every task a few iterations old, the process's caches
+	// and connections made.
+	wait := func(until int) {
+		for deadline := time.Now().Add(5 * time.Minute); iterations() < until; {
+			if time.Now().After(deadline) {
+				tb.Fatalf("%d iterations not reached in 5 minutes:\n%s", until, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	wait(4 * queueTasks)
+	from := iterations()
+	c := readCPU(tb, pool)
+	proc := procCPU(tb, serve.Process.Pid)
+	start := time.Now()
+	wait(from + total)
+	elapsed := time.Since(start)
+	done := iterations() - from
+	cpu := readCPU(tb, pool).sub(c)
+	cpu.self = procCPU(tb, serve.Process.Pid) - proc
+	stop()
+	// Every task still going, and every iteration a file written.
+	var ended, steps, writes int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status NOT IN ('queued', 'running')) FROM tasks`).Scan(&ended); err != nil {
+		tb.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE action = 'write_file' AND success) FROM task_steps`).Scan(&steps, &writes); err != nil {
+		tb.Fatal(err)
+	}
+	if ended != 0 || writes != steps || steps == 0 {
+		rows, _ := pool.Query(ctx, `SELECT number, status, error FROM tasks WHERE status NOT IN ('queued', 'running') LIMIT 3`)
+		why, _ := pgx.CollectRows(rows, pgx.RowToMap)
+		tb.Fatalf("%d tasks ended (%v), %d of %d steps wrote a file:\n%s", ended, why, writes, steps, logs.String())
+	}
+	return float64(done) / elapsed.Seconds(), cpu
+}
+
+// procCPU is the CPU time process pid has used (/proc/PID/stat).
+func procCPU(tb testing.TB, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	line := string(raw)
+	f := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
