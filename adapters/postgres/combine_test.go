@@ -128,6 +128,7 @@ func tracedStore(t *testing.T) (*Store, *sent) {
 	s := &Store{pool: pool}
 	s.Core = sqlstore.Core{D: s}
 	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
+	s.MemoryStore = sqlstore.NewMemoryStore(poolDB{pool}, recallSQL)
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -375,9 +375,15 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 		if scope == "" && kind != plugin.RecallPassage {
 			continue // no room: only the knowledge of every room
 		}
-		selecting, err := r.selecting(ctx, kind, terms)
+		selecting, absent, err := r.selecting(ctx, kind, terms)
 		if err != nil {
 			return nil, fmt.Errorf("recall %ss in %s: %w", kind, scope, err)
+		}
+		if absent {
+			// No word is in any row of the kind: nothing to read. (A
+			// task's prompt recalls knowledge every iteration, mostly
+			// from none: this is one round trip an iteration less.)
+			continue
 		}
 		var stmts RecallStatements
 		var args []any
@@ -422,8 +428,9 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 // in some but fewer than commonAt rows; or, when none is, the least common
 // while the rows they are in add up to selectAtMost at most; or none, when
 // every word is in more rows than that (Recall then reads the newest rows
-// with any of them).
-func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string) ([]string, error) {
+// with any of them). absent reports that no word is in any row: each was
+// counted just now, since a word in no row is never remembered.
+func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string) (words []string, absent bool, err error) {
 	type freq struct {
 		term string
 		rows int
@@ -445,7 +452,7 @@ func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string)
 				return f, err
 			})
 		if err != nil {
-			return nil, fmt.Errorf("count words: %w", err)
+			return nil, false, fmt.Errorf("count words: %w", err)
 		}
 		for _, f := range counted {
 			r.counts.put(kind, f.term, f.rows)
@@ -454,13 +461,16 @@ func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string)
 	}
 	var uncommon []string
 	known = slices.DeleteFunc(known, func(f freq) bool { return f.rows == 0 })
+	if len(known) == 0 {
+		return nil, true, nil
+	}
 	for _, f := range known {
 		if f.rows < commonAt {
 			uncommon = append(uncommon, f.term)
 		}
 	}
 	if len(uncommon) > 0 {
-		return uncommon, nil
+		return uncommon, false, nil
 	}
 	slices.SortFunc(known, func(a, b freq) int { return cmp.Compare(a.rows, b.rows) })
 	var least []string
@@ -471,7 +481,7 @@ func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string)
 		}
 		least = append(least, f.term)
 	}
-	return least, nil
+	return least, false, nil
 }
 
 // scanRecollection reads RecallColumns and cites the source.

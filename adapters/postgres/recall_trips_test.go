@@ -1,0 +1,35 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// TestRecallOfAbsentWords: recalling words that are in no row counts them
+// and reads nothing more — one statement, as a task's prompt recalls
+// knowledge every iteration, mostly from none — while a word that is in
+// a row is still found, the first time it is asked for.
+func TestRecallOfAbsentWords(t *testing.T) {
+	ctx := t.Context()
+	s, rec := tracedStore(t)
+	q := plugin.RecallQuery{Text: "zebra quartz lantern", Kinds: []string{plugin.RecallPassage}}
+	for i := range 2 {
+		rec.take()
+		got, err := s.Recall(ctx, q)
+		if err != nil || len(got) != 0 {
+			t.Fatalf("recall %d = %v, %v; want nothing", i+1, got, err)
+		}
+		if stmts, trips := rec.take(); len(stmts) != 1 || trips != 1 || !strings.Contains(stmts[0], "count(*)") {
+			t.Errorf("recall %d of absent words: %d statements in %d round trips, want the count alone: %.300q", i+1, len(stmts), trips, stmts)
+		}
+	}
+	if _, err := s.AddDocument(ctx, plugin.Document{Title: "Lamps"}, "The brass lantern hangs by the door."); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Recall(ctx, q)
+	if err != nil || len(got) != 1 || !strings.Contains(got[0].Text, "lantern") {
+		t.Fatalf("recall after the document = %v, %v; want its passage", got, err)
+	}
+}
