@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -183,5 +184,60 @@ func TestIterationAheadStatements(t *testing.T) {
 		if task.Iteration != 2 || task.Progress != 30+10*int(n-1) {
 			t.Errorf("#%d after two iterations each: iteration %d, progress %d", n, task.Iteration, task.Progress)
 		}
+	}
+}
+
+// TestFileIterationAheadStatements: an iteration that writes a file is
+// still one round trip with the claim of the worker's next task: the
+// commit reads none of the task's files, which migration 0021's check
+// covers after the writes, in the same pipeline; a write past a limit is
+// refused all the same, with nothing written.
+func TestFileIterationAheadStatements(t *testing.T) {
+	ctx := t.Context()
+	s, rec := tracedStore(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, goal := range []string{"one", "two"} {
+		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: goal, Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iterate := func(i int, files ...plugin.FileChange) (plugin.Task, error) {
+		rec.take()
+		_, next, err := s.UpdateTaskAndClaim(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
+				Progress: 10 * (i + 1), Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "write_file", Success: true}, Files: files})
+		}, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+		return next, err
+	}
+	for i := range 2 {
+		next, err := iterate(i, plugin.FileChange{Path: "notes.md", Data: []byte("# Notes\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, trips := rec.take()
+		if len(q) < 4 || q[0] != sqlBeginClaim || !strings.Contains(q[1], "'claimed'") || q[len(q)-1] != "commit" || trips != 1 {
+			t.Errorf("iteration %d: %d statements in %d round trips, want BEGIN, the claim, the writes and COMMIT in 1: %.600q", i+1, len(q), trips, q)
+		}
+		for _, stmt := range q {
+			if strings.Contains(stmt, "FROM task_files") {
+				t.Errorf("iteration %d read the task's files: %q", i+1, stmt)
+			}
+		}
+		if got, err := s.TaskFiles(ctx, c.Number); err != nil || len(got) != 1 || got[0].Path != "notes.md" {
+			t.Fatalf("files of #%d = %v, %v; want notes.md", c.Number, got, err)
+		}
+		c = next
+	}
+	// notes.md is a file of this task: nothing may go inside it.
+	if _, err := iterate(2, plugin.FileChange{Path: "notes.md/inside.md", Data: []byte("x")}); !errors.Is(err, plugin.ErrInvalid) ||
+		!strings.Contains(err.Error(), "notes.md is a file") {
+		t.Errorf("a file inside a file = %v; want ErrInvalid saying notes.md is a file", err)
+	}
+	if got, err := s.TaskFiles(ctx, c.Number); err != nil || len(got) != 1 {
+		t.Errorf("after the refused write, files of #%d = %v, %v; want notes.md alone", c.Number, got, err)
 	}
 }

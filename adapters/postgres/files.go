@@ -2,6 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/plugin"
@@ -38,6 +42,42 @@ func (t *txn) TaskFiles(ctx context.Context, task int64) ([]plugin.TaskFile, err
 	}
 	defer rows.Close()
 	return sqlstore.Collect(rows, scanFile)
+}
+
+// sqlCheckFiles is migration 0021's check of a task's files: $1 the task,
+// $2 the paths written, $3 and $4 the limits of files and bytes.
+const sqlCheckFiles = `SELECT taskloom_check_files($1, $2, $3, $4)`
+
+var _ sqlstore.FileChecker = (*txn)(nil)
+
+// CheckFiles queues the check after the writes, to run in the same
+// pipeline: a breach fails the transaction, and Store.Write reports it as
+// the FileError it is (fileRefusal).
+func (t *txn) CheckFiles(_ context.Context, task int64, written []string) error {
+	t.batch.Queue(sqlCheckFiles, task, written, plugin.MaxTaskFiles, int64(plugin.MaxTaskFileBytes))
+	return nil
+}
+
+// The SQLSTATEs taskloom_check_files raises: a limit, a misplaced file.
+const (
+	sqlstateFileLimit = "TL001"
+	sqlstateFilePlace = "TL002"
+)
+
+// fileRefusal turns taskloom_check_files' refusal in err into a
+// plugin.FileError; any other err is returned as it is.
+func fileRefusal(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case sqlstateFileLimit:
+		return fmt.Errorf("files: %w", &plugin.FileError{Reason: pe.Message, Err: plugin.ErrLimit})
+	case sqlstateFilePlace:
+		return fmt.Errorf("files: %w", &plugin.FileError{Reason: pe.Message, Err: plugin.ErrInvalid})
+	}
+	return err
 }
 
 func (t *txn) PutFile(_ context.Context, task int64, f plugin.TaskFile, data []byte) error {

@@ -32,7 +32,7 @@ func (s *Store) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	for {
 		again, err := s.write(ctx, fn, &st)
 		if !again {
-			return err
+			return fileRefusal(err)
 		}
 	}
 }

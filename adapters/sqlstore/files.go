@@ -20,6 +20,9 @@ func writeFiles(ctx context.Context, tx Tx, task int64, changes []plugin.FileCha
 	if len(changes) == 0 {
 		return nil
 	}
+	if fc, ok := tx.(FileChecker); ok {
+		return writeFilesChecked(ctx, fc, tx, task, changes, now)
+	}
 	files, err := tx.TaskFiles(ctx, task)
 	if err != nil {
 		return fmt.Errorf("files: %w", err)
@@ -57,6 +60,63 @@ func writeFiles(ctx context.Context, tx Tx, task int64, changes []plugin.FileCha
 		if err != nil {
 			return fmt.Errorf("file %s: %w", c.Path, err)
 		}
+	}
+	return nil
+}
+
+// FileChecker is a Tx that checks a task's files against the limits of
+// docs/deploy.md in the database, after the writes, failing the
+// transaction on a breach: a commit then writes without reading the
+// task's files first, which on PostgreSQL is a round trip in the middle of
+// the transaction and keeps the worker's next claim out of it.
+type FileChecker interface {
+	// CheckFiles fails the transaction, with a FileError wrapping
+	// ErrLimit or ErrInvalid when it is refused, if task's files, once
+	// written, are more than a task may keep, or written (the paths
+	// written) puts a file where a folder is or inside a file. It may
+	// report the breach only when the transaction commits.
+	CheckFiles(ctx context.Context, task int64, written []string) error
+}
+
+// writeFilesChecked is writeFiles on a FileChecker: the paths and each
+// file's size are checked here, the rest in the database after the
+// writes.
+func writeFilesChecked(ctx context.Context, fc FileChecker, tx Tx, task int64, changes []plugin.FileChange, now time.Time) error {
+	sizes := map[string]int64{}
+	var written []string
+	for _, c := range changes {
+		if clean, err := plugin.CleanFilePath(c.Path); err != nil || clean != c.Path {
+			return fmt.Errorf("file %q: %w: not a clean relative path", c.Path, plugin.ErrInvalid)
+		}
+		if c.Delete {
+			delete(sizes, c.Path)
+			continue
+		}
+		sizes[c.Path] = int64(len(c.Data))
+		written = append(written, c.Path)
+	}
+	// Only each file's own size: the changes alone are no task's files.
+	for _, p := range written {
+		if err := plugin.CheckFileLimits(map[string]int64{p: sizes[p]}, []string{p}); err != nil {
+			return fmt.Errorf("files: %w", err)
+		}
+	}
+	var err error
+	for _, c := range changes {
+		if c.Delete {
+			err = tx.DeleteFile(ctx, task, c.Path)
+		} else {
+			err = tx.PutFile(ctx, task, fileOf(c, now), nonNil(c.Data))
+		}
+		if err != nil {
+			return fmt.Errorf("file %s: %w", c.Path, err)
+		}
+	}
+	if len(written) == 0 {
+		return nil // deletions make no file too many nor misplaced
+	}
+	if err := fc.CheckFiles(ctx, task, written); err != nil {
+		return fmt.Errorf("files: %w", err)
 	}
 	return nil
 }
