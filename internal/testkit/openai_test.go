@@ -161,3 +161,23 @@ func TestOpenAIDrop(t *testing.T) {
 		t.Errorf("%d requests, want 2 (net/http must not resend the POST)", n)
 	}
 }
+
+// TestOpenAIUnrecorded: after Unrecorded the fake still answers, and keeps
+// none of the requests, as a long benchmark needs.
+func TestOpenAIUnrecorded(t *testing.T) {
+	o := testkit.NewOpenAI(t)
+	o.SetDefault(`{"ok": true}`)
+	c := client(o)
+	if _, err := chat(t, c, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	o.Unrecorded()
+	for range 3 {
+		if got, err := chat(t, c, "", 0); err != nil || got != `{"ok": true}` {
+			t.Fatalf("answer = %q, %v", got, err)
+		}
+	}
+	if n := len(o.Requests()); n != 1 {
+		t.Errorf("%d requests kept; want the 1 before Unrecorded", n)
+	}
+}
