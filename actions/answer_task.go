@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -71,7 +72,7 @@ func (a AnswerTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 
 // answer resumes t with a person's answer; shared with the evaluator that
 // notices replies to a task's question.
-func answer(ctx context.Context, c *Chat, msg *plugin.Message, t plugin.Task, text string) (plugin.Result, error) {
+func answer(ctx context.Context, c *Chat, msg *plugin.Message, t domain.Task, text string) (plugin.Result, error) {
 	after, err := c.Tasks.Answer(ctx, t.Number, msg.AuthorID, strings.TrimSpace(text))
 	if err != nil {
 		if s := refusal(render.ForPlatform(msg.Platform), CmdAnswer, t, err); s != "" {
@@ -89,15 +90,15 @@ func answer(ctx context.Context, c *Chat, msg *plugin.Message, t plugin.Task, te
 // nothing, unless exactly one task there is waiting on a question (a task
 // waiting on its subtasks or an approval takes no answer).
 func AnswerWaiting(ctx context.Context, rt *plugin.Runtime, c *Chat, msg *plugin.Message, text string) (plugin.Result, bool, error) {
-	all, err := rt.Store().ListTasks(ctx, plugin.TaskFilter{
-		RoomID: msg.Room, WorkspaceID: WorkspaceOf(msg), Statuses: []plugin.Status{plugin.StatusWaiting},
+	all, err := rt.Store().ListTasks(ctx, domain.TaskFilter{
+		RoomID: msg.Room, WorkspaceID: WorkspaceOf(msg), Statuses: []domain.Status{domain.StatusWaiting},
 	})
 	if err != nil {
 		return plugin.Result{}, false, err
 	}
-	var waiting []plugin.Task
+	var waiting []domain.Task
 	for _, t := range all {
-		if t.WaitingOn == plugin.WaitAnswer {
+		if t.WaitingOn == domain.WaitAnswer {
 			waiting = append(waiting, t)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -45,7 +46,7 @@ func (AskUser) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, er
 	if n := utf8.RuneCountInString(q); n > MaxPostRunes {
 		return fail("The question is %d characters; ask_user takes at most %d.", n, MaxPostRunes)
 	}
-	res := plugin.Result{Success: true, Text: "asked: " + q, Wait: plugin.WaitAnswer}
+	res := plugin.Result{Success: true, Text: "asked: " + q, Wait: domain.WaitAnswer}
 	if task.RoomID == "" {
 		// A task made through the API, the CLI or the dashboard is asked
 		// there: the question is in its step and its events.
@@ -55,7 +56,7 @@ func (AskUser) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, er
 	if err != nil {
 		return plugin.Result{}, err
 	}
-	n.Asks = plugin.WaitAnswer
-	res.Notifications = []plugin.Notification{n}
+	n.Asks = domain.WaitAnswer
+	res.Notifications = []domain.Notification{n}
 	return res, nil
 }

@@ -77,14 +77,14 @@ func chatMessage(call *plugin.Call) (*plugin.Message, *plugin.Result) {
 // visibleTask loads a task the author may see: same workspace. A task
 // elsewhere is answered exactly like one that does not exist, so numbers
 // do not leak across workspaces.
-func (c *Chat) visibleTask(ctx context.Context, call *plugin.Call, number int64) (plugin.Task, *plugin.Result, error) {
+func (c *Chat) visibleTask(ctx context.Context, call *plugin.Call, number int64) (domain.Task, *plugin.Result, error) {
 	msg := call.Message
 	t, err := call.Runtime.Store().GetTask(ctx, number)
-	if errors.Is(err, plugin.ErrNotFound) || (err == nil && t.WorkspaceID != WorkspaceOf(msg)) {
-		return plugin.Task{}, &plugin.Result{Error: fmt.Sprintf("There is no task #%d here.", number)}, nil
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && t.WorkspaceID != WorkspaceOf(msg)) {
+		return domain.Task{}, &plugin.Result{Error: fmt.Sprintf("There is no task #%d here.", number)}, nil
 	}
 	if err != nil {
-		return plugin.Task{}, nil, fmt.Errorf("get task #%d: %w", number, err)
+		return domain.Task{}, nil, fmt.Errorf("get task #%d: %w", number, err)
 	}
 	return t, nil, nil
 }
@@ -93,18 +93,18 @@ func (c *Chat) visibleTask(ctx context.Context, call *plugin.Call, number int64)
 // that answers it: usage when it names none, "There is no task #N here."
 // when no task of this workspace has the number, however large. (Beyond
 // is said back only when it is digits: a model's call may set it too.)
-func (c *Chat) namedTask(ctx context.Context, call *plugin.Call, p numberParams, usage string) (plugin.Task, *plugin.Result, error) {
+func (c *Chat) namedTask(ctx context.Context, call *plugin.Call, p numberParams, usage string) (domain.Task, *plugin.Result, error) {
 	if p.Number <= 0 {
 		if p.Beyond != "" && strings.Trim(p.Beyond, "0123456789") == "" {
-			return plugin.Task{}, &plugin.Result{Error: fmt.Sprintf("There is no task #%s here.", p.Beyond)}, nil
+			return domain.Task{}, &plugin.Result{Error: fmt.Sprintf("There is no task #%s here.", p.Beyond)}, nil
 		}
-		return plugin.Task{}, &plugin.Result{Error: usage}, nil
+		return domain.Task{}, &plugin.Result{Error: usage}, nil
 	}
 	return c.visibleTask(ctx, call, p.Number)
 }
 
 // mayControl says whether the author may pause, resume or cancel t.
-func (c *Chat) mayControl(msg *plugin.Message, t plugin.Task) bool {
+func (c *Chat) mayControl(msg *plugin.Message, t domain.Task) bool {
 	return msg.AuthorID != "" && (t.RequestorID == msg.AuthorID || msg.Admin || slices.Contains(c.Admins, msg.AuthorID))
 }
 
@@ -156,17 +156,17 @@ func match(msg *plugin.Message, kind string) (json.RawMessage, bool) {
 }
 
 // refusal explains a refused transition in one sentence.
-func refusal(f render.Flavor, op string, t plugin.Task, err error) string {
+func refusal(f render.Flavor, op string, t domain.Task, err error) string {
 	var (
-		te    *plugin.TaskError
-		stale *plugin.StaleApprovalError
+		te    *domain.TaskError
+		stale *domain.StaleApprovalError
 	)
 	switch {
 	case errors.As(err, &stale):
 		return staleApproval(f, stale.Now)
-	case errors.Is(err, plugin.ErrTerminal):
+	case errors.Is(err, domain.ErrTerminal):
 		return fmt.Sprintf("Task #%d has already ended (%s); it cannot be %s.", t.Number, strings.ToLower(render.StatusWord(t.Status)), pastTense(op))
-	case errors.As(err, &te) && errors.Is(err, plugin.ErrInvalidState):
+	case errors.As(err, &te) && errors.Is(err, domain.ErrInvalidState):
 		switch op {
 		case CmdResume:
 			return fmt.Sprintf("Task #%d is not paused (it is %s); only a paused task can be resumed.", t.Number, strings.ToLower(render.StatusWord(te.Status)))
@@ -175,7 +175,7 @@ func refusal(f render.Flavor, op string, t plugin.Task, err error) string {
 		case CmdApprove, CmdDeny:
 			return fmt.Sprintf("Task #%d is not waiting for an approval.", t.Number)
 		case CmdAnswer:
-			if t.WaitingOn == plugin.WaitSubtasks {
+			if t.WaitingOn == domain.WaitSubtasks {
 				return fmt.Sprintf("Task #%d is not waiting for an answer: it waits for its subtasks to end.", t.Number)
 			}
 			return fmt.Sprintf("Task #%d is not waiting for an answer.", t.Number)
@@ -187,10 +187,10 @@ func refusal(f render.Flavor, op string, t plugin.Task, err error) string {
 // staleApproval answers a decision on an approval request that is no
 // longer pending, saying what task now (as it is) asks instead, if
 // anything.
-func staleApproval(f render.Flavor, now plugin.Task) string {
+func staleApproval(f render.Flavor, now domain.Task) string {
 	const gone = "That request is no longer pending"
 	switch {
-	case plugin.ApprovalID(now) != "":
+	case domain.ApprovalID(now) != "":
 		return fmt.Sprintf("%s; task #%d now asks to run %s.", gone, now.Number,
 			render.Call(f, now.ApprovalAction, now.ApprovalParams))
 	case now.ApprovalGranted && now.ApprovalAction != "":

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -20,7 +21,7 @@ import (
 type chatKit struct {
 	t     *testing.T
 	ctx   context.Context
-	store plugin.Store
+	store domain.Store
 	rt    *plugin.Runtime
 	svc   *tasks.Service
 	clk   *clock.Fake
@@ -74,7 +75,7 @@ func (k *chatKit) expect(author, text, want string, mod ...func(*plugin.Message)
 
 func (k *chatKit) count() int {
 	k.t.Helper()
-	n, err := k.store.CountTasks(k.ctx, plugin.TaskFilter{})
+	n, err := k.store.CountTasks(k.ctx, domain.TaskFilter{})
 	if err != nil {
 		k.t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestBadCommandsChangeNothing(t *testing.T) {
 		if n := k.count(); n != 1 {
 			t.Fatalf("%d tasks after bad commands, want 1", n)
 		}
-		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusQueued {
+		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != domain.StatusQueued {
 			t.Fatalf("task #1 is %s", got.Status)
 		}
 	})
@@ -157,7 +158,7 @@ func TestControlIsForTheRequestorAndAdmins(t *testing.T) {
 		k.expect("carol", "pause #1", "paused", admin)                   // a Manage Server / workspace admin
 		k.expect("ann", "cancel #1", `🛑 Task #1 "Build auth" canceled`)
 		k.expect("ann", "resume #1", "Task #1 has already ended (canceled); it cannot be resumed.")
-		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusCanceled {
+		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != domain.StatusCanceled {
 			t.Fatalf("status %s", got.Status)
 		}
 	})
@@ -198,13 +199,13 @@ func TestAnswerResumesAWaitingTask(t *testing.T) {
 		k := newChat(t, open)
 		k.expect("ann", "create task Build auth", "#1")
 		wait := func(n int64) {
-			claimed, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+			claimed, err := k.store.ClaimTask(k.ctx, domain.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
 			if err != nil || claimed.Number != n {
 				t.Fatalf("claim: %+v %v", claimed, err)
 			}
-			_, err = k.store.UpdateTask(k.ctx, n, func(cur plugin.Task) (plugin.Mutation, error) {
-				return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: cur.Fence, Now: k.clk.Now(), Progress: 10,
-					Wait: plugin.WaitAnswer, Step: plugin.Step{Action: "ask_user", Success: true}})
+			_, err = k.store.UpdateTask(k.ctx, n, func(cur domain.Task) (domain.Mutation, error) {
+				return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: cur.Fence, Now: k.clk.Now(), Progress: 10,
+					Wait: domain.WaitAnswer, Step: domain.Step{Action: "ask_user", Success: true}})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -212,7 +213,7 @@ func TestAnswerResumesAWaitingTask(t *testing.T) {
 		}
 		wait(1)
 		k.expect("bob", "answer #1 use JWT", `Thanks — task #1 "Build auth" goes on with your answer.`)
-		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusQueued {
+		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != domain.StatusQueued {
 			t.Fatalf("status %s", got.Status)
 		}
 		k.clk.Advance(time.Second)
@@ -222,7 +223,7 @@ func TestAnswerResumesAWaitingTask(t *testing.T) {
 		evs, _ := k.store.TaskEvents(k.ctx, 1, 0)
 		var answers []string
 		for _, ev := range evs {
-			if ev.Type == plugin.EventAnswered {
+			if ev.Type == domain.EventAnswered {
 				answers = append(answers, string(ev.Payload))
 			}
 		}
@@ -255,18 +256,18 @@ func TestChatterDoesNotWakeAParentWaitingOnSubtasks(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		k := newChat(t, open)
 		k.expect("ann", "create task Ship the release", "#1")
-		claimed, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+		claimed, err := k.store.ClaimTask(k.ctx, domain.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
-		child, err := k.svc.Create(k.ctx, plugin.NewTask{Goal: "Tag the build", ParentNumber: 1, RequestorID: "ann",
+		child, err := k.svc.Create(k.ctx, domain.NewTask{Goal: "Tag the build", ParentNumber: 1, RequestorID: "ann",
 			Platform: "discord", RoomID: "discord:C1", WorkspaceID: "G1", Actor: "task #1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.store.UpdateTask(k.ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: 10,
-				Wait: plugin.WaitSubtasks, Step: plugin.Step{Action: "create_subtask", Success: true}})
+		if _, err := k.store.UpdateTask(k.ctx, 1, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: 10,
+				Wait: domain.WaitSubtasks, Step: domain.Step{Action: "create_subtask", Success: true}})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -274,21 +275,21 @@ func TestChatterDoesNotWakeAParentWaitingOnSubtasks(t *testing.T) {
 		k.expect("bob", "answer #1 use JWT", "Task #1 is not waiting for an answer: it waits for its subtasks to end.")
 		k.expect("bob", "use JWT", "If you are answering a task's question", func(m *plugin.Message) { m.Mentioned, m.ReplyToBot = false, true })
 		after, _ := k.store.GetTask(k.ctx, 1)
-		if after.Status != plugin.StatusWaiting || after.WaitingOn != plugin.WaitSubtasks || after.EventSeq != before.EventSeq {
+		if after.Status != domain.StatusWaiting || after.WaitingOn != domain.WaitSubtasks || after.EventSeq != before.EventSeq {
 			t.Fatalf("parent after the chatter = %s on %q (event %d, was %d); want untouched", after.Status, after.WaitingOn, after.EventSeq, before.EventSeq)
 		}
 		k.clk.Advance(time.Second)
-		c, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+		c, err := k.store.ClaimTask(k.ctx, domain.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
 		if err != nil || c.Number != child.Number {
 			t.Fatalf("claim = #%d, %v; want the child", c.Number, err)
 		}
-		if _, err := k.store.UpdateTask(k.ctx, child.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: k.clk.Now(), Progress: 100,
-				Verdict: plugin.VerdictDone, Summary: "tagged v1.2", Step: plugin.Step{Action: "post_message", Success: true}})
+		if _, err := k.store.UpdateTask(k.ctx, child.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: k.clk.Now(), Progress: 100,
+				Verdict: domain.VerdictDone, Summary: "tagged v1.2", Step: domain.Step{Action: "post_message", Success: true}})
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if p, _ := k.store.GetTask(k.ctx, 1); p.Status != plugin.StatusQueued {
+		if p, _ := k.store.GetTask(k.ctx, 1); p.Status != domain.StatusQueued {
 			t.Fatalf("parent after its last subtask = %s, want queued", p.Status)
 		}
 	})
@@ -332,13 +333,13 @@ func TestApproveAndDeny(t *testing.T) {
 		k.expect("ann", "create task Deploy", "#1")
 		k.expect("ann", "approve #1", "Task #1 is not waiting for an approval.")
 		asks := func() {
-			claimed, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+			claimed, err := k.store.ClaimTask(k.ctx, domain.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := k.store.UpdateTask(k.ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) {
-				return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: 10,
-					Wait: plugin.WaitApproval, Step: plugin.Step{Action: "run_command", Params: []byte(`{"command":"make deploy"}`)}})
+			if _, err := k.store.UpdateTask(k.ctx, 1, func(cur domain.Task) (domain.Mutation, error) {
+				return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: 10,
+					Wait: domain.WaitApproval, Step: domain.Step{Action: "run_command", Params: []byte(`{"command":"make deploy"}`)}})
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -349,29 +350,29 @@ func TestApproveAndDeny(t *testing.T) {
 		k.expect("bob", "approve #1", "Only the person who created task #1, or an admin, can approve it.")
 		k.expect("bob", "deny #1 no", "Only the person who created task #1, or an admin, can deny it.")
 		k.expect("bob", "answer #1 yes", "Task #1 is not waiting for an answer.")
-		if after, _ := k.store.GetTask(k.ctx, 1); after.EventSeq != before.EventSeq || after.WaitingOn != plugin.WaitApproval {
+		if after, _ := k.store.GetTask(k.ctx, 1); after.EventSeq != before.EventSeq || after.WaitingOn != domain.WaitApproval {
 			t.Fatalf("refused decisions changed the task: %+v", after)
 		}
 		k.expect("ann", "approve #1 call:0123456789abcdef", "That request is no longer pending; task #1 now asks to run `run_command {\"command\":\"make deploy\"}`.")
 		k.expect("ann", "deny #1 call:0123456789abcdef too late", "That request is no longer pending; task #1 now asks to run")
-		if after, _ := k.store.GetTask(k.ctx, 1); after.EventSeq != before.EventSeq || after.WaitingOn != plugin.WaitApproval {
+		if after, _ := k.store.GetTask(k.ctx, 1); after.EventSeq != before.EventSeq || after.WaitingOn != domain.WaitApproval {
 			t.Fatalf("decisions on a stale call changed the task: %+v", after)
 		}
-		k.expect("ann", "approve #1 call:"+plugin.ApprovalID(before), "✅ Approved `run_command {\"command\":\"make deploy\"}` for task #1 \"Deploy\"; it runs next.")
-		k.expect("ann", "approve #1 call:"+plugin.ApprovalID(before), "That request is no longer pending; task #1 was approved to run `run_command {\"command\":\"make deploy\"}`, which it runs next.")
-		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != plugin.StatusQueued || !got.ApprovalGranted {
+		k.expect("ann", "approve #1 call:"+domain.ApprovalID(before), "✅ Approved `run_command {\"command\":\"make deploy\"}` for task #1 \"Deploy\"; it runs next.")
+		k.expect("ann", "approve #1 call:"+domain.ApprovalID(before), "That request is no longer pending; task #1 was approved to run `run_command {\"command\":\"make deploy\"}`, which it runs next.")
+		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != domain.StatusQueued || !got.ApprovalGranted {
 			t.Fatalf("approved task = %s, granted %v", got.Status, got.ApprovalGranted)
 		}
 
 		k.expect("ann", "create task Deploy again", "#2")
 		k.expect("ann", "cancel #1", "canceled")
-		claimed, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+		claimed, err := k.store.ClaimTask(k.ctx, domain.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
 		if err != nil || claimed.Number != 2 {
 			t.Fatalf("claim = #%d, %v", claimed.Number, err)
 		}
-		if _, err := k.store.UpdateTask(k.ctx, 2, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: 10,
-				Wait: plugin.WaitApproval, Step: plugin.Step{Action: "run_command", Params: []byte(`{"command":"make deploy"}`)}})
+		if _, err := k.store.UpdateTask(k.ctx, 2, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: 10,
+				Wait: domain.WaitApproval, Step: domain.Step{Action: "run_command", Params: []byte(`{"command":"make deploy"}`)}})
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -4,8 +4,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // The chat commands of docs/chat.md, one entry each: the grammar
@@ -50,7 +50,7 @@ type Slash struct {
 	Options []SlashOption
 	// Offers says which tasks the autocomplete of its number option
 	// offers; nil for a subcommand without one.
-	Offers func(plugin.Task) bool
+	Offers func(domain.Task) bool
 	// Build, when set, makes the chat text from the options' values
 	// instead of SlashText's rule: a subcommand whose first option picks
 	// what it does (/task schedule action:pause id:2).
@@ -114,7 +114,7 @@ var chatCommands = []ChatCommand{
 		Help: "creates a task and replies with its number", Parse: parseCreate,
 		Slash: &Slash{Name: "create", Description: "Create a task; progress is posted in this channel", Text: "create task",
 			Options: []SlashOption{
-				{Name: "goal", Description: "What the task should do", Kind: OptText, MaxLength: plugin.MaxGoalLength, Example: "Build auth", Hint: "goal"},
+				{Name: "goal", Description: "What the task should do", Kind: OptText, MaxLength: domain.MaxGoalLength, Example: "Build auth", Hint: "goal"},
 				{Name: "strategy", Description: "How the task is worked; loop when not given", Kind: OptStrategy, Optional: true},
 			}},
 	},
@@ -127,27 +127,27 @@ var chatCommands = []ChatCommand{
 		Kind: CmdStatus, Usage: []string{"status #1"}, Help: "shows one task in detail: progress, steps, summary",
 		Parse: numbered(CmdStatus, "status"),
 		Slash: &Slash{Name: "status", Description: "One task in detail", Text: "status",
-			Options: []SlashOption{withExample(number("show"), "1")}, Offers: func(plugin.Task) bool { return true }},
+			Options: []SlashOption{withExample(number("show"), "1")}, Offers: func(domain.Task) bool { return true }},
 	},
 	{
 		Kind: CmdPause, Usage: []string{"pause #1"}, Help: "pauses, resumes (a paused task only) or cancels a task you created",
 		Parse: numbered(CmdPause, "pause"),
 		Slash: &Slash{Name: "pause", Description: "Pause a task (its creator or a server manager)", Text: "pause",
-			Options: []SlashOption{withExample(number("pause"), "1")}, Offers: func(t plugin.Task) bool {
-				return t.Status == plugin.StatusQueued || t.Status == plugin.StatusRunning || t.Status == plugin.StatusWaiting
+			Options: []SlashOption{withExample(number("pause"), "1")}, Offers: func(t domain.Task) bool {
+				return t.Status == domain.StatusQueued || t.Status == domain.StatusRunning || t.Status == domain.StatusWaiting
 			}},
 	},
 	{
 		Kind: CmdResume, Usage: []string{"resume #1"}, HelpWith: CmdPause,
 		Parse: numbered(CmdResume, "resume", "unpause", "continue"),
 		Slash: &Slash{Name: "resume", Description: "Resume a paused task (its creator or a server manager)", Text: "resume",
-			Options: []SlashOption{number("resume")}, Offers: func(t plugin.Task) bool { return t.Status == plugin.StatusPaused }},
+			Options: []SlashOption{number("resume")}, Offers: func(t domain.Task) bool { return t.Status == domain.StatusPaused }},
 	},
 	{
 		Kind: CmdCancel, Usage: []string{"cancel #1"}, HelpWith: CmdPause,
 		Parse: numbered(CmdCancel, "cancel", "abort", "stop"),
 		Slash: &Slash{Name: "cancel", Description: "Cancel a task for good (its creator or a server manager)", Text: "cancel",
-			Options: []SlashOption{number("cancel")}, Offers: func(t plugin.Task) bool { return !t.Status.Terminal() }},
+			Options: []SlashOption{number("cancel")}, Offers: func(t domain.Task) bool { return !t.Status.Terminal() }},
 	},
 	{
 		Kind: CmdSearch, Usage: []string{"search tasks auth"}, Help: "finds tasks whose name or goal matches",
@@ -161,7 +161,7 @@ var chatCommands = []ChatCommand{
 		Slash: &Slash{Name: "answer", Description: "Answer the question a waiting task asked", Text: "answer",
 			Options: []SlashOption{withExample(number("answer"), "3"),
 				{Name: "text", Description: "Your answer", Kind: OptText, MaxLength: 4000, Example: "use JWT", Hint: "text"}},
-			Offers: func(t plugin.Task) bool { return t.Status == plugin.StatusWaiting && t.WaitingOn == plugin.WaitAnswer }},
+			Offers: func(t domain.Task) bool { return t.Status == domain.StatusWaiting && t.WaitingOn == domain.WaitAnswer }},
 	},
 	{
 		Kind: CmdRetry, Usage: []string{"retry #3 use JWT this time"}, Help: "continues an ended task as a new one, with its files and what you add",
@@ -169,7 +169,7 @@ var chatCommands = []ChatCommand{
 		Slash: &Slash{Name: "retry", Description: "Continue an ended task as a new one, with its files", Text: "retry",
 			Options: []SlashOption{withExample(number("retry"), "3"),
 				{Name: "context", Description: "More context for the new run", Kind: OptText, MaxLength: 4000, Optional: true, Example: "use JWT this time", Hint: "context"}},
-			Offers: func(t plugin.Task) bool { return t.Status.Terminal() }},
+			Offers: func(t domain.Task) bool { return t.Status.Terminal() }},
 	},
 	// The schedule commands (docs/schedules.md). The grammars of the task
 	// commands above cannot read them ("pause schedule #2" is not a
@@ -184,7 +184,7 @@ var chatCommands = []ChatCommand{
 			Options: []SlashOption{
 				{Name: "action", Description: "What to do", Kind: OptChoice, Choices: []string{"add", "list", "pause", "resume", "delete"}, Example: "add"},
 				{Name: "cron", Description: "Five fields such as 0 9 * * 1-5, or @daily, @every 2h (for add)", Kind: OptText, MaxLength: 200, Optional: true, Example: "0 9 * * 1-5"},
-				{Name: "goal", Description: "What each run should do (for add)", Kind: OptText, MaxLength: plugin.MaxGoalLength, Optional: true, Example: "summarise the alerts"},
+				{Name: "goal", Description: "What each run should do (for add)", Kind: OptText, MaxLength: domain.MaxGoalLength, Optional: true, Example: "summarise the alerts"},
 				{Name: "id", Description: "The schedule's number, as in #2 (for pause, resume, delete)", Kind: OptInteger, Optional: true},
 			}},
 	},

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 // testdata/help.<flavor>.golden on each platform.
 func TestHelpFromTheTable(t *testing.T) {
 	for _, f := range []render.Flavor{render.Plain, render.Discord, render.Slack} {
-		got := actions.HelpText(f, []string{plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, "echo"}) + "\n"
+		got := actions.HelpText(f, []string{domain.StrategyLoop, domain.StrategyReact, domain.StrategyTools, "echo"}) + "\n"
 		path := filepath.Join("testdata", "help."+f.String()+".golden")
 		if *update {
 			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -71,9 +72,9 @@ func (a ControlTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 	if p.Call == "" && (a.Op == CmdApprove || a.Op == CmdDeny) {
 		// The call pending as the task was read: the one the answer
 		// names, and the only one this decision may land on.
-		p.Call = plugin.ApprovalID(t)
+		p.Call = domain.ApprovalID(t)
 	}
-	var after plugin.Task
+	var after domain.Task
 	switch a.Op {
 	case CmdPause:
 		after, err = a.Tasks.Pause(ctx, t.Number, msg.AuthorID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -16,7 +17,7 @@ import (
 // the iteration's commit, so a worker that lost its lease creates nothing
 // and a re-run iteration cannot make a second child. The store checks
 // there, atomically, the limits of subtasks — the requestor's active
-// tasks, plugin.MaxSubtasks children, plugin.MaxSubtaskDepth levels — and
+// tasks, domain.MaxSubtasks children, domain.MaxSubtaskDepth levels — and
 // reserves the child's token budget from what the parent has left; it
 // notes on the step the child's number, or why it was not created. The
 // tool checks the same limits first, as the task stood when its iteration
@@ -61,16 +62,16 @@ func (a CreateSubtask) Handle(ctx context.Context, call *plugin.Call) (plugin.Re
 	}
 	maxActive := a.MaxActive
 	if maxActive == 0 {
-		maxActive = plugin.DefaultMaxActive
+		maxActive = domain.DefaultMaxActive
 	}
-	in := plugin.NewTask{
+	in := domain.NewTask{
 		Name: p.Name, Goal: p.Goal, RequestorID: task.RequestorID, Platform: task.Platform,
 		RoomID: task.RoomID, WorkspaceID: task.WorkspaceID, ParentNumber: task.Number,
 		MaxIterations: task.MaxIterations, MaxStaleIterations: task.MaxStaleIterations,
 		MaxTokens: &budget, MaxActive: maxActive,
 		Actor: fmt.Sprintf("task #%d", task.Number), Now: call.Runtime.Clock().Now(),
 	}
-	row, err := plugin.NewTaskRow(in)
+	row, err := domain.NewTaskRow(in)
 	if err != nil {
 		return fail("Cannot create the subtask: %s.", reason(err))
 	}
@@ -82,37 +83,37 @@ func (a CreateSubtask) Handle(ctx context.Context, call *plugin.Call) (plugin.Re
 	return plugin.Result{
 		Success: true,
 		Text:    fmt.Sprintf("subtask %q requested: it is created when this step is recorded, and its number is noted here then", row.Name),
-		Wait:    plugin.WaitSubtasks, Subtasks: []plugin.NewTask{in},
+		Wait:    domain.WaitSubtasks, Subtasks: []domain.NewTask{in},
 	}, nil
 }
 
 // subtaskRefusal says why a subtask of task would be refused, as far as
 // the store shows now ("" when it would not): the store checks again
 // when it creates the child.
-func subtaskRefusal(ctx context.Context, st plugin.Store, task plugin.Task, maxActive int) (string, error) {
-	children, err := st.ListTasks(ctx, plugin.TaskFilter{ParentNumber: task.Number})
+func subtaskRefusal(ctx context.Context, st domain.Store, task domain.Task, maxActive int) (string, error) {
+	children, err := st.ListTasks(ctx, domain.TaskFilter{ParentNumber: task.Number})
 	if err != nil {
 		return "", err
 	}
-	if len(children) >= plugin.MaxSubtasks {
-		return fmt.Sprintf("task #%d already has %d subtasks (the limit is %d)", task.Number, len(children), plugin.MaxSubtasks), nil
+	if len(children) >= domain.MaxSubtasks {
+		return fmt.Sprintf("task #%d already has %d subtasks (the limit is %d)", task.Number, len(children), domain.MaxSubtasks), nil
 	}
 	depth := 1
 	for up := task; up.ParentNumber != 0; depth++ {
-		if depth >= plugin.MaxSubtaskDepth {
-			return fmt.Sprintf("subtasks nest at most %d levels deep", plugin.MaxSubtaskDepth), nil
+		if depth >= domain.MaxSubtaskDepth {
+			return fmt.Sprintf("subtasks nest at most %d levels deep", domain.MaxSubtaskDepth), nil
 		}
 		if up, err = st.GetTask(ctx, up.ParentNumber); err != nil {
 			return "", err
 		}
 	}
-	if task.MaxTokens > 0 && plugin.TokensLeft(task, children) <= 0 {
+	if task.MaxTokens > 0 && domain.TokensLeft(task, children) <= 0 {
 		return fmt.Sprintf("task #%d has no token budget left for a subtask (%d of its %d tokens spent, %d held by its running subtasks)",
-			task.Number, task.Tokens(), task.MaxTokens, plugin.TokensReserved(children)), nil
+			task.Number, task.Tokens(), task.MaxTokens, domain.TokensReserved(children)), nil
 	}
 	if task.RequestorID != "" && maxActive > 0 {
-		n, err := st.CountTasks(ctx, plugin.TaskFilter{RequestorID: task.RequestorID,
-			Statuses: []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting}})
+		n, err := st.CountTasks(ctx, domain.TaskFilter{RequestorID: task.RequestorID,
+			Statuses: []domain.Status{domain.StatusQueued, domain.StatusRunning, domain.StatusPaused, domain.StatusWaiting}})
 		if err != nil {
 			return "", err
 		}

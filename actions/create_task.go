@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
@@ -76,13 +77,13 @@ func (a CreateTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 	if strings.TrimSpace(p.Goal) == "" {
 		return fail("What should the task do? Say `create task <goal>`, for example `create task Build auth`.")
 	}
-	t, err := a.Tasks.Create(ctx, plugin.NewTask{
+	t, err := a.Tasks.Create(ctx, domain.NewTask{
 		Name: p.Name, Goal: p.Goal, Strategy: p.Strategy, RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room,
 		WorkspaceID: WorkspaceOf(msg), MaxIterations: maxIterations, MaxStaleIterations: a.MaxStaleIterations,
 		Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(),
 	})
 	switch {
-	case errors.Is(err, plugin.ErrInvalid), errors.Is(err, tasks.ErrTooManyActive):
+	case errors.Is(err, domain.ErrInvalid), errors.Is(err, tasks.ErrTooManyActive):
 		return fail("Cannot create the task: %s.", reason(err))
 	case err != nil:
 		return plugin.Result{}, err
@@ -104,7 +105,7 @@ const MaxIterationsCap = 10000
 // sentence for the user.
 func reason(err error) string {
 	s := err.Error()
-	for _, sentinel := range []error{plugin.ErrInvalid, plugin.ErrLimit} {
+	for _, sentinel := range []error{domain.ErrInvalid, domain.ErrLimit} {
 		if _, after, ok := strings.Cut(s, sentinel.Error()+": "); ok {
 			return after
 		}

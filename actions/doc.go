@@ -6,7 +6,7 @@
 // answers a chat command and serves as a model's tool.
 //
 // The file tools work on the calling task's files through the iteration's
-// plugin.Files view (plugin.Call.Files): the files live in the store, and
+// domain.Files view (plugin.Call.Files): the files live in the store, and
 // what a tool writes is committed with the iteration's result, under its
 // lease (docs/deploy.md). run_command lays the files out in a temporary
 // directory for its sandbox and writes back what the command changed.

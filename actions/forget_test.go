@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -18,7 +19,7 @@ func TestForgetMe(t *testing.T) {
 		k.say("ann", "help")
 		k.say("ann", "list tasks", dm)
 		k.say("bob", "help")
-		if _, err := k.store.SaveFacts(k.ctx, []plugin.Fact{
+		if _, err := k.store.SaveFacts(k.ctx, []domain.Fact{
 			{Room: "discord:C1", About: "discord:ann", Text: "ann lives in Lyon", Sources: []int64{1}},
 			{Room: "discord:C1", About: "discord:bob", Text: "bob lives in Oslo", Sources: []int64{3}},
 		}); err != nil {
@@ -39,7 +40,7 @@ func TestForgetMe(t *testing.T) {
 				}
 			}
 		}
-		recs, err := k.store.Recall(k.ctx, plugin.RecallQuery{Room: "discord:C1", Text: "lives Lyon Oslo", Kinds: []string{plugin.RecallFact}})
+		recs, err := k.store.Recall(k.ctx, domain.RecallQuery{Room: "discord:C1", Text: "lives Lyon Oslo", Kinds: []string{domain.RecallFact}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -81,7 +82,7 @@ func (d *testDialer) Dialed() []string {
 func fetch(t *testing.T, a *actions.HTTPGet, url string) plugin.Result {
 	t.Helper()
 	raw, _ := json.Marshal(map[string]string{"url": url})
-	res, err := a.Handle(context.Background(), &plugin.Call{Task: &plugin.Task{Number: 1}, Params: raw})
+	res, err := a.Handle(context.Background(), &plugin.Call{Task: &domain.Task{Number: 1}, Params: raw})
 	if err != nil {
 		t.Fatalf("http_get %s: %v", url, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // ImportedSuffix is added to a workspace directory's name once its files
@@ -34,7 +34,7 @@ const ImportedSuffix = ".imported"
 // error (the store could not be reached, a directory not read or renamed)
 // leaves that directory for the next start; the other directories are
 // imported all the same.
-func (w Workspaces) Import(ctx context.Context, st plugin.FileStore, now time.Time, log *slog.Logger) error {
+func (w Workspaces) Import(ctx context.Context, st domain.FileStore, now time.Time, log *slog.Logger) error {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -80,14 +80,14 @@ func workspaceTask(e fs.DirEntry) (int64, bool) {
 	return n, true
 }
 
-func (w Workspaces) importOne(ctx context.Context, st plugin.FileStore, n int64, now time.Time, log *slog.Logger) error {
+func (w Workspaces) importOne(ctx context.Context, st domain.FileStore, n int64, now time.Time, log *slog.Logger) error {
 	dir := w.Dir(n)
 	files, left, err := readWorkspace(dir)
 	if err != nil {
 		return fmt.Errorf("workspace of task #%d: %w", n, err)
 	}
 	written, err := st.ImportTaskFiles(ctx, n, files, now)
-	if errors.Is(err, plugin.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		log.Warn("a workspace of an earlier version belongs to no task: left in place", "task", n, "dir", dir)
 		return nil
 	}
@@ -108,13 +108,13 @@ func (w Workspaces) importOne(ctx context.Context, st plugin.FileStore, n int64,
 // task may keep, and counts the files it leaves out: links and special
 // files, files over the size of one file, names no task file can have,
 // files past the count or the total.
-func readWorkspace(dir string) ([]plugin.FileChange, int, error) {
+func readWorkspace(dir string) ([]domain.FileChange, int, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer root.Close()
-	var files []plugin.FileChange
+	var files []domain.FileChange
 	var total int64
 	left := 0
 	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
@@ -131,9 +131,9 @@ func readWorkspace(dir string) ([]plugin.FileChange, int, error) {
 		if err != nil {
 			return err
 		}
-		clean, err := plugin.CleanFilePath(filepath.ToSlash(p))
-		if err != nil || clean != p || info.Size() > plugin.MaxFileBytes ||
-			len(files) >= plugin.MaxTaskFiles || total+info.Size() > plugin.MaxTaskFileBytes {
+		clean, err := domain.CleanFilePath(filepath.ToSlash(p))
+		if err != nil || clean != p || info.Size() > domain.MaxFileBytes ||
+			len(files) >= domain.MaxTaskFiles || total+info.Size() > domain.MaxTaskFileBytes {
 			left++
 			return nil
 		}
@@ -141,7 +141,7 @@ func readWorkspace(dir string) ([]plugin.FileChange, int, error) {
 		if err != nil {
 			return err
 		}
-		files = append(files, plugin.FileChange{Path: clean, Data: data})
+		files = append(files, domain.FileChange{Path: clean, Data: data})
 		total += int64(len(data))
 		return nil
 	})

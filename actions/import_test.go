@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestImportWorkspaces: the workspace directories of an earlier version
@@ -24,29 +24,29 @@ func TestImportWorkspaces(t *testing.T) {
 	ctx := context.Background()
 	st := teststore.SQLite(t)
 	now := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
-	var tasks []plugin.Task
+	var tasks []domain.Task
 	for _, goal := range []string{"one", "two", "three"} {
-		task, err := st.CreateTask(ctx, plugin.NewTask{Goal: goal, Now: now})
+		task, err := st.CreateTask(ctx, domain.NewTask{Goal: goal, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
 		tasks = append(tasks, task)
 	}
 	// Task 2 has written x.txt since the old version stopped.
-	c, err := st.ClaimTask(ctx, plugin.Claim{Owner: "w", Now: now, Lease: time.Minute})
+	c, err := st.ClaimTask(ctx, domain.Claim{Owner: "w", Now: now, Lease: time.Minute})
 	if err != nil || c.Number != 1 {
 		t.Fatalf("claim: #%d, %v", c.Number, err)
 	}
-	if _, err := st.UpdateTask(ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Canceled(cur, "u", "", now) }); err != nil {
+	if _, err := st.UpdateTask(ctx, 1, func(cur domain.Task) (domain.Mutation, error) { return domain.Canceled(cur, "u", "", now) }); err != nil {
 		t.Fatal(err)
 	}
-	c, err = st.ClaimTask(ctx, plugin.Claim{Owner: "w", Now: now, Lease: time.Minute})
+	c, err = st.ClaimTask(ctx, domain.Claim{Owner: "w", Now: now, Lease: time.Minute})
 	if err != nil || c.Number != 2 {
 		t.Fatalf("claim: #%d, %v", c.Number, err)
 	}
-	o := plugin.Outcome{Owner: "w", Fence: c.Fence, Now: now, Step: plugin.Step{Action: "write_file", Success: true},
-		Progress: 10, Verdict: plugin.VerdictContinue, Files: []plugin.FileChange{{Path: "x.txt", Data: []byte("newer")}}}
-	if _, err := st.UpdateTask(ctx, 2, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+	o := domain.Outcome{Owner: "w", Fence: c.Fence, Now: now, Step: domain.Step{Action: "write_file", Success: true},
+		Progress: 10, Verdict: domain.VerdictContinue, Files: []domain.FileChange{{Path: "x.txt", Data: []byte("newer")}}}
+	if _, err := st.UpdateTask(ctx, 2, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -65,7 +65,7 @@ func TestImportWorkspaces(t *testing.T) {
 	put("task-1/notes/plan.md", "the old plan")
 	put("task-1/src/a.go", "package a")
 	put("task-1/empty", "")
-	put("task-1/big.bin", strings.Repeat("x", plugin.MaxFileBytes+1))
+	put("task-1/big.bin", strings.Repeat("x", domain.MaxFileBytes+1))
 	if err := os.WriteFile(outside, []byte("secret"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -34,7 +35,7 @@ func (ListTasks) MatchCommand(msg *plugin.Message) (json.RawMessage, bool) {
 }
 
 // activeStatuses are the tasks the queue view shows.
-var activeStatuses = []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting}
+var activeStatuses = []domain.Status{domain.StatusQueued, domain.StatusRunning, domain.StatusPaused, domain.StatusWaiting}
 
 func (a ListTasks) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {
 	msg, refused := chatMessage(call)
@@ -42,7 +43,7 @@ func (a ListTasks) Handle(ctx context.Context, call *plugin.Call) (plugin.Result
 		return *refused, nil
 	}
 	st := call.Runtime.Store()
-	f := plugin.TaskFilter{WorkspaceID: WorkspaceOf(msg), Statuses: activeStatuses, Order: plugin.OrderQueue}
+	f := domain.TaskFilter{WorkspaceID: WorkspaceOf(msg), Statuses: activeStatuses, Order: domain.OrderQueue}
 	total, err := st.CountTasks(ctx, f)
 	if err != nil {
 		return plugin.Result{}, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -55,15 +56,15 @@ func (PostMessage) Handle(ctx context.Context, call *plugin.Call) (plugin.Result
 	if err != nil {
 		return plugin.Result{}, err
 	}
-	return plugin.Result{Success: true, Text: "posted to " + task.RoomID, Notifications: []plugin.Notification{n}}, nil
+	return plugin.Result{Success: true, Text: "posted to " + task.RoomID, Notifications: []domain.Notification{n}}, nil
 }
 
 // roomMessage is the outbox row of a message from a task to its room,
 // sent at once by the notification service once the iteration commits.
-func roomMessage(task *plugin.Task, kind, text string) (plugin.Notification, error) {
+func roomMessage(task *domain.Task, kind, text string) (domain.Notification, error) {
 	payload, err := json.Marshal(map[string]string{"kind": kind, "text": text, "task_name": task.Name})
 	if err != nil {
-		return plugin.Notification{}, err
+		return domain.Notification{}, err
 	}
-	return plugin.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: plugin.NotifyMessage, Payload: payload}, nil
+	return domain.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: domain.NotifyMessage, Payload: payload}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -17,7 +18,7 @@ import (
 const MaxReadBytes = 64 << 10
 
 // MaxReadLimit is the largest limit read_file takes. It leaves room under
-// plugin.MaxResultBytes for the closing note, so the step keeps a whole
+// domain.MaxResultBytes for the closing note, so the step keeps a whole
 // read and read_result can page through it.
 const MaxReadLimit = 1_000_000
 
@@ -69,7 +70,7 @@ func (ReadFile) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, e
 		return fail("Cannot read: %v.", err)
 	}
 	data, err := files.Read(ctx, rel)
-	if errors.Is(err, plugin.ErrNoFile) {
+	if errors.Is(err, domain.ErrNoFile) {
 		if isFolder(ctx, files, rel) {
 			return fail("%s is a folder; use list_files.", rel)
 		}
@@ -104,7 +105,7 @@ func (ReadFile) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, e
 }
 
 // isFolder reports whether the task has files inside a folder named rel.
-func isFolder(ctx context.Context, files plugin.Files, rel string) bool {
+func isFolder(ctx context.Context, files domain.Files, rel string) bool {
 	all, err := files.List(ctx)
 	if err != nil {
 		return false

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
 // ReadResult pages through the whole result of one of the calling task's
-// steps. A step keeps its tool result up to plugin.MaxResultBytes; the
+// steps. A step keeps its tool result up to domain.MaxResultBytes; the
 // prompt shows only its beginning and ends it with a note naming this tool
 // and the offset to read on from.
 //
@@ -59,13 +60,13 @@ func (ReadResult) Handle(ctx context.Context, call *plugin.Call) (plugin.Result,
 	if p.Offset != nil {
 		offset = *p.Offset
 	}
-	callIndex := 0 // plugin.Step.Call counts from 0, the tool's call from 1
+	callIndex := 0 // domain.Step.Call counts from 0, the tool's call from 1
 	if p.Call != nil {
 		callIndex = *p.Call - 1
 	}
 	step, err := stepOf(ctx, call.Runtime, task.Number, *p.Step, callIndex)
 	if errors.Is(err, errNoStep) {
-		return fail("Task #%d has no step %s.", task.Number, tasks.StepLabel(plugin.Step{Iteration: *p.Step, Call: callIndex}))
+		return fail("Task #%d has no step %s.", task.Number, tasks.StepLabel(domain.Step{Iteration: *p.Step, Call: callIndex}))
 	}
 	if err != nil {
 		return plugin.Result{}, err
@@ -100,16 +101,16 @@ var errNoStep = errors.New("no such step")
 
 // stepOf reads the step of task's iteration whose Call is callIndex: one
 // row, however many steps the task has (docs/PERFORMANCE.md).
-func stepOf(ctx context.Context, rt *plugin.Runtime, task int64, iteration, callIndex int) (plugin.Step, error) {
+func stepOf(ctx context.Context, rt *plugin.Runtime, task int64, iteration, callIndex int) (domain.Step, error) {
 	if rt == nil || rt.Store() == nil {
-		return plugin.Step{}, fmt.Errorf("read step %d of task #%d: no store", iteration, task)
+		return domain.Step{}, fmt.Errorf("read step %d of task #%d: no store", iteration, task)
 	}
 	s, err := rt.Store().StepCall(ctx, task, iteration, callIndex)
-	if errors.Is(err, plugin.ErrNotFound) {
-		return plugin.Step{}, errNoStep
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.Step{}, errNoStep
 	}
 	if err != nil {
-		return plugin.Step{}, fmt.Errorf("read step %d of task #%d: %w", iteration, task, err)
+		return domain.Step{}, fmt.Errorf("read step %d of task #%d: %w", iteration, task, err)
 	}
 	return s, nil
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestReadResultCalls: read_result reads the result of any call of a
@@ -19,14 +19,14 @@ func TestReadResultCalls(t *testing.T) {
 		st := k.rt.Store()
 		ctx := context.Background()
 		now := time.Date(2026, 2, 3, 5, 0, 0, 0, time.UTC)
-		c, err := st.ClaimTask(ctx, plugin.Claim{Owner: "kit", Now: now, Lease: time.Hour})
+		c, err := st.ClaimTask(ctx, domain.Claim{Owner: "kit", Now: now, Lease: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := plugin.Outcome{Owner: "kit", Fence: c.Fence, Now: now, Progress: 10, Verdict: plugin.VerdictContinue,
-			Step:  plugin.Step{Action: "write_file", Result: "wrote a.md", Success: true},
-			Steps: []plugin.Step{{Action: "read_file", Result: strings.Repeat("é", 9000), Success: true}}}
-		if _, err := st.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+		o := domain.Outcome{Owner: "kit", Fence: c.Fence, Now: now, Progress: 10, Verdict: domain.VerdictContinue,
+			Step:  domain.Step{Action: "write_file", Result: "wrote a.md", Success: true},
+			Steps: []domain.Step{{Action: "read_file", Result: strings.Repeat("é", 9000), Success: true}}}
+		if _, err := st.UpdateTask(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 			t.Fatal(err)
 		}
 		cases := []struct {

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -25,7 +26,7 @@ import (
 type resultKit struct {
 	t     *testing.T
 	rt    *plugin.Runtime
-	tasks []plugin.Task
+	tasks []domain.Task
 }
 
 // newResultKit creates one task per entry of results and records, for
@@ -47,7 +48,7 @@ func newResultKit(t *testing.T, open teststore.Opener, results ...[]string) *res
 	todo := map[int64][]string{}
 	left := 0
 	for i, rs := range results {
-		task, err := st.CreateTask(ctx, plugin.NewTask{Goal: fmt.Sprintf("task %d", i+1), RoomID: "console", RequestorID: "u1", Now: clk.Now()})
+		task, err := st.CreateTask(ctx, domain.NewTask{Goal: fmt.Sprintf("task %d", i+1), RoomID: "console", RequestorID: "u1", Now: clk.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func newResultKit(t *testing.T, open teststore.Opener, results ...[]string) *res
 	// Each claim takes the queue's head; a task with nothing left to
 	// record keeps its lease, so the queue hands out the others.
 	for left > 0 {
-		task, err := st.ClaimTask(ctx, plugin.Claim{Owner: "kit", Now: clk.Now(), Lease: time.Hour})
+		task, err := st.ClaimTask(ctx, domain.Claim{Owner: "kit", Now: clk.Now(), Lease: time.Hour})
 		if err != nil {
 			t.Fatalf("claim: %v", err)
 		}
@@ -68,12 +69,12 @@ func newResultKit(t *testing.T, open teststore.Opener, results ...[]string) *res
 		result := todo[task.Number][0]
 		todo[task.Number] = todo[task.Number][1:]
 		left--
-		step := plugin.Step{Action: "read_file", Result: result, Success: result != ""}
+		step := domain.Step{Action: "read_file", Result: result, Success: result != ""}
 		if result == "" {
 			step.Error = "Cannot read missing.txt."
 		}
-		o := plugin.Outcome{Owner: "kit", Fence: task.Fence, Now: clk.Now(), Step: step, Progress: task.Progress + 1, Verdict: plugin.VerdictContinue}
-		if _, err := st.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+		o := domain.Outcome{Owner: "kit", Fence: task.Fence, Now: clk.Now(), Step: step, Progress: task.Progress + 1, Verdict: domain.VerdictContinue}
+		if _, err := st.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 			t.Fatalf("record a step of task #%d: %v", task.Number, err)
 		}
 		clk.Advance(time.Second)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
@@ -52,7 +53,7 @@ func (a RetryTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result
 	if missing != nil || err != nil {
 		return derefResult(missing), err
 	}
-	t, err := a.Tasks.Retry(ctx, old.Number, plugin.NewTask{
+	t, err := a.Tasks.Retry(ctx, old.Number, domain.NewTask{
 		RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room, WorkspaceID: WorkspaceOf(msg),
 		Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(), Context: strings.TrimSpace(p.Text),
 	})
@@ -61,7 +62,7 @@ func (a RetryTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result
 	case errors.Is(err, tasks.ErrNotEnded):
 		return plugin.Result{TaskNumber: old.Number, Error: fmt.Sprintf("Task #%d has not ended (it is %s); only an ended task can be retried.",
 			old.Number, strings.ToLower(render.StatusWord(old.Status)))}, nil
-	case errors.Is(err, plugin.ErrInvalid), errors.Is(err, tasks.ErrTooManyActive):
+	case errors.Is(err, domain.ErrInvalid), errors.Is(err, tasks.ErrTooManyActive):
 		return fail("Cannot retry task #%d: %s.", old.Number, reason(err))
 	case err != nil:
 		return plugin.Result{}, err

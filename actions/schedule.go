@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -81,7 +82,7 @@ func (a ScheduleCommand) Handle(ctx context.Context, call *plugin.Call) (plugin.
 	if a.Schedules == nil {
 		return fail("Schedules are not available here.")
 	}
-	who := plugin.ScheduleCaller{ID: msg.AuthorID, WorkspaceID: WorkspaceOf(msg),
+	who := domain.ScheduleCaller{ID: msg.AuthorID, WorkspaceID: WorkspaceOf(msg),
 		Admin: msg.Admin || (msg.AuthorID != "" && slices.Contains(a.Admins, msg.AuthorID))}
 	switch a.Kind {
 	case CmdSchedule:
@@ -102,7 +103,7 @@ func (a ScheduleCommand) Handle(ctx context.Context, call *plugin.Call) (plugin.
 			inlineCode(f, "schedules"))
 	}
 	var (
-		sc   plugin.Schedule
+		sc   domain.Schedule
 		err  error
 		verb string
 	)
@@ -118,9 +119,9 @@ func (a ScheduleCommand) Handle(ctx context.Context, call *plugin.Call) (plugin.
 		verb = "resume"
 	}
 	switch {
-	case errors.Is(err, plugin.ErrScheduleNotFound):
+	case errors.Is(err, domain.ErrScheduleNotFound):
 		return fail("There is no schedule #%d here.", c.Number)
-	case errors.Is(err, plugin.ErrScheduleForbidden):
+	case errors.Is(err, domain.ErrScheduleForbidden):
 		return fail("Only the person who created schedule #%d, or an admin, can %s it.", c.Number, verb)
 	case err != nil:
 		return plugin.Result{}, err
@@ -142,12 +143,12 @@ func (a ScheduleCommand) create(ctx context.Context, call *plugin.Call, msg *plu
 	if c.Spec == "" || c.Text == "" {
 		return plugin.Result{Error: scheduleUsage(f)}, nil
 	}
-	sc, err := a.Schedules.Create(ctx, plugin.NewSchedule{
+	sc, err := a.Schedules.Create(ctx, domain.NewSchedule{
 		Cron: c.Spec, Goal: c.Text, RequestorID: msg.AuthorID, Platform: msg.Platform, Room: msg.Room,
 		WorkspaceID: WorkspaceOf(msg), Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(),
 	})
 	switch {
-	case errors.Is(err, plugin.ErrInvalid), errors.Is(err, plugin.ErrLimit):
+	case errors.Is(err, domain.ErrInvalid), errors.Is(err, domain.ErrLimit):
 		return fail("Cannot create the schedule: %s.", render.Escape(f, reason(err)))
 	case err != nil:
 		return plugin.Result{}, err
@@ -169,7 +170,7 @@ func when(t time.Time) string {
 }
 
 // scheduleList is the answer to `schedules`.
-func scheduleList(f render.Flavor, list []plugin.Schedule) string {
+func scheduleList(f render.Flavor, list []domain.Schedule) string {
 	if len(list) == 0 {
 		return "🔁 No schedules here. Say " + inlineCode(f, "every @daily task <goal>") + " to make one."
 	}

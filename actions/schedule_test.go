@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -71,7 +72,7 @@ func newScheduleChat(t *testing.T) (*chatKit, *schedules.Service) {
 func TestScheduleChat(t *testing.T) {
 	k, sched := newScheduleChat(t)
 	count := func() int {
-		list, err := sched.List(k.ctx, plugin.ScheduleCaller{})
+		list, err := sched.List(k.ctx, domain.ScheduleCaller{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,12 +103,12 @@ func TestScheduleChat(t *testing.T) {
 	}
 
 	// The 21st schedule of one person is refused.
-	for i := 2; i <= plugin.MaxSchedulesPerRequestor; i++ {
+	for i := 2; i <= domain.MaxSchedulesPerRequestor; i++ {
 		k.expect("u1", "every @hourly task goal number "+strings.Repeat("x", i), "created")
 	}
 	k.expect("u1", "every @hourly task one too many", "Cannot create the schedule: you already have 20 schedules (the limit is 20).")
-	if n := count(); n != plugin.MaxSchedulesPerRequestor {
-		t.Errorf("%d schedules; want %d", n, plugin.MaxSchedulesPerRequestor)
+	if n := count(); n != domain.MaxSchedulesPerRequestor {
+		t.Errorf("%d schedules; want %d", n, domain.MaxSchedulesPerRequestor)
 	}
 
 	// Someone else may not pause, resume or delete it; the requestor and

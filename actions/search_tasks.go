@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -51,7 +52,7 @@ func (a SearchTasks) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 		return fail("Search for what? Say `search tasks <words>`.")
 	}
 	st := call.Runtime.Store()
-	filter := plugin.TaskFilter{WorkspaceID: WorkspaceOf(msg), Query: q, Order: plugin.OrderRecent}
+	filter := domain.TaskFilter{WorkspaceID: WorkspaceOf(msg), Query: q, Order: domain.OrderRecent}
 	total, err := st.CountTasks(ctx, filter)
 	if err != nil {
 		return plugin.Result{}, err

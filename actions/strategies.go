@@ -3,6 +3,7 @@ package actions
 import (
 	"slices"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -22,7 +23,7 @@ func Strategies(rt *plugin.Runtime) []string {
 			}
 		}
 	}
-	return []string{plugin.StrategyLoop}
+	return []string{domain.StrategyLoop}
 }
 
 // Strategies lists the strategies the chat's task service has, or only
@@ -35,7 +36,7 @@ func (c *Chat) Strategies() []string {
 			}
 		}
 	}
-	return []string{plugin.StrategyLoop}
+	return []string{domain.StrategyLoop}
 }
 
 // strategyList names strategies in a sentence, the first (loop) marked as
@@ -47,7 +48,7 @@ func strategyList(names []string) string {
 			out += ", "
 		}
 		out += n
-		if n == plugin.StrategyLoop {
+		if n == domain.StrategyLoop {
 			out += " (default)"
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
@@ -23,7 +24,7 @@ import (
 func TestStrategiesAreTheServices(t *testing.T) {
 	rt := plugin.New(plugin.Options{Store: teststore.SQLite(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	svc := tasks.New(tasks.Options{Runtime: rt, Lease: time.Minute, Owner: "w",
-		Strategies: map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (plugin.Outcome, error) {
+		Strategies: map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (domain.Outcome, error) {
 			return t.Outcome(), nil
 		})}})
 	chat := &actions.Chat{Tasks: svc}
@@ -34,7 +35,7 @@ func TestStrategiesAreTheServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := svc.Strategies()
-	if !slices.Contains(want, "echo") || want[0] != plugin.StrategyLoop {
+	if !slices.Contains(want, "echo") || want[0] != domain.StrategyLoop {
 		t.Fatalf("the service's strategies = %q", want)
 	}
 	if got := actions.Strategies(rt); !slices.Equal(got, want) {
@@ -62,7 +63,7 @@ func TestStrategiesAreTheServices(t *testing.T) {
 		t.Errorf("help = %q, %v; want the strategies, echo among them", res.Text, err)
 	}
 
-	if got := actions.Strategies(plugin.New(plugin.Options{})); !slices.Equal(got, []string{plugin.StrategyLoop}) {
+	if got := actions.Strategies(plugin.New(plugin.Options{})); !slices.Equal(got, []string{domain.StrategyLoop}) {
 		t.Errorf("without a task service: %q, want only loop", got)
 	}
 }

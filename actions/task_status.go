@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -46,7 +47,7 @@ func (a TaskStatus) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 	}
 	// The last few steps and the count, without results: what Status
 	// shows, however many steps the task has.
-	page, err := call.Runtime.Store().PageSteps(ctx, t.Number, plugin.StepQuery{Limit: render.StatusSteps})
+	page, err := call.Runtime.Store().PageSteps(ctx, t.Number, domain.StepQuery{Limit: render.StatusSteps})
 	if err != nil {
 		return plugin.Result{}, fmt.Errorf("status of task #%d: %w", t.Number, err)
 	}

@@ -8,27 +8,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // pagedSteps is a store that records how the steps of a task are read.
 type pagedSteps struct {
-	plugin.Store
+	domain.Store
 	mu    sync.Mutex
 	full  int
-	pages []plugin.StepQuery
+	pages []domain.StepQuery
 }
 
-func (s *pagedSteps) Steps(ctx context.Context, n int64) ([]plugin.Step, error) {
+func (s *pagedSteps) Steps(ctx context.Context, n int64) ([]domain.Step, error) {
 	s.mu.Lock()
 	s.full++
 	s.mu.Unlock()
 	return s.Store.Steps(ctx, n)
 }
 
-func (s *pagedSteps) PageSteps(ctx context.Context, n int64, q plugin.StepQuery) (plugin.StepPage, error) {
+func (s *pagedSteps) PageSteps(ctx context.Context, n int64, q domain.StepQuery) (domain.StepPage, error) {
 	s.mu.Lock()
 	s.pages = append(s.pages, q)
 	s.mu.Unlock()
@@ -42,24 +42,24 @@ func (s *pagedSteps) PageSteps(ctx context.Context, n int64, q plugin.StepQuery)
 func TestStatusReadsTheLastSteps(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		var st *pagedSteps
-		k := newChat(t, func(t testing.TB) plugin.Store {
+		k := newChat(t, func(t testing.TB) domain.Store {
 			st = &pagedSteps{Store: open(t)}
 			return st
 		})
 		k.expect("ann", "create task Build auth", "#1")
 		for i := 1; i <= 40; i++ {
 			k.clk.Advance(time.Second)
-			claimed, err := k.store.ClaimTask(k.ctx, plugin.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
+			claimed, err := k.store.ClaimTask(k.ctx, domain.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
 			if err != nil || claimed.Number != 1 {
 				t.Fatalf("claim: %+v %v", claimed, err)
 			}
-			o := plugin.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: i,
-				Step: plugin.Step{Action: "read_file", Params: []byte(fmt.Sprintf(`{"path":"f%d"}`, i)), Result: strings.Repeat("r", 64<<10), Success: true}}
+			o := domain.Outcome{Owner: "w", Fence: claimed.Fence, Now: k.clk.Now(), Progress: i,
+				Step: domain.Step{Action: "read_file", Params: []byte(fmt.Sprintf(`{"path":"f%d"}`, i)), Result: strings.Repeat("r", 64<<10), Success: true}}
 			if i == 40 {
-				o.Wait = plugin.WaitAnswer
-				o.Step = plugin.Step{Action: "ask_user", Params: []byte(`{"question":"Which license?"}`), Success: true}
+				o.Wait = domain.WaitAnswer
+				o.Step = domain.Step{Action: "ask_user", Params: []byte(`{"question":"Which license?"}`), Success: true}
 			}
-			if _, err := k.store.UpdateTask(k.ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+			if _, err := k.store.UpdateTask(k.ctx, 1, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -77,7 +77,7 @@ func TestStatusReadsTheLastSteps(t *testing.T) {
 		if st.full != 0 {
 			t.Errorf("status read every step %d times", st.full)
 		}
-		if len(st.pages) != 1 || st.pages[0] != (plugin.StepQuery{Limit: render.StatusSteps}) {
+		if len(st.pages) != 1 || st.pages[0] != (domain.StepQuery{Limit: render.StatusSteps}) {
 			t.Errorf("status read the pages %+v, want the last %d steps without results", st.pages, render.StatusSteps)
 		}
 	})

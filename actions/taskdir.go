@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // maxNotKept is how many files a command made that were not kept are named
@@ -23,13 +23,13 @@ const maxNotKept = 10
 // task's files in the iteration's commit.
 type taskDir struct {
 	dir    string
-	before map[string]plugin.TaskFile // what was laid out, by path
+	before map[string]domain.TaskFile // what was laid out, by path
 }
 
 // layOut writes the task's files, as the iteration sees them, into a new
 // temporary directory that the sandbox makes (a size-limited one where it
 // can).
-func layOut(ctx context.Context, s *Sandbox, files plugin.Files, task int64) (*taskDir, error) {
+func layOut(ctx context.Context, s *Sandbox, files domain.Files, task int64) (*taskDir, error) {
 	list, err := files.List(ctx)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func layOut(ctx context.Context, s *Sandbox, files plugin.Files, task int64) (*t
 	if err != nil {
 		return nil, err
 	}
-	d := &taskDir{dir: dir, before: make(map[string]plugin.TaskFile, len(list))}
+	d := &taskDir{dir: dir, before: make(map[string]domain.TaskFile, len(list))}
 	if err := d.fill(ctx, files, list); err != nil {
 		d.remove()
 		return nil, err
@@ -46,7 +46,7 @@ func layOut(ctx context.Context, s *Sandbox, files plugin.Files, task int64) (*t
 	return d, nil
 }
 
-func (d *taskDir) fill(ctx context.Context, files plugin.Files, list []plugin.TaskFile) error {
+func (d *taskDir) fill(ctx context.Context, files domain.Files, list []domain.TaskFile) error {
 	root, err := os.OpenRoot(d.dir)
 	if err != nil {
 		return fmt.Errorf("open the command's directory: %w", err)
@@ -76,7 +76,7 @@ func (d *taskDir) fill(ctx context.Context, files plugin.Files, list []plugin.Ta
 // (a file replaced by one is gone). A file the limits or the path rules
 // refuse is not kept, and the lines returned say so; the error is for a
 // store that could not be reached.
-func (d *taskDir) writeBack(ctx context.Context, files plugin.Files) ([]string, error) {
+func (d *taskDir) writeBack(ctx context.Context, files domain.Files) ([]string, error) {
 	root, err := os.OpenRoot(d.dir)
 	if err != nil {
 		return nil, fmt.Errorf("open the command's directory: %w", err)
@@ -103,7 +103,7 @@ func (d *taskDir) writeBack(ctx context.Context, files plugin.Files) ([]string, 
 			total += f.Size
 			continue
 		}
-		if err := files.Delete(ctx, p); err != nil && !errors.Is(err, plugin.ErrNoFile) {
+		if err := files.Delete(ctx, p); err != nil && !errors.Is(err, domain.ErrNoFile) {
 			return nil, fmt.Errorf("delete %s: %w", p, err)
 		}
 	}
@@ -116,7 +116,7 @@ func (d *taskDir) writeBack(ctx context.Context, files plugin.Files) ([]string, 
 		}
 	}
 	for _, f := range after {
-		clean, err := plugin.CleanFilePath(f.path)
+		clean, err := domain.CleanFilePath(f.path)
 		if err != nil || clean != f.path {
 			refuse(fmt.Sprintf("%q: not a usable file name", f.path))
 			continue
@@ -126,14 +126,14 @@ func (d *taskDir) writeBack(ctx context.Context, files plugin.Files) ([]string, 
 		// that made more than a task may keep costs no more than reading
 		// what may be kept.
 		switch {
-		case f.size > plugin.MaxFileBytes:
-			refuse(fmt.Sprintf("%s is %d bytes; a file may hold at most %d (1 MiB)", f.path, f.size, plugin.MaxFileBytes))
+		case f.size > domain.MaxFileBytes:
+			refuse(fmt.Sprintf("%s is %d bytes; a file may hold at most %d (1 MiB)", f.path, f.size, domain.MaxFileBytes))
 			continue
-		case !existed && count >= plugin.MaxTaskFiles:
-			refuse(fmt.Sprintf("%s would be file %d; a task may keep at most %d", f.path, count+1, plugin.MaxTaskFiles))
+		case !existed && count >= domain.MaxTaskFiles:
+			refuse(fmt.Sprintf("%s would be file %d; a task may keep at most %d", f.path, count+1, domain.MaxTaskFiles))
 			continue
-		case total-old.Size+f.size > plugin.MaxTaskFileBytes:
-			refuse(fmt.Sprintf("%s (%d bytes) would bring the task's files past %d bytes (20 MiB) in all", f.path, f.size, plugin.MaxTaskFileBytes))
+		case total-old.Size+f.size > domain.MaxTaskFileBytes:
+			refuse(fmt.Sprintf("%s (%d bytes) would bring the task's files past %d bytes (20 MiB) in all", f.path, f.size, domain.MaxTaskFileBytes))
 			continue
 		}
 		if err := root.Chmod(f.path, 0o640); err != nil {
@@ -145,7 +145,7 @@ func (d *taskDir) writeBack(ctx context.Context, files plugin.Files) ([]string, 
 			refuse(fmt.Sprintf("%s cannot be read: %v", f.path, err))
 			continue
 		}
-		if existed && old.Size == int64(len(data)) && old.SHA256 == plugin.FileSum(data) {
+		if existed && old.Size == int64(len(data)) && old.SHA256 == domain.FileSum(data) {
 			continue // unchanged
 		}
 		if err := files.Write(ctx, f.path, data); err != nil {

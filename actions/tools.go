@@ -1,6 +1,8 @@
 package actions
 
-import "github.com/taskloom/taskloom/plugin"
+import (
+	"github.com/taskloom/taskloom/plugin"
+)
 
 // ToolConfig says how the task tools may reach the world.
 type ToolConfig struct {
@@ -19,7 +21,7 @@ type ToolConfig struct {
 	Sandbox    *Sandbox
 	// MaxActive and MaxTokens are the limits of a subtask's requestor and
 	// the token budget a subtask starts with (TASKLOOM_MAX_ACTIVE,
-	// TASKLOOM_MAX_TOKENS); zero values are plugin.DefaultMaxActive and no
+	// TASKLOOM_MAX_TOKENS); zero values are domain.DefaultMaxActive and no
 	// budget of its own (at most what the parent has left).
 	MaxActive int
 	MaxTokens int64

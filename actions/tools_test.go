@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -21,10 +22,10 @@ type kit struct {
 	t    *testing.T
 	rt   *plugin.Runtime
 	clk  *clock.Fake
-	task plugin.Task
+	task domain.Task
 	// files is the view of the task's files of the iteration the kit's
 	// calls are part of; commit ends that iteration.
-	files *plugin.FileView
+	files *domain.FileView
 }
 
 func newKit(t *testing.T, extra ...plugin.Action) *kit {
@@ -40,12 +41,12 @@ func newKit(t *testing.T, extra ...plugin.Action) *kit {
 	if err := k.rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	task, err := st.CreateTask(context.Background(), plugin.NewTask{Goal: "g", RoomID: "console", RequestorID: "u1", Now: clk.Now()})
+	task, err := st.CreateTask(context.Background(), domain.NewTask{Goal: "g", RoomID: "console", RequestorID: "u1", Now: clk.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	k.task = task
-	k.files = plugin.NewFileView(st, task.Number)
+	k.files = domain.NewFileView(st, task.Number)
 	return k
 }
 
@@ -77,16 +78,16 @@ func (k *kit) commit() {
 	ctx := context.Background()
 	st := k.rt.Store()
 	k.clk.Advance(time.Second)
-	c, err := st.ClaimTask(ctx, plugin.Claim{Owner: "kit", Now: k.clk.Now(), Lease: time.Minute})
+	c, err := st.ClaimTask(ctx, domain.Claim{Owner: "kit", Now: k.clk.Now(), Lease: time.Minute})
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	o := plugin.Outcome{Owner: "kit", Fence: c.Fence, Now: k.clk.Now(), Step: plugin.Step{Action: "run_command", Success: true},
-		Progress: c.Progress + 1, Verdict: plugin.VerdictContinue, Files: k.files.Changes()}
-	if _, err := st.UpdateTask(ctx, k.task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+	o := domain.Outcome{Owner: "kit", Fence: c.Fence, Now: k.clk.Now(), Step: domain.Step{Action: "run_command", Success: true},
+		Progress: c.Progress + 1, Verdict: domain.VerdictContinue, Files: k.files.Changes()}
+	if _, err := st.UpdateTask(ctx, k.task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 		k.t.Fatal(err)
 	}
-	k.files = plugin.NewFileView(st, k.task.Number)
+	k.files = domain.NewFileView(st, k.task.Number)
 }
 
 // stored reads the task's files as the store has them: path → content.
@@ -273,7 +274,7 @@ func TestPostMessageIsWrittenWithTheIteration(t *testing.T) {
 	if err != nil || !res.Success {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if len(res.Notifications) != 1 || res.Notifications[0].Room != "console" || res.Notifications[0].Category != plugin.NotifyMessage ||
+	if len(res.Notifications) != 1 || res.Notifications[0].Room != "console" || res.Notifications[0].Category != domain.NotifyMessage ||
 		!strings.Contains(string(res.Notifications[0].Payload), "halfway there") {
 		t.Fatalf("notifications = %+v", res.Notifications)
 	}

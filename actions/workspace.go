@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -26,12 +27,12 @@ func (w Workspaces) Dir(task int64) string {
 // cleanRel turns a tool's path into the one the task's files keep, or
 // refuses it: relative, cleaned, with "/" between its parts, never
 // climbing out with "..".
-func cleanRel(p string) (string, error) { return plugin.CleanFilePath(p) }
+func cleanRel(p string) (string, error) { return domain.CleanFilePath(p) }
 
 // filesOf returns the task calling a file tool and its files as the
 // iteration sees them, or the sentence refusing a call from chat or from
 // outside an iteration.
-func filesOf(call *plugin.Call) (*plugin.Task, plugin.Files, *plugin.Result) {
+func filesOf(call *plugin.Call) (*domain.Task, domain.Files, *plugin.Result) {
 	task, refused := taskOf(call)
 	if refused != nil {
 		return nil, nil, refused
@@ -45,7 +46,7 @@ func filesOf(call *plugin.Call) (*plugin.Task, plugin.Files, *plugin.Result) {
 // fileRefusal is the phrase for a file operation the Files view refused
 // (a path, a limit), or false for an error of the store.
 func fileRefusal(err error) (string, bool) {
-	var fe *plugin.FileError
+	var fe *domain.FileError
 	if errors.As(err, &fe) {
 		return fe.Reason, true
 	}
@@ -54,7 +55,7 @@ func fileRefusal(err error) (string, bool) {
 
 // taskOf returns the task calling a tool, or the sentence refusing a chat
 // call.
-func taskOf(call *plugin.Call) (*plugin.Task, *plugin.Result) {
+func taskOf(call *plugin.Call) (*domain.Task, *plugin.Result) {
 	if call.Task == nil {
 		return nil, &plugin.Result{Error: "That is a tool for agent tasks; it cannot be used from chat."}
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
 // MaxWriteBytes caps what one write_file call may write: the size of one
 // task file (docs/deploy.md).
-const MaxWriteBytes = plugin.MaxFileBytes
+const MaxWriteBytes = domain.MaxFileBytes
 
 // WriteFile writes a file of the calling task. The write is the
 // iteration's until it commits: later tools of the same iteration read it,

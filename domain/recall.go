@@ -109,7 +109,7 @@ type MemoryFilter struct {
 }
 
 // MemoryStore keeps what the runtime recalls: facts, knowledge documents
-// and the chat messages of plugin.Store's SaveMemory, searched by full
+// and the chat messages of domain.Store's SaveMemory, searched by full
 // text in the store (docs/memory.md).
 type MemoryStore interface {
 	// SaveFacts stores facts, each in the scope of its room, and returns

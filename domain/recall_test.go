@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/domain"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 func TestRoomScope(t *testing.T) {
@@ -26,7 +25,7 @@ func TestRoomScope(t *testing.T) {
 		"discord::200":               "discord:",
 	}
 	for room, want := range tests {
-		if got := plugin.RoomScope(room); got != want {
+		if got := domain.RoomScope(room); got != want {
 			t.Errorf("RoomScope(%q) = %q; want %q", room, got, want)
 		}
 	}
@@ -34,11 +33,11 @@ func TestRoomScope(t *testing.T) {
 
 func TestParsePerson(t *testing.T) {
 	t.Parallel()
-	if p, id, err := plugin.ParsePerson("slack:U1:x"); err != nil || p != "slack" || id != "U1:x" {
+	if p, id, err := domain.ParsePerson("slack:U1:x"); err != nil || p != "slack" || id != "U1:x" {
 		t.Errorf("ParsePerson = %q, %q, %v", p, id, err)
 	}
 	for _, bad := range []string{"", "u1", ":u1", "slack:", " slack:U1", "slack:U1\n"} {
-		if _, _, err := plugin.ParsePerson(bad); !errors.Is(err, domain.ErrInvalid) {
+		if _, _, err := domain.ParsePerson(bad); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("ParsePerson(%q) = %v; want ErrInvalid", bad, err)
 		}
 	}
@@ -50,15 +49,15 @@ func words(s string) string { return strings.Join(strings.Fields(s), " ") }
 func TestSplitPassages(t *testing.T) {
 	t.Parallel()
 	short := "First paragraph.\n\nSecond paragraph, also short."
-	if got := plugin.SplitPassages(short); len(got) != 1 || got[0] != short {
+	if got := domain.SplitPassages(short); len(got) != 1 || got[0] != short {
 		t.Errorf("short paragraphs: %q; want them together in one passage", got)
 	}
-	if got := plugin.SplitPassages(" \n\n\t "); len(got) != 0 {
+	if got := domain.SplitPassages(" \n\n\t "); len(got) != 0 {
 		t.Errorf("blank text: %q; want no passage", got)
 	}
 	sentence := "The quick brown fox jumps over the lazy dog near the river bank. "
 	long := strings.Repeat(sentence, 40) // one paragraph of 40 sentences
-	got := plugin.SplitPassages(long)
+	got := domain.SplitPassages(long)
 	for _, p := range got {
 		if !strings.HasPrefix(p, "The quick") || !strings.HasSuffix(p, "bank.") {
 			t.Errorf("a long paragraph not split at sentences: %q", p)
@@ -66,9 +65,9 @@ func TestSplitPassages(t *testing.T) {
 	}
 	// A sentence with no end is split between words.
 	endless := strings.Repeat("ünïcödé wörds ", 300)
-	got = plugin.SplitPassages(endless)
+	got = domain.SplitPassages(endless)
 	if len(got) < 4 {
-		t.Errorf("an endless sentence made %d passages; want about %d", len(got), len(endless)/plugin.PassageChars)
+		t.Errorf("an endless sentence made %d passages; want about %d", len(got), len(endless)/domain.PassageChars)
 	}
 	for _, p := range got {
 		for _, w := range strings.Fields(p) {
@@ -79,20 +78,20 @@ func TestSplitPassages(t *testing.T) {
 	}
 	// A blob with no spaces is cut, at rune boundaries, into passages
 	// short enough to index.
-	blob := strings.Repeat("é", 5*plugin.PassageChars)
-	got = plugin.SplitPassages(blob)
+	blob := strings.Repeat("é", 5*domain.PassageChars)
+	got = domain.SplitPassages(blob)
 	if strings.Join(got, "") != blob {
 		t.Errorf("a blob's pieces do not make it up again")
 	}
 	for _, p := range got {
-		if n := utf8.RuneCountInString(p); n > 2*plugin.PassageChars || !utf8.ValidString(p) {
+		if n := utf8.RuneCountInString(p); n > 2*domain.PassageChars || !utf8.ValidString(p) {
 			t.Errorf("a blob piece of %d characters, valid %v", n, utf8.ValidString(p))
 		}
 	}
 }
 
 // TestSplitPassagesKeepsWords: on random texts no word is cut or lost, and
-// passages are at most plugin.PassageChars characters and not much
+// passages are at most domain.PassageChars characters and not much
 // shorter, but the last.
 func TestSplitPassagesKeepsWords(t *testing.T) {
 	t.Parallel()
@@ -114,16 +113,16 @@ func TestSplitPassagesKeepsWords(t *testing.T) {
 			}
 		}
 		text := b.String()
-		got := plugin.SplitPassages(text)
+		got := domain.SplitPassages(text)
 		if words(strings.Join(got, " ")) != words(text) {
 			t.Fatalf("passages of %q do not say what it says", text)
 		}
 		for i, p := range got {
 			n := utf8.RuneCountInString(p)
-			if n > plugin.PassageChars {
+			if n > domain.PassageChars {
 				t.Fatalf("a passage of %d characters", n)
 			}
-			if i < len(got)-1 && n+utf8.RuneCountInString(got[i+1]) < plugin.PassageChars/2 {
+			if i < len(got)-1 && n+utf8.RuneCountInString(got[i+1]) < domain.PassageChars/2 {
 				t.Fatalf("two passages of %d and %d characters were not joined", n, utf8.RuneCountInString(got[i+1]))
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/domain"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 func TestParseCronSaysWhatIsWrong(t *testing.T) {
@@ -19,13 +18,13 @@ func TestParseCronSaysWhatIsWrong(t *testing.T) {
 		{"CRON_TZ=Mars/Olympus 0 9 * * *", "not valid"},
 		{strings.Repeat("1", 300), "longer than"},
 	} {
-		_, err := plugin.ParseCron(c.expr)
+		_, err := domain.ParseCron(c.expr)
 		if !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("ParseCron(%q) = %v; want ErrInvalid saying %q on one line", c.expr, err, c.want)
 		}
 	}
 	for _, ok := range []string{"0 9 * * 1-5", "@daily", "@every 2h", "CRON_TZ=Europe/Berlin 0 2 * * *"} {
-		if _, err := plugin.ParseCron(ok); err != nil {
+		if _, err := domain.ParseCron(ok); err != nil {
 			t.Errorf("ParseCron(%q) = %v", ok, err)
 		}
 	}
@@ -33,18 +32,18 @@ func TestParseCronSaysWhatIsWrong(t *testing.T) {
 
 func TestScheduleMinInterval(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	in := plugin.NewSchedule{Cron: "@every 30s", Goal: "g", Now: now}
-	if _, err := plugin.ValidateSchedule(in); err == nil || !strings.Contains(err.Error(), "shortest interval allowed is 1m0s") {
+	in := domain.NewSchedule{Cron: "@every 30s", Goal: "g", Now: now}
+	if _, err := domain.ValidateSchedule(in); err == nil || !strings.Contains(err.Error(), "shortest interval allowed is 1m0s") {
 		t.Errorf("@every 30s = %v; want the default minute refused", err)
 	}
 	// Measured between the next two runs: `*/5 * * * *` is five minutes
 	// apart whenever it is asked.
 	in.Cron, in.MinInterval = "*/5 * * * *", 5*time.Minute
-	if _, err := plugin.ValidateSchedule(in); err != nil {
+	if _, err := domain.ValidateSchedule(in); err != nil {
 		t.Errorf("*/5 with a five-minute minimum: %v", err)
 	}
 	in.Cron = "0,1 * * * *" // one minute apart, then 59
-	if _, err := plugin.ValidateSchedule(in); err == nil {
+	if _, err := domain.ValidateSchedule(in); err == nil {
 		t.Errorf("0,1 * * * * passed a five-minute minimum")
 	}
 }
@@ -53,16 +52,16 @@ func TestScheduleMinInterval(t *testing.T) {
 // each one fires at its time and the next is decided then.
 func runs(t *testing.T, expr string, from time.Time, n int) []time.Time {
 	t.Helper()
-	sc, err := plugin.ValidateSchedule(plugin.NewSchedule{Cron: expr, Goal: "g", Now: from})
+	sc, err := domain.ValidateSchedule(domain.NewSchedule{Cron: expr, Goal: "g", Now: from})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cron, _ := plugin.ParseCron(expr)
+	cron, _ := domain.ParseCron(expr)
 	var out []time.Time
 	for range n {
 		out = append(out, sc.NextRunAt)
-		d := plugin.DecideRun(sc, cron, sc.NextRunAt, nil)
-		if !d.Run || d.Event.Type != plugin.ScheduleFired {
+		d := domain.DecideRun(sc, cron, sc.NextRunAt, nil)
+		if !d.Run || d.Event.Type != domain.ScheduleFired {
 			t.Fatalf("at %v: %+v", sc.NextRunAt, d)
 		}
 		sc.NextRunAt = d.Next
@@ -107,33 +106,33 @@ func TestScheduleDST(t *testing.T) {
 
 func TestDecideRun(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	cron, _ := plugin.ParseCron("@every 3s")
-	sc := plugin.Schedule{Cron: "@every 3s", NextRunAt: t0.Add(3 * time.Second), Overlap: plugin.OverlapSkip, CatchUp: plugin.CatchUpOne}
+	cron, _ := domain.ParseCron("@every 3s")
+	sc := domain.Schedule{Cron: "@every 3s", NextRunAt: t0.Add(3 * time.Second), Overlap: domain.OverlapSkip, CatchUp: domain.CatchUpOne}
 	active := []domain.Task{{Number: 7, Status: domain.StatusRunning}}
 	failed := []domain.Task{{Status: domain.StatusFailed}, {Status: domain.StatusStalemate}, {Status: domain.StatusFailed}}
 	for _, c := range []struct {
 		name    string
-		edit    func(*plugin.Schedule)
+		edit    func(*domain.Schedule)
 		now     time.Duration
 		runs    []domain.Task
 		run     bool
 		event   string
 		nextSec int
 	}{
-		{"on time", nil, 3, nil, true, plugin.ScheduleFired, 6},
-		{"late, within the next", nil, 5, nil, true, plugin.ScheduleFired, 8},
-		{"missed three", nil, 10, nil, true, plugin.ScheduleCaughtUp, 13},
-		{"missed, none", func(s *plugin.Schedule) { s.CatchUp = plugin.CatchUpNone }, 10, nil, false, plugin.ScheduleMissed, 13},
-		{"overlap skip", nil, 3, active, false, plugin.ScheduleSkipped, 6},
-		{"overlap allow", func(s *plugin.Schedule) { s.Overlap = plugin.OverlapAllow }, 3, active, true, plugin.ScheduleFired, 6},
-		{"three failures", nil, 3, failed, false, plugin.ScheduleAutoPaused, 6},
-		{"two failures", nil, 3, failed[:2], true, plugin.ScheduleFired, 6},
+		{"on time", nil, 3, nil, true, domain.ScheduleFired, 6},
+		{"late, within the next", nil, 5, nil, true, domain.ScheduleFired, 8},
+		{"missed three", nil, 10, nil, true, domain.ScheduleCaughtUp, 13},
+		{"missed, none", func(s *domain.Schedule) { s.CatchUp = domain.CatchUpNone }, 10, nil, false, domain.ScheduleMissed, 13},
+		{"overlap skip", nil, 3, active, false, domain.ScheduleSkipped, 6},
+		{"overlap allow", func(s *domain.Schedule) { s.Overlap = domain.OverlapAllow }, 3, active, true, domain.ScheduleFired, 6},
+		{"three failures", nil, 3, failed, false, domain.ScheduleAutoPaused, 6},
+		{"two failures", nil, 3, failed[:2], true, domain.ScheduleFired, 6},
 	} {
 		s := sc
 		if c.edit != nil {
 			c.edit(&s)
 		}
-		d := plugin.DecideRun(s, cron, t0.Add(c.now*time.Second), c.runs)
+		d := domain.DecideRun(s, cron, t0.Add(c.now*time.Second), c.runs)
 		if d.Run != c.run || d.Event.Type != c.event || !d.Next.Equal(t0.Add(time.Duration(c.nextSec)*time.Second)) {
 			t.Errorf("%s: %+v", c.name, d)
 		}

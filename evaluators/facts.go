@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/prompts"
@@ -37,7 +38,7 @@ const (
 
 // Facts draws durable facts ("the staging database is ORCA-7 in
 // Frankfurt") from the rooms' conversations and stores them
-// (plugin.MemoryStore.SaveFacts), each with its room, the messages it comes
+// (domain.MemoryStore.SaveFacts), each with its room, the messages it comes
 // from and the person it is about, for recall to find later. It is an
 // evaluator that notes every message, and a service that asks the model
 // once a room has been quiet for Quiet, or has Every new messages.
@@ -260,7 +261,7 @@ func (f *Facts) read(ctx context.Context, room string) {
 	// A source forgotten while the model thought is not stored from:
 	// read the batch again and keep the facts all of whose sources are
 	// still there.
-	var facts []plugin.Fact
+	var facts []domain.Fact
 	if len(drawn) > 0 {
 		again, err := st.MemoriesAfter(ctx, room, cursor, f.batch())
 		if err != nil {
@@ -282,7 +283,7 @@ func (f *Facts) read(ctx context.Context, room string) {
 
 // factsAsk is the conversation the model is asked about: the messages
 // that say something, commands left out (they ask, they state nothing).
-func factsAsk(room string, mems []plugin.Memory) plugin.FactsAsk {
+func factsAsk(room string, mems []domain.Memory) plugin.FactsAsk {
 	ask := plugin.FactsAsk{Room: room}
 	people := 0
 	for _, m := range mems {
@@ -322,7 +323,7 @@ func (f *Facts) draw(ctx context.Context, ask plugin.FactsAsk) ([]plugin.DrawnFa
 		return nil, fmt.Errorf("ask for facts: %w", err)
 	}
 	var ans plugin.FactsAnswer
-	if err := plugin.DecodeJSONObject(resp.Text, &ans); err != nil {
+	if err := domain.DecodeJSONObject(resp.Text, &ans); err != nil {
 		return nil, fmt.Errorf("the model's facts: %w", err)
 	}
 	return ans.Facts, nil
@@ -334,19 +335,19 @@ func (f *Facts) draw(ctx context.Context, ask plugin.FactsAsk) ([]plugin.DrawnFa
 // ("<platform>:<user id>"). A fact about no one the model names is taken
 // to be about the person who said it, so `forget me` takes it with their
 // words; one only the bot said is about no one.
-func storable(room string, drawn []plugin.DrawnFact, mems []plugin.Memory) []plugin.Fact {
-	byID := map[int64]plugin.Memory{}
-	authors := map[string]plugin.Memory{}
+func storable(room string, drawn []plugin.DrawnFact, mems []domain.Memory) []domain.Fact {
+	byID := map[int64]domain.Memory{}
+	authors := map[string]domain.Memory{}
 	for _, m := range mems {
 		byID[m.ID] = m
 		if !m.FromBot {
 			authors[m.AuthorID] = m
 		}
 	}
-	var out []plugin.Fact
+	var out []domain.Fact
 	for _, d := range drawn {
 		text := strings.Join(strings.Fields(d.Text), " ")
-		if text == "" || utf8.RuneCountInString(text) > plugin.MaxFactChars {
+		if text == "" || utf8.RuneCountInString(text) > domain.MaxFactChars {
 			continue
 		}
 		var sources []int64
@@ -367,7 +368,7 @@ func storable(room string, drawn []plugin.DrawnFact, mems []plugin.Memory) []plu
 		} else if m := byID[sources[0]]; !m.FromBot && m.AuthorID != "" {
 			about = m.Platform + ":" + m.AuthorID
 		}
-		out = append(out, plugin.Fact{Room: room, About: about, Text: text, Sources: sources})
+		out = append(out, domain.Fact{Room: room, About: about, Text: text, Sources: sources})
 		if len(out) == maxFactsPerBatch {
 			break
 		}
@@ -377,7 +378,7 @@ func storable(room string, drawn []plugin.DrawnFact, mems []plugin.Memory) []plu
 
 // authorOf finds the author a fact is about as the model named them: by
 // author ID, or as memory names people ("discord:U1").
-func authorOf(authors map[string]plugin.Memory, about string) (plugin.Memory, bool) {
+func authorOf(authors map[string]domain.Memory, about string) (domain.Memory, bool) {
 	about = strings.TrimSpace(about)
 	if m, ok := authors[about]; ok {
 		return m, true
@@ -387,7 +388,7 @@ func authorOf(authors map[string]plugin.Memory, about string) (plugin.Memory, bo
 			return m, true
 		}
 	}
-	return plugin.Memory{}, false
+	return domain.Memory{}, false
 }
 
 // advance moves a room's cursor past a batch read (or passed over): the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/demo"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/evaluators"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
@@ -24,7 +25,7 @@ type factsKit struct {
 	t     *testing.T
 	ctx   context.Context
 	clk   *clock.Fake
-	store plugin.Store
+	store domain.Store
 	rt    *plugin.Runtime
 	seq   int
 }
@@ -77,9 +78,9 @@ func (k *factsKit) eventually(what string, cond func() bool) {
 	}
 }
 
-func (k *factsKit) facts(room string) []plugin.Recollection {
+func (k *factsKit) facts(room string) []domain.Recollection {
 	k.t.Helper()
-	recs, err := k.store.Recall(k.ctx, plugin.RecallQuery{Room: room, Text: "staging database ORCA Frankfurt lives Berlin", Kinds: []string{plugin.RecallFact}})
+	recs, err := k.store.Recall(k.ctx, domain.RecallQuery{Room: room, Text: "staging database ORCA Frankfurt lives Berlin", Kinds: []string{domain.RecallFact}})
 	if err != nil {
 		k.t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestFactsNameTheirPerson(t *testing.T) {
 	k.clk.Advance(time.Minute)
 	got := map[string]string{}
 	k.eventually("four facts", func() bool {
-		recs, err := k.store.Recall(k.ctx, plugin.RecallQuery{Room: "discord:C1", Text: "call release carl new", Kinds: []string{plugin.RecallFact}})
+		recs, err := k.store.Recall(k.ctx, domain.RecallQuery{Room: "discord:C1", Text: "call release carl new", Kinds: []string{domain.RecallFact}})
 		if err != nil {
 			t.Fatal(err)
 		}

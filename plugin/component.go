@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/taskloom/taskloom/domain"
 	"net/http"
 	"time"
 )
@@ -159,7 +160,7 @@ type ActionInfo struct {
 }
 
 // OffersTo reports whether the action is a tool task may use.
-func (i ActionInfo) OffersTo(task Task) bool {
+func (i ActionInfo) OffersTo(task domain.Task) bool {
 	return i.Tool && (!i.NeedsRoom || task.RoomID != "")
 }
 
@@ -191,11 +192,11 @@ type Call struct {
 	// task calls it as a tool.
 	Message *Message
 	// Task is the task calling the action as a tool; nil for chat.
-	Task *Task
+	Task *domain.Task
 	// Files are the calling task's files as its iteration sees them:
 	// reads go through to the store, writes wait for the iteration's
 	// commit. Nil outside a task's iteration.
-	Files  Files
+	Files  domain.Files
 	Params json.RawMessage
 	State  *State
 }
@@ -214,17 +215,17 @@ type Result struct {
 	TaskNumber int64
 	// Wait, for a tool a task called, parks the task in waiting with this
 	// reason (a question asked, subtasks started) until it is answered.
-	Wait WaitOn
+	Wait domain.WaitOn
 	// Notifications, for a tool a task called, are outbox rows (a post, a
 	// question) written in the same transaction as the iteration's result:
 	// a result rejected for a lost lease posts nothing.
-	Notifications []Notification
+	Notifications []domain.Notification
 	// Subtasks, for a tool a task called, are children to create in the
 	// same transaction as the iteration's result (Outcome.Subtasks): a
 	// result rejected for a lost lease creates none, so a re-run
 	// iteration cannot make a second child. Their numbers are known only
 	// then; the store notes them on the step's result.
-	Subtasks []NewTask
+	Subtasks []domain.NewTask
 }
 
 // ProviderInfo describes a provider.
@@ -332,7 +333,7 @@ type Event struct {
 	Action  string
 	Result  *Result
 	Err     error
-	Task    *Task
+	Task    *domain.Task
 	Time    time.Time
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/taskloom/taskloom/domain"
 	"log/slog"
 	"strings"
 
@@ -41,9 +42,9 @@ func (rt *Runtime) HandleMessage(ctx context.Context, msg Message, reply ReplyFu
 	log := rt.log.With("run", run, "platform", msg.Platform, "room", msg.Room, "author", msg.AuthorID)
 
 	if st := rt.opts.Store; st != nil {
-		saved, inserted, err := st.SaveMemory(ctx, Memory{
+		saved, inserted, err := st.SaveMemory(ctx, domain.Memory{
 			Platform: msg.Platform, MessageID: msg.ID, Room: msg.Room, WorkspaceID: msg.WorkspaceID,
-			AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text, CreatedAt: UTC(msg.Time),
+			AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text, CreatedAt: domain.UTC(msg.Time),
 		})
 		if err != nil {
 			return fmt.Errorf("handle message %s: save memory: %w", msg.ID, err)
@@ -189,7 +190,7 @@ func (rt *Runtime) modelSelect(ctx context.Context, msg *Message, state *State) 
 		return "", nil, "", err
 	}
 	var sel selection
-	if err := DecodeJSONObject(resp.Text, &sel); err != nil {
+	if err := domain.DecodeJSONObject(resp.Text, &sel); err != nil {
 		return "", nil, "", fmt.Errorf("model's action choice: %w", err)
 	}
 	name := strings.TrimSpace(sel.Action)
@@ -210,10 +211,10 @@ func (rt *Runtime) remember(ctx context.Context, msg *Message, resp Response, lo
 	if st == nil {
 		return
 	}
-	_, _, err := st.SaveMemory(ctx, Memory{
+	_, _, err := st.SaveMemory(ctx, domain.Memory{
 		Platform: msg.Platform, Room: msg.Room, WorkspaceID: msg.WorkspaceID,
 		AuthorID: "bot", AuthorName: rt.opts.Character.Name, Text: resp.Text, FromBot: true,
-		CreatedAt: UTC(rt.clk.Now()),
+		CreatedAt: domain.UTC(rt.clk.Now()),
 	})
 	if err != nil {
 		log.Warn("could not remember the reply", "err", err)

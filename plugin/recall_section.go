@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"github.com/taskloom/taskloom/domain"
 	"log/slog"
 	"math"
 	"slices"
@@ -47,7 +48,7 @@ type Embedder interface {
 // comes from, within MemorySectionChars. Chat prompts get it through the
 // relevant_memory provider, task iterations through the task service.
 type Recaller struct {
-	Store MemoryStore
+	Store domain.MemoryStore
 	// Embed, when set, re-ranks the candidates by similarity to the query;
 	// when it fails, the store's order stands.
 	Embed  Embedder
@@ -69,12 +70,12 @@ func (r *Recaller) Section(ctx context.Context, ask MemoryAsk) (string, error) {
 	if r == nil || r.Store == nil || strings.TrimSpace(ask.Text) == "" {
 		return "", nil
 	}
-	recs, err := r.Store.Recall(ctx, RecallQuery{Text: ask.Text, Room: ask.Room, Limit: recallCandidates, BeforeID: ask.BeforeID})
+	recs, err := r.Store.Recall(ctx, domain.RecallQuery{Text: ask.Text, Room: ask.Room, Limit: recallCandidates, BeforeID: ask.BeforeID})
 	if err != nil {
 		return "", fmt.Errorf("recall for %s: %w", orAll(ask.Room), err)
 	}
-	recs = slices.DeleteFunc(slices.Clone(recs), func(rc Recollection) bool {
-		return rc.Kind == RecallMessage && slices.Contains(ask.Skip, rc.ID)
+	recs = slices.DeleteFunc(slices.Clone(recs), func(rc domain.Recollection) bool {
+		return rc.Kind == domain.RecallMessage && slices.Contains(ask.Skip, rc.ID)
 	})
 	if len(recs) == 0 {
 		return "", nil
@@ -99,7 +100,7 @@ func orAll(room string) string {
 // MemorySectionChars; one that does not fit is passed over for the
 // next. None fits: "". A text longer than MemoryItemChars is shown as
 // the excerpt around the first word of query it has.
-func MemorySection(recs []Recollection, room, query string) string {
+func MemorySection(recs []domain.Recollection, room, query string) string {
 	used := utf8.RuneCountInString(MemoryHeading)
 	lines := []string{MemoryHeading}
 	for _, rc := range recs {
@@ -124,9 +125,9 @@ func MemorySection(recs []Recollection, room, query string) string {
 // RecollectionSource says where a recollection comes from, for a reader:
 // "ann, 10:42 UTC in this room", "fact about discord:U1", "knowledge:
 // Runbook".
-func RecollectionSource(rc Recollection, room string) string {
+func RecollectionSource(rc domain.Recollection, room string) string {
 	switch rc.Kind {
-	case RecallMessage:
+	case domain.RecallMessage:
 		who := rc.Source
 		if _, after, ok := strings.Cut(rc.Source, " from "); ok {
 			who = after
@@ -139,14 +140,14 @@ func RecollectionSource(rc Recollection, room string) string {
 			return who + " " + where
 		}
 		return who + ", " + rc.CreatedAt.UTC().Format("Jan 2 15:04") + " UTC " + where
-	case RecallFact:
+	case domain.RecallFact:
 		s := "fact"
 		if _, after, ok := strings.Cut(rc.Source, " about "); ok {
 			about, _, _ := strings.Cut(after, " (from")
 			s += " about " + about
 		}
 		return s
-	case RecallPassage:
+	case domain.RecallPassage:
 		if title, err := strconv.QuotedPrefix(rc.Source); err == nil {
 			if t, err := strconv.Unquote(title); err == nil {
 				return "knowledge: " + t
@@ -162,7 +163,7 @@ func RecollectionSource(rc Recollection, room string) string {
 // of recall's priorities: any failure leaves recs as they were. The
 // vectors of facts and passages are kept in the store, so each is
 // embedded once; messages and the query are embedded every time.
-func (r *Recaller) rerank(ctx context.Context, text string, recs []Recollection) []Recollection {
+func (r *Recaller) rerank(ctx context.Context, text string, recs []domain.Recollection) []domain.Recollection {
 	log := r.Logger
 	if log == nil {
 		log = slog.Default()
@@ -170,7 +171,7 @@ func (r *Recaller) rerank(ctx context.Context, text string, recs []Recollection)
 	vecs := make([][]float32, len(recs))
 	ids := map[string][]int64{}
 	for _, rc := range recs {
-		if rc.Kind == RecallFact || rc.Kind == RecallPassage {
+		if rc.Kind == domain.RecallFact || rc.Kind == domain.RecallPassage {
 			ids[rc.Kind] = append(ids[rc.Kind], rc.ID)
 		}
 	}
@@ -202,7 +203,7 @@ func (r *Recaller) rerank(ctx context.Context, text string, recs []Recollection)
 	fresh := map[string]map[int64][]float32{}
 	for j, i := range missing {
 		vecs[i] = got[j+1]
-		if k := recs[i].Kind; k == RecallFact || k == RecallPassage {
+		if k := recs[i].Kind; k == domain.RecallFact || k == domain.RecallPassage {
 			if fresh[k] == nil {
 				fresh[k] = map[int64][]float32{}
 			}
@@ -215,7 +216,7 @@ func (r *Recaller) rerank(ctx context.Context, text string, recs []Recollection)
 		}
 	}
 	type scored struct {
-		rc    Recollection
+		rc    domain.Recollection
 		score float64
 	}
 	out := make([]scored, len(recs))

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -19,22 +20,22 @@ func TestMemorySectionBound(t *testing.T) {
 	at := time.Date(2026, 3, 1, 10, 42, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name string
-		recs []plugin.Recollection
+		recs []domain.Recollection
 		want string // a line the section must show
 	}{
-		{"huge", []plugin.Recollection{
-			{Kind: plugin.RecallPassage, Text: strings.Repeat("ünïcode words ", 100000), Source: `"Runbook", passage 1`},
-			{Kind: plugin.RecallMessage, Text: "the staging database is ORCA-7", Source: "message 3 from ann", Room: "discord:C1", CreatedAt: at},
+		{"huge", []domain.Recollection{
+			{Kind: domain.RecallPassage, Text: strings.Repeat("ünïcode words ", 100000), Source: `"Runbook", passage 1`},
+			{Kind: domain.RecallMessage, Text: "the staging database is ORCA-7", Source: "message 3 from ann", Room: "discord:C1", CreatedAt: at},
 		}, "- [ann, Mar 1 10:42 UTC in this room] the staging database is ORCA-7"},
-		{"many", func() []plugin.Recollection {
-			var out []plugin.Recollection
+		{"many", func() []domain.Recollection {
+			var out []domain.Recollection
 			for i := range 1000 {
-				out = append(out, plugin.Recollection{Kind: plugin.RecallFact, Text: fmt.Sprintf("fact number %d is true", i), Source: fmt.Sprintf("fact %d about discord:U1 (from messages 1, 2)", i)})
+				out = append(out, domain.Recollection{Kind: domain.RecallFact, Text: fmt.Sprintf("fact number %d is true", i), Source: fmt.Sprintf("fact %d about discord:U1 (from messages 1, 2)", i)})
 			}
 			return out
 		}(), "- [fact about discord:U1] fact number 0 is true"},
-		{"huge source", []plugin.Recollection{
-			{Kind: plugin.RecallPassage, Text: "x", Source: strconvQuote(strings.Repeat("T", 5000)) + ", passage 1"},
+		{"huge source", []domain.Recollection{
+			{Kind: domain.RecallPassage, Text: "x", Source: strconvQuote(strings.Repeat("T", 5000)) + ", passage 1"},
 		}, "- [knowledge: TTTT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,14 +56,14 @@ func strconvQuote(s string) string { return `"` + s + `"` }
 func TestRecollectionSource(t *testing.T) {
 	at := time.Date(2026, 3, 1, 10, 42, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		rc   plugin.Recollection
+		rc   domain.Recollection
 		want string
 	}{
-		{plugin.Recollection{Kind: plugin.RecallMessage, Source: "message 4 from ann", Room: "discord:C1", CreatedAt: at}, "ann, Mar 1 10:42 UTC in this room"},
-		{plugin.Recollection{Kind: plugin.RecallMessage, Source: "message 4 from ann", Room: "discord:C1:T9", CreatedAt: at}, "ann, Mar 1 10:42 UTC in discord:C1:T9"},
-		{plugin.Recollection{Kind: plugin.RecallFact, Source: "fact 2 about discord:U1 (from messages 4)"}, "fact about discord:U1"},
-		{plugin.Recollection{Kind: plugin.RecallFact, Source: "fact 2 (from messages 4)"}, "fact"},
-		{plugin.Recollection{Kind: plugin.RecallPassage, Source: `"Runbook", passage 3`}, "knowledge: Runbook"},
+		{domain.Recollection{Kind: domain.RecallMessage, Source: "message 4 from ann", Room: "discord:C1", CreatedAt: at}, "ann, Mar 1 10:42 UTC in this room"},
+		{domain.Recollection{Kind: domain.RecallMessage, Source: "message 4 from ann", Room: "discord:C1:T9", CreatedAt: at}, "ann, Mar 1 10:42 UTC in discord:C1:T9"},
+		{domain.Recollection{Kind: domain.RecallFact, Source: "fact 2 about discord:U1 (from messages 4)"}, "fact about discord:U1"},
+		{domain.Recollection{Kind: domain.RecallFact, Source: "fact 2 (from messages 4)"}, "fact"},
+		{domain.Recollection{Kind: domain.RecallPassage, Source: `"Runbook", passage 3`}, "knowledge: Runbook"},
 	} {
 		if got := plugin.RecollectionSource(tc.rc, "discord:C1"); got != tc.want {
 			t.Errorf("source of %+v = %q, want %q", tc.rc, got, tc.want)
@@ -92,13 +93,13 @@ func (f fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, err
 
 // recallOnly recalls recs and keeps vectors, as a store does.
 type recallOnly struct {
-	plugin.MemoryStore
-	recs    []plugin.Recollection
-	got     plugin.RecallQuery
+	domain.MemoryStore
+	recs    []domain.Recollection
+	got     domain.RecallQuery
 	vectors map[string]map[int64][]float32
 }
 
-func (r *recallOnly) Recall(_ context.Context, q plugin.RecallQuery) ([]plugin.Recollection, error) {
+func (r *recallOnly) Recall(_ context.Context, q domain.RecallQuery) ([]domain.Recollection, error) {
 	r.got = q
 	return r.recs, nil
 }
@@ -131,10 +132,10 @@ func (r *recallOnly) Embeddings(_ context.Context, kind string, ids []int64) (ma
 // facts are kept for the next recall; an embedder that fails leaves the
 // store's order; the messages the prompt shows already are left out.
 func TestRecallerReranksByEmbeddings(t *testing.T) {
-	st := &recallOnly{recs: []plugin.Recollection{
-		{Kind: plugin.RecallFact, ID: 1, Text: "alpha", Source: "fact 1"},
-		{Kind: plugin.RecallFact, ID: 2, Text: "beta", Source: "fact 2"},
-		{Kind: plugin.RecallMessage, ID: 3, Text: "shown already", Source: "message 3 from ann"},
+	st := &recallOnly{recs: []domain.Recollection{
+		{Kind: domain.RecallFact, ID: 1, Text: "alpha", Source: "fact 1"},
+		{Kind: domain.RecallFact, ID: 2, Text: "beta", Source: "fact 2"},
+		{Kind: domain.RecallMessage, ID: 3, Text: "shown already", Source: "message 3 from ann"},
 	}}
 	vec := func(s string) []float32 {
 		if s == "alpha" {
@@ -170,7 +171,7 @@ func TestRecallerReranksByEmbeddings(t *testing.T) {
 // word of the query it holds, within the item's bound.
 func TestMemorySectionExcerpts(t *testing.T) {
 	long := strings.Repeat("Filler about the payroll export. ", 40) + "To restart the ingest queue, drain it first. " + strings.Repeat("Filler about holidays. ", 40)
-	got := plugin.MemorySection([]plugin.Recollection{{Kind: plugin.RecallPassage, Text: long, Source: `"Runbook", passage 1`}}, "", "Restart the ingest queue")
+	got := plugin.MemorySection([]domain.Recollection{{Kind: domain.RecallPassage, Text: long, Source: `"Runbook", passage 1`}}, "", "Restart the ingest queue")
 	line := got[strings.Index(got, "\n")+1:]
 	if !strings.Contains(line, "To restart the ingest queue, drain it first.") || !strings.HasPrefix(line, "- [knowledge: Runbook] …") ||
 		utf8.RuneCountInString(line) > plugin.MemoryItemChars+len("- [knowledge: Runbook] ") {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/taskloom/taskloom/domain"
 	"log/slog"
 	"runtime/debug"
 	"slices"
@@ -23,7 +24,7 @@ const DefaultProviderBudget = 3 * time.Second
 type Options struct {
 	// Store keeps the memories of the message pipeline. Required by
 	// HandleMessage.
-	Store     Store
+	Store     domain.Store
 	Character Character
 	Logger    *slog.Logger
 	Clock     clock.Clock
@@ -99,7 +100,7 @@ func New(opts Options) *Runtime {
 func (rt *Runtime) Character() Character { return rt.opts.Character }
 
 // Store is the runtime's store.
-func (rt *Runtime) Store() Store { return rt.opts.Store }
+func (rt *Runtime) Store() domain.Store { return rt.opts.Store }
 
 // Clock is the runtime's clock.
 func (rt *Runtime) Clock() clock.Clock { return rt.clk }
@@ -286,7 +287,7 @@ func (rt *Runtime) addComponents(p *Plugin) error {
 func (rt *Runtime) Platform(room string) (Platform, bool) {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
-	p, ok := rt.platforms[RoomPlatform(room)]
+	p, ok := rt.platforms[domain.RoomPlatform(room)]
 	return p, ok
 }
 

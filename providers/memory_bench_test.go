@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/providers"
@@ -26,16 +27,16 @@ func BenchmarkChatMemory(b *testing.B) {
 			ctx := context.Background()
 			st := store.open(b)
 			words := strings.Fields("deploy staging database queue ingest runbook lunch release build cache metrics alert page owner region frankfurt backup restore token rotate")
-			var facts []plugin.Fact
+			var facts []domain.Fact
 			for i := range 10000 {
 				text := fmt.Sprintf("message %d about %s and %s, %s", i, words[i%len(words)], words[(i*7)%len(words)], strings.Repeat("more words here ", 5))
-				m, _, err := st.SaveMemory(ctx, plugin.Memory{Platform: "discord", MessageID: fmt.Sprint(i), Room: fmt.Sprintf("discord:C%d", i%10),
+				m, _, err := st.SaveMemory(ctx, domain.Memory{Platform: "discord", MessageID: fmt.Sprint(i), Room: fmt.Sprintf("discord:C%d", i%10),
 					AuthorID: fmt.Sprintf("U%d", i%50), AuthorName: fmt.Sprintf("user%d", i%50), Text: text, CreatedAt: time.Unix(int64(i), 0)})
 				if err != nil {
 					b.Fatal(err)
 				}
 				if i%10 == 0 {
-					facts = append(facts, plugin.Fact{Room: m.Room, About: "discord:" + m.AuthorID, Text: "fact: " + text, Sources: []int64{m.ID}})
+					facts = append(facts, domain.Fact{Room: m.Room, About: "discord:" + m.AuthorID, Text: "fact: " + text, Sources: []int64{m.ID}})
 				}
 			}
 			if _, err := st.SaveFacts(ctx, facts); err != nil {
@@ -46,7 +47,7 @@ func BenchmarkChatMemory(b *testing.B) {
 				for doc.Len() < 50000 {
 					fmt.Fprintf(&doc, "Section on the %s of the %s. %s\n\n", words[doc.Len()%len(words)], words[(doc.Len()/7)%len(words)], strings.Repeat("Filler prose. ", 20))
 				}
-				if _, err := st.AddDocument(ctx, plugin.Document{Title: fmt.Sprintf("Doc %d", i), CreatedAt: time.Unix(0, 0)}, doc.String()); err != nil {
+				if _, err := st.AddDocument(ctx, domain.Document{Title: fmt.Sprintf("Doc %d", i), CreatedAt: time.Unix(0, 0)}, doc.String()); err != nil {
 					b.Fatal(err)
 				}
 			}

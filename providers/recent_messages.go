@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -22,7 +23,7 @@ const (
 // first, each with its author and time. The message being answered is
 // left out: the model reads it as the user's turn.
 type RecentMessages struct {
-	Store plugin.Store
+	Store domain.Store
 	// Limit and Chars override the bounds; 0 keeps them.
 	Limit, Chars int
 }
@@ -64,7 +65,7 @@ func (p RecentMessages) Get(ctx context.Context, msg *plugin.Message, _ *plugin.
 // WithoutMessage drops msg's own memory from mems: the one with its
 // message ID or, for a message without one (the console), the latest one
 // of its author saying its text.
-func WithoutMessage(mems []plugin.Memory, msg *plugin.Message) []plugin.Memory {
+func WithoutMessage(mems []domain.Memory, msg *plugin.Message) []domain.Memory {
 	for i := len(mems) - 1; i >= 0; i-- {
 		m := mems[i]
 		same := msg.ID != "" && m.MessageID == msg.ID && m.Platform == msg.Platform
@@ -82,7 +83,7 @@ func WithoutMessage(mems []plugin.Memory, msg *plugin.Message) []plugin.Memory {
 // "- ann (10:42 UTC): text": at most limit of them, and no more than
 // chars characters in all. The newest message alone is clipped to chars
 // rather than left out. It returns the memories' IDs too.
-func ConversationLines(mems []plugin.Memory, limit, chars int) ([]string, []int64) {
+func ConversationLines(mems []domain.Memory, limit, chars int) ([]string, []int64) {
 	var lines []string
 	var ids []int64
 	used := 0
@@ -105,7 +106,7 @@ func ConversationLines(mems []plugin.Memory, limit, chars int) ([]string, []int6
 	return lines, ids
 }
 
-func conversationLine(m plugin.Memory) string {
+func conversationLine(m domain.Memory) string {
 	who := m.AuthorName
 	if who == "" {
 		who = m.AuthorID

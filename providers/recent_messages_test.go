@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/providers"
@@ -15,9 +16,9 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 10, 40, 0, 0, time.UTC)
 
-func say(t *testing.T, st plugin.Store, room, id, author, text string, at time.Time) {
+func say(t *testing.T, st domain.Store, room, id, author, text string, at time.Time) {
 	t.Helper()
-	if _, _, err := st.SaveMemory(context.Background(), plugin.Memory{Platform: "discord", MessageID: id, Room: room,
+	if _, _, err := st.SaveMemory(context.Background(), domain.Memory{Platform: "discord", MessageID: id, Room: room,
 		AuthorID: author, AuthorName: author, Text: text, CreatedAt: at}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -13,7 +14,7 @@ import (
 // plugin.MemorySectionChars (docs/memory.md). The messages RecentMessages
 // shows are left out, so the section spends its room on older ones.
 type RelevantMemory struct {
-	Store    plugin.Store
+	Store    domain.Store
 	Recaller *plugin.Recaller
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -13,7 +14,7 @@ import (
 // way, so "how is the auth task going?" can be answered with the right
 // number.
 type RoomTasks struct {
-	Store plugin.Store
+	Store domain.Store
 	Limit int // default 10
 }
 
@@ -31,10 +32,10 @@ func (p RoomTasks) Get(ctx context.Context, msg *plugin.Message, _ *plugin.State
 	if limit <= 0 {
 		limit = 10
 	}
-	list, err := p.Store.ListTasks(ctx, plugin.TaskFilter{
+	list, err := p.Store.ListTasks(ctx, domain.TaskFilter{
 		RoomID:   msg.Room,
-		Statuses: []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting},
-		Order:    plugin.OrderRecent, Limit: limit,
+		Statuses: []domain.Status{domain.StatusQueued, domain.StatusRunning, domain.StatusPaused, domain.StatusWaiting},
+		Order:    domain.OrderRecent, Limit: limit,
 	})
 	if err != nil {
 		return plugin.ProviderResult{}, fmt.Errorf("room tasks of %s: %w", msg.Room, err)

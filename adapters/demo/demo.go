@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -138,7 +139,7 @@ type Decision struct {
 	Action   string            `json:"action"`
 	Params   map[string]string `json:"params"`
 	Progress int               `json:"progress"`
-	Status   plugin.Verdict    `json:"status"`
+	Status   domain.Verdict    `json:"status"`
 	Summary  string            `json:"summary"`
 }
 
@@ -159,11 +160,11 @@ func (p plan) decide() Decision {
 		Action:   mv.action,
 		Params:   p.params(mv),
 		Progress: 100 * i / p.n,
-		Status:   plugin.VerdictContinue,
+		Status:   domain.VerdictContinue,
 		Summary:  fmt.Sprintf("(demo model) Step %d of %d: %s.", i, p.n, mv.did),
 	}
 	if i == p.n {
-		d.Status = plugin.VerdictDone
+		d.Status = domain.VerdictDone
 		d.Summary = p.finalSummary()
 		return d
 	}

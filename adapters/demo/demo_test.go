@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/demo"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -25,7 +26,7 @@ type decision struct {
 	Action   string          `json:"action"`
 	Params   json.RawMessage `json:"params"`
 	Progress int             `json:"progress"`
-	Status   plugin.Verdict  `json:"status"`
+	Status   domain.Verdict  `json:"status"`
 	Summary  string          `json:"summary"`
 }
 
@@ -55,7 +56,7 @@ func run(t *testing.T, m *demo.Model, goal string) []decision {
 			t.Fatalf("iteration %d: %q is not a decision: %v", ref.Iteration, resp.Text, err)
 		}
 		out = append(out, d)
-		if d.Status != plugin.VerdictContinue {
+		if d.Status != domain.VerdictContinue {
 			return out
 		}
 		ref.Progress = d.Progress
@@ -96,7 +97,7 @@ func TestPlanRunsToDone(t *testing.T) {
 				t.Fatalf("done after %d iterations, want PlanLength %d in 5–8", n, demo.PlanLength(goal))
 			}
 			last := ds[len(ds)-1]
-			if last.Status != plugin.VerdictDone || last.Progress != 100 {
+			if last.Status != domain.VerdictDone || last.Progress != 100 {
 				t.Errorf("last decision %s at %d%%, want done at 100%%", last.Status, last.Progress)
 			}
 			if !strings.Contains(last.Summary, "demo model") || !strings.Contains(last.Summary, "OPENAI_API_KEY") {
@@ -178,12 +179,12 @@ func TestProgressStaysAboveTheTask(t *testing.T) {
 	// A task that got further than the plan expects (another model ran it
 	// before) still sees its progress rise until the plan ends.
 	d := demo.Decide(plugin.TaskRef{Goal: "Build auth feature", Iteration: 1, Progress: 60})
-	if d.Status != plugin.VerdictContinue || d.Progress <= 60 {
+	if d.Status != domain.VerdictContinue || d.Progress <= 60 {
 		t.Errorf("Decide = %s at %d%%, want continue above 60%%", d.Status, d.Progress)
 	}
 	// Iterations past the plan finish the task.
 	d = demo.Decide(plugin.TaskRef{Goal: "Build auth feature", Iteration: 30, Progress: 60})
-	if d.Status != plugin.VerdictDone || d.Progress != 100 {
+	if d.Status != domain.VerdictDone || d.Progress != 100 {
 		t.Errorf("Decide past the plan = %s at %d%%, want done at 100%%", d.Status, d.Progress)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -15,19 +16,19 @@ import (
 func answer(task plugin.TaskRef, tools []plugin.ToolSpec, post bool) (text string, calls []plugin.ToolCall) {
 	p := plan{task: task, n: PlanLength(task.Goal), post: post}
 	switch {
-	case task.Strategy == plugin.StrategyTools || len(tools) > 0:
+	case task.Strategy == domain.StrategyTools || len(tools) > 0:
 		return p.toolCalls(task.Iteration)
-	case task.Role == plugin.RoleThought, task.Role == plugin.RoleAction, task.Role == plugin.RoleObservation:
+	case task.Role == domain.RoleThought, task.Role == domain.RoleAction, task.Role == domain.RoleObservation:
 		return p.react(task), nil
-	case task.Role == plugin.RoleAnalysis:
+	case task.Role == domain.RoleAnalysis:
 		return encode(map[string]any{"thought": "(demo model) The goal is small enough to do in one go.",
 			"decision": "execute", "plan": "Follow the rehearsal plan in " + PlanFile + "."}), nil
-	case task.Role == plugin.RoleReviewer && task.Strategy == plugin.StrategyReview:
+	case task.Role == domain.RoleReviewer && task.Strategy == domain.StrategyReview:
 		return encode(map[string]any{"thought": "(demo model) The plan was written and read back.",
 			"verdict": "approve", "notes": "The rehearsal plan is complete.", "summary": p.finalSummary()}), nil
-	case task.Role == plugin.RoleSupervisor:
+	case task.Role == domain.RoleSupervisor:
 		return p.supervise(task), nil
-	case task.Role != "" && task.Role != plugin.RoleAgent:
+	case task.Role != "" && task.Role != domain.RoleAgent:
 		// An agent of a multi-agent strategy: the plan's step, with a tool
 		// every built-in agent has where the plan's needs another.
 		d := plan{task: p.agentTurn(task), n: p.n, post: p.post}.decide()
@@ -35,7 +36,7 @@ func answer(task plugin.TaskRef, tools []plugin.ToolSpec, post bool) (text strin
 			d.Action, d.Params = "list_files", map[string]string{}
 		}
 		return encode(d), nil
-	case task.Strategy == plugin.StrategyReview:
+	case task.Strategy == domain.StrategyReview:
 		// Execution follows the one analysis claim.
 		t := task
 		t.Iteration = max(task.Iteration-1, 1)
@@ -49,9 +50,9 @@ func (p plan) react(task plugin.TaskRef) string {
 	c := min((max(task.Iteration, 1)-1)/3+1, p.n)
 	mv := p.move(c)
 	switch task.Role {
-	case plugin.RoleThought:
+	case domain.RoleThought:
 		return encode(map[string]any{"thought": "(demo model) " + mv.thought})
-	case plugin.RoleAction:
+	case domain.RoleAction:
 		if c == p.n || mv.action == "none" {
 			return encode(map[string]any{"final_answer": p.finalSummary()})
 		}
@@ -96,7 +97,7 @@ func (p plan) supervise(task plugin.TaskRef) string {
 // task every other claim is an agent's; in a group chat every claim is.
 func (p plan) agentTurn(task plugin.TaskRef) plugin.TaskRef {
 	t := task
-	if task.Strategy == plugin.StrategySupervisor || task.Strategy == plugin.StrategyMagentic {
+	if task.Strategy == domain.StrategySupervisor || task.Strategy == domain.StrategyMagentic {
 		t.Iteration = max(task.Iteration/2, 1)
 		if t.Iteration >= p.n {
 			t.Iteration = p.n - 1 // the supervisor ends the task, not an agent

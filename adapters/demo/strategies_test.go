@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -31,7 +32,7 @@ func TestEveryStrategyCompletesOnTheDemoModel(t *testing.T) {
 	svc := tasks.New(tasks.Options{Runtime: rt, Lease: time.Minute, Owner: "demo"})
 	numbers := map[string]int64{}
 	for _, s := range svc.Strategies() {
-		task, err := svc.Create(ctx, plugin.NewTask{Goal: "Plan the launch of " + s, Strategy: s})
+		task, err := svc.Create(ctx, domain.NewTask{Goal: "Plan the launch of " + s, Strategy: s})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +54,7 @@ func TestEveryStrategyCompletesOnTheDemoModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if task.Status != plugin.StatusCompleted {
+		if task.Status != domain.StatusCompleted {
 			t.Errorf("%s task #%d: %s (%s) after %d claims; want completed; steps: %+v", s, n, task.Status, task.Error, task.Iteration, steps)
 		}
 		for _, step := range steps {

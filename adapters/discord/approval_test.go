@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/discordfake"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // approvalRequest flushes the outbox and waits for the newest message
@@ -73,7 +73,7 @@ func TestApproveLandsOnTheCallItShowed(t *testing.T) {
 	b.step()
 	msgA, approveA, denyA := b.approvalRequest(1, "")
 	mustContain(t, "request A", msgA.Content, "🔐 Task #1 wants to run", "a.sh", "␠×2600; echo PAYLOAD")
-	if want := "taskloom:approve:1:" + plugin.ApprovalID(b.task(1)); approveA != want {
+	if want := "taskloom:approve:1:" + domain.ApprovalID(b.task(1)); approveA != want {
 		t.Fatalf("Approve on A = %q, want %q", approveA, want)
 	}
 	answers := 0

@@ -11,6 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -76,12 +77,12 @@ func (a *Adapter) taskChoices(ctx context.Context, in *discordgo.Interaction) ([
 		return nil, nil
 	}
 	msg := plugin.Message{Platform: Name, WorkspaceID: in.GuildID, AuthorID: who.user.ID, DM: who.dm}
-	f := plugin.TaskFilter{WorkspaceID: actions.WorkspaceOf(&msg), Order: plugin.OrderRecent, Limit: choicePage}
+	f := domain.TaskFilter{WorkspaceID: actions.WorkspaceOf(&msg), Order: domain.OrderRecent, Limit: choicePage}
 	keep := offers
 	switch typed := typedValue(focused.Value); {
 	case typed == "":
 	case isDigits(typed):
-		keep = func(t plugin.Task) bool {
+		keep = func(t domain.Task) bool {
 			return offers(t) && strings.HasPrefix(strconv.FormatInt(t.Number, 10), typed)
 		}
 	default:
@@ -125,7 +126,7 @@ func isDigits(s string) bool {
 
 // choiceName is "#N name — status", the name cut to fit Discord's 100
 // characters.
-func choiceName(t plugin.Task) string {
+func choiceName(t domain.Task) string {
 	head, tail := fmt.Sprintf("#%d ", t.Number), " — "+string(t.Status)
 	name := strings.Join(strings.Fields(t.Name), " ")
 	if room := maxChoiceName - utf8.RuneCountInString(head+tail); utf8.RuneCountInString(name) > room {

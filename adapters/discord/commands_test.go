@@ -10,7 +10,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/taskloom/taskloom/actions"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // invocation builds the data of a /task invocation as discordgo decodes
@@ -249,7 +249,7 @@ func TestCommandAction(t *testing.T) {
 
 func TestThreadAndChoiceNamesFitDiscord(t *testing.T) {
 	t.Parallel()
-	long := plugin.Task{Number: 1234, Name: strings.Repeat("é", 150), Status: plugin.StatusRunning}
+	long := domain.Task{Number: 1234, Name: strings.Repeat("é", 150), Status: domain.StatusRunning}
 	for name, got := range map[string]string{"thread": threadName(long), "choice": choiceName(long)} {
 		if n := utf8.RuneCountInString(got); n > 100 || !strings.HasPrefix(got, "#1234 éé") || !strings.Contains(got, "…") {
 			t.Errorf("%s name = %q (%d characters)", name, got, n)
@@ -258,7 +258,7 @@ func TestThreadAndChoiceNamesFitDiscord(t *testing.T) {
 	if got := choiceName(long); !strings.HasSuffix(got, "… — running") {
 		t.Errorf("choice name = %q, want the status kept", got)
 	}
-	short := plugin.Task{Number: 3, Name: "Build\nauth", Status: plugin.StatusPaused}
+	short := domain.Task{Number: 3, Name: "Build\nauth", Status: domain.StatusPaused}
 	if got := threadName(short); got != "#3 Build auth" {
 		t.Errorf("thread name = %q", got)
 	}

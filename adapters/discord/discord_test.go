@@ -13,6 +13,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/taskloom/taskloom/adapters/discord"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/internal/testkit/discordfake"
 	"github.com/taskloom/taskloom/plugin"
@@ -166,7 +167,7 @@ func TestTaskSlashCommands(t *testing.T) {
 		mustContain(t, "/task "+tt.sub, m.Content, tt.want...)
 		pingsNobody(t, m)
 	}
-	if st := b.task(1).Status; st != plugin.StatusPaused {
+	if st := b.task(1).Status; st != domain.StatusPaused {
 		t.Errorf("after /task pause the task is %s", st)
 	}
 }
@@ -192,13 +193,13 @@ func TestButtonsPauseForTheRequestorAndRefuseOthers(t *testing.T) {
 
 	m := press(bob, "taskloom:pause:1", 1)
 	mustContain(t, "bob's press", m.Content, "Only the person who created task #1, or an admin, can pause it.")
-	if st := b.task(1).Status; st != plugin.StatusQueued {
+	if st := b.task(1).Status; st != domain.StatusQueued {
 		t.Errorf("after a refused press the task is %s", st)
 	}
 
 	m = press(alice, "taskloom:pause:1", 2)
 	mustContain(t, "alice's press", m.Content, `⏸️ Task #1 "Build auth" paused.`)
-	if st := b.task(1).Status; st != plugin.StatusPaused {
+	if st := b.task(1).Status; st != domain.StatusPaused {
 		t.Errorf("after alice's press the task is %s", st)
 	}
 	if got := m.CustomIDs(); !slices.Equal(got, []string{"taskloom:resume:1", "taskloom:cancel:1"}) {
@@ -208,7 +209,7 @@ func TestButtonsPauseForTheRequestorAndRefuseOthers(t *testing.T) {
 	// A member with Manage Server may control anyone's task.
 	m = press(carol, "taskloom:resume:1", 3)
 	mustContain(t, "carol's press", m.Content, `▶️ Task #1 "Build auth" resumed.`)
-	if st := b.task(1).Status; st != plugin.StatusQueued {
+	if st := b.task(1).Status; st != domain.StatusQueued {
 		t.Errorf("after carol's press the task is %s", st)
 	}
 	// The task message itself is left as it was.
@@ -297,7 +298,7 @@ func TestRateLimitedNotificationIsDeliveredLaterOnce(t *testing.T) {
 	// the completion — gives the row back to be retried, measured from the
 	// clock as it is then: wait for that before moving the clock.
 	for {
-		ns, err := b.store.ListNotifications(b.ctx, plugin.NotificationPending, 0, 10)
+		ns, err := b.store.ListNotifications(b.ctx, domain.NotificationPending, 0, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/discord"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/config"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/discordfake"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // The guild, channel and people of the tests.
@@ -53,7 +53,7 @@ type bot struct {
 	ctx   context.Context
 	srv   *discordfake.Server
 	clk   *clock.Fake
-	store plugin.Store
+	store domain.Store
 	model *testkit.ScriptedModel
 	core  *app.Core
 	ad    *discord.Adapter
@@ -191,7 +191,7 @@ func number(n int) discordfake.CommandOption {
 	return discordfake.CommandOption{Name: "number", Value: n}
 }
 
-func (b *bot) task(n int64) plugin.Task {
+func (b *bot) task(n int64) domain.Task {
 	b.t.Helper()
 	t, err := b.store.GetTask(b.ctx, n)
 	if err != nil {
@@ -202,7 +202,7 @@ func (b *bot) task(n int64) plugin.Task {
 
 func (b *bot) countTasks() int {
 	b.t.Helper()
-	n, err := b.store.CountTasks(b.ctx, plugin.TaskFilter{})
+	n, err := b.store.CountTasks(b.ctx, domain.TaskFilter{})
 	if err != nil {
 		b.t.Fatal(err)
 	}

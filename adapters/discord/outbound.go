@@ -15,6 +15,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
@@ -392,23 +393,23 @@ func (a *Adapter) controls(ctx context.Context, approvals []plugin.ApprovalRef, 
 	}
 	var rows []discordgo.MessageComponent
 	seen := map[int64]bool{}
-	task := func(n int64) (plugin.Task, bool) {
+	task := func(n int64) (domain.Task, bool) {
 		if seen[n] || len(rows) == maxControlRows {
-			return plugin.Task{}, false
+			return domain.Task{}, false
 		}
 		seen[n] = true
 		t, err := st.GetTask(ctx, n)
 		if err != nil {
-			if !errors.Is(err, plugin.ErrNotFound) {
+			if !errors.Is(err, domain.ErrNotFound) {
 				a.log.Warn("cannot read a task for its buttons", "task", n, "err", err)
 			}
-			return plugin.Task{}, false
+			return domain.Task{}, false
 		}
 		return t, true
 	}
 	for _, ref := range approvals {
 		t, ok := task(ref.Task)
-		if !ok || plugin.ApprovalID(t) != ref.Call {
+		if !ok || domain.ApprovalID(t) != ref.Call {
 			continue
 		}
 		n := t.Number
@@ -430,7 +431,7 @@ func (a *Adapter) controls(ctx context.Context, approvals []plugin.ApprovalRef, 
 			continue
 		}
 		first := discordgo.Button{Label: fmt.Sprintf("Pause #%d", n), Style: discordgo.SecondaryButton, CustomID: buttonID("pause", n)}
-		if t.Status == plugin.StatusPaused {
+		if t.Status == domain.StatusPaused {
 			first = discordgo.Button{Label: fmt.Sprintf("Resume #%d", n), Style: discordgo.PrimaryButton, CustomID: buttonID("resume", n)}
 		}
 		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{

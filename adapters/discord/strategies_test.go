@@ -5,16 +5,16 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/testkit/discordfake"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
 // echoStrategy is a strategy a plugin adds: it completes its task at once.
-var echoStrategy = map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (plugin.Outcome, error) {
+var echoStrategy = map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (domain.Outcome, error) {
 	o := t.Outcome()
-	o.Verdict, o.Summary = plugin.VerdictDone, "echoed"
+	o.Verdict, o.Summary = domain.VerdictDone, "echoed"
 	return o, nil
 })}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -130,7 +131,7 @@ func (a *Adapter) startTaskThread(ctx context.Context, n int64, channel, ackID s
 }
 
 // threadName is "#N <name>", cut to Discord's 100 characters, on one line.
-func threadName(t plugin.Task) string {
+func threadName(t domain.Task) string {
 	name := fmt.Sprintf("#%d %s", t.Number, strings.Join(strings.Fields(t.Name), " "))
 	if utf8.RuneCountInString(name) <= maxThreadName {
 		return name
@@ -204,7 +205,7 @@ func (a *Adapter) taskReportsIn(ctx context.Context, room string) bool {
 	if _, thread := splitRoom(room); thread == "" {
 		return false
 	}
-	tasks, err := a.rt.Store().ListTasks(ctx, plugin.TaskFilter{RoomID: room, Limit: 1})
+	tasks, err := a.rt.Store().ListTasks(ctx, domain.TaskFilter{RoomID: room, Limit: 1})
 	if err != nil {
 		a.log.Warn("cannot tell whether a thread is a task's", "room", room, "err", err)
 		return false

@@ -15,6 +15,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/taskloom/taskloom/adapters/discord"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/discordfake"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -44,8 +45,8 @@ func (l *logs) into(o *discord.Options) { o.Logger = slog.New(slog.NewTextHandle
 
 // watchMoves returns the tasks the adapter reports moved (TASK_CHANGED
 // with a room of its own), as they move.
-func (b *bot) watchMoves() <-chan plugin.Task {
-	ch := make(chan plugin.Task, 64)
+func (b *bot) watchMoves() <-chan domain.Task {
+	ch := make(chan domain.Task, 64)
 	b.core.Runtime.Subscribe(plugin.TaskChanged, func(_ context.Context, ev plugin.Event) {
 		if ev.Task != nil && strings.Count(ev.Task.RoomID, ":") == 2 {
 			select {
@@ -58,7 +59,7 @@ func (b *bot) watchMoves() <-chan plugin.Task {
 }
 
 // moved waits for task n to move, and returns it.
-func (b *bot) moved(moves <-chan plugin.Task, n int64) plugin.Task {
+func (b *bot) moved(moves <-chan domain.Task, n int64) domain.Task {
 	b.t.Helper()
 	for {
 		select {
@@ -112,7 +113,7 @@ func TestTaskGetsAThreadWhereItReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := evs[len(evs)-1]; last.Type != plugin.EventMoved || last.Actor != "discord" {
+	if last := evs[len(evs)-1]; last.Type != domain.EventMoved || last.Actor != "discord" {
 		t.Errorf("last event = %s by %s, want moved", last.Type, last.Actor)
 	}
 	if m, _ := srv.Message(ack.ID); m.Flags&discordgo.MessageFlagsHasThread == 0 {
@@ -137,13 +138,13 @@ func TestTaskGetsAThreadWhereItReports(t *testing.T) {
 	b.flush(true)
 	question := b.messages(thread, 2)[1]
 	mustContain(t, "question in the thread", question.Content, "JWT or sessions?")
-	if st := b.task(1); st.Status != plugin.StatusWaiting {
+	if st := b.task(1); st.Status != domain.StatusWaiting {
 		t.Fatalf("after ask_user the task is %s", st.Status)
 	}
 	srv.MessageCreate(thread, guildID, bob, b.mention("use JWT"))
 	thanks := b.messages(thread, 3)[2]
 	mustContain(t, "answer's reply", thanks.Content, `Thanks — task #1 "Build auth" goes on with your answer`)
-	if st := b.task(1).Status; st == plugin.StatusWaiting {
+	if st := b.task(1).Status; st == domain.StatusWaiting {
 		t.Errorf("the answer in the thread did not resume the task (%s)", st)
 	}
 
@@ -185,7 +186,7 @@ func TestSlashCreateGetsAThreadAndAStrategy(t *testing.T) {
 	if want := "discord:" + channelID + ":" + ack.ID; task.RoomID != want {
 		t.Errorf("room = %q, want the thread of the response, %q", task.RoomID, want)
 	}
-	if got := b.task(1).Strategy; got != plugin.StrategyLoop {
+	if got := b.task(1).Strategy; got != domain.StrategyLoop {
 		t.Errorf("strategy = %q, want loop", got)
 	}
 	if ths := srv.Threads(channelID); len(ths) != 1 || ths[0].Name != "#1 Review the docs" {
@@ -289,9 +290,9 @@ func TestAutocompleteOffersTheCallersTasks(t *testing.T) {
 	t.Parallel()
 	srv := newFake(t)
 	b := start(t, srv)
-	mk := func(goal, user, workspace string) plugin.Task {
+	mk := func(goal, user, workspace string) domain.Task {
 		t.Helper()
-		task, err := b.store.CreateTask(b.ctx, plugin.NewTask{Goal: goal, RequestorID: user, Platform: "discord",
+		task, err := b.store.CreateTask(b.ctx, domain.NewTask{Goal: goal, RequestorID: user, Platform: "discord",
 			RoomID: "discord:" + channelID, WorkspaceID: workspace, Now: t0})
 		if err != nil {
 			t.Fatal(err)

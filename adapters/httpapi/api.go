@@ -45,7 +45,7 @@ const (
 
 // APIOptions configure the JSON API, the event stream and the dashboard.
 type APIOptions struct {
-	Store plugin.Store
+	Store domain.Store
 	// Tasks is the task service. The holder of the API token is trusted
 	// as an admin: whoever the API lets through may decide on any task,
 	// as they may pause or cancel it.
@@ -83,7 +83,7 @@ type APIOptions struct {
 // API serves the task API of docs/api.md and the dashboard.
 type API struct {
 	o     APIOptions
-	store plugin.Store
+	store domain.Store
 	clk   clock.Clock
 	log   *slog.Logger
 	token [32]byte // sha256 of the token, compared in constant time
@@ -257,13 +257,13 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &mbe):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d KiB", mbe.Limit>>10))
-	case errors.Is(err, plugin.ErrNotFound):
+	case errors.Is(err, domain.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, plugin.ErrInvalidState), errors.Is(err, plugin.ErrTerminal), errors.Is(err, tasks.ErrNotEnded):
+	case errors.Is(err, domain.ErrInvalidState), errors.Is(err, domain.ErrTerminal), errors.Is(err, tasks.ErrNotEnded):
 		writeError(w, http.StatusConflict, err.Error())
-	case errors.Is(err, plugin.ErrInvalid):
+	case errors.Is(err, domain.ErrInvalid):
 		writeError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, plugin.ErrLimit):
+	case errors.Is(err, domain.ErrLimit):
 		writeError(w, http.StatusTooManyRequests, err.Error())
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
@@ -345,7 +345,7 @@ func requestor(r *http.Request) (string, error) {
 
 func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := plugin.TaskFilter{Query: strings.TrimSpace(q.Get("q"))}
+	f := domain.TaskFilter{Query: strings.TrimSpace(q.Get("q"))}
 	if utf8.RuneCountInString(f.Query) > MaxQueryLength {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("q is over %d characters", MaxQueryLength))
 		return
@@ -355,7 +355,7 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {
 		if s == "" {
 			continue
 		}
-		if st := plugin.Status(s); st.Valid() {
+		if st := domain.Status(s); st.Valid() {
 			f.Statuses = append(f.Statuses, st)
 			continue
 		}
@@ -364,11 +364,11 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {
 	}
 	switch q.Get("order") {
 	case "", "number":
-		f.Order = plugin.OrderNumber
+		f.Order = domain.OrderNumber
 	case "recent":
-		f.Order = plugin.OrderRecent
+		f.Order = domain.OrderRecent
 	case "queue":
-		f.Order = plugin.OrderQueue
+		f.Order = domain.OrderQueue
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown order %q: use number, recent or queue", q.Get("order")))
 		return
@@ -384,7 +384,7 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "after must be a task number (the next value of the previous page)")
 			return
 		}
-		if f.Order == plugin.OrderQueue {
+		if f.Order == domain.OrderQueue {
 			writeError(w, http.StatusBadRequest, "after pages order=number and order=recent; order=queue is one page")
 			return
 		}
@@ -406,7 +406,7 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {
 	out := listBody{Tasks: make([]taskBody, 0, min(len(list), limit)), Total: total}
 	if len(list) > limit {
 		list = list[:limit]
-		if f.Order != plugin.OrderQueue {
+		if f.Order != domain.OrderQueue {
 			next := list[len(list)-1].Number
 			out.Next = &next
 		}
@@ -432,7 +432,7 @@ func pageLimit(v string) (int, string) {
 
 // notFound words a store's ErrNotFound for the person asking.
 func notFound(n int64, err error) error {
-	if errors.Is(err, plugin.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return noTask(n)
 	}
 	return fmt.Errorf("task #%d: %w", n, err)
@@ -441,7 +441,7 @@ func notFound(n int64, err error) error {
 // refused words an error of the task service for the person asking: its
 // own sentence, or "there is no task #7".
 func refused(n int64, err error) error {
-	if errors.Is(err, plugin.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return noTask(n)
 	}
 	return err
@@ -451,7 +451,7 @@ func refused(n int64, err error) error {
 type noTask int64
 
 func (n noTask) Error() string { return fmt.Sprintf("there is no task #%d", int64(n)) }
-func (n noTask) Unwrap() error { return plugin.ErrNotFound }
+func (n noTask) Unwrap() error { return domain.ErrNotFound }
 
 func (a *API) taskEvents(w http.ResponseWriter, r *http.Request) {
 	n, ok := taskNumber(w, r)
@@ -524,21 +524,21 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) {
 }
 
 // newTask validates a create request; a non-empty string says what is wrong.
-func (a *API) newTask(req createRequest, who string) (plugin.NewTask, string) {
+func (a *API) newTask(req createRequest, who string) (domain.NewTask, string) {
 	if req.Goal == nil {
-		return plugin.NewTask{}, `the body needs a "goal"`
+		return domain.NewTask{}, `the body needs a "goal"`
 	}
 	goal := *req.Goal
 	switch n := utf8.RuneCountInString(goal); {
 	case strings.TrimSpace(goal) == "":
-		return plugin.NewTask{}, "the goal is empty: say what the task should do"
-	case n > plugin.MaxGoalLength:
-		return plugin.NewTask{}, fmt.Sprintf("the goal is %d characters; the limit is %d", n, plugin.MaxGoalLength)
+		return domain.NewTask{}, "the goal is empty: say what the task should do"
+	case n > domain.MaxGoalLength:
+		return domain.NewTask{}, fmt.Sprintf("the goal is %d characters; the limit is %d", n, domain.MaxGoalLength)
 	}
-	if n := utf8.RuneCountInString(req.Name); n > plugin.MaxNameLength {
-		return plugin.NewTask{}, fmt.Sprintf("the name is %d characters; the limit is %d", n, plugin.MaxNameLength)
+	if n := utf8.RuneCountInString(req.Name); n > domain.MaxNameLength {
+		return domain.NewTask{}, fmt.Sprintf("the name is %d characters; the limit is %d", n, domain.MaxNameLength)
 	}
-	in := plugin.NewTask{
+	in := domain.NewTask{
 		Goal: goal, Name: req.Name, RequestorID: who, Actor: who,
 		Platform: "api", WorkspaceID: "local",
 		MaxIterations: a.o.MaxIterations, MaxStaleIterations: a.o.MaxStaleIterations,
@@ -546,28 +546,28 @@ func (a *API) newTask(req createRequest, who string) (plugin.NewTask, string) {
 	}
 	if req.MaxIterations != nil {
 		if *req.MaxIterations < 1 || *req.MaxIterations > MaxIterationsCap {
-			return plugin.NewTask{}, fmt.Sprintf("max_iterations must be from 1 to %d", MaxIterationsCap)
+			return domain.NewTask{}, fmt.Sprintf("max_iterations must be from 1 to %d", MaxIterationsCap)
 		}
 		in.MaxIterations = *req.MaxIterations
 	}
 	if req.MaxStaleIterations != nil {
 		if *req.MaxStaleIterations < 1 || *req.MaxStaleIterations > MaxStaleCap {
-			return plugin.NewTask{}, fmt.Sprintf("max_stale_iterations must be from 1 to %d", MaxStaleCap)
+			return domain.NewTask{}, fmt.Sprintf("max_stale_iterations must be from 1 to %d", MaxStaleCap)
 		}
 		in.MaxStaleIterations = *req.MaxStaleIterations
 	}
 	if req.MaxTokens != nil {
 		if *req.MaxTokens < 0 {
-			return plugin.NewTask{}, fmt.Sprintf("max_tokens is %d: use 0 for no limit, or a positive whole number", *req.MaxTokens)
+			return domain.NewTask{}, fmt.Sprintf("max_tokens is %d: use 0 for no limit, or a positive whole number", *req.MaxTokens)
 		}
 		budget := *req.MaxTokens
 		in.MaxTokens = &budget
 	}
 	if room := strings.TrimSpace(req.Room); room != "" {
 		if msg := a.checkRoom(room); msg != "" {
-			return plugin.NewTask{}, msg
+			return domain.NewTask{}, msg
 		}
-		in.RoomID, in.Platform = room, plugin.RoomPlatform(room)
+		in.RoomID, in.Platform = room, domain.RoomPlatform(room)
 	}
 	return in, ""
 }
@@ -680,7 +680,7 @@ func (a *API) control(op string) http.HandlerFunc {
 			a.badBody(w, r, err)
 			return
 		}
-		var t plugin.Task
+		var t domain.Task
 		switch op {
 		case "pause":
 			t, err = a.o.Tasks.Pause(r.Context(), n, who)

@@ -9,8 +9,8 @@ import (
 	"testing/iotest"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 func body(s string) io.Reader { return strings.NewReader(s) }
@@ -286,7 +286,7 @@ func TestCreateWithStrategy(t *testing.T) {
 	if r.code != 400 || !strings.Contains(r.raw, `there is no strategy \"nonsense\"; the strategies are loop`) {
 		t.Fatalf("unknown strategy = %d %s", r.code, r.raw)
 	}
-	if tasks, err := f.store.ListTasks(f.ctx, plugin.TaskFilter{}); err != nil || len(tasks) != 0 {
+	if tasks, err := f.store.ListTasks(f.ctx, domain.TaskFilter{}); err != nil || len(tasks) != 0 {
 		t.Fatalf("after the refusal the store holds %d tasks (%v)", len(tasks), err)
 	}
 	r = f.do("POST", "/api/tasks", body(`{"goal": "Compare the queues", "strategy": "loop"}`))
@@ -367,7 +367,7 @@ func TestRequestorNeedsTheToken(t *testing.T) {
 			if r := f.do("POST", "/api/tasks/1/cancel", nil, hdr...); r.code != 200 {
 				t.Fatalf("cancel = %d %s", r.code, r.raw)
 			}
-			if ev := f.lastEvent(1); ev.Type != plugin.EventCanceled || ev.Actor != tt.want {
+			if ev := f.lastEvent(1); ev.Type != domain.EventCanceled || ev.Actor != tt.want {
 				t.Errorf("%s by %q, want canceled by %q", ev.Type, ev.Actor, tt.want)
 			}
 		})

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // BenchmarkGetTask measures GET /api/tasks/{n} on PostgreSQL for a task
@@ -18,7 +18,7 @@ func BenchmarkGetTask(b *testing.B) {
 	for _, steps := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
 			url := testkit.PostgresURL(b)
-			f := newFixtureAt(b, func(tb testing.TB) plugin.Store { return teststore.PostgresAt(tb, url) }, t0)
+			f := newFixtureAt(b, func(tb testing.TB) domain.Store { return teststore.PostgresAt(tb, url) }, t0)
 			n := f.create("Read a lot").Number
 			testkit.FillSteps(b, url, n, 1, steps)
 			b.ReportAllocs()

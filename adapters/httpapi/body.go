@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // The wire shapes of docs/api.md. A task is its columns (docs/tasks.md) in snake_case;
@@ -58,7 +58,7 @@ type taskBody struct {
 // approvalBody is the tool call a task asked a person to approve: null
 // when none awaits a decision or waits to run once granted.
 type approvalBody struct {
-	// ID names the request (plugin.ApprovalID): a decision that carries
+	// ID names the request (domain.ApprovalID): a decision that carries
 	// it lands on this call or on none. "" once granted.
 	ID      string          `json:"id"`
 	Action  string          `json:"action"`
@@ -80,7 +80,7 @@ type taskWithSteps struct {
 	// page holds the task's first step (or none).
 	StepsNext *int `json:"steps_next"`
 	// StepsNextCall is the before_call= that goes with StepsNext: the
-	// page may end between two calls of one iteration (plugin.Step.Call).
+	// page may end between two calls of one iteration (domain.Step.Call).
 	StepsNextCall *int `json:"steps_next_call,omitempty"`
 }
 
@@ -138,7 +138,7 @@ func optTime(t time.Time) *time.Time {
 	return &u
 }
 
-func taskOf(t plugin.Task) taskBody {
+func taskOf(t domain.Task) taskBody {
 	b := taskBody{
 		Number: t.Number, Name: t.Name, Goal: t.Goal, Status: string(t.Status),
 		Progress: t.Progress, PreviousProgress: t.PreviousProgress, StaleCounter: t.StaleCounter,
@@ -155,7 +155,7 @@ func taskOf(t plugin.Task) taskBody {
 	b.ContinuesNumber = optNumber(t.ContinuesNumber)
 	b.ScheduleID = optNumber(t.ScheduleID)
 	if t.ApprovalAction != "" {
-		b.Approval = &approvalBody{ID: plugin.ApprovalID(t), Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted, Role: t.ApprovalRole}
+		b.Approval = &approvalBody{ID: domain.ApprovalID(t), Action: t.ApprovalAction, Params: jsonOf(t.ApprovalParams), Granted: t.ApprovalGranted, Role: t.ApprovalRole}
 	}
 	b.Strategy, b.Phase, b.Ledger = t.Strategy, t.Phase, json.RawMessage("null")
 	if t.Ledger != "" {
@@ -185,7 +185,7 @@ func jsonOf(s string) json.RawMessage {
 	return raw
 }
 
-func stepOf(s plugin.Step) stepBody {
+func stepOf(s domain.Step) stepBody {
 	params := s.Params
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
@@ -195,7 +195,7 @@ func stepOf(s plugin.Step) stepBody {
 		ResultBytes: size, ResultClipped: len(s.Result) < size, Success: s.Success, Error: s.Error, Thought: s.Thought, Progress: s.Progress, Time: s.Time.UTC(), Role: s.Role}
 }
 
-func eventOf(e plugin.TaskEvent) eventBody {
+func eventOf(e domain.TaskEvent) eventBody {
 	payload := e.Payload
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`)
@@ -225,7 +225,7 @@ type notificationsBody struct {
 	Next *int64 `json:"next"`
 }
 
-func notificationOf(n plugin.Notification) notificationBody {
+func notificationOf(n domain.Notification) notificationBody {
 	payload := n.Payload
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`)

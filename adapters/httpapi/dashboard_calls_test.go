@@ -10,8 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -22,20 +22,20 @@ import (
 func TestDashboardShowsEachCall(t *testing.T) {
 	f := newFixtureAt(t, teststore.SQLite, time.Now().UTC().Add(-time.Minute).Truncate(time.Second), func(o *httpapi.APIOptions) {
 		o.Tasks = tasks.New(tasks.Options{Runtime: o.Runtime, Lease: time.Minute, Owner: "worker-1",
-			Strategies: map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (plugin.Outcome, error) {
+			Strategies: map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (domain.Outcome, error) {
 				return t.Outcome(), nil
 			})}})
 	})
 	n := f.create("Write then read").Number
 	f.clk.Advance(time.Second)
-	c, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
+	c, err := f.store.ClaimTask(f.ctx, domain.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := plugin.Outcome{Owner: "w", Fence: c.Fence, Now: f.clk.Now(), Progress: 20, Verdict: plugin.VerdictContinue,
-		Step:  plugin.Step{Action: "write_file", Params: []byte(`{"path":"a.md","content":"alpha"}`), Result: "wrote a.md", Success: true, Role: "agent"},
-		Steps: []plugin.Step{{Action: "read_file", Params: []byte(`{"path":"b.md"}`), Error: "no file b.md", Role: "agent"}}}
-	if _, err := f.store.UpdateTask(f.ctx, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+	o := domain.Outcome{Owner: "w", Fence: c.Fence, Now: f.clk.Now(), Progress: 20, Verdict: domain.VerdictContinue,
+		Step:  domain.Step{Action: "write_file", Params: []byte(`{"path":"a.md","content":"alpha"}`), Result: "wrote a.md", Success: true, Role: "agent"},
+		Steps: []domain.Step{{Action: "read_file", Params: []byte(`{"path":"b.md"}`), Error: "no file b.md", Role: "agent"}}}
+	if _, err := f.store.UpdateTask(f.ctx, n, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(f.srv)

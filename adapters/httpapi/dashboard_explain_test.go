@@ -13,8 +13,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // shoot writes the page to name in the directory TASKLOOM_SCREENSHOTS
@@ -54,7 +54,7 @@ func TestDashboardCreatesWithAStrategy(t *testing.T) {
 		poll(`document.querySelector('#d-num').textContent === "#1"`),
 		poll(`[...document.querySelectorAll('#d-facts div')].some((d) => d.innerText.includes("review"))`),
 	)
-	if task := f.task(1); task.Strategy != plugin.StrategyReview || task.Goal != "Review the login page" {
+	if task := f.task(1); task.Strategy != domain.StrategyReview || task.Goal != "Review the login page" {
 		t.Fatalf("the created task has strategy %q, goal %q", task.Strategy, task.Goal)
 	}
 	if hash := eval[string](t, ctx, `location.hash`); hash != "#/tasks/1" {
@@ -88,7 +88,7 @@ func TestDashboardExplainsAReactTask(t *testing.T) {
 	reply(map[string]any{"thought": "Read the notes back to check them"})
 	reply(map[string]any{"action": "read_file", "params": map[string]string{"path": "notes.md"}})
 	reply(map[string]any{"observation": "All thirty findings read back intact", "progress": 70, "status": "continue"})
-	if _, err := f.tasks.Create(f.ctx, plugin.NewTask{Goal: "Keep notes on the queue", Strategy: plugin.StrategyReact,
+	if _, err := f.tasks.Create(f.ctx, domain.NewTask{Goal: "Keep notes on the queue", Strategy: domain.StrategyReact,
 		RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestDashboardFiltersEndedTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if task := f.task(1); task.Status != plugin.StatusCompleted {
+	if task := f.task(1); task.Status != domain.StatusCompleted {
 		t.Fatalf("#1 is %s", task.Status)
 	}
 	ts := httptest.NewServer(f.srv)

@@ -8,8 +8,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestDashboardMemoryTab: the Memory tab lists the remembered messages,
@@ -17,7 +17,7 @@ import (
 func TestDashboardMemoryTab(t *testing.T) {
 	const token = "dashboard-secret"
 	f := newFixtureAt(t, teststore.SQLite, time.Now().UTC().Truncate(time.Second), func(o *httpapi.APIOptions) { o.Token = token })
-	for i, m := range []plugin.Memory{
+	for i, m := range []domain.Memory{
 		{Platform: "discord", MessageID: "1", Room: "discord:C1", AuthorID: "U1", AuthorName: "ann", Text: "the staging database is ORCA-7"},
 		{Platform: "discord", MessageID: "2", Room: "discord:C1", AuthorID: "U2", AuthorName: "bob", Text: "lunch at noon"},
 	} {
@@ -26,7 +26,7 @@ func TestDashboardMemoryTab(t *testing.T) {
 			t.Fatal(i, err)
 		}
 	}
-	if _, err := f.store.AddDocument(f.ctx, plugin.Document{Title: "Runbook", CreatedAt: f.clk.Now()}, "Drain the ingest queue first."); err != nil {
+	if _, err := f.store.AddDocument(f.ctx, domain.Document{Title: "Runbook", CreatedAt: f.clk.Now()}, "Drain the ingest queue first."); err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(f.srv)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestDashboardTimelineShowsRoles: in Chromium, the timeline of a
@@ -19,7 +19,7 @@ func TestDashboardTimelineShowsRoles(t *testing.T) {
 	f := newFixtureAt(t, teststore.SQLite, time.Now().UTC().Add(-time.Minute).Truncate(time.Second))
 	f.model.Reply(`{"thought": "list first", "next": "researcher", "instruction": "List the files", "summary": ""}`)
 	f.model.Decide("list_files", nil, 20, "continue")
-	if _, err := f.tasks.Create(f.ctx, plugin.NewTask{Goal: "Compare the queues", Strategy: plugin.StrategySupervisor,
+	if _, err := f.tasks.Create(f.ctx, domain.NewTask{Goal: "Compare the queues", Strategy: domain.StrategySupervisor,
 		RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/schedules"
 )
 
@@ -22,7 +22,7 @@ func TestDashboardSchedules(t *testing.T) {
 		sched = schedules.New(schedules.Options{Runtime: o.Runtime})
 		o.Schedules = sched
 	})
-	sc, err := sched.Create(f.ctx, plugin.NewSchedule{Cron: "0 9 * * 1-5", Goal: "Summarise yesterday's alerts", RequestorID: "u1"})
+	sc, err := sched.Create(f.ctx, domain.NewSchedule{Cron: "0 9 * * 1-5", Goal: "Summarise yesterday's alerts", RequestorID: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestDashboardSchedules(t *testing.T) {
 		chromedp.Click(chromedp.CSS(row+` button[data-action="delete"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#schedules-empty`)),
 	)
-	if list, _ := f.store.ListSchedules(f.ctx, plugin.ScheduleFilter{}); len(list) != 0 {
+	if list, _ := f.store.ListSchedules(f.ctx, domain.ScheduleFilter{}); len(list) != 0 {
 		t.Fatalf("%d schedules after Delete", len(list))
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -192,7 +193,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#queue li[data-task="1"] button[data-action="pause"]`)),
 		poll(`document.querySelector('#queue li[data-task="1"] .chip').textContent === "Paused"`),
 	)
-	if task, err := f.store.GetTask(f.ctx, 1); err != nil || task.Status != plugin.StatusPaused {
+	if task, err := f.store.GetTask(f.ctx, 1); err != nil || task.Status != domain.StatusPaused {
 		t.Fatalf("after Pause the task is %v (%v)", task.Status, err)
 	}
 	if !eval[bool](t, ctx, `!!document.querySelector('#queue li[data-task="1"] button[data-action="resume"]')`) {
@@ -371,8 +372,8 @@ func screenshot(t *testing.T, ctx context.Context, f *fixture, auth []string) {
 	step() // then #3
 	control("resume", 5)
 
-	want := map[int64]plugin.Status{1: plugin.StatusPaused, 2: plugin.StatusCompleted, 3: plugin.StatusRunning,
-		4: plugin.StatusRunning, 5: plugin.StatusQueued, 6: plugin.StatusStalemate}
+	want := map[int64]domain.Status{1: domain.StatusPaused, 2: domain.StatusCompleted, 3: domain.StatusRunning,
+		4: domain.StatusRunning, 5: domain.StatusQueued, 6: domain.StatusStalemate}
 	for n, st := range want {
 		if task, err := f.store.GetTask(f.ctx, n); err != nil || task.Status != st {
 			t.Fatalf("screenshot scene: #%d is %s (%v), want %s", n, task.Status, err, st)
@@ -440,10 +441,10 @@ func TestDashboardDecides(t *testing.T) {
 		poll(chip+` === "Queued"`),
 		chromedp.WaitNotPresent(chromedp.CSS("#d-answer-text")),
 	)
-	if task := f.task(1); task.Status != plugin.StatusQueued || task.WaitingOn != plugin.WaitNone {
+	if task := f.task(1); task.Status != domain.StatusQueued || task.WaitingOn != domain.WaitNone {
 		t.Fatalf("after the answer #1 is %s on %q", task.Status, task.WaitingOn)
 	}
-	if ev := f.lastEvent(1); ev.Type != plugin.EventAnswered || !strings.Contains(string(ev.Payload), `"answer":"PostgreSQL, please"`) {
+	if ev := f.lastEvent(1); ev.Type != domain.EventAnswered || !strings.Contains(string(ev.Payload), `"answer":"PostgreSQL, please"`) {
 		t.Fatalf("after the answer #1's last event is %s: %s", ev.Type, ev.Payload)
 	}
 
@@ -461,7 +462,7 @@ func TestDashboardDecides(t *testing.T) {
 		poll(`document.querySelector('#d-decide').dataset.mode === "granted"`),
 		poll(chip+` === "Queued"`),
 	)
-	if task := f.task(2); task.Status != plugin.StatusQueued || !task.ApprovalGranted || task.ApprovalAction != "http_get" {
+	if task := f.task(2); task.Status != domain.StatusQueued || !task.ApprovalGranted || task.ApprovalAction != "http_get" {
 		t.Fatalf("after Approve #2 is %s, granted %v, action %q", task.Status, task.ApprovalGranted, task.ApprovalAction)
 	}
 
@@ -483,7 +484,7 @@ func TestDashboardDecides(t *testing.T) {
 		poll(chip+` === "Queued"`),
 		poll(`document.querySelector('#d-decide').hidden`),
 	)
-	if ev := f.lastEvent(4); ev.Type != plugin.EventDenied || !strings.Contains(string(ev.Payload), "not the admin pages") {
+	if ev := f.lastEvent(4); ev.Type != domain.EventDenied || !strings.Contains(string(ev.Payload), "not the admin pages") {
 		t.Fatalf("after Deny #4's last event is %s: %s", ev.Type, ev.Payload)
 	}
 
@@ -495,10 +496,10 @@ func TestDashboardDecides(t *testing.T) {
 		poll(`document.querySelector('#d-num').textContent === "#5"`),
 		chromedp.WaitVisible(chromedp.CSS(`#queue li[data-task="5"]`)),
 	)
-	if task := f.task(5); task.ContinuesNumber != 3 || task.Goal != "Write the release notes" || task.Status != plugin.StatusQueued {
+	if task := f.task(5); task.ContinuesNumber != 3 || task.Goal != "Write the release notes" || task.Status != domain.StatusQueued {
 		t.Fatalf("the retry is %+v", task)
 	}
-	if ev := f.lastEvent(5); ev.Type != plugin.EventCreated || !strings.Contains(string(ev.Payload), "start from the changelog") {
+	if ev := f.lastEvent(5); ev.Type != domain.EventCreated || !strings.Contains(string(ev.Payload), "start from the changelog") {
 		t.Fatalf("the retry's created event: %s", ev.Payload)
 	}
 }

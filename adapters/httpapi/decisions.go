@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // What people decide about a task (docs/tasks.md, docs/security.md): the answer to its
@@ -159,9 +159,9 @@ func (a *API) decide(w http.ResponseWriter, r *http.Request, n int64, who, op, c
 		return
 	}
 	if call == "" {
-		call = plugin.ApprovalID(before)
+		call = domain.ApprovalID(before)
 	}
-	var t plugin.Task
+	var t domain.Task
 	if op == "approve" {
 		t, err = a.o.Tasks.Approve(r.Context(), n, who, call)
 	} else {
@@ -201,7 +201,7 @@ func (a *API) retryTask(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, notFound(n, err))
 		return
 	}
-	in := plugin.NewTask{
+	in := domain.NewTask{
 		RequestorID: who, Actor: who, Platform: "api", WorkspaceID: old.WorkspaceID,
 		Context: extra, Now: a.clk.Now(),
 	}
@@ -209,7 +209,7 @@ func (a *API) retryTask(w http.ResponseWriter, r *http.Request) {
 		in.WorkspaceID = "local"
 	}
 	if old.RoomID != "" && a.serves(old.RoomID) {
-		in.RoomID, in.Platform = old.RoomID, plugin.RoomPlatform(old.RoomID)
+		in.RoomID, in.Platform = old.RoomID, domain.RoomPlatform(old.RoomID)
 	}
 	t, err := a.o.Tasks.Retry(r.Context(), n, in)
 	if err != nil {

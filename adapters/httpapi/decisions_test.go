@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // call is one request of a table that runs in order: each sees what the
@@ -45,7 +45,7 @@ func (f *fixture) play(t *testing.T, calls []call) {
 }
 
 // task reads task n from the store.
-func (f *fixture) task(n int64) plugin.Task {
+func (f *fixture) task(n int64) domain.Task {
 	f.t.Helper()
 	t, err := f.store.GetTask(f.ctx, n)
 	if err != nil {
@@ -56,7 +56,7 @@ func (f *fixture) task(n int64) plugin.Task {
 
 // unchanged fails unless task n is as it was: same event count (nothing
 // was written) and same status and wait.
-func (f *fixture) unchanged(t *testing.T, before plugin.Task) {
+func (f *fixture) unchanged(t *testing.T, before domain.Task) {
 	t.Helper()
 	after := f.task(before.Number)
 	if after.EventSeq != before.EventSeq || after.Status != before.Status || after.WaitingOn != before.WaitingOn ||
@@ -67,7 +67,7 @@ func (f *fixture) unchanged(t *testing.T, before plugin.Task) {
 }
 
 // lastEvent is the newest event of task n.
-func (f *fixture) lastEvent(n int64) plugin.TaskEvent {
+func (f *fixture) lastEvent(n int64) domain.TaskEvent {
 	f.t.Helper()
 	evs, err := f.store.TaskEvents(f.ctx, n, 0)
 	if err != nil || len(evs) == 0 {
@@ -138,7 +138,7 @@ func TestAnswer(t *testing.T) {
 		f.step() // #1 asks and waits
 		f.create("Write the changelog")
 		waiting, queued := f.task(1), f.task(2)
-		if waiting.Status != plugin.StatusWaiting || waiting.WaitingOn != plugin.WaitAnswer {
+		if waiting.Status != domain.StatusWaiting || waiting.WaitingOn != domain.WaitAnswer {
 			t.Fatalf("#1 is %s on %q; want waiting on an answer", waiting.Status, waiting.WaitingOn)
 		}
 		still := func(t *testing.T, r response) { f.unchanged(t, waiting) }
@@ -165,9 +165,9 @@ func TestAnswer(t *testing.T) {
 						t.Errorf("task = %v", r.body)
 					}
 					ev := f.lastEvent(1)
-					var p plugin.EventPayload
+					var p domain.EventPayload
 					_ = json.Unmarshal(ev.Payload, &p)
-					if ev.Type != plugin.EventAnswered || ev.Actor != "api:alice" || p.Detail["answer"] != "PostgreSQL, please" {
+					if ev.Type != domain.EventAnswered || ev.Actor != "api:alice" || p.Detail["answer"] != "PostgreSQL, please" {
 						t.Errorf("event = %s by %s: %s", ev.Type, ev.Actor, ev.Payload)
 					}
 				}},
@@ -204,7 +204,7 @@ func TestRetry(t *testing.T) {
 					if r.header.Get("Location") != "/api/tasks/2" {
 						t.Errorf("Location = %q", r.header.Get("Location"))
 					}
-					if ev := f.lastEvent(2); ev.Type != plugin.EventCreated || ev.Actor != "api:bob" || !strings.Contains(string(ev.Payload), "use JWT this time") {
+					if ev := f.lastEvent(2); ev.Type != domain.EventCreated || ev.Actor != "api:bob" || !strings.Contains(string(ev.Payload), "use JWT this time") {
 						t.Errorf("created event = %s by %s: %s", ev.Type, ev.Actor, ev.Payload)
 					}
 				}},
@@ -239,7 +239,7 @@ func TestApproveAndDeny(t *testing.T) {
 		f.step() // #1 asks to run http_get and waits
 		f.create("Write the changelog")
 		waiting, queued := f.task(1), f.task(2)
-		if waiting.Status != plugin.StatusWaiting || waiting.WaitingOn != plugin.WaitApproval {
+		if waiting.Status != domain.StatusWaiting || waiting.WaitingOn != domain.WaitApproval {
 			t.Fatalf("#1 is %s on %q; want waiting on an approval", waiting.Status, waiting.WaitingOn)
 		}
 		still := func(t *testing.T, r response) { f.unchanged(t, waiting) }
@@ -248,8 +248,8 @@ func TestApproveAndDeny(t *testing.T) {
 			{name: "the task shows the call", method: "GET", path: "/api/tasks/1", code: 200, check: func(t *testing.T, r response) {
 				a, _ := r.body["approval"].(map[string]any)
 				params, _ := a["params"].(map[string]any)
-				if r.body["waiting_on"] != "approval" || a["action"] != "http_get" || params["url"] != "https://example.com/status" || a["granted"] != false || a["role"] != plugin.RoleAgent ||
-					a["id"] != plugin.ApprovalID(waiting) {
+				if r.body["waiting_on"] != "approval" || a["action"] != "http_get" || params["url"] != "https://example.com/status" || a["granted"] != false || a["role"] != domain.RoleAgent ||
+					a["id"] != domain.ApprovalID(waiting) {
 					t.Errorf("task = %v", r.body)
 				}
 			}},
@@ -265,16 +265,16 @@ func TestApproveAndDeny(t *testing.T) {
 			{name: "deny a call no longer pending", method: "POST", path: "/api/tasks/1/deny", body: `{"call": "0123456789abcdef", "reason": "x"}`, code: 409,
 				check: both(wantError("no longer pending"), still)},
 			{name: "a call id too long", method: "POST", path: "/api/tasks/1/approve", body: `{"call": "` + strings.Repeat("a", 65) + `"}`, code: 400, check: still},
-			{name: "approve", method: "POST", path: "/api/tasks/1/approve", body: `{"call": "` + plugin.ApprovalID(waiting) + `"}`, header: []string{httpapi.RequestorHeader, "alice"}, code: 200,
+			{name: "approve", method: "POST", path: "/api/tasks/1/approve", body: `{"call": "` + domain.ApprovalID(waiting) + `"}`, header: []string{httpapi.RequestorHeader, "alice"}, code: 200,
 				check: func(t *testing.T, r response) {
 					a, _ := r.body["approval"].(map[string]any)
 					if r.body["status"] != "queued" || r.body["waiting_on"] != "" || a["action"] != "http_get" || a["granted"] != true {
 						t.Errorf("task = %v", r.body)
 					}
-					if d, _ := r.body["decided"].(map[string]any); d["id"] != plugin.ApprovalID(waiting) || d["action"] != "http_get" {
+					if d, _ := r.body["decided"].(map[string]any); d["id"] != domain.ApprovalID(waiting) || d["action"] != "http_get" {
 						t.Errorf("decided = %v; want the call approved", r.body["decided"])
 					}
-					if ev := f.lastEvent(1); ev.Type != plugin.EventApproved || ev.Actor != "api:alice" {
+					if ev := f.lastEvent(1); ev.Type != domain.EventApproved || ev.Actor != "api:alice" {
 						t.Errorf("event = %s by %s", ev.Type, ev.Actor)
 					}
 				}},
@@ -284,7 +284,7 @@ func TestApproveAndDeny(t *testing.T) {
 		// #2, never served, goes next and asks too; this time it is denied.
 		f.model.Decide("http_get", map[string]string{"url": "https://example.com/other"}, 20, "continue")
 		f.step()
-		if got := f.task(2); got.WaitingOn != plugin.WaitApproval {
+		if got := f.task(2); got.WaitingOn != domain.WaitApproval {
 			t.Fatalf("#2 waits on %q; want approval", got.WaitingOn)
 		}
 		f.play(t, []call{
@@ -293,7 +293,7 @@ func TestApproveAndDeny(t *testing.T) {
 					if r.body["status"] != "queued" || r.body["waiting_on"] != "" || r.body["approval"] != nil {
 						t.Errorf("task = %v", r.body)
 					}
-					if ev := f.lastEvent(2); ev.Type != plugin.EventDenied || ev.Actor != "api:bob" || !strings.Contains(string(ev.Payload), "not that site") {
+					if ev := f.lastEvent(2); ev.Type != domain.EventDenied || ev.Actor != "api:bob" || !strings.Contains(string(ev.Payload), "not that site") {
 						t.Errorf("event = %s by %s: %s", ev.Type, ev.Actor, ev.Payload)
 					}
 				}},
@@ -309,14 +309,14 @@ func TestNotifications(t *testing.T) {
 		f := newFixture(t, open)
 		var ids []int64
 		for i, room := range []string{"discord:1", "discord:2", "discord:2"} {
-			n, err := f.store.Enqueue(f.ctx, plugin.Notification{Room: room, TaskNumber: int64(i + 1), Category: plugin.NotifyError,
+			n, err := f.store.Enqueue(f.ctx, domain.Notification{Room: room, TaskNumber: int64(i + 1), Category: domain.NotifyError,
 				Payload: json.RawMessage(fmt.Sprintf(`{"text": "update %d"}`, i+1)), CreatedAt: f.clk.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, n.ID)
 		}
-		room, rows, err := f.store.ClaimRoom(f.ctx, plugin.RoomClaim{Owner: "sender", Now: f.clk.Now(), Lease: time.Minute, Room: "discord:1"})
+		room, rows, err := f.store.ClaimRoom(f.ctx, domain.RoomClaim{Owner: "sender", Now: f.clk.Now(), Lease: time.Minute, Room: "discord:1"})
 		if err != nil || room != "discord:1" || len(rows) != 1 {
 			t.Fatalf("claim = %q %v %v", room, rows, err)
 		}

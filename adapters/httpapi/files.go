@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // taskFiles answers GET /api/tasks/{number}/files: the task's files
@@ -26,7 +26,7 @@ func (a *API) taskFiles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if files == nil {
-		files = []plugin.TaskFile{}
+		files = []domain.TaskFile{}
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"files": files})
 }
@@ -46,10 +46,10 @@ func (a *API) taskFile(w http.ResponseWriter, r *http.Request) {
 	path := r.PathValue("path")
 	f, data, err := a.store.ReadTaskFile(r.Context(), n, path)
 	switch {
-	case errors.Is(err, plugin.ErrNoFile):
+	case errors.Is(err, domain.ErrNoFile):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("task #%d has no file %q", n, path))
 		return
-	case errors.Is(err, plugin.ErrInvalid):
+	case errors.Is(err, domain.ErrInvalid):
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a file path: use a relative path such as notes/plan.md", path))
 		return
 	case err != nil:

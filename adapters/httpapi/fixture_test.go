@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -38,7 +39,7 @@ type fixture struct {
 	t     testing.TB
 	ctx   context.Context
 	clk   *clock.Fake
-	store plugin.Store
+	store domain.Store
 	rt    *plugin.Runtime
 	model *testkit.ScriptedModel
 	tasks *tasks.Service
@@ -106,9 +107,9 @@ func newFixtureAt(t testing.TB, open teststore.Opener, start time.Time, configur
 const defaultBudget = 1_000_000
 
 // create makes a task through the service, as chat would.
-func (f *fixture) create(goal string) plugin.Task {
+func (f *fixture) create(goal string) domain.Task {
 	f.t.Helper()
-	task, err := f.tasks.Create(f.ctx, plugin.NewTask{Goal: goal, RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1"})
+	task, err := f.tasks.Create(f.ctx, domain.NewTask{Goal: goal, RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1"})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // FuzzAPIRequests sends the API any method, path under /api/ and body,
@@ -94,16 +94,16 @@ func FuzzAPIRequests(f *testing.F) {
 type storeState struct {
 	tasks     int
 	lastEvent int64
-	task1     plugin.Task
+	task1     domain.Task
 }
 
 func snapshot(t *testing.T, fx *fixture) storeState {
 	t.Helper()
-	all, err := fx.store.ListTasks(fx.ctx, plugin.TaskFilter{})
+	all, err := fx.store.ListTasks(fx.ctx, domain.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := plugin.LatestEventID(fx.ctx, fx.store, 0)
+	last, err := domain.LatestEventID(fx.ctx, fx.store, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // publicURL is the TASKLOOM_PUBLIC_URL of the guard tests: a TLS proxy
@@ -179,7 +179,7 @@ func TestGuard(t *testing.T) {
 			if tt.code == 415 && resp.Header.Get("Accept") != "application/json" {
 				t.Errorf("415 without Accept: application/json (got %q)", resp.Header.Get("Accept"))
 			}
-			if task, err := f.store.GetTask(f.ctx, 1); err != nil || task.Status != plugin.StatusQueued {
+			if task, err := f.store.GetTask(f.ctx, 1); err != nil || task.Status != domain.StatusQueued {
 				t.Fatalf("task #1 is %s (%v) after %s", task.Status, err, tt.name)
 			}
 		})
@@ -192,7 +192,7 @@ func TestGuard(t *testing.T) {
 // count is how many tasks the store holds.
 func (f *fixture) count() int {
 	f.t.Helper()
-	n, err := f.store.CountTasks(f.ctx, plugin.TaskFilter{})
+	n, err := f.store.CountTasks(f.ctx, domain.TaskFilter{})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -9,17 +9,17 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Limits of the memory and knowledge endpoints (docs/memory.md).
 const (
 	// MaxKnowledgeBodyBytes bounds POST /api/knowledge, the one body
 	// above MaxBodyBytes: a document's text of up to
-	// plugin.MaxDocumentBytes, with room for JSON's escapes (a quote, a
+	// domain.MaxDocumentBytes, with room for JSON's escapes (a quote, a
 	// newline or, from encoders that escape it, any non-ASCII character
 	// takes two to six bytes).
-	MaxKnowledgeBodyBytes = 2*plugin.MaxDocumentBytes + MaxBodyBytes
+	MaxKnowledgeBodyBytes = 2*domain.MaxDocumentBytes + MaxBodyBytes
 	// MaxTitleLength bounds a document's title, in characters.
 	MaxTitleLength = 200
 )
@@ -44,7 +44,7 @@ type memoriesBody struct {
 	Next *int64 `json:"next"`
 }
 
-func memoryOf(m plugin.Memory) memoryBody {
+func memoryOf(m domain.Memory) memoryBody {
 	return memoryBody{ID: m.ID, Platform: m.Platform, MessageID: m.MessageID, Room: m.Room, AuthorID: m.AuthorID,
 		Author: m.AuthorName, Text: m.Text, FromBot: m.FromBot, CreatedAt: m.CreatedAt.UTC()}
 }
@@ -53,7 +53,7 @@ func memoryOf(m plugin.Memory) memoryBody {
 // stored chat messages, newest first, or those matching q, best first.
 func (a *API) listMemories(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := plugin.MemoryFilter{Room: strings.TrimSpace(q.Get("room")), Query: strings.TrimSpace(q.Get("q"))}
+	f := domain.MemoryFilter{Room: strings.TrimSpace(q.Get("room")), Query: strings.TrimSpace(q.Get("q"))}
 	if utf8.RuneCountInString(f.Query) > MaxQueryLength {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("q is over %d characters", MaxQueryLength))
 		return
@@ -99,7 +99,7 @@ func (a *API) listMemories(w http.ResponseWriter, r *http.Request) {
 // what `forget me` does, for whoever holds the API (docs/memory.md).
 func (a *API) forgetPerson(w http.ResponseWriter, r *http.Request) {
 	person := r.URL.Query().Get("person")
-	if _, _, err := plugin.ParsePerson(person); err != nil || len(person) > MaxRoomLength {
+	if _, _, err := domain.ParsePerson(person); err != nil || len(person) > MaxRoomLength {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("person=%q is not a person: use <platform>:<user id>, e.g. discord:80351110224678912", person))
 		return
 	}
@@ -127,7 +127,7 @@ type documentBody struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func documentOf(d plugin.Document) documentBody {
+func documentOf(d domain.Document) documentBody {
 	return documentBody{ID: d.ID, Title: d.Title, Room: d.Room, Bytes: d.Bytes, Passages: d.Passages, CreatedAt: d.CreatedAt.UTC()}
 }
 
@@ -159,8 +159,8 @@ func (a *API) addKnowledge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `the body needs a "text": the document's words`)
 		return
 	}
-	if n := len(*req.Text); n > plugin.MaxDocumentBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the text is %d bytes; the limit is %d (4 MiB)", n, plugin.MaxDocumentBytes))
+	if n := len(*req.Text); n > domain.MaxDocumentBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the text is %d bytes; the limit is %d (4 MiB)", n, domain.MaxDocumentBytes))
 		return
 	}
 	if !utf8.ValidString(*req.Text) {
@@ -174,9 +174,9 @@ func (a *API) addKnowledge(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := a.store.AddDocument(r.Context(), plugin.Document{Title: title, Room: room, CreatedAt: a.clk.Now()}, *req.Text)
+	d, err := a.store.AddDocument(r.Context(), domain.Document{Title: title, Room: room, CreatedAt: a.clk.Now()}, *req.Text)
 	if err != nil {
-		if errors.Is(err, plugin.ErrLimit) {
+		if errors.Is(err, domain.ErrLimit) {
 			writeError(w, http.StatusRequestEntityTooLarge, err.Error())
 			return
 		}
@@ -218,7 +218,7 @@ func (a *API) deleteKnowledge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.store.DeleteDocument(r.Context(), id); err != nil {
-		if errors.Is(err, plugin.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("there is no document %d", id))
 			return
 		}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestKnowledgeEndpoints: a document is added (201, its id), listed,
@@ -30,7 +30,7 @@ func TestKnowledgeEndpoints(t *testing.T) {
 		{`{"title": "t", "text": "x", "room": "not a room"}`, 400, "is not a room"},
 		{`{"title": "t", "text": "x", "color": "red"}`, 400, "unknown field"},
 		{`{"title": "` + strings.Repeat("t", 201) + `", "text": "x"}`, 400, "the limit is 200"},
-		{`{"title": "t", "text": "` + strings.Repeat("x", plugin.MaxDocumentBytes+1) + `"}`, 413, "the limit is 4194304"},
+		{`{"title": "t", "text": "` + strings.Repeat("x", domain.MaxDocumentBytes+1) + `"}`, 413, "the limit is 4194304"},
 	} {
 		resp := f.do("POST", "/api/knowledge", strings.NewReader(bad.body))
 		if resp.code != bad.code || !strings.Contains(fmt.Sprint(resp.body["error"]), bad.want) {
@@ -47,7 +47,7 @@ func TestKnowledgeEndpoints(t *testing.T) {
 	if list.code != 200 || len(docs) != 2 {
 		t.Fatalf("list = %d %s", list.code, list.raw)
 	}
-	recs, err := f.store.Recall(f.ctx, plugin.RecallQuery{Text: "staging database"})
+	recs, err := f.store.Recall(f.ctx, domain.RecallQuery{Text: "staging database"})
 	if err != nil || len(recs) == 0 || !strings.Contains(recs[0].Text, "ORCA-7") {
 		t.Fatalf("recall = %+v, %v", recs, err)
 	}
@@ -60,7 +60,7 @@ func TestKnowledgeEndpoints(t *testing.T) {
 	if resp := f.do("DELETE", "/api/knowledge/x", nil); resp.code != 400 {
 		t.Fatalf("delete x = %d %s", resp.code, resp.raw)
 	}
-	if recs, _ := f.store.Recall(f.ctx, plugin.RecallQuery{Text: "staging database"}); len(recs) != 0 {
+	if recs, _ := f.store.Recall(f.ctx, domain.RecallQuery{Text: "staging database"}); len(recs) != 0 {
 		t.Fatalf("recalled after delete: %+v", recs)
 	}
 	if resp := f.do("GET", "/api/knowledge", nil, "Authorization", ""); resp.code != 401 {
@@ -74,7 +74,7 @@ func TestKnowledgeEndpoints(t *testing.T) {
 // is deleted.
 func TestMemoriesEndpoints(t *testing.T) {
 	f := tokenFixture(t, teststore.SQLite)
-	for i, m := range []plugin.Memory{
+	for i, m := range []domain.Memory{
 		{Platform: "discord", MessageID: "1", Room: "discord:C1", AuthorID: "U1", AuthorName: "ann", Text: "the staging database is ORCA-7"},
 		{Platform: "discord", MessageID: "2", Room: "discord:C1", AuthorID: "U2", AuthorName: "bob", Text: "prod is ORCA-9"},
 		{Platform: "discord", MessageID: "3", Room: "discord:D1", AuthorID: "U1", AuthorName: "ann", Text: "my secret is fluffy"},
@@ -84,7 +84,7 @@ func TestMemoriesEndpoints(t *testing.T) {
 			t.Fatal(i, err)
 		}
 	}
-	if _, err := f.store.SaveFacts(f.ctx, []plugin.Fact{{Room: "discord:C1", About: "discord:U1", Text: "ann runs staging", Sources: []int64{1}}}); err != nil {
+	if _, err := f.store.SaveFacts(f.ctx, []domain.Fact{{Room: "discord:C1", About: "discord:U1", Text: "ann runs staging", Sources: []int64{1}}}); err != nil {
 		t.Fatal(err)
 	}
 	page := func(q string) []any {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // The outbox as operators see it (docs/security.md): notifications not yet
@@ -19,7 +19,7 @@ func (a *API) listNotifications(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := strings.ToLower(strings.TrimSpace(q.Get("status")))
 	switch status {
-	case "", plugin.NotificationPending, plugin.NotificationFailed:
+	case "", domain.NotificationPending, domain.NotificationFailed:
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown status %q: use pending or failed (or leave it out for both)", q.Get("status")))
 		return

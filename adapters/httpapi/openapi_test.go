@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // openAPIRoutes reads "METHOD /path" pairs from docs/openapi.yaml.
@@ -108,11 +108,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	f.create("a task to address")
 	f.model.Decide("write_file", map[string]string{"path": "notes/plan.md", "content": "the plan"}, 10, "continue")
 	f.step() // a file to address
-	if _, err := f.store.Enqueue(f.ctx, plugin.Notification{Room: "discord:1", TaskNumber: 1, Category: plugin.NotifyProgress,
+	if _, err := f.store.Enqueue(f.ctx, domain.Notification{Room: "discord:1", TaskNumber: 1, Category: domain.NotifyProgress,
 		Payload: json.RawMessage(`{}`), CreatedAt: f.clk.Now()}); err != nil {
 		t.Fatal(err) // notification 1, to address
 	}
-	if _, err := f.store.AddDocument(f.ctx, plugin.Document{Title: "Runbook", CreatedAt: f.clk.Now()}, "Restart the queue first."); err != nil {
+	if _, err := f.store.AddDocument(f.ctx, domain.Document{Title: "Runbook", CreatedAt: f.clk.Now()}, "Restart the queue first."); err != nil {
 		t.Fatal(err) // knowledge document 1, to address
 	}
 	for _, r := range documented {

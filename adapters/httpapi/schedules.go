@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskloom/taskloom/domain"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // scheduleRequest is the body of POST /api/schedules.
@@ -26,13 +25,13 @@ type scheduleRequest struct {
 // scheduleDetail is GET /api/schedules/{id}: the schedule and its latest
 // events, newest first.
 type scheduleDetail struct {
-	plugin.Schedule
-	Events []plugin.ScheduleEvent `json:"events"`
+	domain.Schedule
+	Events []domain.ScheduleEvent `json:"events"`
 }
 
 // apiCaller is who an API request acts as on schedules: the holder of the
 // token is trusted as an admin, as with tasks, and sees every workspace.
-func apiCaller(who string) plugin.ScheduleCaller { return plugin.ScheduleCaller{ID: who, Admin: true} }
+func apiCaller(who string) domain.ScheduleCaller { return domain.ScheduleCaller{ID: who, Admin: true} }
 
 // schedules answers 503 when the API was built without a scheduler.
 func (a *API) schedules(w http.ResponseWriter) (domain.ScheduleControl, bool) {
@@ -47,9 +46,9 @@ func (a *API) schedules(w http.ResponseWriter) (domain.ScheduleControl, bool) {
 // one the caller may not change 403, the rest as fail does.
 func (a *API) failSchedule(w http.ResponseWriter, r *http.Request, id int64, err error) {
 	switch {
-	case errors.Is(err, plugin.ErrScheduleNotFound):
+	case errors.Is(err, domain.ErrScheduleNotFound):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("there is no schedule #%d", id))
-	case errors.Is(err, plugin.ErrScheduleForbidden):
+	case errors.Is(err, domain.ErrScheduleForbidden):
 		writeError(w, http.StatusForbidden, err.Error())
 	default:
 		a.fail(w, r, err)
@@ -90,11 +89,11 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `the body needs a "goal"`)
 		return
 	}
-	if n := utf8.RuneCountInString(req.Name); n > plugin.MaxNameLength {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("the name is %d characters; the limit is %d", n, plugin.MaxNameLength))
+	if n := utf8.RuneCountInString(req.Name); n > domain.MaxNameLength {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("the name is %d characters; the limit is %d", n, domain.MaxNameLength))
 		return
 	}
-	in := plugin.NewSchedule{
+	in := domain.NewSchedule{
 		Cron: *req.Cron, Goal: *req.Goal, Name: req.Name, Strategy: req.Strategy, Overlap: req.Overlap, CatchUp: req.CatchUp,
 		RequestorID: who, Actor: who, Platform: "api", WorkspaceID: "local", Now: a.clk.Now(),
 	}
@@ -103,7 +102,7 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, msg)
 			return
 		}
-		in.Room, in.Platform = room, plugin.RoomPlatform(room)
+		in.Room, in.Platform = room, domain.RoomPlatform(room)
 	}
 	sc, err := sched.Create(r.Context(), in)
 	if err != nil {
@@ -131,7 +130,7 @@ func (a *API) listSchedules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if list == nil {
-		list = []plugin.Schedule{}
+		list = []domain.Schedule{}
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"schedules": list})
 }
@@ -161,7 +160,7 @@ func (a *API) getSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if evs == nil {
-		evs = []plugin.ScheduleEvent{}
+		evs = []domain.ScheduleEvent{}
 	}
 	WriteJSON(w, http.StatusOK, scheduleDetail{Schedule: sc, Events: evs})
 }

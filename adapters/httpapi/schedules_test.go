@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/schedules"
 )
 
@@ -49,12 +49,12 @@ func TestScheduleAPI(t *testing.T) {
 			t.Errorf("POST %s = %d %s; want 400 saying %s", c.body, r.code, r.raw, c.want)
 		}
 	}
-	if list, _ := sched.List(f.ctx, plugin.ScheduleCaller{}); len(list) != 1 {
+	if list, _ := sched.List(f.ctx, domain.ScheduleCaller{}); len(list) != 1 {
 		t.Fatalf("refused requests created schedules: %d", len(list))
 	}
 
 	// ops has 1; 19 more reach the limit, the 21st is refused with 429.
-	for i := range plugin.MaxSchedulesPerRequestor - 1 {
+	for i := range domain.MaxSchedulesPerRequestor - 1 {
 		if r := f.do("POST", "/api/schedules", strings.NewReader(fmt.Sprintf(`{"cron":"@hourly","goal":"goal %d"}`, i)),
 			httpapi.RequestorHeader, "ops"); r.code != 201 {
 			t.Fatalf("schedule %d: %d %s", i+2, r.code, r.raw)
@@ -69,7 +69,7 @@ func TestScheduleAPI(t *testing.T) {
 	}
 
 	// A chat user's schedule: the API's caller holds the token, an admin.
-	mine, err := sched.Create(f.ctx, plugin.NewSchedule{Cron: "@daily", Goal: "Chat's", RequestorID: "u1", WorkspaceID: "g1"})
+	mine, err := sched.Create(f.ctx, domain.NewSchedule{Cron: "@daily", Goal: "Chat's", RequestorID: "u1", WorkspaceID: "g1"})
 	if err != nil {
 		t.Fatal(err)
 	}

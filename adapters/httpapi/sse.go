@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // eventBatch is how many events one store read takes.
@@ -183,7 +183,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 // head finds the ID of the latest event, where a stream without a cursor
 // starts, searching up from the latest ID this process has seen.
 func (a *API) head(ctx context.Context) (int64, error) {
-	id, err := plugin.LatestEventID(ctx, a.store, a.hint.get())
+	id, err := domain.LatestEventID(ctx, a.store, a.hint.get())
 	if err != nil {
 		return 0, err
 	}

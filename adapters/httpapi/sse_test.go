@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // wait bounds how long a test waits for a real goroutine or socket.
@@ -259,7 +259,7 @@ func TestEventStreamStartsAtTheLatestEvent(t *testing.T) {
 	made := 0
 	for _, want := range []int{0, 1, 2, 3, 63, 64, 65, 66, 129, 200} {
 		for made < want {
-			if _, err := f.store.CreateTask(f.ctx, plugin.NewTask{Goal: "g", Now: t0}); err != nil {
+			if _, err := f.store.CreateTask(f.ctx, domain.NewTask{Goal: "g", Now: t0}); err != nil {
 				t.Fatal(err)
 			}
 			made++

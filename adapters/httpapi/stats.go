@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // How GET /api/stats reads the recent past: minute by minute, from the
@@ -28,7 +28,7 @@ var maxStatsEvents int64 = 100_000
 
 // activeStatuses are the statuses of the tasks in the queue: every task
 // that has not ended.
-var activeStatuses = []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting}
+var activeStatuses = []domain.Status{domain.StatusQueued, domain.StatusRunning, domain.StatusPaused, domain.StatusWaiting}
 
 type statsBody struct {
 	WindowSeconds int `json:"window_seconds"`
@@ -72,12 +72,12 @@ func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	to := a.clk.Now().UTC().Truncate(time.Second)
 	from := to.Add(-window)
-	depth, err := a.store.CountTasks(ctx, plugin.TaskFilter{Statuses: activeStatuses})
+	depth, err := a.store.CountTasks(ctx, domain.TaskFilter{Statuses: activeStatuses})
 	if err != nil {
 		a.fail(w, r, fmt.Errorf("stats: count the queue: %w", err))
 		return
 	}
-	latest, err := plugin.LatestEventID(ctx, a.store, 0)
+	latest, err := domain.LatestEventID(ctx, a.store, 0)
 	if err != nil {
 		a.fail(w, r, fmt.Errorf("stats: find the latest event: %w", err))
 		return
@@ -113,11 +113,11 @@ func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 			}
 			b := min(max(int(e.Time.Sub(from)/StatsBucket), 0), n-1)
 			switch e.Type {
-			case plugin.EventCreated:
+			case domain.EventCreated:
 				if !endsTask(e) {
 					created[b]++
 				}
-			case plugin.EventIterated:
+			case domain.EventIterated:
 				iterated[b]++
 				if endsTask(e) {
 					ended[b]++
@@ -176,10 +176,10 @@ func (a *API) eventBefore(r *http.Request, from time.Time, latest int64) (int64,
 
 // endsTask reports whether an event moves its task to a status that has
 // ended.
-func endsTask(e plugin.TaskEvent) bool {
+func endsTask(e domain.TaskEvent) bool {
 	var p struct {
 		Changes struct {
-			Status plugin.Status `json:"status"`
+			Status domain.Status `json:"status"`
 		} `json:"changes"`
 	}
 	if json.Unmarshal(e.Payload, &p) != nil {

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // How GET /api/tasks/{number} shows a task's steps: a page of them,
@@ -55,7 +55,7 @@ func (a *API) getTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// One step more than shown tells whether older ones are left.
-	page, err := a.store.PageSteps(r.Context(), n, plugin.StepQuery{Limit: limit + 1, Before: before, BeforeCall: beforeCall, ResultRunes: StepResultRunes})
+	page, err := a.store.PageSteps(r.Context(), n, domain.StepQuery{Limit: limit + 1, Before: before, BeforeCall: beforeCall, ResultRunes: StepResultRunes})
 	if err != nil {
 		a.fail(w, r, fmt.Errorf("steps of task #%d: %w", n, err))
 		return
@@ -100,7 +100,7 @@ func (a *API) taskStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s, err := a.store.StepCall(r.Context(), n, it, call)
-	if errors.Is(err, plugin.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		if call > 0 {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("task #%d has no call %d in iteration %d", n, call, it))
 			return

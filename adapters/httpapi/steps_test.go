@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // addSteps writes n steps to task number, each result long characters
@@ -17,15 +17,15 @@ func (f *fixture) addSteps(number int64, n, long int) {
 	f.t.Helper()
 	for i := 1; i <= n; i++ {
 		f.clk.Advance(time.Second)
-		c, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
+		c, err := f.store.ClaimTask(f.ctx, domain.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
 		if err != nil || c.Number != number {
 			f.t.Fatalf("claim: #%d %v", c.Number, err)
 		}
 		res := fmt.Sprintf("result %d ", c.Iteration+1)
 		res += strings.Repeat("é", max(long-len([]rune(res)), 0))
-		o := plugin.Outcome{Owner: "w", Fence: c.Fence, Now: f.clk.Now(), Progress: i % 100,
-			Step: plugin.Step{Action: "read_file", Params: []byte(`{"path":"a.txt"}`), Result: res, Success: true}}
-		if _, err := f.store.UpdateTask(f.ctx, number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+		o := domain.Outcome{Owner: "w", Fence: c.Fence, Now: f.clk.Now(), Progress: i % 100,
+			Step: domain.Step{Action: "read_file", Params: []byte(`{"path":"a.txt"}`), Result: res, Success: true}}
+		if _, err := f.store.UpdateTask(f.ctx, number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 			f.t.Fatal(err)
 		}
 	}

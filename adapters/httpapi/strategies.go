@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -11,7 +12,7 @@ import (
 // POST /api/tasks accepts as strategy and the dashboard's picker offers.
 // Only loop when the service lists none.
 func (a *API) strategies(w http.ResponseWriter, _ *http.Request) {
-	names := []string{plugin.StrategyLoop}
+	names := []string{domain.StrategyLoop}
 	if l, ok := a.o.Tasks.(plugin.StrategyLister); ok {
 		if s := l.Strategies(); len(s) > 0 {
 			names = s

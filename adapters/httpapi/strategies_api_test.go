@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -22,7 +22,7 @@ func TestAPIListsTheServicesStrategies(t *testing.T) {
 		var svc *tasks.Service
 		f := newFixture(t, open, func(o *httpapi.APIOptions) {
 			svc = tasks.New(tasks.Options{Runtime: o.Runtime, Lease: time.Minute, Owner: "worker-1",
-				Strategies: map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (plugin.Outcome, error) {
+				Strategies: map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (domain.Outcome, error) {
 					return t.Outcome(), nil
 				})}})
 			o.Tasks = svc
@@ -40,7 +40,7 @@ func TestAPIListsTheServicesStrategies(t *testing.T) {
 		if r.code != 400 || !strings.Contains(fmt.Sprint(r.body["error"]), "chaos") {
 			t.Fatalf("create with chaos = %d %s; want 400 naming it", r.code, r.raw)
 		}
-		if n, err := f.store.CountTasks(f.ctx, plugin.TaskFilter{}); err != nil || n != 1 {
+		if n, err := f.store.CountTasks(f.ctx, domain.TaskFilter{}); err != nil || n != 1 {
 			t.Errorf("%d tasks (%v), want the one echo task", n, err)
 		}
 	})

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestDashboardOffersTheServersStrategies: the create form's strategy
@@ -27,7 +27,7 @@ func TestDashboardOffersTheServersStrategies(t *testing.T) {
 	for _, m := range regexp.MustCompile(`<option value="([^"]+)"`).FindAllSubmatch(sel, -1) {
 		offered = append(offered, string(m[1]))
 	}
-	f := newFixture(t, func(t testing.TB) plugin.Store { return teststore.SQLite(t) })
+	f := newFixture(t, func(t testing.TB) domain.Store { return teststore.SQLite(t) })
 	if want := f.tasks.Strategies(); !slices.Equal(offered, want) {
 		t.Errorf("the dashboard offers %q; the server's strategies are %q", offered, want)
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestTaskShowsEachCall: a tools reply of two calls, the write succeeded
@@ -18,14 +18,14 @@ func TestTaskShowsEachCall(t *testing.T) {
 		f := newFixture(t, open)
 		n := f.create("Write then read").Number
 		f.clk.Advance(time.Second)
-		c, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
+		c, err := f.store.ClaimTask(f.ctx, domain.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := plugin.Outcome{Owner: "w", Fence: c.Fence, Now: f.clk.Now(), Progress: 20,
-			Step:  plugin.Step{Action: "write_file", Params: []byte(`{"path":"a.md","content":"alpha"}`), Result: "wrote a.md", Success: true, Role: "agent"},
-			Steps: []plugin.Step{{Action: "read_file", Params: []byte(`{"path":"b.md"}`), Error: "no file b.md", Role: "agent"}}}
-		if _, err := f.store.UpdateTask(f.ctx, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+		o := domain.Outcome{Owner: "w", Fence: c.Fence, Now: f.clk.Now(), Progress: 20,
+			Step:  domain.Step{Action: "write_file", Params: []byte(`{"path":"a.md","content":"alpha"}`), Result: "wrote a.md", Success: true, Role: "agent"},
+			Steps: []domain.Step{{Action: "read_file", Params: []byte(`{"path":"b.md"}`), Error: "no file b.md", Role: "agent"}}}
+		if _, err := f.store.UpdateTask(f.ctx, n, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 			t.Fatal(err)
 		}
 		f.addSteps(n, 1, 10)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/mcp"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -84,7 +85,7 @@ func TestATaskCallsTheReferenceServer(t *testing.T) {
 		}
 		clk.Advance(time.Second)
 	}
-	steps := func(n int64) []plugin.Step {
+	steps := func(n int64) []domain.Step {
 		t.Helper()
 		s, err := st.Steps(ctx, n)
 		if err != nil {
@@ -94,7 +95,7 @@ func TestATaskCallsTheReferenceServer(t *testing.T) {
 	}
 
 	model.Decide("everything.echo", map[string]string{"message": "hello from a task"}, 50, "continue")
-	task, err := svc.Create(ctx, plugin.NewTask{Goal: "Say hello through MCP", RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1"})
+	task, err := svc.Create(ctx, domain.NewTask{Goal: "Say hello through MCP", RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestATaskCallsTheReferenceServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if waiting.WaitingOn != plugin.WaitApproval || waiting.ApprovalAction != "everything.get-env" || len(steps(task.Number)) != 1 {
+	if waiting.WaitingOn != domain.WaitApproval || waiting.ApprovalAction != "everything.get-env" || len(steps(task.Number)) != 1 {
 		t.Fatalf("task = %s on %q asking %q; want it waiting for approval of everything.get-env", waiting.Status, waiting.WaitingOn, waiting.ApprovalAction)
 	}
 	if _, err := svc.Approve(ctx, task.Number, "u1", ""); err != nil {

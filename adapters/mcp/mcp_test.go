@@ -26,6 +26,7 @@ import (
 
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/mcp"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -232,7 +233,7 @@ func startLogging(t *testing.T, opts mcp.Options, level slog.Level) *kit {
 
 // call runs an action as a task's tool call.
 func (k *kit) call(ctx context.Context, name string, params string) (plugin.Result, error) {
-	return k.rt.RunAction(ctx, name, &plugin.Call{Task: &plugin.Task{Number: 1}, Params: json.RawMessage(params)})
+	return k.rt.RunAction(ctx, name, &plugin.Call{Task: &domain.Task{Number: 1}, Params: json.RawMessage(params)})
 }
 
 func (k *kit) tools(prefix string) []string {

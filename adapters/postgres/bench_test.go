@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // BenchmarkClaim measures one claim (the queue query and its UPDATE, with
@@ -62,16 +62,16 @@ FROM generate_series(1, $2) AS g`
 			b.ResetTimer()
 			for i := range b.N {
 				now := time.Now()
-				t, err := s.ClaimTask(ctx, plugin.Claim{Owner: "bench", Now: now, Lease: time.Hour})
+				t, err := s.ClaimTask(ctx, domain.Claim{Owner: "bench", Now: now, Lease: time.Hour})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
 				// Serve it so the next claim takes the next task, as the
 				// queue does in production.
-				_, err = s.UpdateTask(ctx, t.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-					return plugin.Iterated(cur, plugin.Outcome{Owner: "bench", Fence: cur.Fence, Now: now, Progress: i % 100, Verdict: plugin.VerdictContinue,
-						Step: plugin.Step{Action: "noop", Success: true}})
+				_, err = s.UpdateTask(ctx, t.Number, func(cur domain.Task) (domain.Mutation, error) {
+					return domain.Iterated(cur, domain.Outcome{Owner: "bench", Fence: cur.Fence, Now: now, Progress: i % 100, Verdict: domain.VerdictContinue,
+						Step: domain.Step{Action: "noop", Success: true}})
 				})
 				if err != nil {
 					b.Fatal(err)
@@ -125,14 +125,14 @@ FROM generate_series(1, $2) AS g`
 		k := i % len(sizes)
 		s := stores[k]
 		start := time.Now()
-		t, err := s.ClaimTask(ctx, plugin.Claim{Owner: "bench", Lease: time.Hour, StoreClock: true})
+		t, err := s.ClaimTask(ctx, domain.Claim{Owner: "bench", Lease: time.Hour, StoreClock: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		lat[k] = append(lat[k], time.Since(start))
-		_, err = s.UpdateTask(ctx, t.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "bench", Fence: cur.Fence, Now: time.Now(), Progress: int(cur.Fence % 100),
-				Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "noop", Success: true}})
+		_, err = s.UpdateTask(ctx, t.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "bench", Fence: cur.Fence, Now: time.Now(), Progress: int(cur.Fence % 100),
+				Verdict: domain.VerdictContinue, Step: domain.Step{Action: "noop", Success: true}})
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 const (
@@ -17,18 +17,18 @@ ON CONFLICT (room, task_number) DO UPDATE SET message_id = EXCLUDED.message_id, 
 )
 
 // TaskCard returns the card of task in room (docs/discord.md, docs/slack.md).
-func (s *Store) TaskCard(ctx context.Context, room string, task int64) (plugin.TaskCard, error) {
+func (s *Store) TaskCard(ctx context.Context, room string, task int64) (domain.TaskCard, error) {
 	c, err := sqlstore.ScanTaskCard(s.pool.QueryRow(ctx, sqlTaskCard, room, task))
 	if isNoRows(err) {
-		return plugin.TaskCard{}, sqlstore.NoTaskCard(room, task)
+		return domain.TaskCard{}, sqlstore.NoTaskCard(room, task)
 	}
 	if err != nil {
-		return plugin.TaskCard{}, fmt.Errorf("task card of #%d in %s: %w", task, room, err)
+		return domain.TaskCard{}, fmt.Errorf("task card of #%d in %s: %w", task, room, err)
 	}
 	return c, nil
 }
 
-func (t *txn) SaveTaskCard(_ context.Context, c plugin.TaskCard) error {
+func (t *txn) SaveTaskCard(_ context.Context, c domain.TaskCard) error {
 	t.batch.Queue(sqlSaveTaskCard, c.Room, c.TaskNumber, c.MessageID, timeArg(c.UpdatedAt))
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // A mutation writes a task's row, maybe a step, and its event, one after
@@ -25,15 +25,15 @@ import (
 
 // pendingWrite is a task's row held back, with the step that followed it.
 type pendingWrite struct {
-	before, after plugin.Task
+	before, after domain.Task
 	// expect, when set, is the event_seq the row must still have
 	// (sqlUpdateTaskIfUnchanged).
 	expect *int64
-	step   *plugin.Step
+	step   *domain.Step
 }
 
 // hold holds the write of after back; before is the row it replaces.
-func (t *txn) hold(before, after plugin.Task, expect *int64) {
+func (t *txn) hold(before, after domain.Task, expect *int64) {
 	t.release()
 	t.pending = &pendingWrite{before: before, after: after, expect: expect}
 }
@@ -63,7 +63,7 @@ func (t *txn) release() {
 
 // holdStep adds st to the held write of its task, if there is one and it
 // has none yet; it says whether it did.
-func (t *txn) holdStep(st plugin.Step) bool {
+func (t *txn) holdStep(st domain.Step) bool {
 	if p := t.pending; p != nil && p.after.Number == st.TaskNumber && p.step == nil {
 		p.step = &st
 		return true
@@ -75,7 +75,7 @@ func (t *txn) holdStep(st plugin.Step) bool {
 // statement, first taking the floor lock when floor is set; it says
 // whether it did (there was a held write of that task, with a column
 // changed).
-func (t *txn) writeWithEvent(e plugin.TaskEvent, floor bool) bool {
+func (t *txn) writeWithEvent(e domain.TaskEvent, floor bool) bool {
 	p := t.pending
 	if p == nil || p.after.Number != e.TaskNumber {
 		return false

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // sent records the statements and round trips a pool's connections send.
@@ -67,12 +67,12 @@ func TestIterationStatements(t *testing.T) {
 	ctx := t.Context()
 	s, rec := tracedStore(t)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "one", Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
+	if _, err := s.CreateTask(ctx, domain.NewTask{Goal: "one", Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
 		rec.take()
-		c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+		c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,9 +84,9 @@ func TestIterationStatements(t *testing.T) {
 		if err != nil || len(steps) != i {
 			t.Fatalf("RecentSteps = %d steps, %v; want %d", len(steps), err, i)
 		}
-		if _, err := s.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
-				Progress: 10 * (i + 1), Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "noop", Success: true}})
+		if _, err := s.UpdateTask(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
+				Progress: 10 * (i + 1), Verdict: domain.VerdictContinue, Step: domain.Step{Action: "noop", Success: true}})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestIterationStatements(t *testing.T) {
 			t.Errorf("iteration %d wrote %q: want the step and event with the row, and no column that did not change", i+1, q[0])
 		}
 	}
-	if n, err := s.CountTasks(ctx, plugin.TaskFilter{}); err != nil || n != 1 {
+	if n, err := s.CountTasks(ctx, domain.TaskFilter{}); err != nil || n != 1 {
 		t.Fatalf("CountTasks = %d, %v", n, err)
 	}
 	task, err := s.GetTask(ctx, 1)
@@ -145,11 +145,11 @@ func TestIterationAheadStatements(t *testing.T) {
 	s, rec := tracedStore(t)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, goal := range []string{"one", "two"} {
-		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: goal, Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
+		if _, err := s.CreateTask(ctx, domain.NewTask{Goal: goal, Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+	c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,10 +159,10 @@ func TestIterationAheadStatements(t *testing.T) {
 			t.Fatalf("RecentSteps(#%d) = %d steps, %v; want %d", c.Number, len(steps), err, i/2)
 		}
 		rec.take()
-		_, next, err := s.UpdateTaskAndClaim(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
-				Progress: 10 * (i + 1), Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "noop", Success: true}})
-		}, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+		_, next, err := s.UpdateTaskAndClaim(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
+				Progress: 10 * (i + 1), Verdict: domain.VerdictContinue, Step: domain.Step{Action: "noop", Success: true}})
+		}, domain.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,24 +197,24 @@ func TestFileIterationAheadStatements(t *testing.T) {
 	s, rec := tracedStore(t)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, goal := range []string{"one", "two"} {
-		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: goal, Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
+		if _, err := s.CreateTask(ctx, domain.NewTask{Goal: goal, Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+	c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	iterate := func(i int, files ...plugin.FileChange) (plugin.Task, error) {
+	iterate := func(i int, files ...domain.FileChange) (domain.Task, error) {
 		rec.take()
-		_, next, err := s.UpdateTaskAndClaim(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
-				Progress: 10 * (i + 1), Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "write_file", Success: true}, Files: files})
-		}, plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+		_, next, err := s.UpdateTaskAndClaim(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
+				Progress: 10 * (i + 1), Verdict: domain.VerdictContinue, Step: domain.Step{Action: "write_file", Success: true}, Files: files})
+		}, domain.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
 		return next, err
 	}
 	for i := range 2 {
-		next, err := iterate(i, plugin.FileChange{Path: "notes.md", Data: []byte("# Notes\n")})
+		next, err := iterate(i, domain.FileChange{Path: "notes.md", Data: []byte("# Notes\n")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func TestFileIterationAheadStatements(t *testing.T) {
 		c = next
 	}
 	// notes.md is a file of this task: nothing may go inside it.
-	if _, err := iterate(2, plugin.FileChange{Path: "notes.md/inside.md", Data: []byte("x")}); !errors.Is(err, plugin.ErrInvalid) ||
+	if _, err := iterate(2, domain.FileChange{Path: "notes.md/inside.md", Data: []byte("x")}); !errors.Is(err, domain.ErrInvalid) ||
 		!strings.Contains(err.Error(), "notes.md is a file") {
 		t.Errorf("a file inside a file = %v; want ErrInvalid saying notes.md is a file", err)
 	}

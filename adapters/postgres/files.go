@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // The SQL of task_files (docs/deploy.md); the schema is in
@@ -35,7 +35,7 @@ SELECT $2, ` + fileCols + `, data FROM task_files WHERE task_number = $1
 ON CONFLICT (task_number, path) DO NOTHING`
 )
 
-func (t *txn) TaskFiles(ctx context.Context, task int64) ([]plugin.TaskFile, error) {
+func (t *txn) TaskFiles(ctx context.Context, task int64) ([]domain.TaskFile, error) {
 	rows, err := t.query(ctx, sqlTaskFiles, task)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ var _ sqlstore.FileChecker = (*txn)(nil)
 // pipeline: a breach fails the transaction, and Store.Write reports it as
 // the FileError it is (fileRefusal).
 func (t *txn) CheckFiles(_ context.Context, task int64, written []string) error {
-	t.batch.Queue(sqlCheckFiles, task, written, plugin.MaxTaskFiles, int64(plugin.MaxTaskFileBytes))
+	t.batch.Queue(sqlCheckFiles, task, written, domain.MaxTaskFiles, int64(domain.MaxTaskFileBytes))
 	return nil
 }
 
@@ -65,7 +65,7 @@ const (
 )
 
 // fileRefusal turns taskloom_check_files' refusal in err into a
-// plugin.FileError; any other err is returned as it is.
+// domain.FileError; any other err is returned as it is.
 func fileRefusal(err error) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
@@ -73,14 +73,14 @@ func fileRefusal(err error) error {
 	}
 	switch pe.Code {
 	case sqlstateFileLimit:
-		return fmt.Errorf("files: %w", &plugin.FileError{Reason: pe.Message, Err: plugin.ErrLimit})
+		return fmt.Errorf("files: %w", &domain.FileError{Reason: pe.Message, Err: domain.ErrLimit})
 	case sqlstateFilePlace:
-		return fmt.Errorf("files: %w", &plugin.FileError{Reason: pe.Message, Err: plugin.ErrInvalid})
+		return fmt.Errorf("files: %w", &domain.FileError{Reason: pe.Message, Err: domain.ErrInvalid})
 	}
 	return err
 }
 
-func (t *txn) PutFile(_ context.Context, task int64, f plugin.TaskFile, data []byte) error {
+func (t *txn) PutFile(_ context.Context, task int64, f domain.TaskFile, data []byte) error {
 	t.batch.Queue(sqlPutFile, sqlstore.FileArgs(task, f, data, timeArg)...)
 	return nil
 }
@@ -95,4 +95,4 @@ func (t *txn) CopyFiles(_ context.Context, from, to int64) error {
 	return nil
 }
 
-func scanFile(r sqlstore.Row) (plugin.TaskFile, error) { return sqlstore.ScanFile(r) }
+func scanFile(r sqlstore.Row) (domain.TaskFile, error) { return sqlstore.ScanFile(r) }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // The bounded reads of a task's history an iteration makes (docs/PERFORMANCE.md),
@@ -35,7 +35,7 @@ WHERE task_number = $1 AND (iteration, call) < ($2, $5::integer) ORDER BY iterat
 // store kept from its writes, after a claim that found them current
 // (stepcache.go), or else a read, which the store keeps when it follows a
 // claim that found none.
-func (s *Store) RecentSteps(ctx context.Context, number int64, k int) ([]plugin.Step, error) {
+func (s *Store) RecentSteps(ctx context.Context, number int64, k int) ([]domain.Step, error) {
 	if k <= 0 {
 		return nil, nil
 	}

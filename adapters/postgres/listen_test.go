@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestListenTasksAcrossReplicas: a task queued through one store (replica)
@@ -42,12 +42,12 @@ func TestListenTasksAcrossReplicas(t *testing.T) {
 	}
 	wait("the listener starting") // the first signal says it is listening
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	task, err := a.CreateTask(ctx, plugin.NewTask{Goal: "x", Now: now})
+	task, err := a.CreateTask(ctx, domain.NewTask{Goal: "x", Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wait("a created task")
-	if _, err := a.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Paused(cur, "u", now) }); err != nil {
+	if _, err := a.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Paused(cur, "u", now) }); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -55,7 +55,7 @@ func TestListenTasksAcrossReplicas(t *testing.T) {
 		t.Fatal("pausing a task signalled the queue")
 	case <-time.After(300 * time.Millisecond):
 	}
-	if _, err := a.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Resumed(cur, "u", now) }); err != nil {
+	if _, err := a.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Resumed(cur, "u", now) }); err != nil {
 		t.Fatal(err)
 	}
 	wait("a resumed task")

@@ -96,7 +96,7 @@ RETURNING ` + qualified("t", taskColumns) + `,
 // sqlClaimWithEvent claims the head of the queue and writes the claim's
 // "claimed" event in one statement, so that a claim is one round trip,
 // committed on its own: $1 now, $2 owner, $3 lease expiry, $4
-// eventFloorSpace. The event's payload is what plugin.Claimed writes: the
+// eventFloorSpace. The event's payload is what domain.Claimed writes: the
 // columns the claim changed, as encoding/json writes them; the store
 // checks the two agree (sqlstore.Dialect's ClaimsAlone). The event takes its floor
 // lock before its ID is drawn, as sqlInsertFirstEvent does. It returns

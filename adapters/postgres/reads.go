@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // poolDB is the pool as sqlstore.DB.
@@ -77,7 +77,7 @@ var recordSQL = sqlstore.RecordSQL{
 // events that transactions in flight may still commit below the highest
 // committed ID (see sqlEventBound), so a reader resuming after the last ID
 // it was given misses none.
-func (s *Store) EventsSince(ctx context.Context, after int64, limit int) ([]plugin.TaskEvent, error) {
+func (s *Store) EventsSince(ctx context.Context, after int64, limit int) ([]domain.TaskEvent, error) {
 	var lim any
 	if limit > 0 {
 		lim = limit
@@ -124,4 +124,4 @@ func noRows[T any](v T, err error) (T, error) {
 	return v, err
 }
 
-func scanTask(r sqlstore.Row) (plugin.Task, error) { return sqlstore.ScanTask(r) }
+func scanTask(r sqlstore.Row) (domain.Task, error) { return sqlstore.ScanTask(r) }

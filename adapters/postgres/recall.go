@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // InTx runs fn in one transaction on the pool (sqlstore.TxDB).
@@ -70,9 +70,9 @@ VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
 	DeleteDocument: `DELETE FROM documents WHERE id = $1`,
 
 	Frequencies: map[string]string{
-		plugin.RecallMessage: frequencies("memories"),
-		plugin.RecallFact:    frequencies("facts"),
-		plugin.RecallPassage: frequencies("passages"),
+		domain.RecallMessage: frequencies("memories"),
+		domain.RecallFact:    frequencies("facts"),
+		domain.RecallPassage: frequencies("passages"),
 	},
 	Terms: func(terms []string) any { return terms },
 
@@ -103,12 +103,12 @@ ORDER BY ts_rank(search, q) DESC, id DESC LIMIT $4`,
 	ForgetFacts:    `DELETE FROM facts WHERE about = $1`,
 
 	SaveEmbedding: map[string]string{
-		plugin.RecallFact:    `UPDATE facts SET embedding = $2 WHERE id = $1 AND embedding IS NULL`,
-		plugin.RecallPassage: `UPDATE passages SET embedding = $2 WHERE id = $1 AND embedding IS NULL`,
+		domain.RecallFact:    `UPDATE facts SET embedding = $2 WHERE id = $1 AND embedding IS NULL`,
+		domain.RecallPassage: `UPDATE passages SET embedding = $2 WHERE id = $1 AND embedding IS NULL`,
 	},
 	Embeddings: map[string]string{
-		plugin.RecallFact:    `SELECT id, embedding FROM facts WHERE id = ANY($1) AND embedding IS NOT NULL`,
-		plugin.RecallPassage: `SELECT id, embedding FROM passages WHERE id = ANY($1) AND embedding IS NOT NULL`,
+		domain.RecallFact:    `SELECT id, embedding FROM facts WHERE id = ANY($1) AND embedding IS NOT NULL`,
+		domain.RecallPassage: `SELECT id, embedding FROM passages WHERE id = ANY($1) AND embedding IS NOT NULL`,
 	},
 	Limit: recordSQL.Limit,
 	List:  func(ids []int64) any { return ids },

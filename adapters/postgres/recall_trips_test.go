@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // TestRecallOfAbsentWords: recalling words that are in no row counts them
@@ -14,7 +14,7 @@ import (
 func TestRecallOfAbsentWords(t *testing.T) {
 	ctx := t.Context()
 	s, rec := tracedStore(t)
-	q := plugin.RecallQuery{Text: "zebra quartz lantern", Kinds: []string{plugin.RecallPassage}}
+	q := domain.RecallQuery{Text: "zebra quartz lantern", Kinds: []string{domain.RecallPassage}}
 	for i := range 2 {
 		rec.take()
 		got, err := s.Recall(ctx, q)
@@ -25,7 +25,7 @@ func TestRecallOfAbsentWords(t *testing.T) {
 			t.Errorf("recall %d of absent words: %d statements in %d round trips, want the count alone: %.300q", i+1, len(stmts), trips, stmts)
 		}
 	}
-	if _, err := s.AddDocument(ctx, plugin.Document{Title: "Lamps"}, "The brass lantern hangs by the door."); err != nil {
+	if _, err := s.AddDocument(ctx, domain.Document{Title: "Lamps"}, "The brass lantern hangs by the door."); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Recall(ctx, q)

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestMutationStartsFromTheClaimedRow: the mutation of a task the store
@@ -17,10 +17,10 @@ func TestMutationStartsFromTheClaimedRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "one", Now: now}); err != nil {
+	if _, err := s.CreateTask(ctx, domain.NewTask{Goal: "one", Now: now}); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w1", Now: now, Lease: time.Minute})
+	claimed, err := s.ClaimTask(ctx, domain.Claim{Owner: "w1", Now: now, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,10 +28,10 @@ func TestMutationStartsFromTheClaimedRow(t *testing.T) {
 		t.Fatal("the claim left no row for the mutation to start from")
 	}
 	s.claimed.put(claimed)
-	var got plugin.Task
-	if _, err := s.UpdateTask(ctx, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+	var got domain.Task
+	if _, err := s.UpdateTask(ctx, claimed.Number, func(cur domain.Task) (domain.Mutation, error) {
 		got = cur
-		return plugin.Released(cur, "w1", claimed.Fence, now.Add(time.Second))
+		return domain.Released(cur, "w1", claimed.Fence, now.Add(time.Second))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,25 +64,25 @@ func TestMutationOfAChangedClaimedRow(t *testing.T) {
 	}
 	t.Cleanup(func() { b.Close() })
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if _, err := a.CreateTask(ctx, plugin.NewTask{Goal: "one", Now: now}); err != nil {
+	if _, err := a.CreateTask(ctx, domain.NewTask{Goal: "one", Now: now}); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := a.ClaimTask(ctx, plugin.Claim{Owner: "w1", Now: now, Lease: time.Minute})
+	claimed, err := a.ClaimTask(ctx, domain.Claim{Owner: "w1", Now: now, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Replica b pauses the task while a's iteration runs.
-	paused, err := b.UpdateTask(ctx, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Paused(cur, "someone", now.Add(time.Second))
+	paused, err := b.UpdateTask(ctx, claimed.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Paused(cur, "someone", now.Add(time.Second))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seen []plugin.Task
-	after, err := a.UpdateTask(ctx, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+	var seen []domain.Task
+	after, err := a.UpdateTask(ctx, claimed.Number, func(cur domain.Task) (domain.Mutation, error) {
 		seen = append(seen, cur)
-		return plugin.Iterated(cur, plugin.Outcome{Owner: "w1", Fence: claimed.Fence, Now: now.Add(2 * time.Second),
-			Progress: 10, Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "noop", Success: true}})
+		return domain.Iterated(cur, domain.Outcome{Owner: "w1", Fence: claimed.Fence, Now: now.Add(2 * time.Second),
+			Progress: 10, Verdict: domain.VerdictContinue, Step: domain.Step{Action: "noop", Success: true}})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestMutationOfAChangedClaimedRow(t *testing.T) {
 	if len(seen) != 2 || seen[0] != claimed || seen[1] != paused {
 		t.Errorf("the mutation was computed from %d rows; want the claimed one, then the current one", len(seen))
 	}
-	if after.Status != plugin.StatusPaused || after.EventSeq != paused.EventSeq+1 {
+	if after.Status != domain.StatusPaused || after.EventSeq != paused.EventSeq+1 {
 		t.Errorf("after the iteration the task is %s with event %d; want it still paused, with event %d", after.Status, after.EventSeq, paused.EventSeq+1)
 	}
 	evs, err := a.TaskEvents(ctx, claimed.Number, 0)
@@ -104,7 +104,7 @@ func TestMutationOfAChangedClaimedRow(t *testing.T) {
 			t.Errorf("event %d has sequence %d", i+1, e.Sequence)
 		}
 	}
-	if len(evs) != 4 || evs[2].Type != plugin.EventPaused || evs[3].Type != plugin.EventIterated {
+	if len(evs) != 4 || evs[2].Type != domain.EventPaused || evs[3].Type != domain.EventIterated {
 		t.Errorf("events %v; want created, claimed, paused, iterated", types)
 	}
 }
@@ -119,26 +119,26 @@ func TestClaimedRowWrittenTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	parent, err := s.CreateTask(ctx, plugin.NewTask{Goal: "parent", Now: now, MaxIterations: 10, MaxStaleIterations: 10})
+	parent, err := s.CreateTask(ctx, domain.NewTask{Goal: "parent", Now: now, MaxIterations: 10, MaxStaleIterations: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := s.CreateTask(ctx, plugin.NewTask{Goal: "child", Now: now, ParentNumber: parent.Number})
+	child, err := s.CreateTask(ctx, domain.NewTask{Goal: "child", Now: now, ParentNumber: parent.Number})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateTask(ctx, child.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Canceled(cur, "u1", "not needed", now.Add(time.Second))
+	if _, err := s.UpdateTask(ctx, child.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Canceled(cur, "u1", "not needed", now.Add(time.Second))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w1", Now: now.Add(time.Minute), Lease: time.Minute})
+	c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w1", Now: now.Add(time.Minute), Lease: time.Minute})
 	if err != nil || c.Number != parent.Number {
 		t.Fatalf("claimed #%d, %v; want the parent", c.Number, err)
 	}
-	_, err = s.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, plugin.Outcome{Owner: "w1", Fence: c.Fence, Now: now.Add(time.Minute + time.Second),
-			Progress: 10, Verdict: plugin.VerdictContinue, Wait: plugin.WaitSubtasks, Step: plugin.Step{Action: "create_subtask", Success: true}})
+	_, err = s.UpdateTask(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Iterated(cur, domain.Outcome{Owner: "w1", Fence: c.Fence, Now: now.Add(time.Minute + time.Second),
+			Progress: 10, Verdict: domain.VerdictContinue, Wait: domain.WaitSubtasks, Step: domain.Step{Action: "create_subtask", Success: true}})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestClaimedRowWrittenTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.WaitingOn == plugin.WaitSubtasks || stored.EventSeq != 5 {
+	if stored.WaitingOn == domain.WaitSubtasks || stored.EventSeq != 5 {
 		t.Errorf("stored parent: waiting on %q at event %d; want it resumed, at event 5", stored.WaitingOn, stored.EventSeq)
 	}
 }

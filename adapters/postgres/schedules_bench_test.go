@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // BenchmarkFireSchedule measures one firing — the claim of a due
@@ -35,7 +35,7 @@ func BenchmarkFireSchedule(b *testing.B) {
 		s := open(b)
 		b.ResetTimer()
 		for i := range b.N {
-			if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "Summarise the alerts", RequestorID: fmt.Sprint("u", i%20),
+			if _, err := s.CreateTask(ctx, domain.NewTask{Goal: "Summarise the alerts", RequestorID: fmt.Sprint("u", i%20),
 				RoomID: "discord:1", WorkspaceID: "g", MaxActive: 1 << 20, Now: t0}); err != nil {
 				b.Fatal(err)
 			}
@@ -44,8 +44,8 @@ func BenchmarkFireSchedule(b *testing.B) {
 	b.Run("FireSchedule", func(b *testing.B) {
 		s := open(b)
 		for i := range max(b.N, 1000) {
-			if _, err := s.CreateSchedule(ctx, plugin.NewSchedule{Cron: "@hourly", Goal: "Summarise the alerts",
-				RequestorID: fmt.Sprint("u", i%20), Room: "discord:1", WorkspaceID: "g", Overlap: plugin.OverlapAllow,
+			if _, err := s.CreateSchedule(ctx, domain.NewSchedule{Cron: "@hourly", Goal: "Summarise the alerts",
+				RequestorID: fmt.Sprint("u", i%20), Room: "discord:1", WorkspaceID: "g", Overlap: domain.OverlapAllow,
 				MaxPerRequestor: 1 << 20, Now: t0}); err != nil {
 				b.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func BenchmarkFireSchedule(b *testing.B) {
 		now := t0.Add(time.Hour)
 		b.ResetTimer()
 		for range b.N {
-			f, err := s.FireSchedule(ctx, plugin.FireSchedule{Now: now, MaxActive: 1 << 20})
+			f, err := s.FireSchedule(ctx, domain.FireSchedule{Now: now, MaxActive: 1 << 20})
 			if err != nil || f.Task.Number == 0 {
 				b.Fatalf("FireSchedule = %+v, %v", f, err)
 			}

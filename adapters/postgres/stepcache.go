@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // keptSteps is how many of a task's latest steps the store keeps from its
@@ -44,7 +44,7 @@ type stepCache struct {
 
 type keptTask struct {
 	seq   int64         // the event_seq the steps are current at
-	steps []plugin.Step // newest first, at most keptSteps
+	steps []domain.Step // newest first, at most keptSteps
 	all   bool          // steps are every step of the task
 	armed bool          // a claim found them current; one read may use them
 	// pending: claimed at seq, its steps not known yet; a read fills them.
@@ -65,7 +65,7 @@ func (c *stepCache) created(task, seq int64) {
 
 // wrote carries task's steps forward over a committed write that took
 // its event_seq from seq-events to seq and added steps (oldest first).
-func (c *stepCache) wrote(task, seq int64, events int, steps []plugin.Step) {
+func (c *stepCache) wrote(task, seq int64, events int, steps []domain.Step) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := c.tasks[task]
@@ -120,7 +120,7 @@ func (c *stepCache) pendingAt(task int64) (int64, bool) {
 // at seq, while its lease held, so no other steps were written; if the
 // lease was lost and another replica wrote meanwhile, the row has moved
 // past seq and this entry can never be carried forward or armed.
-func (c *stepCache) fill(task, seq int64, steps []plugin.Step, all bool) {
+func (c *stepCache) fill(task, seq int64, steps []domain.Step, all bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := c.tasks[task]
@@ -148,7 +148,7 @@ func (c *stepCache) forget(task int64) {
 
 // take returns, once after a claim, task's last k steps oldest first, if
 // it keeps them all.
-func (c *stepCache) take(task int64, k int) ([]plugin.Step, bool) {
+func (c *stepCache) take(task int64, k int) ([]domain.Step, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	kt := c.tasks[task]
@@ -189,6 +189,6 @@ func (c *stepCache) drop(task int64) {
 }
 
 // stepBytes is about what st takes in memory.
-func stepBytes(st plugin.Step) int {
+func stepBytes(st domain.Step) int {
 	return 128 + len(st.Thought) + len(st.Action) + len(st.Params) + len(st.Result) + len(st.Error) + len(st.Role)
 }

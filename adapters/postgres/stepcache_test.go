@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestKeptSteps: the steps a store wrote serve the read of the iteration
@@ -32,15 +32,15 @@ func TestKeptSteps(t *testing.T) {
 	}
 	a, b := replica(), replica()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	task, err := a.CreateTask(ctx, plugin.NewTask{Goal: "one", Now: now, MaxIterations: 100, MaxStaleIterations: 100})
+	task, err := a.CreateTask(ctx, domain.NewTask{Goal: "one", Now: now, MaxIterations: 100, MaxStaleIterations: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := 0
-	claim := func(s *Store) plugin.Task {
+	claim := func(s *Store) domain.Task {
 		t.Helper()
 		i++
-		c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", Now: now.Add(time.Duration(i) * time.Minute), Lease: time.Minute})
+		c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w", Now: now.Add(time.Duration(i) * time.Minute), Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,9 +49,9 @@ func TestKeptSteps(t *testing.T) {
 	iterate := func(s *Store) {
 		t.Helper()
 		c := claim(s)
-		if _, err := s.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: now.Add(time.Duration(i)*time.Minute + time.Second),
-				Progress: i, Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: fmt.Sprint("step-", i), Success: true}})
+		if _, err := s.UpdateTask(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: now.Add(time.Duration(i)*time.Minute + time.Second),
+				Progress: i, Verdict: domain.VerdictContinue, Step: domain.Step{Action: fmt.Sprint("step-", i), Success: true}})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -94,8 +94,8 @@ func TestKeptSteps(t *testing.T) {
 	if _, err := a.pool.Exec(ctx, `DELETE FROM task_steps WHERE action = 'behind'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Released(cur, "w", cur.Fence, now.Add(time.Duration(i)*time.Minute+time.Second))
+	if _, err := a.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Released(cur, "w", cur.Fence, now.Add(time.Duration(i)*time.Minute+time.Second))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,17 +108,17 @@ func TestKeptSteps(t *testing.T) {
 	expect("after b's step and a's", read(a, 10), "step-1", "step-2", "step-3", "step-5", "step-6")
 	// That read is kept: a's write carries it forward, and the read after
 	// a's next claim needs no query.
-	if _, err := a.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: now.Add(time.Duration(i)*time.Minute + time.Second),
-			Progress: i, Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: fmt.Sprint("step-", i), Success: true}})
+	if _, err := a.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: now.Add(time.Duration(i)*time.Minute + time.Second),
+			Progress: i, Verdict: domain.VerdictContinue, Step: domain.Step{Action: fmt.Sprint("step-", i), Success: true}})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	claim(a)
 	behind(200)
 	expect("after a read that followed a claim", read(a, 10), "step-1", "step-2", "step-3", "step-5", "step-6", "step-7")
-	if _, err := a.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Released(cur, "w", cur.Fence, now.Add(time.Duration(i)*time.Minute+time.Second))
+	if _, err := a.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Released(cur, "w", cur.Fence, now.Add(time.Duration(i)*time.Minute+time.Second))
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Store is a plugin.Store on PostgreSQL: the shared logic of
+// Store is a domain.Store on PostgreSQL: the shared logic of
 // adapters/sqlstore over this package's dialect.
 type Store struct {
 	sqlstore.Core
@@ -36,8 +36,8 @@ type Store struct {
 }
 
 var (
-	_ plugin.Store       = (*Store)(nil)
-	_ plugin.NextClaimer = (*Store)(nil)
+	_ domain.Store       = (*Store)(nil)
+	_ domain.NextClaimer = (*Store)(nil)
 )
 
 // DefaultMaxConns sizes the connection pool unless the URL sets

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/storetest"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 func open(t *testing.T) *Store {
@@ -22,7 +22,7 @@ func open(t *testing.T) *Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, storetest.Stores{Empty: func(t *testing.T) plugin.Store { return open(t) }})
+	storetest.Run(t, storetest.Stores{Empty: func(t *testing.T) domain.Store { return open(t) }})
 }
 
 // TestClaimUsesQueueIndex checks that the claim reads the partial index
@@ -42,7 +42,7 @@ FROM generate_series(1, 5000) AS i`, now); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "Active task", Now: now}); err != nil {
+		if _, err := s.CreateTask(ctx, domain.NewTask{Goal: "Active task", Now: now}); err != nil {
 			t.Fatalf("create active task %d: %v", i, err)
 		}
 	}
@@ -78,7 +78,7 @@ FROM generate_series(1, 5000) AS i`, now); err != nil {
 		}
 	}
 	// And the claim still takes the right task.
-	c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", Now: now, Lease: time.Minute})
+	c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w", Now: now, Lease: time.Minute})
 	if err != nil || c.Number != 5001 {
 		t.Errorf("ClaimTask = #%d, %v; want #5001", c.Number, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Write implements sqlstore.Dialect. The transaction costs as few round
@@ -150,7 +150,7 @@ type txn struct {
 	cache  *rowCache
 	expect map[int64]int64
 	cached bool          // a row was handed out
-	taken  []plugin.Task // the rows handed out
+	taken  []domain.Task // the rows handed out
 	// ahead is the claim made with the transaction's writes (ClaimAhead),
 	// and turnTries how many runs before this one lost that claim's turn.
 	ahead     *claimScan
@@ -161,9 +161,9 @@ type txn struct {
 	// the tasks it created (with their event_seq) and the rows it claimed.
 	seqs     map[int64]int64
 	events   map[int64]int
-	steps    map[int64][]plugin.Step
+	steps    map[int64][]domain.Step
 	inserted map[int64]int64
-	claims   []plugin.Task
+	claims   []domain.Task
 	// pending is a task's write held back (combine.go).
 	pending *pendingWrite
 	// missed are the rows sqlUpdateTaskIfUnchanged found changed.
@@ -315,11 +315,11 @@ func (t *txn) Now(ctx context.Context) (time.Time, error) {
 	return now, err
 }
 
-func (t *txn) LockTask(ctx context.Context, number int64) (plugin.Task, error) {
+func (t *txn) LockTask(ctx context.Context, number int64) (domain.Task, error) {
 	return noRows(sqlstore.ScanTask(t.queryRow(ctx, sqlLockTask, number)))
 }
 
-func (t *txn) Children(ctx context.Context, parent int64) ([]plugin.Task, error) {
+func (t *txn) Children(ctx context.Context, parent int64) ([]domain.Task, error) {
 	rows, err := t.query(ctx, sqlChildren, parent)
 	if err != nil {
 		return nil, err
@@ -342,7 +342,7 @@ func (t *txn) CountActive(ctx context.Context, requestor string) (int, error) {
 	return n, err
 }
 
-func (t *txn) InsertTask(ctx context.Context, row plugin.Task) (int64, error) {
+func (t *txn) InsertTask(ctx context.Context, row domain.Task) (int64, error) {
 	var n int64
 	err := t.queryRow(ctx, sqlInsertTask, sqlstore.TaskArgs(row, timeArg)[1:]...).Scan(&n)
 	if err == nil {
@@ -392,7 +392,7 @@ func (s *Store) ClaimsAlone() bool { return true }
 // queue as it stands, is ever locked by it; no failing claim holds a lock
 // that would make the others pass over a claimable row. After
 // claimRetries lost turns the claim is taken in READ COMMITTED.
-func (t *txn) ClaimHead(ctx context.Context, cl plugin.Claim, except int64) (sqlstore.ClaimResult, error) {
+func (t *txn) ClaimHead(ctx context.Context, cl domain.Claim, except int64) (sqlstore.ClaimResult, error) {
 	if t.begun || t.batch.Len() > 0 || t.sealed || except != 0 {
 		return sqlstore.ClaimResult{}, errors.New("a claim with its event must be alone in its transaction, passing over no task")
 	}
@@ -441,7 +441,7 @@ func (t *txn) ClaimHead(ctx context.Context, cl plugin.Claim, except int64) (sql
 // transaction again from the rows it was handed (Store.write), up to
 // claimRetries times, and then once in READ COMMITTED. (With the claim
 // after the writes, a claim lost its turn about twice as often.)
-func (t *txn) ClaimAhead(_ context.Context, cl plugin.Claim) func() (sqlstore.ClaimResult, error) {
+func (t *txn) ClaimAhead(_ context.Context, cl domain.Claim) func() (sqlstore.ClaimResult, error) {
 	if t.begun || t.sealed {
 		return nil
 	}
@@ -479,7 +479,7 @@ func turnFailure(err error) bool {
 // claimScan is a claim statement queued in a batch, and what it returned
 // once the batch was sent.
 type claimScan struct {
-	after                     plugin.Task
+	after                     domain.Task
 	oldStatus, oldOwner       string
 	oldExpiry, oldStarted, at sqlstore.Time
 	payload                   []byte
@@ -489,13 +489,13 @@ type claimScan struct {
 
 // queueClaim queues the claim statement; a row it claims is one the
 // store's caches learn of once the transaction commits (t.claims).
-func (t *txn) queueClaim(cl plugin.Claim) *claimScan {
+func (t *txn) queueClaim(cl domain.Claim) *claimScan {
 	var q string
 	var args []any
 	if cl.StoreClock {
 		q, args = sqlClaimWithEventOnStoreClock, []any{cl.Owner, cl.Lease, int64(eventFloorSpace)}
 	} else {
-		q, args = sqlClaimWithEvent, []any{timeArg(plugin.UTC(cl.Now)), cl.Owner, timeArg(plugin.UTC(cl.Now.Add(cl.Lease))), int64(eventFloorSpace)}
+		q, args = sqlClaimWithEvent, []any{timeArg(domain.UTC(cl.Now)), cl.Owner, timeArg(domain.UTC(cl.Now.Add(cl.Lease))), int64(eventFloorSpace)}
 	}
 	c := &claimScan{}
 	t.batch.Queue(q, args...).QueryRow(func(row pgx.Row) error {
@@ -514,7 +514,7 @@ func (t *txn) queueClaim(cl plugin.Claim) *claimScan {
 
 // result is what the claim cl took, as ClaimHead returns it; err is
 // the claim's transaction's.
-func (c *claimScan) result(cl plugin.Claim, err error) (sqlstore.ClaimResult, error) {
+func (c *claimScan) result(cl domain.Claim, err error) (sqlstore.ClaimResult, error) {
 	if err == nil && c.none {
 		err = sqlstore.ErrNoRows
 	}
@@ -522,13 +522,13 @@ func (c *claimScan) result(cl plugin.Claim, err error) (sqlstore.ClaimResult, er
 		return sqlstore.ClaimResult{}, err
 	}
 	before := c.after
-	before.Status = plugin.Status(c.oldStatus)
+	before.Status = domain.Status(c.oldStatus)
 	before.LeaseOwner = c.oldOwner
 	before.LeaseExpiresAt = c.oldExpiry.T
 	before.StartedAt = c.oldStarted.T
 	before.Fence--
 	before.EventSeq--
-	ev := plugin.TaskEvent{TaskNumber: c.after.Number, Sequence: c.after.EventSeq, Type: plugin.EventClaimed,
+	ev := domain.TaskEvent{TaskNumber: c.after.Number, Sequence: c.after.EventSeq, Type: domain.EventClaimed,
 		Payload: c.payload, Actor: cl.Owner, Fence: c.after.Fence, Time: c.at.T}
 	return sqlstore.ClaimResult{Before: before, After: c.after, Event: ev, Now: c.at.T}, nil
 }
@@ -544,7 +544,7 @@ const sqlBeginClaim = "begin isolation level repeatable read"
 // event as one statement (writeWithEvent), or else on its own. A row
 // CachedTask handed out is written only if its event_seq is still the one
 // it had; otherwise the transaction fails (sqlUpdateTaskIfUnchanged).
-func (t *txn) UpdateTask(_ context.Context, before, row plugin.Task) error {
+func (t *txn) UpdateTask(_ context.Context, before, row domain.Task) error {
 	t.seqs = setIn(t.seqs, row.Number, row.EventSeq)
 	var expect *int64
 	if seq, ok := t.expect[row.Number]; ok {
@@ -559,13 +559,13 @@ func (t *txn) UpdateTask(_ context.Context, before, row plugin.Task) error {
 
 // CachedTask implements sqlstore.RowCache: the row this store last
 // claimed of number, once.
-func (t *txn) CachedTask(number int64) (plugin.Task, bool) {
+func (t *txn) CachedTask(number int64) (domain.Task, bool) {
 	if t.cache == nil {
-		return plugin.Task{}, false
+		return domain.Task{}, false
 	}
 	row, ok := t.cache.take(number)
 	if !ok {
-		return plugin.Task{}, false
+		return domain.Task{}, false
 	}
 	if t.expect == nil {
 		t.expect = map[int64]int64{}
@@ -582,21 +582,21 @@ func (t *txn) usedCache() bool { return t.cached }
 // them, until they are written or claimed again; at most rowCacheSize.
 type rowCache struct {
 	mu   sync.Mutex
-	rows map[int64]plugin.Task
+	rows map[int64]domain.Task
 }
 
 const rowCacheSize = 10_000
 
-func (c *rowCache) put(row plugin.Task) {
+func (c *rowCache) put(row domain.Task) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.rows == nil || len(c.rows) >= rowCacheSize {
-		c.rows = map[int64]plugin.Task{} // the rest are read again
+		c.rows = map[int64]domain.Task{} // the rest are read again
 	}
 	c.rows[row.Number] = row
 }
 
-func (c *rowCache) take(number int64) (plugin.Task, bool) {
+func (c *rowCache) take(number int64) (domain.Task, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	row, ok := c.rows[number]
@@ -613,7 +613,7 @@ func (c *rowCache) drop(number int64) {
 // InsertEvent queues the insert of e. Before its first event, the
 // transaction takes its event floor lock, which EventsSince reads: see
 // sqlInsertFirstEvent.
-func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
+func (t *txn) InsertEvent(_ context.Context, e domain.TaskEvent) error {
 	t.events = setIn(t.events, e.TaskNumber, t.events[e.TaskNumber]+1)
 	floor := !t.floored
 	t.floored = true
@@ -629,7 +629,7 @@ func (t *txn) InsertEvent(_ context.Context, e plugin.TaskEvent) error {
 	return nil
 }
 
-func (t *txn) InsertStep(_ context.Context, st plugin.Step) error {
+func (t *txn) InsertStep(_ context.Context, st domain.Step) error {
 	t.steps = setIn(t.steps, st.TaskNumber, append(t.steps[st.TaskNumber], st))
 	if t.holdStep(st) {
 		return nil
@@ -639,7 +639,7 @@ func (t *txn) InsertStep(_ context.Context, st plugin.Step) error {
 	return nil
 }
 
-func (t *txn) Enqueue(_ context.Context, n plugin.Notification) error {
+func (t *txn) Enqueue(_ context.Context, n domain.Notification) error {
 	t.release()
 	t.batch.Queue(sqlEnqueue, sqlstore.NotificationArgs(n, timeArg)...)
 	return nil
@@ -656,7 +656,7 @@ func (t *txn) ReadyRooms(ctx context.Context, now time.Time, room string, catego
 // ClaimRoom takes the room's advisory lock for this transaction (another
 // sender claiming it at this moment holds it), then checks, after the
 // lock, that no claim committed just before holds the room.
-func (t *txn) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]plugin.Notification, error) {
+func (t *txn) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]domain.Notification, error) {
 	var locked, held bool
 	if err := t.queryRow(ctx, sqlLockRoom, room).Scan(&locked); err != nil {
 		return nil, err
@@ -698,11 +698,11 @@ func (t *txn) FailClaimed(ctx context.Context, owner string, ids []int64, now ti
 	return t.exec(ctx, sqlFail, ids, owner, timeArg(now), reason)
 }
 
-func (t *txn) LockNotification(ctx context.Context, id int64) (plugin.Notification, error) {
+func (t *txn) LockNotification(ctx context.Context, id int64) (domain.Notification, error) {
 	return noRows(sqlstore.ScanNotification(t.queryRow(ctx, sqlLockNotification, id)))
 }
 
-func (t *txn) RetryFailed(ctx context.Context, id int64, now time.Time) (plugin.Notification, error) {
+func (t *txn) RetryFailed(ctx context.Context, id int64, now time.Time) (domain.Notification, error) {
 	return sqlstore.ScanNotification(t.queryRow(ctx, sqlRetryNotification, id, timeArg(now)))
 }
 
@@ -719,7 +719,7 @@ func (t *txn) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return n, err
 }
 
-func (t *txn) SaveRoomProgress(_ context.Context, p plugin.RoomProgress) error {
+func (t *txn) SaveRoomProgress(_ context.Context, p domain.RoomProgress) error {
 	t.release()
 	t.batch.Queue(sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress)
 	return nil

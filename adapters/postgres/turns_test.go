@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestLostTurnKeepsPreparedStatements: a claim that loses its turn fails
@@ -36,20 +36,20 @@ func TestLostTurnKeepsPreparedStatements(t *testing.T) {
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, goal := range []string{"one", "two", "three"} {
-		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: goal, Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
+		if _, err := s.CreateTask(ctx, domain.NewTask{Goal: goal, Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cl := plugin.Claim{Owner: "w", StoreClock: true, Lease: time.Minute}
+	cl := domain.Claim{Owner: "w", StoreClock: true, Lease: time.Minute}
 	c, err := s.ClaimTask(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	iterate := func(i int) {
 		t.Helper()
-		_, next, err := s.UpdateTaskAndClaim(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
-				Progress: 10 * i, Verdict: plugin.VerdictContinue, Step: plugin.Step{Action: "noop", Success: true}})
+		_, next, err := s.UpdateTaskAndClaim(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
+				Progress: 10 * i, Verdict: domain.VerdictContinue, Step: domain.Step{Action: "noop", Success: true}})
 		}, cl)
 		if err != nil || next.Number == 0 {
 			t.Fatalf("iteration %d: next #%d, %v", i, next.Number, err)

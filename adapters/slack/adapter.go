@@ -12,6 +12,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -176,7 +177,7 @@ func (a *Adapter) onTaskEvent(_ context.Context, ev plugin.Event) {
 
 // taskChanged brings what Slack shows in line with t's change, made by
 // this replica (onTaskEvent) or another (followStore).
-func (a *Adapter) taskChanged(t plugin.Task) {
+func (a *Adapter) taskChanged(t domain.Task) {
 	if t.Platform == Platform {
 		a.homeChanged(t)
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestApproveLandsOnTheCallItShowed: deny call A; the model asks call B;
@@ -54,7 +54,7 @@ func TestApproveLandsOnTheCallItShowed(t *testing.T) {
 		t.Fatalf("request A hides its payload: %q", reqA.Text)
 	}
 	valA := value(reqA, slack.ActionApprove)
-	if want := "1:" + plugin.ApprovalID(e.task(1)); valA != want || value(reqA, slack.ActionDeny) != want {
+	if want := "1:" + domain.ApprovalID(e.task(1)); valA != want || value(reqA, slack.ActionDeny) != want {
 		t.Fatalf("A's buttons carry %q; want %q", valA, want)
 	}
 

@@ -9,7 +9,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // AI-app assistant threads.
@@ -177,8 +177,8 @@ func (a *Adapter) reconcileStatus(ctx context.Context, r room, th *assistantThre
 // workingStatus is the status r should show: its newest queued or running
 // task's, or "".
 func (a *Adapter) workingStatus(ctx context.Context, r room) (string, error) {
-	tasks, err := a.rt.Store().ListTasks(ctx, plugin.TaskFilter{RoomID: r.String(),
-		Statuses: []plugin.Status{plugin.StatusQueued, plugin.StatusRunning}, Order: plugin.OrderRecent, Limit: 1})
+	tasks, err := a.rt.Store().ListTasks(ctx, domain.TaskFilter{RoomID: r.String(),
+		Statuses: []domain.Status{domain.StatusQueued, domain.StatusRunning}, Order: domain.OrderRecent, Limit: 1})
 	if err != nil || len(tasks) == 0 {
 		return "", err
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 func TestAssistantThreads(t *testing.T) {
@@ -158,7 +158,7 @@ func TestLongSummaryInAMarkdownBlock(t *testing.T) {
 		if md := short.MarkdownTexts(); len(md) != 0 || short.BlockText() != short.Text {
 			t.Errorf("a short summary: markdown %q, blocks %q; want sections that repeat the text", md, short.BlockText())
 		}
-		if got := e.task(2).Status; got != plugin.StatusCompleted {
+		if got := e.task(2).Status; got != domain.StatusCompleted {
 			t.Errorf("task #2 is %s", got)
 		}
 	})
@@ -188,8 +188,8 @@ func TestAssistantStatusFollowsChangesMadeElsewhere(t *testing.T) {
 	}
 	posts := len(e.fake.Messages())
 
-	if _, err := e.core.Runtime.Store().UpdateTask(e.ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Paused(cur, alice, e.clk.Now())
+	if _, err := e.core.Runtime.Store().UpdateTask(e.ctx, 1, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Paused(cur, alice, e.clk.Now())
 	}); err != nil {
 		t.Fatal(err)
 	}

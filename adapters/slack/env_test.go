@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/config"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // The two ways Slack reaches the adapter.
@@ -71,19 +71,19 @@ func newEnv(t *testing.T, mode string, with ...func(*slack.Options)) *env {
 }
 
 // newEnvStore is newEnv whose service uses wrap(store) (nil: the store).
-func newEnvStore(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store, with ...func(*slack.Options)) *env {
+func newEnvStore(t *testing.T, mode string, wrap func(domain.Store) domain.Store, with ...func(*slack.Options)) *env {
 	t.Helper()
 	return newEnvVars(t, mode, wrap, nil, with...)
 }
 
 // newEnvVars is newEnvStore with configuration variables set.
-func newEnvVars(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store, extra map[string]string, with ...func(*slack.Options)) *env {
+func newEnvVars(t *testing.T, mode string, wrap func(domain.Store) domain.Store, extra map[string]string, with ...func(*slack.Options)) *env {
 	t.Helper()
 	return newEnvCore(t, mode, wrap, extra, nil, with...)
 }
 
 // newEnvCore is newEnvVars whose core's options core changes (nil: none).
-func newEnvCore(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store, extra map[string]string, coreOpts func(*app.CoreOptions), with ...func(*slack.Options)) *env {
+func newEnvCore(t *testing.T, mode string, wrap func(domain.Store) domain.Store, extra map[string]string, coreOpts func(*app.CoreOptions), with ...func(*slack.Options)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
 	t.Cleanup(cancel)
@@ -104,7 +104,7 @@ func newEnvCore(t *testing.T, mode string, wrap func(plugin.Store) plugin.Store,
 		t.Fatal(err)
 	}
 	model := testkit.NewScriptedModel()
-	var st plugin.Store = teststore.SQLite(t)
+	var st domain.Store = teststore.SQLite(t)
 	if wrap != nil {
 		st = wrap(st)
 	}
@@ -263,7 +263,7 @@ func (e *env) step() {
 	}
 }
 
-func (e *env) task(n int64) plugin.Task {
+func (e *env) task(n int64) domain.Task {
 	e.t.Helper()
 	task, err := e.core.Runtime.Store().GetTask(e.ctx, n)
 	if err != nil {
@@ -274,7 +274,7 @@ func (e *env) task(n int64) plugin.Task {
 
 func (e *env) countTasks() int {
 	e.t.Helper()
-	n, err := e.core.Runtime.Store().CountTasks(e.ctx, plugin.TaskFilter{})
+	n, err := e.core.Runtime.Store().CountTasks(e.ctx, domain.TaskFilter{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // The App Home tab.
@@ -63,7 +62,7 @@ const maxMarkedTasks = 10000
 const followBatch = 500
 
 // sawChange marks t's change as seen.
-func (h *homeTabs) sawChange(t plugin.Task) {
+func (h *homeTabs) sawChange(t domain.Task) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.tasks == nil || len(h.tasks) >= maxMarkedTasks {
@@ -146,7 +145,7 @@ func (a *Adapter) onHomeOpened(team string, e *slackevents.AppHomeOpenedEvent) {
 // homeChanged schedules a refresh of the Home tab of t's requestor, if they
 // have opened it and t is one it lists: at the end of HomeDebounce, once
 // however many changes come meanwhile.
-func (a *Adapter) homeChanged(t plugin.Task) {
+func (a *Adapter) homeChanged(t domain.Task) {
 	user := t.RequestorID
 	a.home.mu.Lock()
 	defer a.home.mu.Unlock()
@@ -188,7 +187,7 @@ func (a *Adapter) followStore(ctx context.Context) {
 	after := int64(-1) // where the stream ends: not known yet
 	for {
 		if after < 0 || !a.following() {
-			head, err := plugin.LatestEventID(ctx, st, max(after, 0))
+			head, err := domain.LatestEventID(ctx, st, max(after, 0))
 			if err != nil {
 				a.log.Warn("Home tabs: cannot find the end of the task event stream", "err", err)
 			} else {
@@ -212,7 +211,7 @@ func (a *Adapter) followStore(ctx context.Context) {
 // cannot be read it returns after itself, so that the next read brings
 // that change again (the changes handed on meanwhile are marked seen, and
 // not handed on twice).
-func (a *Adapter) followFrom(ctx context.Context, st plugin.Store, after int64) int64 {
+func (a *Adapter) followFrom(ctx context.Context, st domain.Store, after int64) int64 {
 	from := after
 	changed := map[int64]int64{} // task → its latest sequence
 	for {
@@ -234,7 +233,7 @@ func (a *Adapter) followFrom(ctx context.Context, st plugin.Store, after int64) 
 		if !news {
 			continue
 		}
-		t := plugin.Task{Number: n, RequestorID: m.requestor, WorkspaceID: m.workspace, RoomID: m.room, EventSeq: seq}
+		t := domain.Task{Number: n, RequestorID: m.requestor, WorkspaceID: m.workspace, RoomID: m.room, EventSeq: seq}
 		if !known {
 			var err error
 			if t, err = st.GetTask(ctx, n); err != nil {
@@ -277,32 +276,32 @@ func (a *Adapter) publishHome(ctx context.Context, user, team string) {
 // homeTasks are the tasks a person asked for that they may see from Slack
 // — in the workspace, and in their direct messages — active ones first,
 // newest first, at most HomeTasks; total is how many there are in all.
-func (a *Adapter) homeTasks(ctx context.Context, user, team string) ([]plugin.Task, int, error) {
-	active := []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting}
-	ended := []plugin.Status{plugin.StatusCompleted, plugin.StatusFailed, plugin.StatusStalemate, plugin.StatusCanceled}
-	var groups [2][]plugin.Task
+func (a *Adapter) homeTasks(ctx context.Context, user, team string) ([]domain.Task, int, error) {
+	active := []domain.Status{domain.StatusQueued, domain.StatusRunning, domain.StatusPaused, domain.StatusWaiting}
+	ended := []domain.Status{domain.StatusCompleted, domain.StatusFailed, domain.StatusStalemate, domain.StatusCanceled}
+	var groups [2][]domain.Task
 	total := 0
 	for _, ws := range []string{team, dmWorkspace(user)} {
 		if ws == "" {
 			continue
 		}
-		for i, statuses := range [][]plugin.Status{active, ended} {
-			f := plugin.TaskFilter{RequestorID: user, WorkspaceID: ws, Statuses: statuses, Order: plugin.OrderRecent, Limit: HomeTasks}
+		for i, statuses := range [][]domain.Status{active, ended} {
+			f := domain.TaskFilter{RequestorID: user, WorkspaceID: ws, Statuses: statuses, Order: domain.OrderRecent, Limit: HomeTasks}
 			ts, err := a.rt.Store().ListTasks(ctx, f)
 			if err != nil {
 				return nil, 0, fmt.Errorf("list %s's tasks in %s: %w", user, ws, err)
 			}
 			groups[i] = append(groups[i], ts...)
 		}
-		n, err := a.rt.Store().CountTasks(ctx, plugin.TaskFilter{RequestorID: user, WorkspaceID: ws})
+		n, err := a.rt.Store().CountTasks(ctx, domain.TaskFilter{RequestorID: user, WorkspaceID: ws})
 		if err != nil {
 			return nil, 0, fmt.Errorf("count %s's tasks in %s: %w", user, ws, err)
 		}
 		total += n
 	}
-	var out []plugin.Task
+	var out []domain.Task
 	for _, g := range groups {
-		slices.SortFunc(g, func(x, y plugin.Task) int { return cmp.Compare(y.Number, x.Number) })
+		slices.SortFunc(g, func(x, y domain.Task) int { return cmp.Compare(y.Number, x.Number) })
 		out = append(out, g...)
 	}
 	if len(out) > HomeTasks {
@@ -314,7 +313,7 @@ func (a *Adapter) homeTasks(ctx context.Context, user, team string) ([]plugin.Ta
 // homeView is the Home tab: a header, how many tasks are active, then per
 // task its bar and status and the buttons its status allows (the same
 // action IDs as in messages), and a note when not all are listed.
-func homeView(tasks []plugin.Task, total int) slackapi.HomeTabViewRequest {
+func homeView(tasks []domain.Task, total int) slackapi.HomeTabViewRequest {
 	mrkdwn := func(s string) *slackapi.TextBlockObject {
 		return slackapi.NewTextBlockObject(slackapi.MarkdownType, s, false, false)
 	}
@@ -350,7 +349,7 @@ func homeView(tasks []plugin.Task, total int) slackapi.HomeTabViewRequest {
 }
 
 // quotedName is a task's name as messages show it: quoted, escaped.
-func quotedName(t plugin.Task) string {
+func quotedName(t domain.Task) string {
 	if t.Name == "" {
 		return ""
 	}
@@ -360,12 +359,12 @@ func quotedName(t plugin.Task) string {
 // homeButtons are the task buttons t's status allows: Pause and Cancel
 // while it works or waits, Resume and Cancel while paused, Retry once it
 // ended.
-func homeButtons(t plugin.Task) []slackapi.BlockElement {
+func homeButtons(t domain.Task) []slackapi.BlockElement {
 	var actions []string
 	switch {
 	case t.Status.Terminal():
 		actions = []string{ActionRetry}
-	case t.Status == plugin.StatusPaused:
+	case t.Status == domain.StatusPaused:
 		actions = []string{ActionResume, ActionCancel}
 	default:
 		actions = []string{ActionPause, ActionCancel}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // homeTasks reads a Home tab: the task numbers its sections list, in
@@ -46,7 +46,7 @@ func TestHomeTabListsTheUsersTasksAndFollowsThem(t *testing.T) {
 		e.deliver(e.fake.SlashCommand("C7", alice, "create Old idea"))
 		e.deliver(e.fake.SlashCommand("C7", alice, "cancel 4"))
 		e.settle()
-		if got := e.task(4).Status; got != plugin.StatusCanceled {
+		if got := e.task(4).Status; got != domain.StatusCanceled {
 			t.Fatalf("task #4 is %s, want canceled", got)
 		}
 		ctx, cancel := context.WithTimeout(e.ctx, wait)
@@ -106,7 +106,7 @@ func TestHomeTabListsTheUsersTasksAndFollowsThem(t *testing.T) {
 		e.deliver(e.fake.DirectMessage(alice, "resume #2"))
 		e.deliver(e.fake.SlashCommand("C7", bob, "pause 3"))
 		e.settle()
-		if got := e.task(1).Status; got != plugin.StatusPaused {
+		if got := e.task(1).Status; got != domain.StatusPaused {
 			t.Fatalf("after the press task #1 is %s, want paused", got)
 		}
 		e.waitMessages(1, both(inThread(e.fake.IMChannel(alice), ""), saying("Task #1 \"Build auth\" paused")))
@@ -194,8 +194,8 @@ func TestHomeTabFollowsChangesMadeElsewhere(t *testing.T) {
 
 	// Another replica pauses #1: no event here.
 	st := e.core.Runtime.Store()
-	if _, err := st.UpdateTask(e.ctx, 1, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Paused(cur, alice, e.clk.Now())
+	if _, err := st.UpdateTask(e.ctx, 1, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Paused(cur, alice, e.clk.Now())
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestHomeTabFollowsChangesMadeElsewhere(t *testing.T) {
 	// change back makes no second one.
 	e.deliver(e.fake.SlashCommand("C7", alice, "resume 1"))
 	e.settle()
-	if got := e.task(1).Status; got == plugin.StatusPaused {
+	if got := e.task(1).Status; got == domain.StatusPaused {
 		t.Fatal("task #1 is still paused")
 	}
 	tick(slack.HomeDebounce, idle)
@@ -232,20 +232,20 @@ func TestHomeTabFollowsChangesMadeElsewhere(t *testing.T) {
 // unreadable is a real store whose GetTask (task) or EventsSince (events)
 // fails while set, as a store that does not answer.
 type unreadable struct {
-	plugin.Store
+	domain.Store
 	task, events atomic.Bool
 }
 
 var errNoAnswer = errors.New("the store does not answer")
 
-func (s *unreadable) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
+func (s *unreadable) GetTask(ctx context.Context, number int64) (domain.Task, error) {
 	if s.task.Load() {
-		return plugin.Task{}, errNoAnswer
+		return domain.Task{}, errNoAnswer
 	}
 	return s.Store.GetTask(ctx, number)
 }
 
-func (s *unreadable) EventsSince(ctx context.Context, after int64, limit int) ([]plugin.TaskEvent, error) {
+func (s *unreadable) EventsSince(ctx context.Context, after int64, limit int) ([]domain.TaskEvent, error) {
 	if s.events.Load() {
 		return nil, errNoAnswer
 	}
@@ -272,7 +272,7 @@ func TestHomeTabFollowsAChangeItCouldNotReadAtFirst(t *testing.T) {
 func followThroughAnOutage(t *testing.T, read string) {
 	const every = 2 * time.Second
 	var st *unreadable
-	e := newEnvStore(t, httpMode, func(s plugin.Store) plugin.Store { st = &unreadable{Store: s}; return st },
+	e := newEnvStore(t, httpMode, func(s domain.Store) domain.Store { st = &unreadable{Store: s}; return st },
 		func(o *slack.Options) { o.FollowStore = every })
 	ctx, idle, tick := followedHome(t, e)
 	down := &st.task
@@ -282,7 +282,7 @@ func followThroughAnOutage(t *testing.T, read string) {
 
 	// Another replica creates #2 for alice, in #1's room and workspace.
 	first := e.task(1)
-	if _, err := st.Store.CreateTask(e.ctx, plugin.NewTask{Goal: "Fix login", RequestorID: first.RequestorID,
+	if _, err := st.Store.CreateTask(e.ctx, domain.NewTask{Goal: "Fix login", RequestorID: first.RequestorID,
 		Platform: first.Platform, RoomID: first.RoomID, WorkspaceID: first.WorkspaceID, Now: e.clk.Now()}); err != nil {
 		t.Fatal(err)
 	}

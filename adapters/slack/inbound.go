@@ -11,6 +11,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -182,7 +183,7 @@ func replyTasks(resp plugin.Response) []int64 {
 // botReportsIn says whether r is a thread a task reports in, so a message
 // there is a reply to the bot (an answer to a task's question, say).
 func (a *Adapter) botReportsIn(ctx context.Context, r room) bool {
-	tasks, err := a.rt.Store().ListTasks(ctx, plugin.TaskFilter{RoomID: r.String(), Limit: 1})
+	tasks, err := a.rt.Store().ListTasks(ctx, domain.TaskFilter{RoomID: r.String(), Limit: 1})
 	if err != nil {
 		a.log.Warn("cannot tell whether a thread is a task's", "room", r.String(), "err", err)
 		return false

@@ -9,7 +9,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Long summaries.
@@ -40,7 +40,7 @@ func (a *Adapter) longSummaries(ctx context.Context, ended []int64) map[int64]st
 			continue
 		}
 		s := strings.TrimSpace(t.Summary)
-		if t.Status != plugin.StatusCompleted || utf8.RuneCountInString(s) <= MarkdownSummaryAfter {
+		if t.Status != domain.StatusCompleted || utf8.RuneCountInString(s) <= MarkdownSummaryAfter {
 			continue
 		}
 		if out == nil {

@@ -12,6 +12,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -28,7 +29,7 @@ const (
 	// HTTP API.
 	MaxIterationsCap = 10000
 	// goalInputLimit is the most a plain_text_input takes on Slack; a
-	// longer goal (to plugin.MaxGoalLength) goes in /task create <goal>.
+	// longer goal (to domain.MaxGoalLength) goes in /task create <goal>.
 	goalInputLimit = 3000
 	// createAction is the action the modal's submission runs: the one
 	// `create task` runs.
@@ -200,8 +201,8 @@ func (a *Adapter) onViewSubmission(cb slackapi.InteractionCallback, respond func
 	}
 	// As the pipeline does for a message: the submission is acted on once,
 	// however often Slack delivers it.
-	_, inserted, err := a.rt.Store().SaveMemory(ctx, plugin.Memory{Platform: Platform, MessageID: id, Room: r.String(),
-		WorkspaceID: team, AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text, CreatedAt: plugin.UTC(msg.Time)})
+	_, inserted, err := a.rt.Store().SaveMemory(ctx, domain.Memory{Platform: Platform, MessageID: id, Room: r.String(),
+		WorkspaceID: team, AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text, CreatedAt: domain.UTC(msg.Time)})
 	if err != nil {
 		a.log.Error("cannot record a modal submission", "user", cb.User.ID, "err", err)
 		fieldErrors(map[string]string{BlockGoal: "Something went wrong; please try again."})
@@ -275,8 +276,8 @@ func readCreateForm(state *slackapi.ViewState, strategies []string) (map[string]
 	switch n := utf8.RuneCountInString(goal); {
 	case n == 0:
 		errs[BlockGoal] = "Say what the task should do."
-	case n > plugin.MaxGoalLength:
-		errs[BlockGoal] = fmt.Sprintf("The goal is %d characters; the limit is %d.", n, plugin.MaxGoalLength)
+	case n > domain.MaxGoalLength:
+		errs[BlockGoal] = fmt.Sprintf("The goal is %d characters; the limit is %d.", n, domain.MaxGoalLength)
 	}
 	params["goal"] = goal
 	if s := value(BlockStrategy).SelectedOption.Value; s != "" {

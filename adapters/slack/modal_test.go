@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // createTakes says whether the create_task action takes a parameter.
@@ -65,7 +65,7 @@ func (e *env) submit(v slackfake.View, values map[string]string) (slackfake.View
 func (e *env) strategyFor() (has, lacks string) {
 	for _, s := range e.core.Tasks.Strategies() {
 		switch {
-		case s == plugin.StrategyLoop:
+		case s == domain.StrategyLoop:
 		case slices.Contains(e.core.Tasks.Strategies(), s):
 			if has == "" {
 				has = s
@@ -90,7 +90,7 @@ func TestTaskCreateModal(t *testing.T) {
 		}
 		strategy, ok := v.Input(slack.BlockStrategy)
 		if !ok || strategy.Element.Type != "static_select" || len(strategy.Element.Options) != 7 ||
-			strategy.Element.InitialOption == nil || strategy.Element.InitialOption.Value != plugin.StrategyLoop {
+			strategy.Element.InitialOption == nil || strategy.Element.InitialOption.Value != domain.StrategyLoop {
 			t.Errorf("strategy input = %+v; want a select of the seven strategies, loop first", strategy)
 		}
 		takesMax := e.createTakes("max_iterations")
@@ -103,13 +103,13 @@ func TestTaskCreateModal(t *testing.T) {
 
 		// Invalid input: errors by field; nothing is created and the
 		// modal stays open.
-		r, _ := e.submit(v, map[string]string{slack.BlockGoal: " \n ", slack.BlockStrategy: plugin.StrategyLoop})
+		r, _ := e.submit(v, map[string]string{slack.BlockGoal: " \n ", slack.BlockStrategy: domain.StrategyLoop})
 		if r.Action != "errors" || !strings.Contains(r.Errors[slack.BlockGoal], "what the task should do") {
 			t.Errorf("a blank goal answered %+v; want an error on the goal", r)
 		}
 		// What only a client that checks less, or a forger with the
 		// signing secret, could send.
-		forged, err := e.fake.SubmitView(alice, v.ID, map[string]string{slack.BlockGoal: "x", slack.BlockStrategy: plugin.StrategyLoop})
+		forged, err := e.fake.SubmitView(alice, v.ID, map[string]string{slack.BlockGoal: "x", slack.BlockStrategy: domain.StrategyLoop})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestTaskCreateModal(t *testing.T) {
 		// command's channel, for the person who submitted.
 		pick := has
 		if pick == "" {
-			pick = plugin.StrategyLoop
+			pick = domain.StrategyLoop
 			t.Logf("the task service has no strategy but loop (%v); the modal creates a loop task", e.core.Tasks.Strategies())
 		}
 		values := map[string]string{slack.BlockGoal: "  Build auth\nwith tests  ", slack.BlockStrategy: pick}

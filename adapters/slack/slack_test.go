@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -121,7 +122,7 @@ func TestButtonsControlTasksForTheirRequestorAndAdmins(t *testing.T) {
 		if refusal[0].User != bob || refusal[0].Channel != "C1" || refusal[0].ThreadTS != ev.TS {
 			t.Errorf("refusal shown to %s in %s/%s; want bob, in the task's thread", refusal[0].User, refusal[0].Channel, refusal[0].ThreadTS)
 		}
-		if got := e.task(1).Status; got != plugin.StatusQueued {
+		if got := e.task(1).Status; got != domain.StatusQueued {
 			t.Fatalf("after bob's press the task is %s, want queued", got)
 		}
 
@@ -131,19 +132,19 @@ func TestButtonsControlTasksForTheirRequestorAndAdmins(t *testing.T) {
 		if paused[0].Kind != slackfake.KindPost {
 			t.Errorf("the pause is announced as %s; want a post everyone in the thread sees", paused[0].Kind)
 		}
-		if got := e.task(1).Status; got != plugin.StatusPaused {
+		if got := e.task(1).Status; got != domain.StatusPaused {
 			t.Fatalf("after alice's press the task is %s, want paused", got)
 		}
 
 		// A workspace admin may too.
 		press(carol, slack.ActionResume)
 		e.waitMessages(1, both(thread, saying("resumed")))
-		if got := e.task(1).Status; got != plugin.StatusQueued {
+		if got := e.task(1).Status; got != domain.StatusQueued {
 			t.Fatalf("after carol's press the task is %s, want queued", got)
 		}
 		press(dave, slack.ActionCancel)
 		e.waitMessages(1, both(thread, saying("canceled")))
-		if got := e.task(1).Status; got != plugin.StatusCanceled {
+		if got := e.task(1).Status; got != domain.StatusCanceled {
 			t.Fatalf("after the owner's press the task is %s, want canceled", got)
 		}
 	})
@@ -574,7 +575,7 @@ func TestAnswersInATasksThread(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitMessages(1, both(thread, saying("JWT or sessions?")))
-		if got := e.task(1).Status; got != plugin.StatusWaiting {
+		if got := e.task(1).Status; got != domain.StatusWaiting {
 			t.Fatalf("task is %s, want waiting", got)
 		}
 
@@ -582,7 +583,7 @@ func TestAnswersInATasksThread(t *testing.T) {
 		e.deliver(e.fake.ChannelMessage("C1", bob, "use JWT"))
 		e.deliver(e.fake.ChannelMessage("C1", bob, "use JWT").InThread("1700000000.999999"))
 		e.settle()
-		if got := e.task(1).Status; got != plugin.StatusWaiting {
+		if got := e.task(1).Status; got != domain.StatusWaiting {
 			t.Fatalf("after chatter elsewhere the task is %s, want waiting", got)
 		}
 		if mem, _ := e.core.Runtime.Store().RecentMemories(e.ctx, "slack:C1", 10); len(mem) != 0 {
@@ -592,7 +593,7 @@ func TestAnswersInATasksThread(t *testing.T) {
 		// A plain reply in the task's thread answers it.
 		e.deliver(e.fake.ChannelMessage("C1", bob, "use JWT").InThread(ev.TS))
 		e.waitMessages(1, both(thread, saying("goes on with your answer")))
-		if got := e.task(1).Status; got != plugin.StatusQueued {
+		if got := e.task(1).Status; got != domain.StatusQueued {
 			t.Errorf("after the answer the task is %s, want queued", got)
 		}
 	})

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -17,9 +17,9 @@ import (
 // included, and takes it.
 func TestModalOffersTheServicesStrategies(t *testing.T) {
 	t.Parallel()
-	echo := map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (plugin.Outcome, error) {
+	echo := map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (domain.Outcome, error) {
 		o := t.Outcome()
-		o.Verdict = plugin.VerdictDone
+		o.Verdict = domain.VerdictDone
 		return o, nil
 	})}
 	e := newEnvCore(t, httpMode, nil, nil, func(o *app.CoreOptions) { o.Strategies = echo })

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // The SQL of task_files (docs/deploy.md); the schema is in
@@ -36,7 +36,7 @@ func init() {
 	writeStatements = append(writeStatements, sqlTaskFiles, sqlPutFile, sqlDeleteFile, sqlCopyFiles)
 }
 
-func (t dialectTx) TaskFiles(ctx context.Context, task int64) ([]plugin.TaskFile, error) {
+func (t dialectTx) TaskFiles(ctx context.Context, task int64) ([]domain.TaskFile, error) {
 	rows, err := t.tx.QueryContext(ctx, sqlTaskFiles, task)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (t dialectTx) TaskFiles(ctx context.Context, task int64) ([]plugin.TaskFile
 	return sqlstore.Collect(rows, scanFile)
 }
 
-func (t dialectTx) PutFile(ctx context.Context, task int64, f plugin.TaskFile, data []byte) error {
+func (t dialectTx) PutFile(ctx context.Context, task int64, f domain.TaskFile, data []byte) error {
 	_, err := t.tx.ExecContext(ctx, sqlPutFile, sqlstore.FileArgs(task, f, data, timeArg)...)
 	return err
 }
@@ -60,4 +60,4 @@ func (t dialectTx) CopyFiles(ctx context.Context, from, to int64) error {
 	return err
 }
 
-func scanFile(r sqlstore.Row) (plugin.TaskFile, error) { return sqlstore.ScanFile(r) }
+func scanFile(r sqlstore.Row) (domain.TaskFile, error) { return sqlstore.ScanFile(r) }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // handles are the store's two handles as sqlstore.DB: reads on the read
@@ -84,7 +84,7 @@ var recordSQL = sqlstore.RecordSQL{
 
 // EventsSince lists every task's events with ID > after, oldest first, at
 // most limit of them (all of them when limit <= 0).
-func (s *Store) EventsSince(ctx context.Context, after int64, limit int) ([]plugin.TaskEvent, error) {
+func (s *Store) EventsSince(ctx context.Context, after int64, limit int) ([]domain.TaskEvent, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -118,4 +118,4 @@ func noRows[T any](v T, err error) (T, error) {
 	return v, err
 }
 
-func scanTask(r sqlstore.Row) (plugin.Task, error) { return sqlstore.ScanTask(r) }
+func scanTask(r sqlstore.Row) (domain.Task, error) { return sqlstore.ScanTask(r) }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // InTx runs fn in one IMMEDIATE transaction on the writer
@@ -83,9 +83,9 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id`,
 	DeleteDocument: `DELETE FROM documents WHERE id = ?1`,
 
 	Frequencies: map[string]string{
-		plugin.RecallMessage: frequencies("memories_fts"),
-		plugin.RecallFact:    frequencies("facts_fts"),
-		plugin.RecallPassage: frequencies("passages_fts"),
+		domain.RecallMessage: frequencies("memories_fts"),
+		domain.RecallFact:    frequencies("facts_fts"),
+		domain.RecallPassage: frequencies("passages_fts"),
 	},
 	Terms: func(terms []string) any { return jsonList(terms) },
 
@@ -125,13 +125,13 @@ ORDER BY bm25(memories_fts), m.id DESC LIMIT ?4`,
 	ForgetFacts:    `DELETE FROM facts WHERE about = ?1`,
 
 	SaveEmbedding: map[string]string{
-		plugin.RecallFact:    `UPDATE facts SET embedding = ?2 WHERE id = ?1 AND embedding IS NULL`,
-		plugin.RecallPassage: `UPDATE passages SET embedding = ?2 WHERE id = ?1 AND embedding IS NULL`,
+		domain.RecallFact:    `UPDATE facts SET embedding = ?2 WHERE id = ?1 AND embedding IS NULL`,
+		domain.RecallPassage: `UPDATE passages SET embedding = ?2 WHERE id = ?1 AND embedding IS NULL`,
 	},
 	Embeddings: map[string]string{
-		plugin.RecallFact: `SELECT id, embedding FROM facts
+		domain.RecallFact: `SELECT id, embedding FROM facts
 WHERE id IN (SELECT value FROM json_each(?1)) AND embedding IS NOT NULL`,
-		plugin.RecallPassage: `SELECT id, embedding FROM passages
+		domain.RecallPassage: `SELECT id, embedding FROM passages
 WHERE id IN (SELECT value FROM json_each(?1)) AND embedding IS NOT NULL`,
 	},
 	Limit: recordSQL.Limit,

@@ -17,7 +17,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 //go:embed migrations/*.sql
@@ -38,7 +38,7 @@ func init() {
 		})
 }
 
-// Store is a plugin.Store on one SQLite file.
+// Store is a domain.Store on one SQLite file.
 type Store struct {
 	sqlstore.Core
 	sqlstore.Reads
@@ -56,8 +56,8 @@ type Store struct {
 }
 
 var (
-	_ plugin.Store       = (*Store)(nil)
-	_ plugin.NextClaimer = (*Store)(nil)
+	_ domain.Store       = (*Store)(nil)
+	_ domain.NextClaimer = (*Store)(nil)
 )
 
 // Open opens (creating it and its directory if needed) the database file at

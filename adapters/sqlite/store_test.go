@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/storetest"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 func open(t *testing.T) *Store {
@@ -29,8 +29,8 @@ func openAt(t *testing.T, path string) *Store {
 
 func TestStore(t *testing.T) {
 	storetest.Run(t, storetest.Stores{
-		Empty: func(t *testing.T) plugin.Store { return open(t) },
-		Migrated: func(t *testing.T) plugin.Store {
+		Empty: func(t *testing.T) domain.Store { return open(t) },
+		Migrated: func(t *testing.T) domain.Store {
 			path := filepath.Join(t.TempDir(), "taskloom.db")
 			migrated.CopyTo(t, path)
 			return openAt(t, path)
@@ -62,7 +62,7 @@ SELECT 'Old ' || n, 'An old task', 'completed', 100, 50, 3, 'local', ?1, ?1, ?1 
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := s.CreateTask(ctx, plugin.NewTask{Goal: "Active task", Now: now}); err != nil {
+		if _, err := s.CreateTask(ctx, domain.NewTask{Goal: "Active task", Now: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,7 +90,7 @@ SELECT 'Old ' || n, 'An old task', 'completed', 100, 50, 3, 'local', ?1, ?1, ?1 
 	if !strings.Contains(text, "tasks_queue") || strings.Contains(text, "TEMP B-TREE") {
 		t.Errorf("the queue query does not read tasks_queue in order:\n%s", text)
 	}
-	c, err := s.ClaimTask(ctx, plugin.Claim{Owner: "w", Now: now, Lease: time.Minute})
+	c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w", Now: now, Lease: time.Minute})
 	if err != nil || c.Number != 5001 {
 		t.Errorf("ClaimTask = #%d, %v; want #5001", c.Number, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Write implements sqlstore.Dialect: fn runs in one IMMEDIATE transaction
@@ -30,11 +30,11 @@ func (t dialectTx) Now(context.Context) (time.Time, error) {
 
 // LockTask reads the task: the IMMEDIATE transaction already keeps every
 // other writer out.
-func (t dialectTx) LockTask(ctx context.Context, number int64) (plugin.Task, error) {
+func (t dialectTx) LockTask(ctx context.Context, number int64) (domain.Task, error) {
 	return noRows(sqlstore.ScanTask(t.tx.QueryRowContext(ctx, sqlGetTask, number)))
 }
 
-func (t dialectTx) Children(ctx context.Context, parent int64) ([]plugin.Task, error) {
+func (t dialectTx) Children(ctx context.Context, parent int64) ([]domain.Task, error) {
 	rows, err := t.tx.QueryContext(ctx, sqlChildren, parent)
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func (t dialectTx) CountActive(ctx context.Context, requestor string) (int, erro
 	return n, err
 }
 
-func (t dialectTx) InsertTask(ctx context.Context, row plugin.Task) (int64, error) {
+func (t dialectTx) InsertTask(ctx context.Context, row domain.Task) (int64, error) {
 	var n int64
 	err := t.tx.QueryRowContext(ctx, sqlInsertTask, sqlstore.TaskArgs(row, timeArg)[1:]...).Scan(&n)
 	return n, err
@@ -66,9 +66,9 @@ func (s *Store) ClaimsAlone() bool { return false }
 // ClaimHead reads the head of the queue (sqlClaimPick), then claims it
 // (sqlClaimTask), in the same IMMEDIATE transaction: SQLite's RETURNING
 // cannot give the values a row had before.
-func (t dialectTx) ClaimHead(ctx context.Context, cl plugin.Claim, except int64) (sqlstore.ClaimResult, error) {
+func (t dialectTx) ClaimHead(ctx context.Context, cl domain.Claim, except int64) (sqlstore.ClaimResult, error) {
 	var r sqlstore.ClaimResult
-	now, until := cl.Now, plugin.UTC(cl.Now.Add(cl.Lease))
+	now, until := cl.Now, domain.UTC(cl.Now.Add(cl.Lease))
 	before, err := noRows(sqlstore.ScanTask(t.tx.QueryRowContext(ctx, sqlClaimPick, timeArg(now), except)))
 	if err != nil {
 		return r, err
@@ -80,14 +80,14 @@ func (t dialectTx) ClaimHead(ctx context.Context, cl plugin.Claim, except int64)
 		&status, &after.LeaseOwner, &expiry, &after.Fence, &started, &after.EventSeq); err != nil {
 		return r, fmt.Errorf("task #%d: %w", before.Number, err)
 	}
-	after.Status = plugin.Status(status)
+	after.Status = domain.Status(status)
 	after.LeaseExpiresAt = expiry.T
 	after.StartedAt = started.T
 	r.Before, r.After = before, after
 	return r, nil
 }
 
-func (t dialectTx) UpdateTask(ctx context.Context, _, row plugin.Task) error {
+func (t dialectTx) UpdateTask(ctx context.Context, _, row domain.Task) error {
 	args := sqlstore.TaskArgs(row, timeArg)
 	// The number is the last parameter of sqlUpdateTask.
 	args = append(args[1:len(args):len(args)], args[0])
@@ -95,17 +95,17 @@ func (t dialectTx) UpdateTask(ctx context.Context, _, row plugin.Task) error {
 	return err
 }
 
-func (t dialectTx) InsertEvent(ctx context.Context, e plugin.TaskEvent) error {
+func (t dialectTx) InsertEvent(ctx context.Context, e domain.TaskEvent) error {
 	_, err := t.tx.ExecContext(ctx, sqlInsertEvent, sqlstore.EventArgs(e, timeArg)...)
 	return err
 }
 
-func (t dialectTx) InsertStep(ctx context.Context, st plugin.Step) error {
+func (t dialectTx) InsertStep(ctx context.Context, st domain.Step) error {
 	_, err := t.tx.ExecContext(ctx, sqlInsertStep, sqlstore.StepArgs(st, timeArg)...)
 	return err
 }
 
-func (t dialectTx) Enqueue(ctx context.Context, n plugin.Notification) error {
+func (t dialectTx) Enqueue(ctx context.Context, n domain.Notification) error {
 	_, err := t.tx.ExecContext(ctx, sqlEnqueue, sqlstore.NotificationArgs(n, timeArg)...)
 	return err
 }
@@ -124,7 +124,7 @@ func (t dialectTx) ReadyRooms(ctx context.Context, now time.Time, room string, c
 
 // ClaimRoom claims the room's due rows: the IMMEDIATE transaction that
 // picked the room keeps every other sender out until it commits.
-func (t dialectTx) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]plugin.Notification, error) {
+func (t dialectTx) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]domain.Notification, error) {
 	rows, err := t.tx.QueryContext(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until), limit)
 	if err != nil {
 		return nil, err
@@ -161,11 +161,11 @@ func (t dialectTx) FailClaimed(ctx context.Context, owner string, ids []int64, n
 	return t.exec(ctx, sqlFail, jsonList(ids), owner, timeArg(now), reason)
 }
 
-func (t dialectTx) LockNotification(ctx context.Context, id int64) (plugin.Notification, error) {
+func (t dialectTx) LockNotification(ctx context.Context, id int64) (domain.Notification, error) {
 	return noRows(sqlstore.ScanNotification(t.tx.QueryRowContext(ctx, sqlLockNotification, id)))
 }
 
-func (t dialectTx) RetryFailed(ctx context.Context, id int64, now time.Time) (plugin.Notification, error) {
+func (t dialectTx) RetryFailed(ctx context.Context, id int64, now time.Time) (domain.Notification, error) {
 	return sqlstore.ScanNotification(t.tx.QueryRowContext(ctx, sqlRetryNotification, id, timeArg(now)))
 }
 
@@ -178,7 +178,7 @@ func (t dialectTx) exec(ctx context.Context, q string, args ...any) (int64, erro
 	return res.RowsAffected()
 }
 
-func (t dialectTx) SaveRoomProgress(ctx context.Context, p plugin.RoomProgress) error {
+func (t dialectTx) SaveRoomProgress(ctx context.Context, p domain.RoomProgress) error {
 	_, err := t.tx.ExecContext(ctx, sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress)
 	return err
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // taskColumns is the one list of the columns of tasks: for each, the
@@ -14,50 +14,50 @@ import (
 // dialect (docs/architecture.md); both schemas have every column.
 var taskColumns = []struct {
 	name string
-	arg  func(t *plugin.Task, at TimeArg) any
-	dest func(t *plugin.Task) any
+	arg  func(t *domain.Task, at TimeArg) any
+	dest func(t *domain.Task) any
 }{
-	{"number", func(t *plugin.Task, _ TimeArg) any { return t.Number }, func(t *plugin.Task) any { return &t.Number }},
-	{"name", func(t *plugin.Task, _ TimeArg) any { return t.Name }, func(t *plugin.Task) any { return &t.Name }},
-	{"goal", func(t *plugin.Task, _ TimeArg) any { return t.Goal }, func(t *plugin.Task) any { return &t.Goal }},
-	{"status", func(t *plugin.Task, _ TimeArg) any { return string(t.Status) }, func(t *plugin.Task) any { return textInto(&t.Status) }},
-	{"progress", func(t *plugin.Task, _ TimeArg) any { return t.Progress }, func(t *plugin.Task) any { return &t.Progress }},
-	{"previous_progress", func(t *plugin.Task, _ TimeArg) any { return t.PreviousProgress }, func(t *plugin.Task) any { return &t.PreviousProgress }},
-	{"stale_counter", func(t *plugin.Task, _ TimeArg) any { return t.StaleCounter }, func(t *plugin.Task) any { return &t.StaleCounter }},
-	{"iteration", func(t *plugin.Task, _ TimeArg) any { return t.Iteration }, func(t *plugin.Task) any { return &t.Iteration }},
-	{"max_iterations", func(t *plugin.Task, _ TimeArg) any { return t.MaxIterations }, func(t *plugin.Task) any { return &t.MaxIterations }},
-	{"max_stale_iterations", func(t *plugin.Task, _ TimeArg) any { return t.MaxStaleIterations }, func(t *plugin.Task) any { return &t.MaxStaleIterations }},
-	{"requestor_id", func(t *plugin.Task, _ TimeArg) any { return t.RequestorID }, func(t *plugin.Task) any { return &t.RequestorID }},
-	{"platform", func(t *plugin.Task, _ TimeArg) any { return t.Platform }, func(t *plugin.Task) any { return &t.Platform }},
-	{"room_id", func(t *plugin.Task, _ TimeArg) any { return t.RoomID }, func(t *plugin.Task) any { return &t.RoomID }},
-	{"workspace_id", func(t *plugin.Task, _ TimeArg) any { return t.WorkspaceID }, func(t *plugin.Task) any { return &t.WorkspaceID }},
-	{"parent_number", func(t *plugin.Task, _ TimeArg) any { return nullNumber(t.ParentNumber) }, func(t *plugin.Task) any { return numberInto(&t.ParentNumber) }},
-	{"last_processed_at", func(t *plugin.Task, at TimeArg) any { return at(t.LastProcessedAt) }, func(t *plugin.Task) any { return timeInto(&t.LastProcessedAt) }},
-	{"created_at", func(t *plugin.Task, at TimeArg) any { return at(t.CreatedAt) }, func(t *plugin.Task) any { return timeInto(&t.CreatedAt) }},
-	{"started_at", func(t *plugin.Task, at TimeArg) any { return at(t.StartedAt) }, func(t *plugin.Task) any { return timeInto(&t.StartedAt) }},
-	{"completed_at", func(t *plugin.Task, at TimeArg) any { return at(t.CompletedAt) }, func(t *plugin.Task) any { return timeInto(&t.CompletedAt) }},
-	{"summary", func(t *plugin.Task, _ TimeArg) any { return t.Summary }, func(t *plugin.Task) any { return &t.Summary }},
-	{"error", func(t *plugin.Task, _ TimeArg) any { return t.Error }, func(t *plugin.Task) any { return &t.Error }},
-	{"prompt_tokens", func(t *plugin.Task, _ TimeArg) any { return t.PromptTokens }, func(t *plugin.Task) any { return &t.PromptTokens }},
-	{"completion_tokens", func(t *plugin.Task, _ TimeArg) any { return t.CompletionTokens }, func(t *plugin.Task) any { return &t.CompletionTokens }},
-	{"lease_owner", func(t *plugin.Task, _ TimeArg) any { return t.LeaseOwner }, func(t *plugin.Task) any { return &t.LeaseOwner }},
-	{"lease_expires_at", func(t *plugin.Task, at TimeArg) any { return at(t.LeaseExpiresAt) }, func(t *plugin.Task) any { return timeInto(&t.LeaseExpiresAt) }},
-	{"fence", func(t *plugin.Task, _ TimeArg) any { return t.Fence }, func(t *plugin.Task) any { return &t.Fence }},
-	{"event_seq", func(t *plugin.Task, _ TimeArg) any { return t.EventSeq }, func(t *plugin.Task) any { return &t.EventSeq }},
-	{"waiting_on", func(t *plugin.Task, _ TimeArg) any { return string(t.WaitingOn) }, func(t *plugin.Task) any { return textInto(&t.WaitingOn) }},
-	{"next_attempt_at", func(t *plugin.Task, at TimeArg) any { return at(t.NextAttemptAt) }, func(t *plugin.Task) any { return timeInto(&t.NextAttemptAt) }},
-	{"max_tokens", func(t *plugin.Task, _ TimeArg) any { return t.MaxTokens }, func(t *plugin.Task) any { return &t.MaxTokens }},
-	{"continues_number", func(t *plugin.Task, _ TimeArg) any { return nullNumber(t.ContinuesNumber) }, func(t *plugin.Task) any { return numberInto(&t.ContinuesNumber) }},
-	{"approval_action", func(t *plugin.Task, _ TimeArg) any { return t.ApprovalAction }, func(t *plugin.Task) any { return &t.ApprovalAction }},
-	{"approval_params", func(t *plugin.Task, _ TimeArg) any { return t.ApprovalParams }, func(t *plugin.Task) any { return &t.ApprovalParams }},
-	{"approval_granted", func(t *plugin.Task, _ TimeArg) any { return t.ApprovalGranted }, func(t *plugin.Task) any { return &t.ApprovalGranted }},
-	{"strategy", func(t *plugin.Task, _ TimeArg) any { return t.Strategy }, func(t *plugin.Task) any { return &t.Strategy }},
-	{"phase", func(t *plugin.Task, _ TimeArg) any { return t.Phase }, func(t *plugin.Task) any { return &t.Phase }},
-	{"strategy_state", func(t *plugin.Task, _ TimeArg) any { return t.State }, func(t *plugin.Task) any { return &t.State }},
-	{"ledger", func(t *plugin.Task, _ TimeArg) any { return t.Ledger }, func(t *plugin.Task) any { return &t.Ledger }},
-	{"digest", func(t *plugin.Task, _ TimeArg) any { return t.Digest }, func(t *plugin.Task) any { return &t.Digest }},
-	{"approval_role", func(t *plugin.Task, _ TimeArg) any { return t.ApprovalRole }, func(t *plugin.Task) any { return &t.ApprovalRole }},
-	{"schedule_id", func(t *plugin.Task, _ TimeArg) any { return nullNumber(t.ScheduleID) }, func(t *plugin.Task) any { return numberInto(&t.ScheduleID) }},
+	{"number", func(t *domain.Task, _ TimeArg) any { return t.Number }, func(t *domain.Task) any { return &t.Number }},
+	{"name", func(t *domain.Task, _ TimeArg) any { return t.Name }, func(t *domain.Task) any { return &t.Name }},
+	{"goal", func(t *domain.Task, _ TimeArg) any { return t.Goal }, func(t *domain.Task) any { return &t.Goal }},
+	{"status", func(t *domain.Task, _ TimeArg) any { return string(t.Status) }, func(t *domain.Task) any { return textInto(&t.Status) }},
+	{"progress", func(t *domain.Task, _ TimeArg) any { return t.Progress }, func(t *domain.Task) any { return &t.Progress }},
+	{"previous_progress", func(t *domain.Task, _ TimeArg) any { return t.PreviousProgress }, func(t *domain.Task) any { return &t.PreviousProgress }},
+	{"stale_counter", func(t *domain.Task, _ TimeArg) any { return t.StaleCounter }, func(t *domain.Task) any { return &t.StaleCounter }},
+	{"iteration", func(t *domain.Task, _ TimeArg) any { return t.Iteration }, func(t *domain.Task) any { return &t.Iteration }},
+	{"max_iterations", func(t *domain.Task, _ TimeArg) any { return t.MaxIterations }, func(t *domain.Task) any { return &t.MaxIterations }},
+	{"max_stale_iterations", func(t *domain.Task, _ TimeArg) any { return t.MaxStaleIterations }, func(t *domain.Task) any { return &t.MaxStaleIterations }},
+	{"requestor_id", func(t *domain.Task, _ TimeArg) any { return t.RequestorID }, func(t *domain.Task) any { return &t.RequestorID }},
+	{"platform", func(t *domain.Task, _ TimeArg) any { return t.Platform }, func(t *domain.Task) any { return &t.Platform }},
+	{"room_id", func(t *domain.Task, _ TimeArg) any { return t.RoomID }, func(t *domain.Task) any { return &t.RoomID }},
+	{"workspace_id", func(t *domain.Task, _ TimeArg) any { return t.WorkspaceID }, func(t *domain.Task) any { return &t.WorkspaceID }},
+	{"parent_number", func(t *domain.Task, _ TimeArg) any { return nullNumber(t.ParentNumber) }, func(t *domain.Task) any { return numberInto(&t.ParentNumber) }},
+	{"last_processed_at", func(t *domain.Task, at TimeArg) any { return at(t.LastProcessedAt) }, func(t *domain.Task) any { return timeInto(&t.LastProcessedAt) }},
+	{"created_at", func(t *domain.Task, at TimeArg) any { return at(t.CreatedAt) }, func(t *domain.Task) any { return timeInto(&t.CreatedAt) }},
+	{"started_at", func(t *domain.Task, at TimeArg) any { return at(t.StartedAt) }, func(t *domain.Task) any { return timeInto(&t.StartedAt) }},
+	{"completed_at", func(t *domain.Task, at TimeArg) any { return at(t.CompletedAt) }, func(t *domain.Task) any { return timeInto(&t.CompletedAt) }},
+	{"summary", func(t *domain.Task, _ TimeArg) any { return t.Summary }, func(t *domain.Task) any { return &t.Summary }},
+	{"error", func(t *domain.Task, _ TimeArg) any { return t.Error }, func(t *domain.Task) any { return &t.Error }},
+	{"prompt_tokens", func(t *domain.Task, _ TimeArg) any { return t.PromptTokens }, func(t *domain.Task) any { return &t.PromptTokens }},
+	{"completion_tokens", func(t *domain.Task, _ TimeArg) any { return t.CompletionTokens }, func(t *domain.Task) any { return &t.CompletionTokens }},
+	{"lease_owner", func(t *domain.Task, _ TimeArg) any { return t.LeaseOwner }, func(t *domain.Task) any { return &t.LeaseOwner }},
+	{"lease_expires_at", func(t *domain.Task, at TimeArg) any { return at(t.LeaseExpiresAt) }, func(t *domain.Task) any { return timeInto(&t.LeaseExpiresAt) }},
+	{"fence", func(t *domain.Task, _ TimeArg) any { return t.Fence }, func(t *domain.Task) any { return &t.Fence }},
+	{"event_seq", func(t *domain.Task, _ TimeArg) any { return t.EventSeq }, func(t *domain.Task) any { return &t.EventSeq }},
+	{"waiting_on", func(t *domain.Task, _ TimeArg) any { return string(t.WaitingOn) }, func(t *domain.Task) any { return textInto(&t.WaitingOn) }},
+	{"next_attempt_at", func(t *domain.Task, at TimeArg) any { return at(t.NextAttemptAt) }, func(t *domain.Task) any { return timeInto(&t.NextAttemptAt) }},
+	{"max_tokens", func(t *domain.Task, _ TimeArg) any { return t.MaxTokens }, func(t *domain.Task) any { return &t.MaxTokens }},
+	{"continues_number", func(t *domain.Task, _ TimeArg) any { return nullNumber(t.ContinuesNumber) }, func(t *domain.Task) any { return numberInto(&t.ContinuesNumber) }},
+	{"approval_action", func(t *domain.Task, _ TimeArg) any { return t.ApprovalAction }, func(t *domain.Task) any { return &t.ApprovalAction }},
+	{"approval_params", func(t *domain.Task, _ TimeArg) any { return t.ApprovalParams }, func(t *domain.Task) any { return &t.ApprovalParams }},
+	{"approval_granted", func(t *domain.Task, _ TimeArg) any { return t.ApprovalGranted }, func(t *domain.Task) any { return &t.ApprovalGranted }},
+	{"strategy", func(t *domain.Task, _ TimeArg) any { return t.Strategy }, func(t *domain.Task) any { return &t.Strategy }},
+	{"phase", func(t *domain.Task, _ TimeArg) any { return t.Phase }, func(t *domain.Task) any { return &t.Phase }},
+	{"strategy_state", func(t *domain.Task, _ TimeArg) any { return t.State }, func(t *domain.Task) any { return &t.State }},
+	{"ledger", func(t *domain.Task, _ TimeArg) any { return t.Ledger }, func(t *domain.Task) any { return &t.Ledger }},
+	{"digest", func(t *domain.Task, _ TimeArg) any { return t.Digest }, func(t *domain.Task) any { return &t.Digest }},
+	{"approval_role", func(t *domain.Task, _ TimeArg) any { return t.ApprovalRole }, func(t *domain.Task) any { return &t.ApprovalRole }},
+	{"schedule_id", func(t *domain.Task, _ TimeArg) any { return nullNumber(t.ScheduleID) }, func(t *domain.Task) any { return numberInto(&t.ScheduleID) }},
 }
 
 // TaskColumns are the names of the columns of tasks, in the order ScanTask
@@ -74,7 +74,7 @@ var TaskColumns = func() []string {
 type TimeArg func(time.Time) any
 
 // TaskArgs lists t's values in the order of TaskColumns.
-func TaskArgs(t plugin.Task, timeArg TimeArg) []any {
+func TaskArgs(t domain.Task, timeArg TimeArg) []any {
 	args := make([]any, len(taskColumns))
 	for i, c := range taskColumns {
 		args[i] = c.arg(&t, timeArg)
@@ -98,14 +98,14 @@ type Row interface {
 
 // ScanTask reads the columns of TaskColumns, then any extra ones into
 // extra.
-func ScanTask(row Row, extra ...any) (plugin.Task, error) {
-	var t plugin.Task
+func ScanTask(row Row, extra ...any) (domain.Task, error) {
+	var t domain.Task
 	dest := make([]any, len(taskColumns), len(taskColumns)+len(extra))
 	for i, c := range taskColumns {
 		dest[i] = c.dest(&t)
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
 	return t, nil
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // ErrNoRows is what a Tx returns when the row it was asked for does not
@@ -38,7 +38,7 @@ type Tx interface {
 	Now(ctx context.Context) (time.Time, error)
 	// LockTask reads a task and keeps other writers off it until the
 	// transaction ends. ErrNoRows when it does not exist.
-	LockTask(ctx context.Context, number int64) (plugin.Task, error)
+	LockTask(ctx context.Context, number int64) (domain.Task, error)
 	// LockRequestor keeps other creators of tasks for requestor waiting
 	// until the transaction ends, so the count of their active tasks holds
 	// until the insert commits.
@@ -46,17 +46,17 @@ type Tx interface {
 	// CountActive counts requestor's tasks that have not ended.
 	CountActive(ctx context.Context, requestor string) (int, error)
 	// Children lists the subtasks of parent, by number.
-	Children(ctx context.Context, parent int64) ([]plugin.Task, error)
+	Children(ctx context.Context, parent int64) ([]domain.Task, error)
 	// InsertTask inserts t (its Number is ignored) and returns the number
 	// the database assigned.
-	InsertTask(ctx context.Context, t plugin.Task) (int64, error)
+	InsertTask(ctx context.Context, t domain.Task) (int64, error)
 	// UpdateTask writes t, a row this transaction locked, whose columns
 	// were before's: a dialect may write only the columns that differ
 	// (with a zero before, every column).
-	UpdateTask(ctx context.Context, before, t plugin.Task) error
-	InsertEvent(ctx context.Context, e plugin.TaskEvent) error
-	InsertStep(ctx context.Context, s plugin.Step) error
-	Enqueue(ctx context.Context, n plugin.Notification) error
+	UpdateTask(ctx context.Context, before, t domain.Task) error
+	InsertEvent(ctx context.Context, e domain.TaskEvent) error
+	InsertStep(ctx context.Context, s domain.Step) error
+	Enqueue(ctx context.Context, n domain.Notification) error
 	// MoveNotifications moves the notifications of task waiting for room
 	// from that no sender holds and no send has begun on (no delivery key)
 	// to room to; it says how many it moved.
@@ -70,14 +70,14 @@ type Tx interface {
 	// picks, with limit, for owner until until, unless another sender holds
 	// the room or is claiming it at this moment (then it claims nothing
 	// and returns none).
-	ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]plugin.Notification, error)
+	ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]domain.Notification, error)
 	// DeleteSent deletes the rows of ids that owner still holds and says
 	// how many it deleted.
 	DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error)
-	SaveRoomProgress(ctx context.Context, p plugin.RoomProgress) error
+	SaveRoomProgress(ctx context.Context, p domain.RoomProgress) error
 	// SaveTaskCard records c as the card of its room and task, replacing
 	// the one before.
-	SaveTaskCard(ctx context.Context, c plugin.TaskCard) error
+	SaveTaskCard(ctx context.Context, c domain.TaskCard) error
 	// ReleaseClaimed gives the rows of ids that owner still holds back,
 	// due again at retryAt, counting a failed attempt with reason; it says
 	// how many it released.
@@ -96,17 +96,17 @@ type Tx interface {
 	FailClaimed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) (int64, error)
 	// LockNotification reads one notification and keeps other writers off
 	// it until the transaction ends. ErrNoRows when it does not exist.
-	LockNotification(ctx context.Context, id int64) (plugin.Notification, error)
+	LockNotification(ctx context.Context, id int64) (domain.Notification, error)
 	// RetryFailed sets notification id pending, due at now, unclaimed, its
 	// attempts, error and failure time cleared and its retry time now, and
 	// returns it.
-	RetryFailed(ctx context.Context, id int64, now time.Time) (plugin.Notification, error)
+	RetryFailed(ctx context.Context, id int64, now time.Time) (domain.Notification, error)
 
 	// TaskFiles lists the files of task, without their data, in any
 	// order.
-	TaskFiles(ctx context.Context, task int64) ([]plugin.TaskFile, error)
+	TaskFiles(ctx context.Context, task int64) ([]domain.TaskFile, error)
 	// PutFile writes one file of task, replacing the one at its path.
-	PutFile(ctx context.Context, task int64, f plugin.TaskFile, data []byte) error
+	PutFile(ctx context.Context, task int64, f domain.TaskFile, data []byte) error
 	// DeleteFile deletes the file of task at path, if there is one.
 	DeleteFile(ctx context.Context, task int64, path string) error
 	// CopyFiles copies every file of task from into task to, in one
@@ -126,15 +126,15 @@ type Tx interface {
 	// with cl.StoreClock its statement reads the database's clock (whole
 	// microseconds), and the result carries the event it wrote and the
 	// claim's time. Either way the shared logic checks row and event
-	// against plugin.Claimed.
-	ClaimHead(ctx context.Context, cl plugin.Claim, except int64) (ClaimResult, error)
+	// against domain.Claimed.
+	ClaimHead(ctx context.Context, cl domain.Claim, except int64) (ClaimResult, error)
 }
 
 // ClaimResult is what a claim took: the row before and after it and, when
 // the dialect's statement wrote it, its event and time.
 type ClaimResult struct {
-	Before, After plugin.Task
-	Event         plugin.TaskEvent
+	Before, After domain.Task
+	Event         domain.TaskEvent
 	Now           time.Time
 }
 
@@ -147,7 +147,7 @@ type ClaimResult struct {
 // failed fails the transaction, which the dialect's Write may run again,
 // or else returns its error from Write, the update with it.
 type AheadClaimer interface {
-	ClaimAhead(ctx context.Context, cl plugin.Claim) func() (ClaimResult, error)
+	ClaimAhead(ctx context.Context, cl domain.Claim) func() (ClaimResult, error)
 }
 
 // RowCache is a Tx that may know a task's row without reading it: the row
@@ -161,5 +161,5 @@ type AheadClaimer interface {
 type RowCache interface {
 	// CachedTask returns the row of number to write in this transaction,
 	// if the Tx has one.
-	CachedTask(number int64) (plugin.Task, bool)
+	CachedTask(number int64) (domain.Task, bool)
 }

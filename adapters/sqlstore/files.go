@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/domain"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // writeFiles applies the file changes of a mutation of task, a row the
@@ -16,7 +15,7 @@ import (
 // docs/deploy.md against the task's files as they will be, then writes. The
 // Files view refused anything past a limit already; this is the backstop
 // that keeps the table within them whatever the caller.
-func writeFiles(ctx context.Context, tx Tx, task int64, changes []plugin.FileChange, now time.Time) error {
+func writeFiles(ctx context.Context, tx Tx, task int64, changes []domain.FileChange, now time.Time) error {
 	if len(changes) == 0 {
 		return nil
 	}
@@ -33,8 +32,8 @@ func writeFiles(ctx context.Context, tx Tx, task int64, changes []plugin.FileCha
 	}
 	var written []string
 	for _, c := range changes {
-		if clean, err := plugin.CleanFilePath(c.Path); err != nil || clean != c.Path {
-			return fmt.Errorf("file %q: %w: not a clean relative path", c.Path, plugin.ErrInvalid)
+		if clean, err := domain.CleanFilePath(c.Path); err != nil || clean != c.Path {
+			return fmt.Errorf("file %q: %w: not a clean relative path", c.Path, domain.ErrInvalid)
 		}
 		if c.Delete {
 			delete(sizes, c.Path)
@@ -43,7 +42,7 @@ func writeFiles(ctx context.Context, tx Tx, task int64, changes []plugin.FileCha
 		sizes[c.Path] = int64(len(c.Data))
 		written = append(written, c.Path)
 	}
-	if err := plugin.CheckFileLimits(sizes, written); err != nil {
+	if err := domain.CheckFileLimits(sizes, written); err != nil {
 		return fmt.Errorf("files: %w", err)
 	}
 	for _, p := range written {
@@ -81,12 +80,12 @@ type FileChecker interface {
 // writeFilesChecked is writeFiles on a FileChecker: the paths and each
 // file's size are checked here, the rest in the database after the
 // writes.
-func writeFilesChecked(ctx context.Context, fc FileChecker, tx Tx, task int64, changes []plugin.FileChange, now time.Time) error {
+func writeFilesChecked(ctx context.Context, fc FileChecker, tx Tx, task int64, changes []domain.FileChange, now time.Time) error {
 	sizes := map[string]int64{}
 	var written []string
 	for _, c := range changes {
-		if clean, err := plugin.CleanFilePath(c.Path); err != nil || clean != c.Path {
-			return fmt.Errorf("file %q: %w: not a clean relative path", c.Path, plugin.ErrInvalid)
+		if clean, err := domain.CleanFilePath(c.Path); err != nil || clean != c.Path {
+			return fmt.Errorf("file %q: %w: not a clean relative path", c.Path, domain.ErrInvalid)
 		}
 		if c.Delete {
 			delete(sizes, c.Path)
@@ -97,7 +96,7 @@ func writeFilesChecked(ctx context.Context, fc FileChecker, tx Tx, task int64, c
 	}
 	// Only each file's own size: the changes alone are no task's files.
 	for _, p := range written {
-		if err := plugin.CheckFileLimits(map[string]int64{p: sizes[p]}, []string{p}); err != nil {
+		if err := domain.CheckFileLimits(map[string]int64{p: sizes[p]}, []string{p}); err != nil {
 			return fmt.Errorf("files: %w", err)
 		}
 	}
@@ -122,8 +121,8 @@ func writeFilesChecked(ctx context.Context, fc FileChecker, tx Tx, task int64, c
 }
 
 // fileOf describes the file a write makes.
-func fileOf(c plugin.FileChange, now time.Time) plugin.TaskFile {
-	return plugin.TaskFile{Path: c.Path, Size: int64(len(c.Data)), SHA256: plugin.FileSum(c.Data), UpdatedAt: plugin.UTC(now)}
+func fileOf(c domain.FileChange, now time.Time) domain.TaskFile {
+	return domain.TaskFile{Path: c.Path, Size: int64(len(c.Data)), SHA256: domain.FileSum(c.Data), UpdatedAt: domain.UTC(now)}
 }
 
 // nonNil is data, or no bytes for nil: drivers write a nil slice as NULL.
@@ -138,12 +137,12 @@ func nonNil(data []byte) []byte {
 // no file yet, in order, while the limits allow, and returns the paths it
 // wrote. Deletions, paths that are not clean and files that do not fit the
 // task's tree are skipped.
-func (c Core) ImportTaskFiles(ctx context.Context, number int64, files []plugin.FileChange, now time.Time) ([]string, error) {
+func (c Core) ImportTaskFiles(ctx context.Context, number int64, files []domain.FileChange, now time.Time) ([]string, error) {
 	var written []string
 	err := c.D.Write(ctx, func(tx Tx) error {
 		written = nil
 		if _, err := tx.LockTask(ctx, number); errors.Is(err, ErrNoRows) {
-			return &plugin.TaskError{Op: "import files of", Number: number, Err: plugin.ErrNotFound}
+			return &domain.TaskError{Op: "import files of", Number: number, Err: domain.ErrNotFound}
 		} else if err != nil {
 			return fmt.Errorf("import files of task #%d: %w", number, err)
 		}
@@ -159,11 +158,11 @@ func (c Core) ImportTaskFiles(ctx context.Context, number int64, files []plugin.
 			if _, ok := sizes[f.Path]; ok || f.Delete {
 				continue
 			}
-			if clean, err := plugin.CleanFilePath(f.Path); err != nil || clean != f.Path || domain.CheckFilePlace(sizes, f.Path) != nil {
+			if clean, err := domain.CleanFilePath(f.Path); err != nil || clean != f.Path || domain.CheckFilePlace(sizes, f.Path) != nil {
 				continue
 			}
 			sizes[f.Path] = int64(len(f.Data))
-			if plugin.CheckFileLimits(sizes, []string{f.Path}) != nil {
+			if domain.CheckFileLimits(sizes, []string{f.Path}) != nil {
 				delete(sizes, f.Path)
 				continue
 			}
@@ -186,22 +185,22 @@ const FileColumns = `path, size, sha256, updated_at`
 
 // FileArgs lists task, the values of FileColumns for f, then data: the
 // parameters of a dialect's insert.
-func FileArgs(task int64, f plugin.TaskFile, data []byte, timeArg TimeArg) []any {
+func FileArgs(task int64, f domain.TaskFile, data []byte, timeArg TimeArg) []any {
 	return []any{task, f.Path, f.Size, f.SHA256, timeArg(f.UpdatedAt), data}
 }
 
 // ScanFile reads the columns of FileColumns, then any extra ones into
 // extra.
-func ScanFile(row Row, extra ...any) (plugin.TaskFile, error) {
-	var f plugin.TaskFile
+func ScanFile(row Row, extra ...any) (domain.TaskFile, error) {
+	var f domain.TaskFile
 	var at Time
 	err := row.Scan(append([]any{&f.Path, &f.Size, &f.SHA256, &at}, extra...)...)
 	f.UpdatedAt = at.T
 	return f, err
 }
 
-// SortFiles orders a listing of files by path, as plugin.ComparePaths
+// SortFiles orders a listing of files by path, as domain.ComparePaths
 // does (SQL collations differ).
-func SortFiles(files []plugin.TaskFile) {
-	slices.SortFunc(files, func(a, b plugin.TaskFile) int { return plugin.ComparePaths(a.Path, b.Path) })
+func SortFiles(files []domain.TaskFile) {
+	slices.SortFunc(files, func(a, b domain.TaskFile) int { return domain.ComparePaths(a.Path, b.Path) })
 }

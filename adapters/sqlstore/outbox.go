@@ -7,20 +7,20 @@ import (
 	"slices"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // PrepareNotification checks n and fills in its defaults: one with no
 // next attempt time is due when it was created.
-func PrepareNotification(n plugin.Notification) (plugin.Notification, error) {
-	if err := plugin.CleanNotification(&n); err != nil {
+func PrepareNotification(n domain.Notification) (domain.Notification, error) {
+	if err := domain.CleanNotification(&n); err != nil {
 		return n, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
 	}
 	if n.Room == "" || n.Category == "" {
-		return n, fmt.Errorf("enqueue notification: %w: room and category are required", plugin.ErrInvalid)
+		return n, fmt.Errorf("enqueue notification: %w: room and category are required", domain.ErrInvalid)
 	}
-	n.CreatedAt = plugin.UTC(n.CreatedAt)
-	n.NextAttemptAt = plugin.UTC(n.NextAttemptAt)
+	n.CreatedAt = domain.UTC(n.CreatedAt)
+	n.NextAttemptAt = domain.UTC(n.NextAttemptAt)
 	if n.NextAttemptAt.IsZero() {
 		n.NextAttemptAt = n.CreatedAt
 	}
@@ -45,27 +45,27 @@ func ClaimRoomIDs(ready, room, limit string) string {
 SELECT id FROM due WHERE delivery_key = (SELECT delivery_key FROM begun)
 UNION ALL
 SELECT id FROM (SELECT id FROM due WHERE delivery_key = '' AND NOT EXISTS (SELECT 1 FROM begun)
-  ORDER BY category NOT IN ('` + plugin.NotifyTerminal + `', '` + plugin.NotifyMessage + `'), id LIMIT ` + limit + `) fresh`
+  ORDER BY category NOT IN ('` + domain.NotifyTerminal + `', '` + domain.NotifyMessage + `'), id LIMIT ` + limit + `) fresh`
 }
 
 // ClaimRoom claims the due notifications of one room for c.Owner until
 // c.Now+c.Lease, those of ClaimRoomIDs with at most rc.Limit
-// (plugin.RoomClaimRows) new ones: the first ready room, oldest first,
+// (domain.RoomClaimRows) new ones: the first ready room, oldest first,
 // that no other sender holds or is claiming.
-func (c Core) ClaimRoom(ctx context.Context, rc plugin.RoomClaim) (string, []plugin.Notification, error) {
+func (c Core) ClaimRoom(ctx context.Context, rc domain.RoomClaim) (string, []domain.Notification, error) {
 	if rc.Owner == "" || (rc.Now.IsZero() && !rc.StoreClock) {
-		return "", nil, fmt.Errorf("claim room: %w: a claim needs an owner and a time", plugin.ErrInvalid)
+		return "", nil, fmt.Errorf("claim room: %w: a claim needs an owner and a time", domain.ErrInvalid)
 	}
 	var room string
-	var claimed []plugin.Notification
+	var claimed []domain.Notification
 	err := c.D.Write(ctx, func(tx Tx) error {
 		if err := onStoreClock(ctx, tx, rc.StoreClock, &rc.Now); err != nil {
 			return err
 		}
-		now, until := plugin.UTC(rc.Now), plugin.UTC(rc.Now.Add(rc.Lease))
+		now, until := domain.UTC(rc.Now), domain.UTC(rc.Now.Add(rc.Lease))
 		limit := rc.Limit
 		if limit <= 0 {
-			limit = plugin.RoomClaimRows
+			limit = domain.RoomClaimRows
 		}
 		rooms, err := tx.ReadyRooms(ctx, now, rc.Room, rc.Categories)
 		if err != nil {
@@ -92,15 +92,15 @@ func (c Core) ClaimRoom(ctx context.Context, rc plugin.RoomClaim) (string, []plu
 
 // MarkSent deletes the delivered rows still claimed by owner and records
 // the progress sent. Rows no longer owner's (its claim expired and another
-// sender took them) are left alone and reported with plugin.ErrStaleFence;
+// sender took them) are left alone and reported with domain.ErrStaleFence;
 // when none is owner's, nothing is written.
-func (c Core) MarkSent(ctx context.Context, owner string, ids []int64, sent []plugin.RoomProgress) error {
+func (c Core) MarkSent(ctx context.Context, owner string, ids []int64, sent []domain.RoomProgress) error {
 	return c.markSent(ctx, owner, ids, sent, nil)
 }
 
 // markSent is MarkSent, recording card in the same transaction when it
 // is set (MarkCardSent).
-func (c Core) markSent(ctx context.Context, owner string, ids []int64, sent []plugin.RoomProgress, card *plugin.TaskCard) error {
+func (c Core) markSent(ctx context.Context, owner string, ids []int64, sent []domain.RoomProgress, card *domain.TaskCard) error {
 	ids = UniqueIDs(ids)
 	var deleted int64
 	err := c.D.Write(ctx, func(tx Tx) error {
@@ -110,11 +110,11 @@ func (c Core) markSent(ctx context.Context, owner string, ids []int64, sent []pl
 				return err
 			}
 			if deleted == 0 {
-				return fmt.Errorf("none of %d notifications is claimed by %s: %w", len(ids), owner, plugin.ErrStaleFence)
+				return fmt.Errorf("none of %d notifications is claimed by %s: %w", len(ids), owner, domain.ErrStaleFence)
 			}
 		}
 		for _, p := range sent {
-			p.Room = plugin.CleanText(p.Room)
+			p.Room = domain.CleanText(p.Room)
 			if err := tx.SaveRoomProgress(ctx, p); err != nil {
 				return err
 			}
@@ -129,22 +129,22 @@ func (c Core) markSent(ctx context.Context, owner string, ids []int64, sent []pl
 	}
 	if int(deleted) < len(ids) {
 		return fmt.Errorf("mark notifications sent: %d of %d are no longer claimed by %s: %w",
-			len(ids)-int(deleted), len(ids), owner, plugin.ErrStaleFence)
+			len(ids)-int(deleted), len(ids), owner, domain.ErrStaleFence)
 	}
 	return nil
 }
 
 // Release gives owner's claimed rows back, to be retried at retryAt. Rows
-// no longer owner's are left alone and reported with plugin.ErrStaleFence.
+// no longer owner's are left alone and reported with domain.ErrStaleFence.
 func (c Core) Release(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) error {
 	return c.someClaimed(ctx, "release", owner, ids, func(tx Tx, ids []int64) (int64, error) {
-		return tx.ReleaseClaimed(ctx, owner, ids, plugin.UTC(retryAt), plugin.CleanText(reason))
+		return tx.ReleaseClaimed(ctx, owner, ids, domain.UTC(retryAt), domain.CleanText(reason))
 	})
 }
 
 // someClaimed runs an update of owner's claimed rows and commits what it
 // touched; the rows of ids it did not touch (no longer owner's) are
-// reported with plugin.ErrStaleFence.
+// reported with domain.ErrStaleFence.
 func (c Core) someClaimed(ctx context.Context, what, owner string, ids []int64, update func(Tx, []int64) (int64, error)) error {
 	ids = UniqueIDs(ids)
 	if len(ids) == 0 {
@@ -161,7 +161,7 @@ func (c Core) someClaimed(ctx context.Context, what, owner string, ids []int64, 
 	}
 	if int(n) < len(ids) {
 		return fmt.Errorf("%s notifications: %d of %d are no longer claimed by %s: %w",
-			what, len(ids)-int(n), len(ids), owner, plugin.ErrStaleFence)
+			what, len(ids)-int(n), len(ids), owner, domain.ErrStaleFence)
 	}
 	return nil
 }
@@ -169,22 +169,22 @@ func (c Core) someClaimed(ctx context.Context, what, owner string, ids []int64, 
 // RenewClaim extends owner's claim on the rows of ids to until, all or
 // none: when one of them is no longer owner's (sent, given up on, or
 // claimed by another sender after owner's claim expired), nothing is
-// extended and the error is plugin.ErrStaleFence.
+// extended and the error is domain.ErrStaleFence.
 func (c Core) RenewClaim(ctx context.Context, owner string, ids []int64, until time.Time) error {
 	return c.allClaimed(ctx, "renew the claim on", owner, ids, func(tx Tx, ids []int64) (int64, error) {
-		return tx.RenewClaimed(ctx, owner, ids, plugin.UTC(until))
+		return tx.RenewClaimed(ctx, owner, ids, domain.UTC(until))
 	})
 }
 
 // BeginSend records on owner's claimed rows that a send of their message,
 // named key, begins at now: all or none, as RenewClaim.
 func (c Core) BeginSend(ctx context.Context, owner string, ids []int64, key string, now time.Time, rendered string) error {
-	key = plugin.CleanText(key)
+	key = domain.CleanText(key)
 	if key == "" || now.IsZero() {
-		return fmt.Errorf("begin sending notifications: %w: a send needs a key and a time", plugin.ErrInvalid)
+		return fmt.Errorf("begin sending notifications: %w: a send needs a key and a time", domain.ErrInvalid)
 	}
 	return c.allClaimed(ctx, "begin sending", owner, ids, func(tx Tx, ids []int64) (int64, error) {
-		return tx.MarkSending(ctx, owner, ids, key, plugin.UTC(now), rendered)
+		return tx.MarkSending(ctx, owner, ids, key, domain.UTC(now), rendered)
 	})
 }
 
@@ -201,7 +201,7 @@ func (c Core) allClaimed(ctx context.Context, what, owner string, ids []int64, u
 			return err
 		}
 		if int(n) < len(ids) {
-			return fmt.Errorf("%d of %d are no longer claimed by %s: %w", len(ids)-int(n), len(ids), owner, plugin.ErrStaleFence)
+			return fmt.Errorf("%d of %d are no longer claimed by %s: %w", len(ids)-int(n), len(ids), owner, domain.ErrStaleFence)
 		}
 		return nil
 	})
@@ -213,46 +213,46 @@ func (c Core) allClaimed(ctx context.Context, what, owner string, ids []int64, u
 
 // MarkFailed makes owner's claimed rows dead letters, failed at now with
 // reason. Rows no longer owner's are left alone and reported with
-// plugin.ErrStaleFence.
+// domain.ErrStaleFence.
 func (c Core) MarkFailed(ctx context.Context, owner string, ids []int64, now time.Time, reason string) error {
 	return c.someClaimed(ctx, "mark failed", owner, ids, func(tx Tx, ids []int64) (int64, error) {
-		return tx.FailClaimed(ctx, owner, ids, plugin.UTC(now), plugin.CleanText(reason))
+		return tx.FailClaimed(ctx, owner, ids, domain.UTC(now), domain.CleanText(reason))
 	})
 }
 
 // RetryNotification sends the dead letter id back to pending, due at now.
-func (c Core) RetryNotification(ctx context.Context, id int64, now time.Time) (plugin.Notification, error) {
+func (c Core) RetryNotification(ctx context.Context, id int64, now time.Time) (domain.Notification, error) {
 	if now.IsZero() {
-		return plugin.Notification{}, fmt.Errorf("retry notification %d: %w: a retry needs a time", id, plugin.ErrInvalid)
+		return domain.Notification{}, fmt.Errorf("retry notification %d: %w: a retry needs a time", id, domain.ErrInvalid)
 	}
-	var out plugin.Notification
+	var out domain.Notification
 	err := c.D.Write(ctx, func(tx Tx) error {
 		n, err := tx.LockNotification(ctx, id)
 		if errors.Is(err, ErrNoRows) {
-			return &refusal{msg: fmt.Sprintf("retry notification %d: there is no such notification", id), err: plugin.ErrNotFound}
+			return &refusal{msg: fmt.Sprintf("retry notification %d: there is no such notification", id), err: domain.ErrNotFound}
 		}
 		if err != nil {
 			return err
 		}
-		if n.Status != plugin.NotificationFailed {
-			return &refusal{msg: fmt.Sprintf("retry notification %d: it is %s, not failed", id, n.Status), err: plugin.ErrInvalidState}
+		if n.Status != domain.NotificationFailed {
+			return &refusal{msg: fmt.Sprintf("retry notification %d: it is %s, not failed", id, n.Status), err: domain.ErrInvalidState}
 		}
-		out, err = tx.RetryFailed(ctx, id, plugin.UTC(now))
+		out, err = tx.RetryFailed(ctx, id, domain.UTC(now))
 		return err
 	})
 	var r *refusal
 	if errors.As(err, &r) {
-		return plugin.Notification{}, err
+		return domain.Notification{}, err
 	}
 	if err != nil {
-		return plugin.Notification{}, fmt.Errorf("retry notification %d: %w", id, err)
+		return domain.Notification{}, fmt.Errorf("retry notification %d: %w", id, err)
 	}
 	return out, nil
 }
 
 // SortNotifications puts a room's rows oldest first.
-func SortNotifications(ns []plugin.Notification) {
-	slices.SortFunc(ns, func(a, b plugin.Notification) int {
+func SortNotifications(ns []domain.Notification) {
+	slices.SortFunc(ns, func(a, b domain.Notification) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
@@ -276,14 +276,14 @@ const NotificationColumns = `id, room, task_number, category, payload, created_a
 // task_number, category, payload, created_at, attempts, next_attempt_at,
 // last_error. The delivery columns keep their defaults (pending, no send
 // begun).
-func NotificationArgs(n plugin.Notification, timeArg TimeArg) []any {
+func NotificationArgs(n domain.Notification, timeArg TimeArg) []any {
 	return []any{n.Room, n.TaskNumber, n.Category, string(n.Payload), timeArg(n.CreatedAt),
 		n.Attempts, timeArg(n.NextAttemptAt), n.LastError}
 }
 
 // ScanNotification reads the columns of NotificationColumns.
-func ScanNotification(row Row) (plugin.Notification, error) {
-	var n plugin.Notification
+func ScanNotification(row Row) (domain.Notification, error) {
+	var n domain.Notification
 	var payload []byte
 	var created, next, failed, retried, sending Time
 	err := row.Scan(&n.ID, &n.Room, &n.TaskNumber, &n.Category, &payload, &created, &n.Attempts, &next, &n.LastError,
@@ -301,11 +301,11 @@ func ScanNotification(row Row) (plugin.Notification, error) {
 // that names no status ("" is any).
 func CheckNotificationStatus(status string) error {
 	switch status {
-	case "", plugin.NotificationPending, plugin.NotificationFailed:
+	case "", domain.NotificationPending, domain.NotificationFailed:
 		return nil
 	}
-	return fmt.Errorf("list notifications: %w: status %q is not %s or %s", plugin.ErrInvalid, status,
-		plugin.NotificationPending, plugin.NotificationFailed)
+	return fmt.Errorf("list notifications: %w: status %q is not %s or %s", domain.ErrInvalid, status,
+		domain.NotificationPending, domain.NotificationFailed)
 }
 
 // refusal is an operation on a notification refused for a reason people

@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // ReadDB is how a store's reads reach its database: a pool, or a
@@ -64,19 +64,19 @@ func QueryAll[T any](ctx context.Context, db ReadDB, q string, args []any, scan 
 }
 
 // GetTask reads one task.
-func (r Reads) GetTask(ctx context.Context, number int64) (plugin.Task, error) {
+func (r Reads) GetTask(ctx context.Context, number int64) (domain.Task, error) {
 	t, err := ScanTask(r.DB.QueryRow(ctx, r.SQL.GetTask, number))
 	if r.DB.IsNoRows(err) {
-		return plugin.Task{}, &plugin.TaskError{Op: "get", Number: number, Err: plugin.ErrNotFound}
+		return domain.Task{}, &domain.TaskError{Op: "get", Number: number, Err: domain.ErrNotFound}
 	}
 	if err != nil {
-		return plugin.Task{}, fmt.Errorf("get task #%d: %w", number, err)
+		return domain.Task{}, fmt.Errorf("get task #%d: %w", number, err)
 	}
 	return t, nil
 }
 
 // ListTasks lists the tasks that match f, in f.Order.
-func (r Reads) ListTasks(ctx context.Context, f plugin.TaskFilter) ([]plugin.Task, error) {
+func (r Reads) ListTasks(ctx context.Context, f domain.TaskFilter) ([]domain.Task, error) {
 	q, args := TaskQuery(r.SQL.Query, f, false)
 	out, err := QueryAll(ctx, r.DB, q, args, scanTaskRow)
 	if err != nil {
@@ -86,7 +86,7 @@ func (r Reads) ListTasks(ctx context.Context, f plugin.TaskFilter) ([]plugin.Tas
 }
 
 // CountTasks counts the tasks that match f, ignoring its limit.
-func (r Reads) CountTasks(ctx context.Context, f plugin.TaskFilter) (int, error) {
+func (r Reads) CountTasks(ctx context.Context, f domain.TaskFilter) (int, error) {
 	q, args := TaskQuery(r.SQL.Query, f, true)
 	var n int
 	if err := r.DB.QueryRow(ctx, q, args...).Scan(&n); err != nil {
@@ -96,7 +96,7 @@ func (r Reads) CountTasks(ctx context.Context, f plugin.TaskFilter) (int, error)
 }
 
 // Steps lists a task's steps in order.
-func (r Reads) Steps(ctx context.Context, number int64) ([]plugin.Step, error) {
+func (r Reads) Steps(ctx context.Context, number int64) ([]domain.Step, error) {
 	out, err := QueryAll(ctx, r.DB, r.SQL.Steps, []any{number}, ScanStep)
 	if err != nil {
 		return nil, fmt.Errorf("steps of task #%d: %w", number, err)
@@ -105,7 +105,7 @@ func (r Reads) Steps(ctx context.Context, number int64) ([]plugin.Step, error) {
 }
 
 // TaskEvents lists one task's events with sequence > after.
-func (r Reads) TaskEvents(ctx context.Context, number int64, after int64) ([]plugin.TaskEvent, error) {
+func (r Reads) TaskEvents(ctx context.Context, number int64, after int64) ([]domain.TaskEvent, error) {
 	out, err := QueryAll(ctx, r.DB, r.SQL.TaskEvents, []any{number, after}, ScanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("events of task #%d: %w", number, err)
@@ -114,7 +114,7 @@ func (r Reads) TaskEvents(ctx context.Context, number int64, after int64) ([]plu
 }
 
 // RecentSteps lists a task's last k steps, oldest first.
-func (r Reads) RecentSteps(ctx context.Context, number int64, k int) ([]plugin.Step, error) {
+func (r Reads) RecentSteps(ctx context.Context, number int64, k int) ([]domain.Step, error) {
 	if k <= 0 {
 		return nil, nil
 	}
@@ -129,8 +129,8 @@ func (r Reads) RecentSteps(ctx context.Context, number int64, k int) ([]plugin.S
 // PageSteps reads the page of a task's steps q asks for, oldest first,
 // and counts all of them: two reads bounded by q, the count an index
 // range of the task's step keys.
-func (r Reads) PageSteps(ctx context.Context, number int64, q plugin.StepQuery) (plugin.StepPage, error) {
-	var page plugin.StepPage
+func (r Reads) PageSteps(ctx context.Context, number int64, q domain.StepQuery) (domain.StepPage, error) {
+	var page domain.StepPage
 	if q.Limit > 0 {
 		before := q.Before
 		if before <= 0 {
@@ -143,43 +143,43 @@ func (r Reads) PageSteps(ctx context.Context, number int64, q plugin.StepQuery) 
 		}
 		page.Steps, err = QueryAll(ctx, r.DB, r.SQL.PageSteps, []any{number, before, max(q.ResultRunes, 0), q.Limit, call}, scanClippedStep)
 		if err != nil {
-			return plugin.StepPage{}, fmt.Errorf("steps of task #%d before %d: %w", number, q.Before, err)
+			return domain.StepPage{}, fmt.Errorf("steps of task #%d before %d: %w", number, q.Before, err)
 		}
 		slices.Reverse(page.Steps)
 	}
 	// Counted after the page is read, so the count holds every step read.
 	if err := r.DB.QueryRow(ctx, r.SQL.CountSteps, number).Scan(&page.Total); err != nil {
-		return plugin.StepPage{}, fmt.Errorf("count the steps of task #%d: %w", number, err)
+		return domain.StepPage{}, fmt.Errorf("count the steps of task #%d: %w", number, err)
 	}
 	return page, nil
 }
 
 // Step reads the step of one iteration of a task: its first, call 0.
-func (r Reads) Step(ctx context.Context, number int64, iteration int) (plugin.Step, error) {
+func (r Reads) Step(ctx context.Context, number int64, iteration int) (domain.Step, error) {
 	st, err := ScanStep(r.DB.QueryRow(ctx, r.SQL.Step, number, iteration))
 	if r.DB.IsNoRows(err) {
-		return plugin.Step{}, fmt.Errorf("step %d of task #%d: %w", iteration, number, plugin.ErrNotFound)
+		return domain.Step{}, fmt.Errorf("step %d of task #%d: %w", iteration, number, domain.ErrNotFound)
 	}
 	if err != nil {
-		return plugin.Step{}, fmt.Errorf("step %d of task #%d: %w", iteration, number, err)
+		return domain.Step{}, fmt.Errorf("step %d of task #%d: %w", iteration, number, err)
 	}
 	return st, nil
 }
 
 // StepCall reads the step of a task's iteration whose Call is call.
-func (r Reads) StepCall(ctx context.Context, number int64, iteration, call int) (plugin.Step, error) {
+func (r Reads) StepCall(ctx context.Context, number int64, iteration, call int) (domain.Step, error) {
 	st, err := ScanStep(r.DB.QueryRow(ctx, r.SQL.StepCall, number, iteration, call))
 	if r.DB.IsNoRows(err) {
-		return plugin.Step{}, fmt.Errorf("call %d of step %d of task #%d: %w", call, iteration, number, plugin.ErrNotFound)
+		return domain.Step{}, fmt.Errorf("call %d of step %d of task #%d: %w", call, iteration, number, domain.ErrNotFound)
 	}
 	if err != nil {
-		return plugin.Step{}, fmt.Errorf("call %d of step %d of task #%d: %w", call, iteration, number, err)
+		return domain.Step{}, fmt.Errorf("call %d of step %d of task #%d: %w", call, iteration, number, err)
 	}
 	return st, nil
 }
 
 // EventsAt lists the task's events with the given sequences, in order.
-func (r Reads) EventsAt(ctx context.Context, number int64, sequences []int64) ([]plugin.TaskEvent, error) {
+func (r Reads) EventsAt(ctx context.Context, number int64, sequences []int64) ([]domain.TaskEvent, error) {
 	if len(sequences) == 0 {
 		return nil, nil
 	}
@@ -195,7 +195,7 @@ func (r Reads) EventsAt(ctx context.Context, number int64, sequences []int64) ([
 }
 
 // TaskFiles lists a task's files, by path, without their data.
-func (r Reads) TaskFiles(ctx context.Context, number int64) ([]plugin.TaskFile, error) {
+func (r Reads) TaskFiles(ctx context.Context, number int64) ([]domain.TaskFile, error) {
 	files, err := QueryAll(ctx, r.DB, r.SQL.TaskFiles, []any{number}, scanFileRow)
 	if err != nil {
 		return nil, fmt.Errorf("files of task #%d: %w", number, err)
@@ -205,25 +205,25 @@ func (r Reads) TaskFiles(ctx context.Context, number int64) ([]plugin.TaskFile, 
 }
 
 // ReadTaskFile returns one file of a task and its bytes.
-func (r Reads) ReadTaskFile(ctx context.Context, number int64, path string) (plugin.TaskFile, []byte, error) {
-	clean, err := plugin.CleanFilePath(path)
+func (r Reads) ReadTaskFile(ctx context.Context, number int64, path string) (domain.TaskFile, []byte, error) {
+	clean, err := domain.CleanFilePath(path)
 	if err != nil {
-		return plugin.TaskFile{}, nil, fmt.Errorf("read file of task #%d: %w", number, err)
+		return domain.TaskFile{}, nil, fmt.Errorf("read file of task #%d: %w", number, err)
 	}
 	var data []byte
 	f, err := ScanFile(r.DB.QueryRow(ctx, r.SQL.ReadFile, number, clean), &data)
 	if r.DB.IsNoRows(err) {
-		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, plugin.ErrNoFile)
+		return domain.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, domain.ErrNoFile)
 	}
 	if err != nil {
-		return plugin.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, err)
+		return domain.TaskFile{}, nil, fmt.Errorf("read %s of task #%d: %w", clean, number, err)
 	}
 	return f, data, nil
 }
 
-func scanFileRow(r Row) (plugin.TaskFile, error) { return ScanFile(r) }
+func scanFileRow(r Row) (domain.TaskFile, error) { return ScanFile(r) }
 
-func scanTaskRow(r Row) (plugin.Task, error) { return ScanTask(r) }
+func scanTaskRow(r Row) (domain.Task, error) { return ScanTask(r) }
 
 // sqlUnowned counts the steps and events whose task does not exist, in
 // either dialect. The store writes none: each is written in the

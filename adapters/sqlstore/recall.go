@@ -15,7 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // TxDB is a DB that can also run several statements in one write
@@ -79,8 +79,8 @@ type RecallSQL struct {
 	// ForgetMessages: $1 platform, $2 author ID. ForgetFacts: $1 person.
 	ForgetMessages, ForgetFacts string
 
-	// SaveEmbedding and Embeddings by kind (plugin.RecallFact,
-	// plugin.RecallPassage). SaveEmbedding: $1 id, $2 the vector's bytes,
+	// SaveEmbedding and Embeddings by kind (domain.RecallFact,
+	// domain.RecallPassage). SaveEmbedding: $1 id, $2 the vector's bytes,
 	// only where none is stored. Embeddings: $1 List(ids); id and bytes.
 	SaveEmbedding, Embeddings map[string]string
 
@@ -102,7 +102,7 @@ const DocumentColumns = `id, title, room, bytes, passages, created_at`
 
 // MemoryStore is the facts, knowledge and recall of a SQL store, written once
 // over its TxDB and RecallSQL. A store embeds the one NewMemoryStore makes
-// and gets plugin.MemoryStore.
+// and gets domain.MemoryStore.
 type MemoryStore struct {
 	DB  TxDB
 	SQL RecallSQL
@@ -220,32 +220,32 @@ func QueryTerms(text string) []string {
 }
 
 // SaveFacts stores facts in the scope of their rooms; see
-// plugin.MemoryStore.
-func (r MemoryStore) SaveFacts(ctx context.Context, facts []plugin.Fact) ([]plugin.Fact, error) {
+// domain.MemoryStore.
+func (r MemoryStore) SaveFacts(ctx context.Context, facts []domain.Fact) ([]domain.Fact, error) {
 	for i := range facts {
 		f := &facts[i]
 		f.Room = strings.TrimSpace(f.Room)
-		f.Text = strings.TrimSpace(plugin.CleanText(f.Text))
+		f.Text = strings.TrimSpace(domain.CleanText(f.Text))
 		switch {
 		case f.Room == "":
-			return nil, fmt.Errorf("save facts: %w: fact %d has no room", plugin.ErrInvalid, i+1)
+			return nil, fmt.Errorf("save facts: %w: fact %d has no room", domain.ErrInvalid, i+1)
 		case f.Text == "":
-			return nil, fmt.Errorf("save facts: %w: fact %d has no text", plugin.ErrInvalid, i+1)
-		case utf8.RuneCountInString(f.Text) > plugin.MaxFactChars:
-			return nil, fmt.Errorf("save facts: %w: fact %d is longer than %d characters", plugin.ErrInvalid, i+1, plugin.MaxFactChars)
+			return nil, fmt.Errorf("save facts: %w: fact %d has no text", domain.ErrInvalid, i+1)
+		case utf8.RuneCountInString(f.Text) > domain.MaxFactChars:
+			return nil, fmt.Errorf("save facts: %w: fact %d is longer than %d characters", domain.ErrInvalid, i+1, domain.MaxFactChars)
 		}
 		if f.About != "" {
-			if _, _, err := plugin.ParsePerson(f.About); err != nil {
+			if _, _, err := domain.ParsePerson(f.About); err != nil {
 				return nil, fmt.Errorf("save facts: fact %d: %w", i+1, err)
 			}
 		}
-		f.Scope = plugin.RoomScope(f.Room)
-		f.CreatedAt = plugin.UTC(f.CreatedAt)
+		f.Scope = domain.RoomScope(f.Room)
+		f.CreatedAt = domain.UTC(f.CreatedAt)
 		if f.Sources == nil {
 			f.Sources = []int64{}
 		}
 	}
-	var out []plugin.Fact
+	var out []domain.Fact
 	err := r.DB.InTx(ctx, func(db DB) error {
 		out = nil
 		for _, f := range facts {
@@ -271,24 +271,24 @@ func (r MemoryStore) SaveFacts(ctx context.Context, facts []plugin.Fact) ([]plug
 	return out, nil
 }
 
-// AddDocument stores a document as its passages; see plugin.MemoryStore.
-func (r MemoryStore) AddDocument(ctx context.Context, d plugin.Document, text string) (plugin.Document, error) {
-	if len(text) > plugin.MaxDocumentBytes {
-		return plugin.Document{}, fmt.Errorf("add document %q: %w: it has %d bytes, more than %d",
-			d.Title, plugin.ErrLimit, len(text), plugin.MaxDocumentBytes)
+// AddDocument stores a document as its passages; see domain.MemoryStore.
+func (r MemoryStore) AddDocument(ctx context.Context, d domain.Document, text string) (domain.Document, error) {
+	if len(text) > domain.MaxDocumentBytes {
+		return domain.Document{}, fmt.Errorf("add document %q: %w: it has %d bytes, more than %d",
+			d.Title, domain.ErrLimit, len(text), domain.MaxDocumentBytes)
 	}
-	text = plugin.CleanText(text)
-	d.Title = strings.TrimSpace(plugin.CleanText(d.Title))
+	text = domain.CleanText(text)
+	d.Title = strings.TrimSpace(domain.CleanText(d.Title))
 	d.Room = strings.TrimSpace(d.Room)
 	if d.Title == "" {
-		return plugin.Document{}, fmt.Errorf("add document: %w: it has no title", plugin.ErrInvalid)
+		return domain.Document{}, fmt.Errorf("add document: %w: it has no title", domain.ErrInvalid)
 	}
-	passages := plugin.SplitPassages(text)
+	passages := domain.SplitPassages(text)
 	if len(passages) == 0 {
-		return plugin.Document{}, fmt.Errorf("add document %q: %w: it has no text", d.Title, plugin.ErrInvalid)
+		return domain.Document{}, fmt.Errorf("add document %q: %w: it has no text", d.Title, domain.ErrInvalid)
 	}
-	d.Bytes, d.Passages, d.CreatedAt = len(text), len(passages), plugin.UTC(d.CreatedAt)
-	scope := plugin.RoomScope(d.Room)
+	d.Bytes, d.Passages, d.CreatedAt = len(text), len(passages), domain.UTC(d.CreatedAt)
+	scope := domain.RoomScope(d.Room)
 	err := r.DB.InTx(ctx, func(db DB) error {
 		err := db.WriteRow(ctx, r.SQL.InsertDocument, d.Title, d.Room, scope, d.Bytes, d.Passages,
 			r.SQL.Time(d.CreatedAt)).Scan(&d.ID)
@@ -303,14 +303,14 @@ func (r MemoryStore) AddDocument(ctx context.Context, d plugin.Document, text st
 		return nil
 	})
 	if err != nil {
-		return plugin.Document{}, fmt.Errorf("add document %q: %w", d.Title, err)
+		return domain.Document{}, fmt.Errorf("add document %q: %w", d.Title, err)
 	}
 	return d, nil
 }
 
 // Documents lists the documents of room ("" for every room), newest
 // first.
-func (r MemoryStore) Documents(ctx context.Context, room string) ([]plugin.Document, error) {
+func (r MemoryStore) Documents(ctx context.Context, room string) ([]domain.Document, error) {
 	out, err := QueryAll(ctx, r.DB, r.SQL.Documents, []any{room}, scanDocument)
 	if err != nil {
 		return nil, fmt.Errorf("list documents: %w", err)
@@ -318,8 +318,8 @@ func (r MemoryStore) Documents(ctx context.Context, room string) ([]plugin.Docum
 	return out, nil
 }
 
-func scanDocument(row Row) (plugin.Document, error) {
-	var d plugin.Document
+func scanDocument(row Row) (domain.Document, error) {
+	var d domain.Document
 	var at Time
 	err := row.Scan(&d.ID, &d.Title, &d.Room, &d.Bytes, &d.Passages, &at)
 	d.CreatedAt = at.T
@@ -337,7 +337,7 @@ func (r MemoryStore) DeleteDocument(ctx context.Context, id int64) error {
 			return err
 		}
 		if n == 0 {
-			return plugin.ErrNotFound
+			return domain.ErrNotFound
 		}
 		return nil
 	})
@@ -350,7 +350,7 @@ func (r MemoryStore) DeleteDocument(ctx context.Context, id int64) error {
 // Recall finds what matches q.Text in q.Room's scope, best first: each
 // kind asked for is searched for its best q.Limit, and the best q.Limit of
 // them all are returned.
-func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin.Recollection, error) {
+func (r MemoryStore) Recall(ctx context.Context, q domain.RecallQuery) ([]domain.Recollection, error) {
 	terms := QueryTerms(q.Text)
 	if len(terms) == 0 {
 		return nil, nil
@@ -359,20 +359,20 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 	if limit <= 0 {
 		limit = 10
 	}
-	limit = min(limit, plugin.MaxRecall)
+	limit = min(limit, domain.MaxRecall)
 	kinds := q.Kinds
 	if len(kinds) == 0 {
-		kinds = []string{plugin.RecallMessage, plugin.RecallFact, plugin.RecallPassage}
+		kinds = []string{domain.RecallMessage, domain.RecallFact, domain.RecallPassage}
 	}
-	scope := plugin.RoomScope(strings.TrimSpace(q.Room))
-	var out []plugin.Recollection
+	scope := domain.RoomScope(strings.TrimSpace(q.Room))
+	var out []domain.Recollection
 	for _, kind := range kinds {
 		switch kind {
-		case plugin.RecallMessage, plugin.RecallFact, plugin.RecallPassage:
+		case domain.RecallMessage, domain.RecallFact, domain.RecallPassage:
 		default:
-			return nil, fmt.Errorf("recall: %w: no kind %q", plugin.ErrInvalid, kind)
+			return nil, fmt.Errorf("recall: %w: no kind %q", domain.ErrInvalid, kind)
 		}
-		if scope == "" && kind != plugin.RecallPassage {
+		if scope == "" && kind != domain.RecallPassage {
 			continue // no room: only the knowledge of every room
 		}
 		selecting, absent, err := r.selecting(ctx, kind, terms)
@@ -388,15 +388,15 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 		var stmts RecallStatements
 		var args []any
 		switch kind {
-		case plugin.RecallMessage:
+		case domain.RecallMessage:
 			stmts, args = r.SQL.RecallMessages, []any{nil, scope, max(q.BeforeID, 0), limit, candidates}
-		case plugin.RecallFact:
+		case domain.RecallFact:
 			stmts, args = r.SQL.RecallFacts, []any{nil, scope, limit, candidates}
-		case plugin.RecallPassage:
+		case domain.RecallPassage:
 			stmts, args = r.SQL.RecallPassages, []any{nil, scope, limit, candidates}
 		}
-		scan := func(row Row) (plugin.Recollection, error) { return scanRecollection(row, kind) }
-		var found []plugin.Recollection
+		scan := func(row Row) (domain.Recollection, error) { return scanRecollection(row, kind) }
+		var found []domain.Recollection
 		if len(selecting) > 0 {
 			args[0] = r.SQL.Match(selecting)
 			found, err = QueryAll(ctx, r.DB, stmts.Selective, args, scan)
@@ -412,7 +412,7 @@ func (r MemoryStore) Recall(ctx context.Context, q plugin.RecallQuery) ([]plugin
 		}
 		out = append(out, found...)
 	}
-	slices.SortStableFunc(out, func(a, b plugin.Recollection) int {
+	slices.SortStableFunc(out, func(a, b domain.Recollection) int {
 		if c := cmp.Compare(b.Rank, a.Rank); c != 0 {
 			return c
 		}
@@ -485,8 +485,8 @@ func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string)
 }
 
 // scanRecollection reads RecallColumns and cites the source.
-func scanRecollection(row Row, kind string) (plugin.Recollection, error) {
-	rc := plugin.Recollection{Kind: kind}
+func scanRecollection(row Row, kind string) (domain.Recollection, error) {
+	rc := domain.Recollection{Kind: kind}
 	var label, extra string
 	var at Time
 	if err := row.Scan(&rc.ID, &rc.Room, &rc.Text, &label, &extra, &rc.Rank, &at); err != nil {
@@ -494,10 +494,10 @@ func scanRecollection(row Row, kind string) (plugin.Recollection, error) {
 	}
 	rc.CreatedAt = at.T
 	switch kind {
-	case plugin.RecallMessage:
+	case domain.RecallMessage:
 		who := cmp.Or(label, extra)
 		rc.Source = fmt.Sprintf("message %d from %s", rc.ID, who)
-	case plugin.RecallFact:
+	case domain.RecallFact:
 		var sources []int64
 		_ = json.Unmarshal([]byte(extra), &sources) // a source list is only cited
 		ids := make([]string, len(sources))
@@ -511,14 +511,14 @@ func scanRecollection(row Row, kind string) (plugin.Recollection, error) {
 		if len(ids) > 0 {
 			rc.Source += " (from messages " + strings.Join(ids, ", ") + ")"
 		}
-	case plugin.RecallPassage:
+	case domain.RecallPassage:
 		rc.Source = fmt.Sprintf("%q, passage %s", label, extra)
 	}
 	return rc, nil
 }
 
 // MemoriesAfter lists room's messages after afterID, oldest first.
-func (r MemoryStore) MemoriesAfter(ctx context.Context, room string, afterID int64, limit int) ([]plugin.Memory, error) {
+func (r MemoryStore) MemoriesAfter(ctx context.Context, room string, afterID int64, limit int) ([]domain.Memory, error) {
 	out, err := QueryAll(ctx, r.DB, r.SQL.MemoriesAfter, []any{room, afterID, r.SQL.Limit(limit)}, ScanMemory)
 	if err != nil {
 		return nil, fmt.Errorf("memories of %s after %d: %w", room, afterID, err)
@@ -528,7 +528,7 @@ func (r MemoryStore) MemoriesAfter(ctx context.Context, room string, afterID int
 
 // SearchMemories lists the messages of f, newest first, or with a query
 // the messages matching any of its words, best first.
-func (r MemoryStore) SearchMemories(ctx context.Context, f plugin.MemoryFilter) ([]plugin.Memory, error) {
+func (r MemoryStore) SearchMemories(ctx context.Context, f domain.MemoryFilter) ([]domain.Memory, error) {
 	before := max(f.BeforeID, 0)
 	stmt, args := r.SQL.ListMemories, []any{f.Room, before, r.SQL.Limit(f.Limit)}
 	if strings.TrimSpace(f.Query) != "" {
@@ -547,7 +547,7 @@ func (r MemoryStore) SearchMemories(ctx context.Context, f plugin.MemoryFilter) 
 
 // Forget deletes what person wrote and the facts about them, together.
 func (r MemoryStore) Forget(ctx context.Context, person string) (messages, facts int64, err error) {
-	platform, id, err := plugin.ParsePerson(person)
+	platform, id, err := domain.ParsePerson(person)
 	if err != nil {
 		return 0, 0, fmt.Errorf("forget: %w", err)
 	}
@@ -569,7 +569,7 @@ func (r MemoryStore) Forget(ctx context.Context, person string) (messages, facts
 func (r MemoryStore) SaveEmbeddings(ctx context.Context, kind string, vectors map[int64][]float32) error {
 	stmt, ok := r.SQL.SaveEmbedding[kind]
 	if !ok {
-		return fmt.Errorf("save embeddings: %w: no %q has embeddings", plugin.ErrInvalid, kind)
+		return fmt.Errorf("save embeddings: %w: no %q has embeddings", domain.ErrInvalid, kind)
 	}
 	ids := make([]int64, 0, len(vectors))
 	for id := range vectors {
@@ -594,7 +594,7 @@ func (r MemoryStore) SaveEmbeddings(ctx context.Context, kind string, vectors ma
 func (r MemoryStore) Embeddings(ctx context.Context, kind string, ids []int64) (map[int64][]float32, error) {
 	stmt, ok := r.SQL.Embeddings[kind]
 	if !ok {
-		return nil, fmt.Errorf("read embeddings: %w: no %q has embeddings", plugin.ErrInvalid, kind)
+		return nil, fmt.Errorf("read embeddings: %w: no %q has embeddings", domain.ErrInvalid, kind)
 	}
 	out := map[int64][]float32{}
 	if len(ids) == 0 {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // DB is how a store's statements outside a transaction reach its
@@ -51,26 +51,26 @@ type Records struct {
 
 // SaveMemory stores a chat message once: a redelivery (same platform and
 // message ID) returns the stored message and false.
-func (r Records) SaveMemory(ctx context.Context, m plugin.Memory) (plugin.Memory, bool, error) {
-	plugin.CleanMemory(&m)
-	m.CreatedAt = plugin.UTC(m.CreatedAt)
+func (r Records) SaveMemory(ctx context.Context, m domain.Memory) (domain.Memory, bool, error) {
+	domain.CleanMemory(&m)
+	m.CreatedAt = domain.UTC(m.CreatedAt)
 	stored, err := ScanMemory(r.DB.WriteRow(ctx, r.SQL.InsertMemory, MemoryArgs(m, r.SQL.Time)...))
 	if err == nil {
 		return stored, true, nil
 	}
 	if !r.DB.IsNoRows(err) || m.MessageID == "" {
-		return plugin.Memory{}, false, fmt.Errorf("save memory: %w", err)
+		return domain.Memory{}, false, fmt.Errorf("save memory: %w", err)
 	}
 	stored, err = ScanMemory(r.DB.QueryRow(ctx, r.SQL.MemoryByMessage, m.Platform, m.MessageID))
 	if err != nil {
-		return plugin.Memory{}, false, fmt.Errorf("save memory: read the stored message %s/%s: %w", m.Platform, m.MessageID, err)
+		return domain.Memory{}, false, fmt.Errorf("save memory: read the stored message %s/%s: %w", m.Platform, m.MessageID, err)
 	}
 	return stored, false, nil
 }
 
 // RecentMemories lists a room's latest limit messages (all of them when
 // limit <= 0), oldest first.
-func (r Records) RecentMemories(ctx context.Context, room string, limit int) ([]plugin.Memory, error) {
+func (r Records) RecentMemories(ctx context.Context, room string, limit int) ([]domain.Memory, error) {
 	out, err := QueryAll(ctx, r.DB, r.SQL.RecentMemories, []any{room, r.SQL.Limit(limit)}, ScanMemory)
 	if err != nil {
 		return nil, fmt.Errorf("recent memories of %s: %w", room, err)
@@ -86,7 +86,7 @@ func (r Records) RecentMemories(ctx context.Context, room string, limit int) ([]
 func (r Records) PruneMemories(ctx context.Context, before time.Time) (int64, error) {
 	var total int64
 	for _, q := range []string{r.SQL.PruneMemories, r.SQL.PruneFacts} {
-		n, err := r.DB.Exec(ctx, q, r.SQL.Time(plugin.UTC(before)))
+		n, err := r.DB.Exec(ctx, q, r.SQL.Time(domain.UTC(before)))
 		if err != nil {
 			return total, fmt.Errorf("prune memories before %s: %w", before.Format(time.RFC3339), err)
 		}
@@ -97,14 +97,14 @@ func (r Records) PruneMemories(ctx context.Context, before time.Time) (int64, er
 
 // Enqueue adds a notification to the outbox. One with no next attempt time
 // is due when it was created.
-func (r Records) Enqueue(ctx context.Context, n plugin.Notification) (plugin.Notification, error) {
+func (r Records) Enqueue(ctx context.Context, n domain.Notification) (domain.Notification, error) {
 	n, err := PrepareNotification(n)
 	if err != nil {
-		return plugin.Notification{}, err
+		return domain.Notification{}, err
 	}
 	out, err := ScanNotification(r.DB.WriteRow(ctx, r.SQL.Enqueue, NotificationArgs(n, r.SQL.Time)...))
 	if err != nil {
-		return plugin.Notification{}, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
+		return domain.Notification{}, fmt.Errorf("enqueue notification for %s: %w", n.Room, err)
 	}
 	return out, nil
 }
@@ -136,7 +136,7 @@ func (r Records) LastSent(ctx context.Context, room string, tasks []int64) (map[
 
 // ListNotifications lists the notifications with status ("" for any) and
 // an ID above after, by ID, at most limit of them (all when limit <= 0).
-func (r Records) ListNotifications(ctx context.Context, status string, after int64, limit int) ([]plugin.Notification, error) {
+func (r Records) ListNotifications(ctx context.Context, status string, after int64, limit int) ([]domain.Notification, error) {
 	if err := CheckNotificationStatus(status); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package sqlstore
 
-import "github.com/taskloom/taskloom/plugin"
+import (
+	"github.com/taskloom/taskloom/domain"
+)
 
 // StepColumns, EventColumns and MemoryColumns are the columns the scanners
 // below read, in order.
@@ -11,14 +13,14 @@ const (
 )
 
 // StepArgs lists the values of StepColumns for s.
-func StepArgs(s plugin.Step, timeArg TimeArg) []any {
+func StepArgs(s domain.Step, timeArg TimeArg) []any {
 	return []any{s.TaskNumber, s.Iteration, s.Thought, s.Action, string(s.Params), s.Result,
 		s.Success, s.Error, s.Progress, timeArg(s.Time), s.Role, s.Call}
 }
 
 // ScanStep reads the columns of StepColumns.
-func ScanStep(row Row) (plugin.Step, error) {
-	var st plugin.Step
+func ScanStep(row Row) (domain.Step, error) {
+	var st domain.Step
 	var params []byte
 	var at Time
 	err := row.Scan(&st.TaskNumber, &st.Iteration, &st.Thought, &st.Action, &params,
@@ -38,8 +40,8 @@ func ClippedStepColumns(param string) string {
 }
 
 // scanClippedStep reads the columns of ClippedStepColumns.
-func scanClippedStep(row Row) (plugin.Step, error) {
-	var st plugin.Step
+func scanClippedStep(row Row) (domain.Step, error) {
+	var st domain.Step
 	var params []byte
 	var at Time
 	err := row.Scan(&st.TaskNumber, &st.Iteration, &st.Thought, &st.Action, &params,
@@ -50,13 +52,13 @@ func scanClippedStep(row Row) (plugin.Step, error) {
 }
 
 // EventArgs lists the values of EventColumns for e, but its id.
-func EventArgs(e plugin.TaskEvent, timeArg TimeArg) []any {
+func EventArgs(e domain.TaskEvent, timeArg TimeArg) []any {
 	return []any{e.TaskNumber, e.Sequence, e.Type, string(e.Payload), e.Actor, e.Fence, timeArg(e.Time)}
 }
 
 // ScanEvent reads the columns of EventColumns.
-func ScanEvent(row Row) (plugin.TaskEvent, error) {
-	var e plugin.TaskEvent
+func ScanEvent(row Row) (domain.TaskEvent, error) {
+	var e domain.TaskEvent
 	var payload []byte
 	var at Time
 	err := row.Scan(&e.ID, &e.TaskNumber, &e.Sequence, &e.Type, &payload, &e.Actor, &e.Fence, &at)
@@ -66,15 +68,15 @@ func ScanEvent(row Row) (plugin.TaskEvent, error) {
 }
 
 // MemoryArgs lists the values of MemoryColumns for m, but its id, then
-// the scope of its room (plugin.RoomScope): where it may be recalled.
-func MemoryArgs(m plugin.Memory, timeArg TimeArg) []any {
+// the scope of its room (domain.RoomScope): where it may be recalled.
+func MemoryArgs(m domain.Memory, timeArg TimeArg) []any {
 	return []any{m.Platform, m.MessageID, m.Room, m.WorkspaceID, m.AuthorID, m.AuthorName,
-		m.Text, m.FromBot, timeArg(m.CreatedAt), plugin.RoomScope(m.Room)}
+		m.Text, m.FromBot, timeArg(m.CreatedAt), domain.RoomScope(m.Room)}
 }
 
 // ScanMemory reads the columns of MemoryColumns.
-func ScanMemory(row Row) (plugin.Memory, error) {
-	var m plugin.Memory
+func ScanMemory(row Row) (domain.Memory, error) {
+	var m domain.Memory
 	var at Time
 	err := row.Scan(&m.ID, &m.Platform, &m.MessageID, &m.Room, &m.WorkspaceID, &m.AuthorID,
 		&m.AuthorName, &m.Text, &m.FromBot, &at)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // ScheduleTx is a Tx that runs the statements of ScheduleSQL in its
@@ -47,7 +47,7 @@ type ScheduleSQL struct {
 
 // Schedules is the schedule store of a SQL store, written once over its
 // Core (for the writes), its ReadDB and its ScheduleSQL. A store embeds
-// it and implements plugin.ScheduleStore.
+// it and implements domain.ScheduleStore.
 type Schedules struct {
 	Core Core
 	DB   ReadDB
@@ -56,7 +56,7 @@ type Schedules struct {
 }
 
 // ScheduleArgs lists s's values in the order of ScheduleColumns, but its id.
-func ScheduleArgs(s plugin.Schedule, timeArg TimeArg) []any {
+func ScheduleArgs(s domain.Schedule, timeArg TimeArg) []any {
 	var lastTask any
 	if s.LastTask != 0 {
 		lastTask = s.LastTask
@@ -67,8 +67,8 @@ func ScheduleArgs(s plugin.Schedule, timeArg TimeArg) []any {
 }
 
 // ScanSchedule reads the columns of ScheduleColumns.
-func ScanSchedule(row Row) (plugin.Schedule, error) {
-	var s plugin.Schedule
+func ScanSchedule(row Row) (domain.Schedule, error) {
+	var s domain.Schedule
 	var next, last, created Time
 	var lastTask nullInt
 	err := row.Scan(&s.ID, &s.Name, &s.Cron, &s.Goal, &s.Platform, &s.Room, &s.WorkspaceID, &s.RequestorID,
@@ -79,7 +79,7 @@ func ScanSchedule(row Row) (plugin.Schedule, error) {
 
 // ScheduleEventArgs lists e's values in the order of ScheduleEventColumns,
 // but its id.
-func ScheduleEventArgs(e plugin.ScheduleEvent, timeArg TimeArg) []any {
+func ScheduleEventArgs(e domain.ScheduleEvent, timeArg TimeArg) []any {
 	var task any
 	if e.TaskNumber != 0 {
 		task = e.TaskNumber
@@ -88,8 +88,8 @@ func ScheduleEventArgs(e plugin.ScheduleEvent, timeArg TimeArg) []any {
 }
 
 // ScanScheduleEvent reads the columns of ScheduleEventColumns.
-func ScanScheduleEvent(row Row) (plugin.ScheduleEvent, error) {
-	var e plugin.ScheduleEvent
+func ScanScheduleEvent(row Row) (domain.ScheduleEvent, error) {
+	var e domain.ScheduleEvent
 	var at Time
 	var task nullInt
 	err := row.Scan(&e.ID, &e.ScheduleID, &e.Type, &task, &e.Detail, &e.Actor, &at)
@@ -130,14 +130,14 @@ func (s Schedules) write(ctx context.Context, fn func(Tx, ScheduleTx) error) err
 // refusing it past the requestor's limit of schedules: the count and the
 // insert in one transaction, under the requestor's lock, so two creators
 // at the limit cannot both pass it.
-func (s Schedules) CreateSchedule(ctx context.Context, in plugin.NewSchedule) (plugin.Schedule, error) {
-	row, err := plugin.ValidateSchedule(in)
+func (s Schedules) CreateSchedule(ctx context.Context, in domain.NewSchedule) (domain.Schedule, error) {
+	row, err := domain.ValidateSchedule(in)
 	if err != nil {
-		return plugin.Schedule{}, err
+		return domain.Schedule{}, err
 	}
 	limit := in.MaxPerRequestor
 	if limit <= 0 {
-		limit = plugin.MaxSchedulesPerRequestor
+		limit = domain.MaxSchedulesPerRequestor
 	}
 	err = s.write(ctx, func(tx Tx, st ScheduleTx) error {
 		if row.RequestorID != "" {
@@ -149,24 +149,24 @@ func (s Schedules) CreateSchedule(ctx context.Context, in plugin.NewSchedule) (p
 				return fmt.Errorf("create schedule: count: %w", err)
 			}
 			if n >= limit {
-				return fmt.Errorf("create schedule: %w: you already have %d schedules (the limit is %d)", plugin.ErrLimit, n, limit)
+				return fmt.Errorf("create schedule: %w: you already have %d schedules (the limit is %d)", domain.ErrLimit, n, limit)
 			}
 		}
 		if err := st.ScheduleRow(ctx, s.SQL.Insert, ScheduleArgs(row, s.Time)...).Scan(&row.ID); err != nil {
 			return fmt.Errorf("create schedule: %w", err)
 		}
-		return s.event(ctx, st, plugin.ScheduleEvent{ScheduleID: row.ID, Type: plugin.ScheduleCreated,
-			Detail: "next run at " + row.NextRunAt.Format(time.RFC3339), Actor: plugin.CleanText(in.Actor), Time: row.CreatedAt})
+		return s.event(ctx, st, domain.ScheduleEvent{ScheduleID: row.ID, Type: domain.ScheduleCreated,
+			Detail: "next run at " + row.NextRunAt.Format(time.RFC3339), Actor: domain.CleanText(in.Actor), Time: row.CreatedAt})
 	})
 	if err != nil {
-		return plugin.Schedule{}, err
+		return domain.Schedule{}, err
 	}
 	return row, nil
 }
 
-func (s Schedules) event(ctx context.Context, st ScheduleTx, e plugin.ScheduleEvent) error {
-	e.Time = plugin.UTC(e.Time)
-	e.Detail = plugin.CleanText(e.Detail)
+func (s Schedules) event(ctx context.Context, st ScheduleTx, e domain.ScheduleEvent) error {
+	e.Time = domain.UTC(e.Time)
+	e.Detail = domain.CleanText(e.Detail)
 	if _, err := st.ScheduleExec(ctx, s.SQL.InsertEvent, ScheduleEventArgs(e, s.Time)...); err != nil {
 		return fmt.Errorf("schedule #%d: record its %s event: %w", e.ScheduleID, e.Type, err)
 	}
@@ -174,23 +174,23 @@ func (s Schedules) event(ctx context.Context, st ScheduleTx, e plugin.ScheduleEv
 }
 
 func (s Schedules) notFound(op string, id int64) error {
-	return fmt.Errorf("%s schedule #%d: %w", op, id, plugin.ErrScheduleNotFound)
+	return fmt.Errorf("%s schedule #%d: %w", op, id, domain.ErrScheduleNotFound)
 }
 
 // GetSchedule reads one schedule.
-func (s Schedules) GetSchedule(ctx context.Context, id int64) (plugin.Schedule, error) {
+func (s Schedules) GetSchedule(ctx context.Context, id int64) (domain.Schedule, error) {
 	sc, err := ScanSchedule(s.DB.QueryRow(ctx, s.SQL.Get, id))
 	if s.DB.IsNoRows(err) {
-		return plugin.Schedule{}, s.notFound("get", id)
+		return domain.Schedule{}, s.notFound("get", id)
 	}
 	if err != nil {
-		return plugin.Schedule{}, fmt.Errorf("get schedule #%d: %w", id, err)
+		return domain.Schedule{}, fmt.Errorf("get schedule #%d: %w", id, err)
 	}
 	return sc, nil
 }
 
 // ListSchedules lists the schedules f selects, by id.
-func (s Schedules) ListSchedules(ctx context.Context, f plugin.ScheduleFilter) ([]plugin.Schedule, error) {
+func (s Schedules) ListSchedules(ctx context.Context, f domain.ScheduleFilter) ([]domain.Schedule, error) {
 	out, err := QueryAll(ctx, s.DB, s.SQL.List, []any{f.RequestorID, f.WorkspaceID}, ScanSchedule)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
@@ -199,7 +199,7 @@ func (s Schedules) ListSchedules(ctx context.Context, f plugin.ScheduleFilter) (
 }
 
 // ScheduleEvents lists a schedule's latest events, newest first.
-func (s Schedules) ScheduleEvents(ctx context.Context, id int64, limit int) ([]plugin.ScheduleEvent, error) {
+func (s Schedules) ScheduleEvents(ctx context.Context, id int64, limit int) ([]domain.ScheduleEvent, error) {
 	if limit <= 0 {
 		limit = 50
 	}
@@ -234,18 +234,18 @@ func (s Schedules) DeleteSchedule(ctx context.Context, id int64) error {
 }
 
 // lock reads schedule id for this transaction.
-func (s Schedules) lock(ctx context.Context, st ScheduleTx, op string, id int64) (plugin.Schedule, error) {
+func (s Schedules) lock(ctx context.Context, st ScheduleTx, op string, id int64) (domain.Schedule, error) {
 	sc, err := ScanSchedule(st.ScheduleRow(ctx, s.SQL.Lock, id))
 	if s.DB.IsNoRows(err) || errors.Is(err, ErrNoRows) {
-		return plugin.Schedule{}, s.notFound(op, id)
+		return domain.Schedule{}, s.notFound(op, id)
 	}
 	if err != nil {
-		return plugin.Schedule{}, fmt.Errorf("%s schedule #%d: %w", op, id, err)
+		return domain.Schedule{}, fmt.Errorf("%s schedule #%d: %w", op, id, err)
 	}
 	return sc, nil
 }
 
-func (s Schedules) update(ctx context.Context, st ScheduleTx, sc plugin.Schedule) error {
+func (s Schedules) update(ctx context.Context, st ScheduleTx, sc domain.Schedule) error {
 	var lastTask any
 	if sc.LastTask != 0 {
 		lastTask = sc.LastTask
@@ -259,10 +259,10 @@ func (s Schedules) update(ctx context.Context, st ScheduleTx, sc plugin.Schedule
 // PauseSchedule pauses or resumes a schedule. A resumed one waits for its
 // first due time after now: the ones that passed while it was paused are
 // not caught up, and its count of failed runs starts again.
-func (s Schedules) PauseSchedule(ctx context.Context, id int64, paused bool, actor string, now time.Time) (plugin.Schedule, error) {
+func (s Schedules) PauseSchedule(ctx context.Context, id int64, paused bool, actor string, now time.Time) (domain.Schedule, error) {
 	op := map[bool]string{true: "pause", false: "resume"}[paused]
-	now = plugin.UTC(now)
-	var out plugin.Schedule
+	now = domain.UTC(now)
+	var out domain.Schedule
 	err := s.write(ctx, func(_ Tx, st ScheduleTx) error {
 		sc, err := s.lock(ctx, st, op, id)
 		if err != nil {
@@ -273,10 +273,10 @@ func (s Schedules) PauseSchedule(ctx context.Context, id int64, paused bool, act
 			return nil
 		}
 		sc.Paused = paused
-		typ := plugin.SchedulePaused
+		typ := domain.SchedulePaused
 		if !paused {
-			typ = plugin.ScheduleResumed
-			if sc.NextRunAt, err = plugin.NextRun(sc, now); err != nil {
+			typ = domain.ScheduleResumed
+			if sc.NextRunAt, err = domain.NextRun(sc, now); err != nil {
 				return fmt.Errorf("resume schedule #%d: %w", id, err)
 			}
 			sc.Failures = 0
@@ -285,35 +285,35 @@ func (s Schedules) PauseSchedule(ctx context.Context, id int64, paused bool, act
 			return err
 		}
 		out = sc
-		return s.event(ctx, st, plugin.ScheduleEvent{ScheduleID: id, Type: typ, Actor: plugin.CleanText(actor), Time: now})
+		return s.event(ctx, st, domain.ScheduleEvent{ScheduleID: id, Type: typ, Actor: domain.CleanText(actor), Time: now})
 	})
 	if err != nil {
-		return plugin.Schedule{}, err
+		return domain.Schedule{}, err
 	}
 	return out, nil
 }
 
 // FireSchedule claims the most overdue schedule and does what its due
-// time calls for (plugin.DecideRun), all in one transaction: the run's
+// time calls for (domain.DecideRun), all in one transaction: the run's
 // task with its "created" event, the schedule's event, its next due time,
 // and the line its room is told when a due time is skipped at the
 // requestor's limit or the schedule pauses itself. A replica that finds
 // the schedule claimed by another passes over it (LockDue), and once the
 // claim commits the schedule is no longer due: each due time fires once,
 // on one replica.
-func (s Schedules) FireSchedule(ctx context.Context, f plugin.FireSchedule) (plugin.ScheduleFiring, error) {
-	now := plugin.UTC(f.Now)
-	var out plugin.ScheduleFiring
+func (s Schedules) FireSchedule(ctx context.Context, f domain.FireSchedule) (domain.ScheduleFiring, error) {
+	now := domain.UTC(f.Now)
+	var out domain.ScheduleFiring
 	err := s.write(ctx, func(tx Tx, st ScheduleTx) error {
-		out = plugin.ScheduleFiring{}
+		out = domain.ScheduleFiring{}
 		sc, err := ScanSchedule(st.ScheduleRow(ctx, s.SQL.LockDue, s.Time(now)))
 		if s.DB.IsNoRows(err) || errors.Is(err, ErrNoRows) {
-			return plugin.ErrNoScheduleDue
+			return domain.ErrNoScheduleDue
 		}
 		if err != nil {
 			return fmt.Errorf("claim a due schedule: %w", err)
 		}
-		cron, err := plugin.ParseCron(sc.Cron)
+		cron, err := domain.ParseCron(sc.Cron)
 		if err != nil {
 			// Validated when created, so only a row edited by hand
 			// gets here: pause it rather than meet it at every turn.
@@ -322,19 +322,19 @@ func (s Schedules) FireSchedule(ctx context.Context, f plugin.FireSchedule) (plu
 				return err
 			}
 			out.Schedule = sc
-			out.Event = plugin.ScheduleEvent{ScheduleID: sc.ID, Type: plugin.ScheduleAutoPaused, Detail: err.Error(), Time: now}
+			out.Event = domain.ScheduleEvent{ScheduleID: sc.ID, Type: domain.ScheduleAutoPaused, Detail: err.Error(), Time: now}
 			return s.event(ctx, st, out.Event)
 		}
-		var runs []plugin.Task
-		err = st.ScheduleQuery(ctx, s.SQL.Runs, []any{sc.ID, plugin.MaxScheduleFailures}, func(rows Rows) error {
+		var runs []domain.Task
+		err = st.ScheduleQuery(ctx, s.SQL.Runs, []any{sc.ID, domain.MaxScheduleFailures}, func(rows Rows) error {
 			var err error
-			runs, err = Collect(rows, func(r Row) (plugin.Task, error) { return ScanTask(r) })
+			runs, err = Collect(rows, func(r Row) (domain.Task, error) { return ScanTask(r) })
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("schedule #%d: its latest runs: %w", sc.ID, err)
 		}
-		d := plugin.DecideRun(sc, cron, now, runs)
+		d := domain.DecideRun(sc, cron, now, runs)
 		ev := d.Event
 		ev.ScheduleID, ev.Time, ev.Actor = sc.ID, now, "scheduler"
 		sc.NextRunAt, sc.Failures = d.Next, d.Failures
@@ -344,15 +344,15 @@ func (s Schedules) FireSchedule(ctx context.Context, f plugin.FireSchedule) (plu
 			notes = append(notes, fmt.Sprintf("⏸️ Schedule #%d %q paused itself: %s. Say `resume schedule #%d` to start it again.", sc.ID, sc.Name, ev.Detail, sc.ID))
 		}
 		if d.Run {
-			row, err := plugin.NewTaskRow(plugin.ScheduleRun(sc, f, now))
+			row, err := domain.NewTaskRow(domain.ScheduleRun(sc, f, now))
 			if err != nil {
 				return fmt.Errorf("schedule #%d: %w", sc.ID, err)
 			}
-			plugin.CleanTask(&row)
+			domain.CleanTask(&row)
 			err = checkActive(ctx, tx, &row, f.MaxActive)
 			switch {
-			case errors.Is(err, plugin.ErrLimit):
-				ev = plugin.ScheduleEvent{ScheduleID: sc.ID, Type: plugin.ScheduleSkipped, Time: now, Actor: ev.Actor,
+			case errors.Is(err, domain.ErrLimit):
+				ev = domain.ScheduleEvent{ScheduleID: sc.ID, Type: domain.ScheduleSkipped, Time: now, Actor: ev.Actor,
 					Detail: limitReason(err)}
 				notes = append(notes, fmt.Sprintf("⏭️ Schedule #%d %q skipped its run: %s.", sc.ID, sc.Name, ev.Detail))
 			case err != nil:
@@ -375,7 +375,7 @@ func (s Schedules) FireSchedule(ctx context.Context, f plugin.FireSchedule) (plu
 		if sc.Room != "" {
 			for _, text := range notes {
 				payload, _ := json.Marshal(map[string]string{"text": text})
-				n, err := PrepareNotification(plugin.Notification{Room: sc.Room, Category: plugin.NotifyMessage,
+				n, err := PrepareNotification(domain.Notification{Room: sc.Room, Category: domain.NotifyMessage,
 					Payload: payload, CreatedAt: now})
 				if err != nil {
 					return fmt.Errorf("schedule #%d: %w", sc.ID, err)
@@ -389,7 +389,7 @@ func (s Schedules) FireSchedule(ctx context.Context, f plugin.FireSchedule) (plu
 		return nil
 	})
 	if err != nil {
-		return plugin.ScheduleFiring{}, err
+		return domain.ScheduleFiring{}, err
 	}
 	return out, nil
 }

@@ -3,7 +3,7 @@ package sqlstore
 import (
 	"strings"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // QueryDialect is what the query of ListTasks and CountTasks needs of a
@@ -18,14 +18,14 @@ type QueryDialect struct {
 	List func([]string) any
 	// Lower is the function a search lowers both sides with.
 	Lower string
-	// QueueOrder is the ORDER BY of plugin.OrderQueue: never-processed
+	// QueueOrder is the ORDER BY of domain.OrderQueue: never-processed
 	// first, then by last_processed_at, then number.
 	QueueOrder string
 }
 
 // TaskQuery builds the SELECT of ListTasks or, with count, the SELECT
 // count(*) of CountTasks, and its arguments.
-func TaskQuery(d QueryDialect, f plugin.TaskFilter, count bool) (string, []any) {
+func TaskQuery(d QueryDialect, f domain.TaskFilter, count bool) (string, []any) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -56,16 +56,16 @@ func TaskQuery(d QueryDialect, f plugin.TaskFilter, count bool) (string, []any) 
 	}
 	order := "number"
 	switch f.Order {
-	case plugin.OrderNumber:
+	case domain.OrderNumber:
 		if f.AfterNumber != 0 {
 			where = append(where, "number > "+arg(f.AfterNumber))
 		}
-	case plugin.OrderRecent:
+	case domain.OrderRecent:
 		order = "number DESC"
 		if f.AfterNumber != 0 {
 			where = append(where, "number < "+arg(f.AfterNumber))
 		}
-	case plugin.OrderQueue:
+	case domain.OrderQueue:
 		// AfterNumber pages by number, which is not this order: ignored.
 		order = d.QueueOrder
 	}

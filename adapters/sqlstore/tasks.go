@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Core is the write logic of a SQL store over its Dialect. A store embeds
@@ -18,21 +18,21 @@ type Core struct {
 
 // CreateTask validates in, numbers the task and writes it with its
 // "created" event.
-func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, error) {
-	row, err := plugin.NewTaskRow(in)
+func (c Core) CreateTask(ctx context.Context, in domain.NewTask) (domain.Task, error) {
+	row, err := domain.NewTaskRow(in)
 	if err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
-	plugin.CleanTask(&row)
-	actor := plugin.CleanText(in.Actor)
+	domain.CleanTask(&row)
+	actor := domain.CleanText(in.Actor)
 	err = c.D.Write(ctx, func(tx Tx) error {
 		if err := checkLimits(ctx, tx, &row, in.MaxActive); err != nil {
 			return err
 		}
-		return insertTask(ctx, tx, &row, actor, plugin.CleanText(in.Context))
+		return insertTask(ctx, tx, &row, actor, domain.CleanText(in.Context))
 	})
 	if err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
 	return row, nil
 }
@@ -40,13 +40,13 @@ func (c Core) CreateTask(ctx context.Context, in plugin.NewTask) (plugin.Task, e
 // insertTask numbers and writes row, checked against the limits already,
 // with its "created" event (and, for a retry, the files of the task it
 // continues).
-func insertTask(ctx context.Context, tx Tx, row *plugin.Task, actor, context string) error {
+func insertTask(ctx context.Context, tx Tx, row *domain.Task, actor, context string) error {
 	var err error
 	row.EventSeq = 1
 	if row.Number, err = tx.InsertTask(ctx, *row); err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
-	m, err := plugin.Created(*row, actor, context)
+	m, err := domain.Created(*row, actor, context)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func insertTask(ctx context.Context, tx Tx, row *plugin.Task, actor, context str
 // not created, and the step's result says why, as it says the number of
 // each child created. A task that comes to wait on subtasks none of which
 // was created is resumed at once (settleSubtasks).
-func createSubtasks(ctx context.Context, tx Tx, m *plugin.Mutation) error {
+func createSubtasks(ctx context.Context, tx Tx, m *domain.Mutation) error {
 	if len(m.Subtasks) == 0 {
 		return nil
 	}
@@ -84,16 +84,16 @@ func createSubtasks(ctx context.Context, tx Tx, m *plugin.Mutation) error {
 		if in.Now.IsZero() {
 			in.Now = m.Event.Time
 		}
-		row, err := plugin.NewTaskRow(in)
+		row, err := domain.NewTaskRow(in)
 		if err == nil {
-			plugin.CleanTask(&row)
+			domain.CleanTask(&row)
 			if err = checkParent(ctx, tx, parent, &row); err == nil {
 				err = checkActive(ctx, tx, &row, in.MaxActive)
 			}
 		}
 		switch {
-		case errors.Is(err, plugin.ErrLimit), errors.Is(err, plugin.ErrInvalid):
-			lines = append(lines, plugin.SubtaskNotCreated(in, limitReason(err)))
+		case errors.Is(err, domain.ErrLimit), errors.Is(err, domain.ErrInvalid):
+			lines = append(lines, domain.SubtaskNotCreated(in, limitReason(err)))
 			continue
 		case err != nil:
 			return fmt.Errorf("subtask of #%d: %w", parent.Number, err)
@@ -101,11 +101,11 @@ func createSubtasks(ctx context.Context, tx Tx, m *plugin.Mutation) error {
 		if err := insertTask(ctx, tx, &row, actor, ""); err != nil {
 			return fmt.Errorf("subtask of #%d: %w", parent.Number, err)
 		}
-		lines = append(lines, plugin.SubtaskCreated(row))
+		lines = append(lines, domain.SubtaskCreated(row))
 	}
 	if m.Step != nil {
-		asked := plugin.SubtaskStep(m.Step, m.Steps)
-		asked.Result = plugin.WithSubtaskLines(asked.Result, lines)
+		asked := domain.SubtaskStep(m.Step, m.Steps)
+		asked.Result = domain.WithSubtaskLines(asked.Result, lines)
 	}
 	return nil
 }
@@ -114,7 +114,7 @@ func createSubtasks(ctx context.Context, tx Tx, m *plugin.Mutation) error {
 // operation and the sentinel before it.
 func limitReason(err error) string {
 	s := err.Error()
-	for _, sentinel := range []error{plugin.ErrInvalid, plugin.ErrLimit} {
+	for _, sentinel := range []error{domain.ErrInvalid, domain.ErrLimit} {
 		if _, after, ok := strings.Cut(s, sentinel.Error()+": "); ok {
 			return after
 		}
@@ -126,11 +126,11 @@ func limitReason(err error) string {
 // limit of the requestor's (their active tasks, subtasks included) or of
 // its parent (see checkParent, which locks the parent first, so that
 // locks are taken in one order: a task's row, then its requestor's).
-func checkLimits(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) error {
+func checkLimits(ctx context.Context, tx Tx, row *domain.Task, maxActive int) error {
 	if row.ParentNumber != 0 {
 		parent, err := tx.LockTask(ctx, row.ParentNumber)
 		if errors.Is(err, ErrNoRows) {
-			return fmt.Errorf("create task: %w: parent task #%d does not exist", plugin.ErrInvalid, row.ParentNumber)
+			return fmt.Errorf("create task: %w: parent task #%d does not exist", domain.ErrInvalid, row.ParentNumber)
 		}
 		if err != nil {
 			return fmt.Errorf("create task: parent: %w", err)
@@ -145,7 +145,7 @@ func checkLimits(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) er
 // checkActive refuses a task whose requestor has maxActive tasks (or
 // more) that have not ended, subtasks included. The requestor's lock
 // makes two creators at the limit wait for each other.
-func checkActive(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) error {
+func checkActive(ctx context.Context, tx Tx, row *domain.Task, maxActive int) error {
 	if row.RequestorID == "" || maxActive <= 0 {
 		return nil
 	}
@@ -157,14 +157,14 @@ func checkActive(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) er
 		return fmt.Errorf("create task: count active tasks: %w", err)
 	}
 	if n >= maxActive {
-		return fmt.Errorf("create task: %w: you already have %d tasks that have not ended (the limit is %d)", plugin.ErrLimit, n, maxActive)
+		return fmt.Errorf("create task: %w: you already have %d tasks that have not ended (the limit is %d)", domain.ErrLimit, n, maxActive)
 	}
 	return nil
 }
 
 // checkParent refuses a subtask of parent, a row this transaction has
-// locked, past the limits of subtasks: plugin.MaxSubtasks children,
-// plugin.MaxSubtaskDepth levels, and the parent's token budget.
+// locked, past the limits of subtasks: domain.MaxSubtasks children,
+// domain.MaxSubtaskDepth levels, and the parent's token budget.
 //
 // A subtask's budget is reserved from what its parent has left: the
 // parent's budget less the tokens it has spent (its own and those of its
@@ -175,21 +175,21 @@ func checkActive(ctx context.Context, tx Tx, row *plugin.Task, maxActive int) er
 // parent and its reservation ends with it: what it did not spend is the
 // parent's again. So the tokens a tree spends stay within its root's
 // budget, but for the call that takes a task past its own budget.
-func checkParent(ctx context.Context, tx Tx, parent plugin.Task, row *plugin.Task) error {
+func checkParent(ctx context.Context, tx Tx, parent domain.Task, row *domain.Task) error {
 	if parent.Status.Terminal() {
-		return fmt.Errorf("%w: parent task #%d has ended", plugin.ErrInvalid, parent.Number)
+		return fmt.Errorf("%w: parent task #%d has ended", domain.ErrInvalid, parent.Number)
 	}
 	children, err := tx.Children(ctx, parent.Number)
 	if err != nil {
 		return fmt.Errorf("subtasks of #%d: %w", parent.Number, err)
 	}
-	if len(children) >= plugin.MaxSubtasks {
-		return fmt.Errorf("%w: task #%d already has %d subtasks (the limit is %d)", plugin.ErrLimit, parent.Number, len(children), plugin.MaxSubtasks)
+	if len(children) >= domain.MaxSubtasks {
+		return fmt.Errorf("%w: task #%d already has %d subtasks (the limit is %d)", domain.ErrLimit, parent.Number, len(children), domain.MaxSubtasks)
 	}
 	depth := 1
 	for up := parent; up.ParentNumber != 0; depth++ {
-		if depth >= plugin.MaxSubtaskDepth {
-			return fmt.Errorf("%w: subtasks nest at most %d levels deep", plugin.ErrLimit, plugin.MaxSubtaskDepth)
+		if depth >= domain.MaxSubtaskDepth {
+			return fmt.Errorf("%w: subtasks nest at most %d levels deep", domain.ErrLimit, domain.MaxSubtaskDepth)
 		}
 		if up, err = tx.LockTask(ctx, up.ParentNumber); err != nil {
 			return fmt.Errorf("ancestor of #%d: %w", parent.Number, err)
@@ -198,10 +198,10 @@ func checkParent(ctx context.Context, tx Tx, parent plugin.Task, row *plugin.Tas
 	if parent.MaxTokens <= 0 {
 		return nil
 	}
-	left := plugin.TokensLeft(parent, children)
+	left := domain.TokensLeft(parent, children)
 	if left <= 0 {
 		return fmt.Errorf("%w: task #%d has no token budget left for a subtask (%d of its %d tokens spent, %d held by its running subtasks)",
-			plugin.ErrLimit, parent.Number, parent.Tokens(), parent.MaxTokens, plugin.TokensReserved(children))
+			domain.ErrLimit, parent.Number, parent.Tokens(), parent.MaxTokens, domain.TokensReserved(children))
 	}
 	if row.MaxTokens == 0 || row.MaxTokens > left {
 		row.MaxTokens = left
@@ -210,15 +210,15 @@ func checkParent(ctx context.Context, tx Tx, parent plugin.Task, row *plugin.Tas
 }
 
 // ClaimTask takes the head of the queue with the dialect's claim statement
-// and records the claim with the event plugin.Claimed builds from the row
+// and records the claim with the event domain.Claimed builds from the row
 // before, in the same transaction, after checking that the statement and
 // the domain agree on what a claim is.
-func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, error) {
+func (c Core) ClaimTask(ctx context.Context, cl domain.Claim) (domain.Task, error) {
 	cl, err := cleanClaim(cl)
 	if err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
-	var after plugin.Task
+	var after domain.Task
 	err = c.D.Write(ctx, func(tx Tx) error {
 		var err error
 		if c.D.ClaimsAlone() {
@@ -230,26 +230,26 @@ func (c Core) ClaimTask(ctx context.Context, cl plugin.Claim) (plugin.Task, erro
 		return err
 	})
 	if err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
 	return after, nil
 }
 
-// UpdateTaskAndClaim implements plugin.NextClaimer: the claim, then
+// UpdateTaskAndClaim implements domain.NextClaimer: the claim, then
 // UpdateTask, in one transaction. The claim of a dialect that ClaimsAlone
 // commits alone; one whose Tx is also an AheadClaimer may take it in the update's
 // transaction instead (ClaimAhead), and when it cannot, the claim follows
 // the commit as ClaimTask.
-func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.MutateFunc, next plugin.Claim) (after, claimed plugin.Task, err error) {
+func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn domain.MutateFunc, next domain.Claim) (after, claimed domain.Task, err error) {
 	next, err = cleanClaim(next)
 	if err != nil {
-		return plugin.Task{}, plugin.Task{}, err
+		return domain.Task{}, domain.Task{}, err
 	}
 	var ahead func() (ClaimResult, error)
 	separate := false
 	err = c.D.Write(ctx, func(tx Tx) error {
 		// Write may run this more than once: each run starts afresh.
-		ahead, separate, claimed = nil, false, plugin.Task{}
+		ahead, separate, claimed = nil, false, domain.Task{}
 		var err error
 		// A claim that commits alone joins this transaction only
 		// when ClaimAhead takes it in.
@@ -260,8 +260,8 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 			// taken (the fence decides, not the clock), and claiming
 			// the task first would move its fence and refuse it.
 			claimed, err = claimHead(ctx, tx, next, number)
-			if errors.Is(err, plugin.ErrNoTask) {
-				claimed, err = plugin.Task{}, nil
+			if errors.Is(err, domain.ErrNoTask) {
+				claimed, err = domain.Task{}, nil
 			}
 			if err != nil {
 				return err
@@ -279,7 +279,7 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 		return nil
 	})
 	if err != nil {
-		return plugin.Task{}, plugin.Task{}, err
+		return domain.Task{}, domain.Task{}, err
 	}
 	switch {
 	case ahead != nil:
@@ -288,29 +288,29 @@ func (c Core) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.Mu
 	case separate:
 		claimed, err = c.ClaimTask(ctx, next)
 	}
-	if errors.Is(err, plugin.ErrNoTask) {
-		return after, plugin.Task{}, nil
+	if errors.Is(err, domain.ErrNoTask) {
+		return after, domain.Task{}, nil
 	}
 	if err != nil {
 		// The update has committed: after says so, err why nothing was
 		// claimed.
-		return after, plugin.Task{}, err
+		return after, domain.Task{}, err
 	}
 	return after, claimed, nil
 }
 
 // cleanClaim checks a claim and cleans its owner.
-func cleanClaim(cl plugin.Claim) (plugin.Claim, error) {
+func cleanClaim(cl domain.Claim) (domain.Claim, error) {
 	if cl.Owner == "" || (cl.Now.IsZero() && !cl.StoreClock) {
-		return cl, fmt.Errorf("claim task: %w: a claim needs an owner and a time", plugin.ErrInvalid)
+		return cl, fmt.Errorf("claim task: %w: a claim needs an owner and a time", domain.ErrInvalid)
 	}
-	cl.Owner = plugin.CleanText(cl.Owner)
+	cl.Owner = domain.CleanText(cl.Owner)
 	return cl, nil
 }
 
 // eventClaim is cl as a claim that writes its event takes it: a lease on the store's
 // clock in whole microseconds, as the database keeps times.
-func eventClaim(cl plugin.Claim) plugin.Claim {
+func eventClaim(cl domain.Claim) domain.Claim {
 	if cl.StoreClock {
 		cl.Lease = cl.Lease.Truncate(time.Microsecond)
 	}
@@ -318,7 +318,7 @@ func eventClaim(cl plugin.Claim) plugin.Claim {
 }
 
 // claimAlone claims with the statement of a dialect that ClaimsAlone.
-func claimAlone(ctx context.Context, tx Tx, cl plugin.Claim) (plugin.Claim, ClaimResult, error) {
+func claimAlone(ctx context.Context, tx Tx, cl domain.Claim) (domain.Claim, ClaimResult, error) {
 	cl = eventClaim(cl)
 	r, err := tx.ClaimHead(ctx, cl, 0)
 	return cl, r, err
@@ -326,16 +326,16 @@ func claimAlone(ctx context.Context, tx Tx, cl plugin.Claim) (plugin.Claim, Clai
 
 // checkedClaim is the task a claim cl that wrote its event took, once
 // checkClaim agrees with its row and event.
-func checkedClaim(cl plugin.Claim, r ClaimResult, err error) (plugin.Task, error) {
+func checkedClaim(cl domain.Claim, r ClaimResult, err error) (domain.Task, error) {
 	if errors.Is(err, ErrNoRows) {
-		return plugin.Task{}, fmt.Errorf("claim task: %w", plugin.ErrNoTask)
+		return domain.Task{}, fmt.Errorf("claim task: %w", domain.ErrNoTask)
 	}
 	if err != nil {
-		return plugin.Task{}, fmt.Errorf("claim task: %w", err)
+		return domain.Task{}, fmt.Errorf("claim task: %w", err)
 	}
 	cl.Now = r.Now
 	if _, err := checkClaim(r.Before, r.After, &r.Event, cl); err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
 	return r.After, nil
 }
@@ -343,58 +343,58 @@ func checkedClaim(cl plugin.Claim, r ClaimResult, err error) (plugin.Task, error
 // claimHead claims with the statement of a dialect that claims in its
 // transaction and writes the event, in tx, passing over task except (0
 // for none).
-func claimHead(ctx context.Context, tx Tx, cl plugin.Claim, except int64) (plugin.Task, error) {
+func claimHead(ctx context.Context, tx Tx, cl domain.Claim, except int64) (domain.Task, error) {
 	if err := onStoreClock(ctx, tx, cl.StoreClock, &cl.Now); err != nil {
-		return plugin.Task{}, fmt.Errorf("claim task: %w", err)
+		return domain.Task{}, fmt.Errorf("claim task: %w", err)
 	}
 	at := cl
-	at.Now, at.StoreClock = plugin.UTC(cl.Now), false
+	at.Now, at.StoreClock = domain.UTC(cl.Now), false
 	r, err := tx.ClaimHead(ctx, at, except)
 	before, after := r.Before, r.After
 	if errors.Is(err, ErrNoRows) {
-		return plugin.Task{}, fmt.Errorf("claim task: %w", plugin.ErrNoTask)
+		return domain.Task{}, fmt.Errorf("claim task: %w", domain.ErrNoTask)
 	}
 	if err != nil {
-		return plugin.Task{}, fmt.Errorf("claim task: %w", err)
+		return domain.Task{}, fmt.Errorf("claim task: %w", err)
 	}
 	m, err := checkClaim(before, after, nil, cl)
 	if err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
 	if err := insertEvent(ctx, tx, m.Event); err != nil {
-		return plugin.Task{}, fmt.Errorf("claim task #%d: %w", after.Number, err)
+		return domain.Task{}, fmt.Errorf("claim task #%d: %w", after.Number, err)
 	}
 	return after, nil
 }
 
 // checkClaim checks that the claim statement and the domain agree on what
-// a claim is: that plugin.Claimed turns before into after and, when the
+// a claim is: that domain.Claimed turns before into after and, when the
 // statement wrote the event too (written), into that event. It returns
-// plugin.Claimed's mutation.
-func checkClaim(before, after plugin.Task, written *plugin.TaskEvent, cl plugin.Claim) (plugin.Mutation, error) {
-	m, err := plugin.Claimed(before, cl)
+// domain.Claimed's mutation.
+func checkClaim(before, after domain.Task, written *domain.TaskEvent, cl domain.Claim) (domain.Mutation, error) {
+	m, err := domain.Claimed(before, cl)
 	if err != nil {
 		return m, err
 	}
 	// (== is the quick check; times from both sides are normalized UTC.)
 	if m.Task != after {
-		d, err := plugin.DifferingColumns(m.Task, after)
+		d, err := domain.DifferingColumns(m.Task, after)
 		if err != nil {
 			return m, fmt.Errorf("claim task #%d: %w", after.Number, err)
 		}
 		if len(d) > 0 {
-			return m, fmt.Errorf("claim task #%d: the claim statement and plugin.Claimed disagree on %v", after.Number, d)
+			return m, fmt.Errorf("claim task #%d: the claim statement and domain.Claimed disagree on %v", after.Number, d)
 		}
 	}
 	if written == nil {
 		return m, nil
 	}
 	want := m.Event
-	if err := plugin.CleanEvent(&want); err != nil {
+	if err := domain.CleanEvent(&want); err != nil {
 		return m, fmt.Errorf("claim task #%d: event: %w", after.Number, err)
 	}
 	if same, err := sameEvent(want, *written); err != nil || !same {
-		return m, fmt.Errorf("claim task #%d: the claim statement wrote the event %d %s %s by %s at fence %d, %v; plugin.Claimed makes %d %s %s by %s at fence %d, %v (%v)",
+		return m, fmt.Errorf("claim task #%d: the claim statement wrote the event %d %s %s by %s at fence %d, %v; domain.Claimed makes %d %s %s by %s at fence %d, %v (%v)",
 			after.Number, written.Sequence, written.Type, written.Payload, written.Actor, written.Fence, written.Time,
 			want.Sequence, want.Type, want.Payload, want.Actor, want.Fence, want.Time, err)
 	}
@@ -403,7 +403,7 @@ func checkClaim(before, after plugin.Task, written *plugin.TaskEvent, cl plugin.
 
 // sameEvent says whether a and b are the same event but for their IDs:
 // their payloads the same JSON value, however each is spaced and ordered.
-func sameEvent(a, b plugin.TaskEvent) (bool, error) {
+func sameEvent(a, b domain.TaskEvent) (bool, error) {
 	if a.TaskNumber != b.TaskNumber || a.Sequence != b.Sequence || a.Type != b.Type ||
 		a.Actor != b.Actor || a.Fence != b.Fence || !a.Time.Equal(b.Time) {
 		return false, nil
@@ -422,50 +422,50 @@ func onStoreClock(ctx context.Context, tx Tx, asked bool, now *time.Time) error 
 	if err != nil {
 		return fmt.Errorf("read the database's clock: %w", err)
 	}
-	*now = plugin.UTC(t)
+	*now = domain.UTC(t)
 	return nil
 }
 
 // UpdateTask locks the task, lets fn compute the change, checks it and
 // writes it.
-func (c Core) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
-	var out plugin.Task
+func (c Core) UpdateTask(ctx context.Context, number int64, fn domain.MutateFunc) (domain.Task, error) {
+	var out domain.Task
 	err := c.D.Write(ctx, func(tx Tx) error {
 		var err error
 		out, err = updateTask(ctx, tx, number, fn)
 		return err
 	})
 	if err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
 	return out, nil
 }
 
 // updateTask is UpdateTask in tx.
-func updateTask(ctx context.Context, tx Tx, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
+func updateTask(ctx context.Context, tx Tx, number int64, fn domain.MutateFunc) (domain.Task, error) {
 	cur, err := lockToWrite(ctx, tx, number)
 	if errors.Is(err, ErrNoRows) {
-		return plugin.Task{}, &plugin.TaskError{Op: "update", Number: number, Err: plugin.ErrNotFound}
+		return domain.Task{}, &domain.TaskError{Op: "update", Number: number, Err: domain.ErrNotFound}
 	}
 	if err != nil {
-		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
+		return domain.Task{}, fmt.Errorf("update task #%d: %w", number, err)
 	}
 	m, err := fn(cur)
 	if err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
-	if err := plugin.CheckMutation(cur, m); err != nil {
-		return plugin.Task{}, err
+	if err := domain.CheckMutation(cur, m); err != nil {
+		return domain.Task{}, err
 	}
 	// Children first: their numbers go into the step's result.
 	if err := createSubtasks(ctx, tx, &m); err != nil {
-		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
+		return domain.Task{}, fmt.Errorf("update task #%d: %w", number, err)
 	}
 	if err := writeMutation(ctx, tx, cur, &m); err != nil {
-		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
+		return domain.Task{}, fmt.Errorf("update task #%d: %w", number, err)
 	}
 	if err := settleSubtasks(ctx, tx, cur, m); err != nil {
-		return plugin.Task{}, fmt.Errorf("update task #%d: %w", number, err)
+		return domain.Task{}, fmt.Errorf("update task #%d: %w", number, err)
 	}
 	return m.Task, nil
 }
@@ -473,7 +473,7 @@ func updateTask(ctx context.Context, tx Tx, number int64, fn plugin.MutateFunc) 
 // lockToWrite is LockTask for a row the transaction goes on to write, or
 // to roll back: a Tx that knows the row (RowCache) hands it over unread,
 // and writes it only if it has not changed meanwhile.
-func lockToWrite(ctx context.Context, tx Tx, number int64) (plugin.Task, error) {
+func lockToWrite(ctx context.Context, tx Tx, number int64) (domain.Task, error) {
 	if c, ok := tx.(RowCache); ok {
 		if row, ok := c.CachedTask(number); ok {
 			return row, nil
@@ -488,7 +488,7 @@ func lockToWrite(ctx context.Context, tx Tx, number int64) (plugin.Task, error) 
 // its subtasks; a task that comes to wait on subtasks that have all ended
 // already is resumed at once. Either way the resumption commits with the
 // change that caused it, so no crash can come between them.
-func settleSubtasks(ctx context.Context, tx Tx, cur plugin.Task, m plugin.Mutation) error {
+func settleSubtasks(ctx context.Context, tx Tx, cur domain.Task, m domain.Mutation) error {
 	now := m.Event.Time
 	t := m.Task
 	if t.Status.Terminal() && !cur.Status.Terminal() && t.ParentNumber != 0 {
@@ -501,18 +501,18 @@ func settleSubtasks(ctx context.Context, tx Tx, cur plugin.Task, m plugin.Mutati
 		}
 		return resumeParent(ctx, tx, parent, &t, now, false)
 	}
-	if t.WaitingOn == plugin.WaitSubtasks && cur.WaitingOn != plugin.WaitSubtasks {
+	if t.WaitingOn == domain.WaitSubtasks && cur.WaitingOn != domain.WaitSubtasks {
 		return resumeParent(ctx, tx, t, nil, now, len(m.Subtasks) > 0)
 	}
 	return nil
 }
 
-// resumeParent applies plugin.SubtaskEnded to parent, a row locked by
+// resumeParent applies domain.SubtaskEnded to parent, a row locked by
 // this transaction. With a nil child it writes nothing unless every
 // subtask has ended, and there is one — or asked says the change that made
 // the parent wait asked for its children itself (Mutation.Subtasks), so
 // none is still to come.
-func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.Task, now time.Time, asked bool) error {
+func resumeParent(ctx context.Context, tx Tx, parent domain.Task, child *domain.Task, now time.Time, asked bool) error {
 	children, err := tx.Children(ctx, parent.Number)
 	if err != nil {
 		return fmt.Errorf("subtasks of #%d: %w", parent.Number, err)
@@ -526,17 +526,17 @@ func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.
 	if child == nil && (remaining > 0 || (len(children) == 0 && !asked)) {
 		return nil
 	}
-	outcomes := plugin.SubtaskOutcomes(children)
+	outcomes := domain.SubtaskOutcomes(children)
 	if len(children) == 0 {
 		// It asked for subtasks and none could be created (the step's
 		// result says why): there is nothing to wait for.
 		outcomes = "no subtask was created"
 	}
-	m, err := plugin.SubtaskEnded(parent, child, remaining, outcomes, now)
+	m, err := domain.SubtaskEnded(parent, child, remaining, outcomes, now)
 	if err != nil {
 		return err
 	}
-	if err := plugin.CheckMutation(parent, m); err != nil {
+	if err := domain.CheckMutation(parent, m); err != nil {
 		return err
 	}
 	return writeMutation(ctx, tx, parent, &m)
@@ -545,16 +545,16 @@ func resumeParent(ctx context.Context, tx Tx, parent plugin.Task, child *plugin.
 // writeMutation writes the row, the step, the notifications, the file
 // changes and, last, the event of m to a row the transaction has locked,
 // which was cur.
-func writeMutation(ctx context.Context, tx Tx, cur plugin.Task, m *plugin.Mutation) error {
-	plugin.CleanTask(&m.Task)
+func writeMutation(ctx context.Context, tx Tx, cur domain.Task, m *domain.Mutation) error {
+	domain.CleanTask(&m.Task)
 	if err := tx.UpdateTask(ctx, cur, m.Task); err != nil {
 		return err
 	}
 	if m.Step != nil {
 		// The iteration's first step, then the further ones in the order
 		// they ran (a tools reply's calls, plugin/toolsteps.go).
-		for i, st := range append([]plugin.Step{*m.Step}, m.Steps...) {
-			if err := plugin.CleanStep(&st); err != nil {
+		for i, st := range append([]domain.Step{*m.Step}, m.Steps...) {
+			if err := domain.CleanStep(&st); err != nil {
 				return fmt.Errorf("step %d.%d: %w", st.Iteration, i, err)
 			}
 			if err := tx.InsertStep(ctx, st); err != nil {
@@ -583,8 +583,8 @@ func writeMutation(ctx context.Context, tx Tx, cur plugin.Task, m *plugin.Mutati
 	return insertEvent(ctx, tx, m.Event)
 }
 
-func insertEvent(ctx context.Context, tx Tx, e plugin.TaskEvent) error {
-	if err := plugin.CleanEvent(&e); err != nil {
+func insertEvent(ctx context.Context, tx Tx, e domain.TaskEvent) error {
+	if err := domain.CleanEvent(&e); err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
 	if err := tx.InsertEvent(ctx, e); err != nil {
@@ -593,33 +593,33 @@ func insertEvent(ctx context.Context, tx Tx, e plugin.TaskEvent) error {
 	return nil
 }
 
-// MoveTask moves task number to room with plugin.Moved, taking along the
+// MoveTask moves task number to room with domain.Moved, taking along the
 // notifications still waiting for its old room that no send has begun on;
 // the event says how many.
-func (c Core) MoveTask(ctx context.Context, number int64, room, actor string, now time.Time) (plugin.Task, error) {
-	var out plugin.Task
+func (c Core) MoveTask(ctx context.Context, number int64, room, actor string, now time.Time) (domain.Task, error) {
+	var out domain.Task
 	err := c.D.Write(ctx, func(tx Tx) error {
 		cur, err := tx.LockTask(ctx, number)
 		if errors.Is(err, ErrNoRows) {
-			return &plugin.TaskError{Op: "move", Number: number, Err: plugin.ErrNotFound}
+			return &domain.TaskError{Op: "move", Number: number, Err: domain.ErrNotFound}
 		}
 		if err != nil {
 			return fmt.Errorf("move task #%d: %w", number, err)
 		}
 		// Moved refuses first, so a refused move moves no notification.
-		m, err := plugin.Moved(cur, room, plugin.CleanText(actor), now, nil)
+		m, err := domain.Moved(cur, room, domain.CleanText(actor), now, nil)
 		if err != nil {
 			return err
 		}
-		plugin.CleanTask(&m.Task)
+		domain.CleanTask(&m.Task)
 		moved, err := tx.MoveNotifications(ctx, number, cur.RoomID, m.Task.RoomID)
 		if err != nil {
 			return fmt.Errorf("move task #%d: its notifications: %w", number, err)
 		}
-		if m, err = plugin.Moved(cur, m.Task.RoomID, plugin.CleanText(actor), now, map[string]any{"notifications_moved": moved}); err != nil {
+		if m, err = domain.Moved(cur, m.Task.RoomID, domain.CleanText(actor), now, map[string]any{"notifications_moved": moved}); err != nil {
 			return err
 		}
-		if err := plugin.CheckMutation(cur, m); err != nil {
+		if err := domain.CheckMutation(cur, m); err != nil {
 			return err
 		}
 		if err := writeMutation(ctx, tx, cur, &m); err != nil {
@@ -629,7 +629,7 @@ func (c Core) MoveTask(ctx context.Context, number int64, room, actor string, no
 		return nil
 	})
 	if err != nil {
-		return plugin.Task{}, err
+		return domain.Task{}, err
 	}
 	return out, nil
 }

@@ -5,27 +5,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // testTaskCards: MarkCardSent records a task's card per room together
 // with marking its rows sent, replaces it when the card is posted again,
 // and records nothing for a sender whose rows were taken by another; a
 // card without its fields is refused and changes nothing.
-func testTaskCards(t *testing.T, s plugin.Store) {
+func testTaskCards(t *testing.T, s domain.Store) {
 	ctx := t.Context()
-	card := func(room string, task int64) (plugin.TaskCard, error) {
+	card := func(room string, task int64) (domain.TaskCard, error) {
 		t.Helper()
 		return s.TaskCard(ctx, room, task)
 	}
-	if _, err := card("room-a", 1); !errors.Is(err, plugin.ErrNotFound) {
+	if _, err := card("room-a", 1); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("TaskCard before any = %v; want ErrNotFound", err)
 	}
 
-	first := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
-	_, ids := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-1", Now: t0, Lease: time.Minute})
-	posted := plugin.TaskCard{Room: "room-a", TaskNumber: 1, MessageID: "m-1", UpdatedAt: at(time.Second)}
-	if err := s.MarkCardSent(ctx, "sender-1", ids, []plugin.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 30}}, posted); err != nil {
+	first := enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	_, ids := claimRoom(t, s, domain.RoomClaim{Owner: "sender-1", Now: t0, Lease: time.Minute})
+	posted := domain.TaskCard{Room: "room-a", TaskNumber: 1, MessageID: "m-1", UpdatedAt: at(time.Second)}
+	if err := s.MarkCardSent(ctx, "sender-1", ids, []domain.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 30}}, posted); err != nil {
 		t.Fatalf("MarkCardSent(%v): %v", ids, err)
 	}
 	if got, err := card("room-a", 1); err != nil || got != posted {
@@ -39,7 +39,7 @@ func testTaskCards(t *testing.T, s plugin.Store) {
 	}
 	// The same task has a card of its own in another room, and another
 	// task one in the same room.
-	for _, c := range []plugin.TaskCard{
+	for _, c := range []domain.TaskCard{
 		{Room: "room-b", TaskNumber: 1, MessageID: "m-b", UpdatedAt: at(2 * time.Second)},
 		{Room: "room-a", TaskNumber: 2, MessageID: "m-2", UpdatedAt: at(2 * time.Second)},
 	} {
@@ -49,9 +49,9 @@ func testTaskCards(t *testing.T, s plugin.Store) {
 	}
 
 	// Posted again (someone deleted it): the new message replaces the old.
-	enqueue(t, s, "room-a", plugin.NotifyProgress, at(time.Minute))
-	_, ids = claimRoom(t, s, plugin.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute})
-	again := plugin.TaskCard{Room: "room-a", TaskNumber: 1, MessageID: "m-3", UpdatedAt: at(time.Minute)}
+	enqueue(t, s, "room-a", domain.NotifyProgress, at(time.Minute))
+	_, ids = claimRoom(t, s, domain.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute})
+	again := domain.TaskCard{Room: "room-a", TaskNumber: 1, MessageID: "m-3", UpdatedAt: at(time.Minute)}
 	if err := s.MarkCardSent(ctx, "sender-1", ids, nil, again); err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +68,13 @@ func testTaskCards(t *testing.T, s plugin.Store) {
 
 	// A sender whose claim expired and whose rows another took records
 	// nothing: the new holder finds the message and records it.
-	enqueue(t, s, "room-a", plugin.NotifyProgress, at(2*time.Minute))
-	_, stale := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-1", Now: at(2 * time.Minute), Lease: time.Minute})
-	if _, ids := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-2", Now: at(4 * time.Minute), Lease: time.Minute}); len(ids) != 1 {
+	enqueue(t, s, "room-a", domain.NotifyProgress, at(2*time.Minute))
+	_, stale := claimRoom(t, s, domain.RoomClaim{Owner: "sender-1", Now: at(2 * time.Minute), Lease: time.Minute})
+	if _, ids := claimRoom(t, s, domain.RoomClaim{Owner: "sender-2", Now: at(4 * time.Minute), Lease: time.Minute}); len(ids) != 1 {
 		t.Fatalf("the second sender claimed %v", ids)
 	}
-	late := plugin.TaskCard{Room: "room-a", TaskNumber: 1, MessageID: "m-late", UpdatedAt: at(4 * time.Minute)}
-	if err := s.MarkCardSent(ctx, "sender-1", stale, nil, late); !errors.Is(err, plugin.ErrStaleFence) {
+	late := domain.TaskCard{Room: "room-a", TaskNumber: 1, MessageID: "m-late", UpdatedAt: at(4 * time.Minute)}
+	if err := s.MarkCardSent(ctx, "sender-1", stale, nil, late); !errors.Is(err, domain.ErrStaleFence) {
 		t.Fatalf("MarkCardSent by a sender whose rows were taken = %v; want ErrStaleFence", err)
 	}
 	if got, _ := card("room-a", 1); got.MessageID != "m-3" {
@@ -85,13 +85,13 @@ func testTaskCards(t *testing.T, s plugin.Store) {
 	}
 
 	// A card that names no message, room, task or time is refused.
-	for _, bad := range []plugin.TaskCard{
+	for _, bad := range []domain.TaskCard{
 		{Room: "room-a", TaskNumber: 1, UpdatedAt: t0},
 		{TaskNumber: 1, MessageID: "m", UpdatedAt: t0},
 		{Room: "room-a", MessageID: "m", UpdatedAt: t0},
 		{Room: "room-a", TaskNumber: 1, MessageID: "m"},
 	} {
-		if err := s.MarkCardSent(ctx, "sender-2", nil, nil, bad); !errors.Is(err, plugin.ErrInvalid) {
+		if err := s.MarkCardSent(ctx, "sender-2", nil, nil, bad); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("MarkCardSent(%+v) = %v; want ErrInvalid", bad, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // testEventStreamExactlyOnce: two writers claim, iterate and end tasks —
@@ -19,7 +19,7 @@ import (
 // The reader must see every event exactly once, each task's events in
 // sequence order with no gap, and in an order consistent with the commits:
 // a write that returned before another began comes first.
-func testEventStreamExactlyOnce(t *testing.T, s plugin.Store) {
+func testEventStreamExactlyOnce(t *testing.T, s domain.Store) {
 	ctx := ctxTimeout(t, 2*time.Minute)
 	var tick atomic.Int64
 	now := func() time.Time { return at(time.Duration(tick.Add(1)) * time.Second) }
@@ -28,7 +28,7 @@ func testEventStreamExactlyOnce(t *testing.T, s plugin.Store) {
 	var parents []int64
 	for p := range 3 {
 		parent := create(t, s, newTask(fmt.Sprintf("Parent %d", p)))
-		waitOn(t, s, parent.Number, now(), plugin.WaitSubtasks)
+		waitOn(t, s, parent.Number, now(), domain.WaitSubtasks)
 		parents = append(parents, parent.Number)
 	}
 	for _, p := range parents {
@@ -53,14 +53,14 @@ func testEventStreamExactlyOnce(t *testing.T, s plugin.Store) {
 	var wg sync.WaitGroup
 	for w := range writers {
 		owner := fmt.Sprintf("writer-%d", w)
-		record := func(start time.Time, task plugin.Task) {
+		record := func(start time.Time, task domain.Task) {
 			ops[w] = append(ops[w], op{task.Number, task.EventSeq, start, time.Now()})
 		}
 		wg.Go(func() {
 			for i := 0; i < each && ctx.Err() == nil; i++ {
 				start := time.Now()
-				c, err := s.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: now(), Lease: time.Hour})
-				if errors.Is(err, plugin.ErrNoTask) {
+				c, err := s.ClaimTask(ctx, domain.Claim{Owner: owner, Now: now(), Lease: time.Hour})
+				if errors.Is(err, domain.ErrNoTask) {
 					continue
 				}
 				if err != nil {
@@ -68,14 +68,14 @@ func testEventStreamExactlyOnce(t *testing.T, s plugin.Store) {
 					return
 				}
 				record(start, c)
-				verdict := plugin.VerdictContinue
+				verdict := domain.VerdictContinue
 				if c.ParentNumber != 0 {
-					verdict = plugin.VerdictDone // ends it, and writes its parent's event
+					verdict = domain.VerdictDone // ends it, and writes its parent's event
 				}
 				o := outcome(c, now(), min(c.Iteration+1, 99), verdict)
 				start = time.Now()
-				after, err := s.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-					return plugin.Iterated(cur, o)
+				after, err := s.UpdateTask(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
+					return domain.Iterated(cur, o)
 				})
 				if err != nil {
 					t.Errorf("%s: iterate #%d: %v", owner, c.Number, err)
@@ -86,7 +86,7 @@ func testEventStreamExactlyOnce(t *testing.T, s plugin.Store) {
 		})
 	}
 
-	var stream []plugin.TaskEvent
+	var stream []domain.TaskEvent
 	var after int64
 	read := func() int {
 		page, err := s.EventsSince(ctx, after, 7)
@@ -136,7 +136,7 @@ func testEventStreamExactlyOnce(t *testing.T, s plugin.Store) {
 			t.Errorf("task #%d: event %d has sequence %d after %d", e.TaskNumber, e.ID, e.Sequence, next[e.TaskNumber])
 		}
 		next[e.TaskNumber] = e.Sequence
-		if e.Type == plugin.EventSubtaskEnded {
+		if e.Type == domain.EventSubtaskEnded {
 			parentEvents++
 		}
 	}

@@ -8,39 +8,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // iterateFiles claims task n as owner and commits an iteration that makes
 // changes to its files, returning the error of the commit.
-func iterateFiles(t *testing.T, s plugin.Store, n int64, owner string, now time.Time, changes ...plugin.FileChange) error {
+func iterateFiles(t *testing.T, s domain.Store, n int64, owner string, now time.Time, changes ...domain.FileChange) error {
 	t.Helper()
 	c := claim(t, s, owner, now, 5*time.Minute)
 	if c.Number != n {
 		t.Fatalf("claimed #%d, want #%d", c.Number, n)
 	}
-	o := outcome(c, now.Add(time.Second), c.Progress+10, plugin.VerdictContinue)
+	o := outcome(c, now.Add(time.Second), c.Progress+10, domain.VerdictContinue)
 	o.Files = changes
-	_, err := s.UpdateTask(t.Context(), n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+	_, err := s.UpdateTask(t.Context(), n, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 	return err
 }
 
 // release gives back the lease a refused commit left on task n.
-func release(t *testing.T, s plugin.Store, n int64, now time.Time) {
+func release(t *testing.T, s domain.Store, n int64, now time.Time) {
 	t.Helper()
-	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Released(cur, cur.LeaseOwner, cur.Fence, now)
+	update(t, s, n, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Released(cur, cur.LeaseOwner, cur.Fence, now)
 	})
 }
 
-func write(path string, data string) plugin.FileChange {
-	return plugin.FileChange{Path: path, Data: []byte(data)}
+func write(path string, data string) domain.FileChange {
+	return domain.FileChange{Path: path, Data: []byte(data)}
 }
 
-func remove(path string) plugin.FileChange { return plugin.FileChange{Path: path, Delete: true} }
+func remove(path string) domain.FileChange { return domain.FileChange{Path: path, Delete: true} }
 
 // files lists task n's files as path → content, reading each back.
-func files(t *testing.T, s plugin.Store, n int64) map[string]string {
+func files(t *testing.T, s domain.Store, n int64) map[string]string {
 	t.Helper()
 	list, err := s.TaskFiles(t.Context(), n)
 	if err != nil {
@@ -55,8 +55,8 @@ func files(t *testing.T, s plugin.Store, n int64) map[string]string {
 		if got != f {
 			t.Errorf("ReadTaskFile(#%d, %s) describes %+v; the listing says %+v", n, f.Path, got, f)
 		}
-		if f.Size != int64(len(data)) || f.SHA256 != plugin.FileSum(data) {
-			t.Errorf("%s of #%d: size %d, sha256 %s; its %d bytes have %s", f.Path, n, f.Size, f.SHA256, len(data), plugin.FileSum(data))
+		if f.Size != int64(len(data)) || f.SHA256 != domain.FileSum(data) {
+			t.Errorf("%s of #%d: size %d, sha256 %s; its %d bytes have %s", f.Path, n, f.Size, f.SHA256, len(data), domain.FileSum(data))
 		}
 		out[f.Path] = string(data)
 	}
@@ -98,10 +98,10 @@ func clipText(s string) string {
 // testFilesWithMutation: an iteration's file changes are written with its
 // commit, read back whole, listed without their data in path order, and
 // recorded in its event; a later iteration replaces and deletes.
-func testFilesWithMutation(t *testing.T, s plugin.Store) {
+func testFilesWithMutation(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Write the plan"))
 	other := create(t, s, newTask("Someone else's task"))
-	update(t, s, other.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Canceled(cur, "u1", "", t0) })
+	update(t, s, other.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Canceled(cur, "u1", "", t0) })
 	binary := "\x00\xff\xfe binary \x00"
 	if err := iterateFiles(t, s, task.Number, "w1", at(time.Minute),
 		write("notes/plan.md", "# Plan\n"), write("a.txt", "a"), write("notes/z/deep.txt", "deep"),
@@ -148,21 +148,21 @@ func testFilesWithMutation(t *testing.T, s plugin.Store) {
 
 // testFileReads: a file not there is ErrNoFile, a path no file can have
 // ErrInvalid.
-func testFileReads(t *testing.T, s plugin.Store) {
+func testFileReads(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Read files"))
 	if err := iterateFiles(t, s, task.Number, "w1", at(time.Minute), write("a.txt", "a")); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"b.txt", "a.txt/b", "A.TXT"} {
-		if _, _, err := s.ReadTaskFile(t.Context(), task.Number, p); !errors.Is(err, plugin.ErrNoFile) {
+		if _, _, err := s.ReadTaskFile(t.Context(), task.Number, p); !errors.Is(err, domain.ErrNoFile) {
 			t.Errorf("ReadTaskFile(%q) = %v; want ErrNoFile", p, err)
 		}
 	}
-	if _, _, err := s.ReadTaskFile(t.Context(), task.Number+1, "a.txt"); !errors.Is(err, plugin.ErrNoFile) {
+	if _, _, err := s.ReadTaskFile(t.Context(), task.Number+1, "a.txt"); !errors.Is(err, domain.ErrNoFile) {
 		t.Errorf("ReadTaskFile of a task that does not exist = %v; want ErrNoFile", err)
 	}
 	for _, p := range []string{"", "../a.txt", "/etc/passwd", "."} {
-		if _, _, err := s.ReadTaskFile(t.Context(), task.Number, p); !errors.Is(err, plugin.ErrInvalid) {
+		if _, _, err := s.ReadTaskFile(t.Context(), task.Number, p); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("ReadTaskFile(%q) = %v; want ErrInvalid", p, err)
 		}
 	}
@@ -174,11 +174,11 @@ func testFileReads(t *testing.T, s plugin.Store) {
 // testFileLimits: a change past a limit of docs/deploy.md, or with a path
 // that is not clean, is refused with the whole mutation; the limits
 // themselves are allowed.
-func testFileLimits(t *testing.T, s plugin.Store) {
+func testFileLimits(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Fill the disk"))
-	mib := string(bytes.Repeat([]byte("x"), plugin.MaxFileBytes))
-	many := func(n int, prefix string) []plugin.FileChange {
-		out := make([]plugin.FileChange, n)
+	mib := string(bytes.Repeat([]byte("x"), domain.MaxFileBytes))
+	many := func(n int, prefix string) []domain.FileChange {
+		out := make([]domain.FileChange, n)
 		for i := range out {
 			out[i] = write(fmt.Sprintf("%s/%04d.txt", prefix, i), "x")
 		}
@@ -186,14 +186,14 @@ func testFileLimits(t *testing.T, s plugin.Store) {
 	}
 	refused := []struct {
 		name    string
-		changes []plugin.FileChange
+		changes []domain.FileChange
 		want    error
 	}{
-		{"a file over 1 MiB", []plugin.FileChange{write("big.bin", mib+"x")}, plugin.ErrLimit},
-		{"more than 1,000 files", many(plugin.MaxTaskFiles+1, "many"), plugin.ErrLimit},
-		{"a path outside", []plugin.FileChange{write("../escape.txt", "x")}, plugin.ErrInvalid},
-		{"a path not clean", []plugin.FileChange{write("notes/../a.txt", "x")}, plugin.ErrInvalid},
-		{"a file inside a file", []plugin.FileChange{write("a", "x"), write("a/b", "x")}, plugin.ErrInvalid},
+		{"a file over 1 MiB", []domain.FileChange{write("big.bin", mib+"x")}, domain.ErrLimit},
+		{"more than 1,000 files", many(domain.MaxTaskFiles+1, "many"), domain.ErrLimit},
+		{"a path outside", []domain.FileChange{write("../escape.txt", "x")}, domain.ErrInvalid},
+		{"a path not clean", []domain.FileChange{write("notes/../a.txt", "x")}, domain.ErrInvalid},
+		{"a file inside a file", []domain.FileChange{write("a", "x"), write("a/b", "x")}, domain.ErrInvalid},
 	}
 	for i, r := range refused {
 		before := get(t, s, task.Number)
@@ -214,19 +214,19 @@ func testFileLimits(t *testing.T, s plugin.Store) {
 	// At the limits: 1,000 files, then 20 files of 1 MiB each (20 MiB in
 	// all) in place of 20 of them; one byte more is refused.
 	now := at(time.Hour)
-	if err := iterateFiles(t, s, task.Number, "w1", now, many(plugin.MaxTaskFiles, "many")...); err != nil {
+	if err := iterateFiles(t, s, task.Number, "w1", now, many(domain.MaxTaskFiles, "many")...); err != nil {
 		t.Fatalf("1,000 files: %v", err)
 	}
-	var full []plugin.FileChange
-	for i := range plugin.MaxTaskFileBytes / plugin.MaxFileBytes {
+	var full []domain.FileChange
+	for i := range domain.MaxTaskFileBytes / domain.MaxFileBytes {
 		full = append(full, write(fmt.Sprintf("many/%04d.txt", i), mib))
 	}
 	// The other 980 files hold a byte each: make room for them.
-	full[len(full)-1].Data = full[len(full)-1].Data[:plugin.MaxFileBytes-(plugin.MaxTaskFiles-len(full))]
+	full[len(full)-1].Data = full[len(full)-1].Data[:domain.MaxFileBytes-(domain.MaxTaskFiles-len(full))]
 	if err := iterateFiles(t, s, task.Number, "w1", now.Add(time.Minute), full...); err != nil {
 		t.Fatalf("exactly 20 MiB: %v", err)
 	}
-	if err := iterateFiles(t, s, task.Number, "w1", now.Add(2*time.Minute), write("many/0999.txt", "xx")); !errors.Is(err, plugin.ErrLimit) {
+	if err := iterateFiles(t, s, task.Number, "w1", now.Add(2*time.Minute), write("many/0999.txt", "xx")); !errors.Is(err, domain.ErrLimit) {
 		t.Errorf("one byte over 20 MiB: %v; want ErrLimit", err)
 	}
 	release(t, s, task.Number, now.Add(2*time.Minute+time.Second))
@@ -234,45 +234,45 @@ func testFileLimits(t *testing.T, s plugin.Store) {
 		t.Errorf("a file deleted makes room for another: %v", err)
 	}
 	list, err := s.TaskFiles(t.Context(), task.Number)
-	if err != nil || len(list) != plugin.MaxTaskFiles {
-		t.Errorf("the task has %d files, %v; want %d", len(list), err, plugin.MaxTaskFiles)
+	if err != nil || len(list) != domain.MaxTaskFiles {
+		t.Errorf("the task has %d files, %v; want %d", len(list), err, domain.MaxTaskFiles)
 	}
 	check(t, s, task.Number)
 }
 
 // testFilesNotWrittenWithoutTheLease: a worker whose lease was lost
 // writes no file; a mutation refused for any reason writes none.
-func testFilesNotWrittenWithoutTheLease(t *testing.T, s plugin.Store) {
+func testFilesNotWrittenWithoutTheLease(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Race for the lease"))
 	first := claim(t, s, "w1", at(time.Minute), time.Minute)
-	late := outcome(first, at(3*time.Minute), 30, plugin.VerdictContinue)
-	late.Files = []plugin.FileChange{write("notes/plan.md", "the late worker's plan")}
+	late := outcome(first, at(3*time.Minute), 30, domain.VerdictContinue)
+	late.Files = []domain.FileChange{write("notes/plan.md", "the late worker's plan")}
 	// The lease expired; w2 takes the task and commits.
 	second := claim(t, s, "w2", at(2*time.Minute+time.Second), time.Minute)
 	if second.Number != task.Number {
 		t.Fatalf("w2 claimed #%d", second.Number)
 	}
-	_, err := s.UpdateTask(t.Context(), task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, late) })
-	if !errors.Is(err, plugin.ErrStaleFence) {
+	_, err := s.UpdateTask(t.Context(), task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, late) })
+	if !errors.Is(err, domain.ErrStaleFence) {
 		t.Fatalf("the late commit = %v; want ErrStaleFence", err)
 	}
 	if got := files(t, s, task.Number); len(got) != 0 {
 		t.Fatalf("the worker that lost its lease wrote %v", keys(got))
 	}
-	o := outcome(second, at(2*time.Minute+2*time.Second), 20, plugin.VerdictDone)
-	o.Files = []plugin.FileChange{write("notes/plan.md", "w2's plan")}
-	update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+	o := outcome(second, at(2*time.Minute+2*time.Second), 20, domain.VerdictDone)
+	o.Files = []domain.FileChange{write("notes/plan.md", "w2's plan")}
+	update(t, s, task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 	sameFiles(t, "after the lease holder's commit", files(t, s, task.Number), map[string]string{"notes/plan.md": "w2's plan"})
 
 	// An ended task takes no more files, and a MutateFunc that fails
 	// writes none of what it built.
 	ended := get(t, s, task.Number)
-	_, err = s.UpdateTask(t.Context(), task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		m, err := plugin.Change(cur, cur, plugin.EventReleased, "w3", at(time.Hour), nil)
-		m.Files = []plugin.FileChange{write("after-the-end.txt", "x")}
+	_, err = s.UpdateTask(t.Context(), task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		m, err := domain.Change(cur, cur, domain.EventReleased, "w3", at(time.Hour), nil)
+		m.Files = []domain.FileChange{write("after-the-end.txt", "x")}
 		return m, err
 	})
-	if !errors.Is(err, plugin.ErrTerminal) {
+	if !errors.Is(err, domain.ErrTerminal) {
 		t.Errorf("files for an ended task: %v; want ErrTerminal", err)
 	}
 	boom := errors.New("boom")
@@ -281,13 +281,13 @@ func testFilesNotWrittenWithoutTheLease(t *testing.T, s plugin.Store) {
 	if c.Number != other.Number {
 		t.Fatalf("claimed #%d", c.Number)
 	}
-	_, err = s.UpdateTask(t.Context(), other.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		o := outcome(c, at(time.Hour+time.Second), 10, plugin.VerdictContinue)
-		o.Files = []plugin.FileChange{write("x.txt", "x")}
-		if _, err := plugin.Iterated(cur, o); err != nil {
-			return plugin.Mutation{}, err
+	_, err = s.UpdateTask(t.Context(), other.Number, func(cur domain.Task) (domain.Mutation, error) {
+		o := outcome(c, at(time.Hour+time.Second), 10, domain.VerdictContinue)
+		o.Files = []domain.FileChange{write("x.txt", "x")}
+		if _, err := domain.Iterated(cur, o); err != nil {
+			return domain.Mutation{}, err
 		}
-		return plugin.Mutation{}, boom
+		return domain.Mutation{}, boom
 	})
 	if !errors.Is(err, boom) {
 		t.Errorf("UpdateTask = %v; want the MutateFunc's error", err)
@@ -304,13 +304,13 @@ func testFilesNotWrittenWithoutTheLease(t *testing.T, s plugin.Store) {
 
 // testFilesCopiedToRetry: a task that continues another starts with a
 // copy of its files, made as it is created; the original keeps them.
-func testFilesCopiedToRetry(t *testing.T, s plugin.Store) {
+func testFilesCopiedToRetry(t *testing.T, s domain.Store) {
 	old := create(t, s, newTask("Build auth"))
 	if err := iterateFiles(t, s, old.Number, "w1", at(time.Minute), write("notes/plan.md", "plan"), write("src/auth.go", "package auth")); err != nil {
 		t.Fatal(err)
 	}
-	update(t, s, old.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Canceled(cur, "u1", "", at(2*time.Minute))
+	update(t, s, old.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Canceled(cur, "u1", "", at(2*time.Minute))
 	})
 	want := files(t, s, old.Number)
 	in := newTask(old.Goal)
@@ -340,15 +340,15 @@ func testFilesCopiedToRetry(t *testing.T, s plugin.Store) {
 
 // testImportFiles: an import adds the files a task does not have yet,
 // within the limits, and adds nothing when run again.
-func testImportFiles(t *testing.T, s plugin.Store) {
+func testImportFiles(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Imported"))
 	if err := iterateFiles(t, s, task.Number, "w1", at(time.Minute), write("notes/plan.md", "newer plan")); err != nil {
 		t.Fatal(err)
 	}
-	in := []plugin.FileChange{
+	in := []domain.FileChange{
 		write("notes/plan.md", "old plan"),
 		write("src/main.go", "package main"),
-		write("too-big.bin", string(bytes.Repeat([]byte("x"), plugin.MaxFileBytes+1))),
+		write("too-big.bin", string(bytes.Repeat([]byte("x"), domain.MaxFileBytes+1))),
 		write("notes/plan.md/inside", "x"),
 		write("../escape", "x"),
 		write("empty", ""),
@@ -368,7 +368,7 @@ func testImportFiles(t *testing.T, s plugin.Store) {
 	if again, err := s.ImportTaskFiles(t.Context(), task.Number, in, at(2*time.Hour)); err != nil || len(again) != 0 {
 		t.Errorf("the import run again wrote %v, %v; want nothing", again, err)
 	}
-	if _, err := s.ImportTaskFiles(t.Context(), task.Number+100, in, at(time.Hour)); !errors.Is(err, plugin.ErrNotFound) {
+	if _, err := s.ImportTaskFiles(t.Context(), task.Number+100, in, at(time.Hour)); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("an import into a task that does not exist: %v; want ErrNotFound", err)
 	}
 	check(t, s, task.Number)

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // interleaved makes a task named name and another, and iterates them in
 // turn steps times, each step the action tool_i that fill completes: the
 // first task's steps are interleaved with another's, as in a busy store.
 // It returns both.
-func interleaved(t *testing.T, s plugin.Store, name string, steps int, fill func(i int, n int64, step *plugin.Step)) (plugin.Task, plugin.Task) {
+func interleaved(t *testing.T, s domain.Store, name string, steps int, fill func(i int, n int64, step *domain.Step)) (domain.Task, domain.Task) {
 	t.Helper()
 	a := create(t, s, newTask(name))
 	b := create(t, s, newTask("Interleaved"))
@@ -30,10 +30,10 @@ func interleaved(t *testing.T, s plugin.Store, name string, steps int, fill func
 			if c.Number != n {
 				t.Fatalf("claimed #%d, want #%d", c.Number, n)
 			}
-			o := outcome(c, now.Add(time.Second), 10*i, plugin.VerdictContinue)
+			o := outcome(c, now.Add(time.Second), 10*i, domain.VerdictContinue)
 			o.Step.Action = fmt.Sprintf("tool_%d", i)
 			fill(i, n, &o.Step)
-			update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+			update(t, s, n, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 		}
 	}
 	return a, b
@@ -43,18 +43,18 @@ func interleaved(t *testing.T, s plugin.Store, name string, steps int, fill func
 // iteration, when asked), oldest first, with the count of them all, each
 // result clipped to the characters asked for (none when 0) and its whole
 // size in bytes told — whatever the other tasks have.
-func testPageSteps(t *testing.T, s plugin.Store) {
+func testPageSteps(t *testing.T, s domain.Store) {
 	result := func(i int, n int64) string {
 		return fmt.Sprintf("résultat %d of #%d: ", i, n) + strings.Repeat("x", 100*i)
 	}
-	a, _ := interleaved(t, s, "Five steps", 5, func(i int, n int64, step *plugin.Step) { step.Result = result(i, n) })
+	a, _ := interleaved(t, s, "Five steps", 5, func(i int, n int64, step *domain.Step) { step.Result = result(i, n) })
 	all, err := s.Steps(t.Context(), a.Number)
 	if err != nil || len(all) != 5 {
 		t.Fatalf("Steps = %d steps, %v", len(all), err)
 	}
 	// want is the steps of all[from:to], each result clipped to runes.
-	want := func(from, to, runes int) []plugin.Step {
-		var out []plugin.Step
+	want := func(from, to, runes int) []domain.Step {
+		var out []domain.Step
 		for _, st := range all[from:to] {
 			st.ResultBytes = len(st.Result)
 			if r := []rune(st.Result); len(r) > runes {
@@ -65,17 +65,17 @@ func testPageSteps(t *testing.T, s plugin.Store) {
 		return out
 	}
 	for _, c := range []struct {
-		q        plugin.StepQuery
+		q        domain.StepQuery
 		from, to int
 	}{
-		{plugin.StepQuery{Limit: 2, ResultRunes: 1 << 20}, 3, 5},
-		{plugin.StepQuery{Limit: 100, ResultRunes: 1 << 20}, 0, 5},
-		{plugin.StepQuery{Limit: 2, ResultRunes: 10}, 3, 5},
-		{plugin.StepQuery{Limit: 1}, 4, 5},
-		{plugin.StepQuery{Limit: 2, Before: 4, ResultRunes: 10}, 1, 3},
-		{plugin.StepQuery{Limit: 5, Before: 3, ResultRunes: 10}, 0, 2},
-		{plugin.StepQuery{Limit: 5, Before: 1}, 0, 0},
-		{plugin.StepQuery{}, 0, 0},
+		{domain.StepQuery{Limit: 2, ResultRunes: 1 << 20}, 3, 5},
+		{domain.StepQuery{Limit: 100, ResultRunes: 1 << 20}, 0, 5},
+		{domain.StepQuery{Limit: 2, ResultRunes: 10}, 3, 5},
+		{domain.StepQuery{Limit: 1}, 4, 5},
+		{domain.StepQuery{Limit: 2, Before: 4, ResultRunes: 10}, 1, 3},
+		{domain.StepQuery{Limit: 5, Before: 3, ResultRunes: 10}, 0, 2},
+		{domain.StepQuery{Limit: 5, Before: 1}, 0, 0},
+		{domain.StepQuery{}, 0, 0},
 	} {
 		page, err := s.PageSteps(t.Context(), a.Number, c.q)
 		if err != nil {
@@ -88,7 +88,7 @@ func testPageSteps(t *testing.T, s plugin.Store) {
 			t.Errorf("PageSteps(%+v) = %+v\nwant %+v", c.q, page.Steps, w)
 		}
 	}
-	if page, err := s.PageSteps(t.Context(), 999, plugin.StepQuery{Limit: 5}); err != nil || page.Total != 0 || len(page.Steps) != 0 {
+	if page, err := s.PageSteps(t.Context(), 999, domain.StepQuery{Limit: 5}); err != nil || page.Total != 0 || len(page.Steps) != 0 {
 		t.Errorf("PageSteps of no task = %+v, %v; want none", page, err)
 	}
 }
@@ -96,8 +96,8 @@ func testPageSteps(t *testing.T, s plugin.Store) {
 // testHistoryReads: the bounded reads an iteration makes (docs/PERFORMANCE.md) —
 // a task's last k steps, one step by iteration, events by sequence —
 // return what the full reads return, for that task only.
-func testHistoryReads(t *testing.T, s plugin.Store) {
-	a, b := interleaved(t, s, "Seven steps", 7, func(i int, n int64, step *plugin.Step) {
+func testHistoryReads(t *testing.T, s domain.Store) {
+	a, b := interleaved(t, s, "Seven steps", 7, func(i int, n int64, step *domain.Step) {
 		step.Result, step.Success = fmt.Sprintf("result %d of #%d", i, n), i%3 != 0
 	})
 	all, err := s.Steps(t.Context(), a.Number)
@@ -127,7 +127,7 @@ func testHistoryReads(t *testing.T, s plugin.Store) {
 		}
 	}
 	for _, it := range []int{0, 8} {
-		if _, err := s.Step(t.Context(), a.Number, it); !errors.Is(err, plugin.ErrNotFound) {
+		if _, err := s.Step(t.Context(), a.Number, it); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("Step(%d) of a task with 7 steps: %v, want ErrNotFound", it, err)
 		}
 	}
@@ -137,7 +137,7 @@ func testHistoryReads(t *testing.T, s plugin.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []plugin.TaskEvent{evs[0], evs[3], evs[8]}; !reflect.DeepEqual(got, want) {
+	if want := []domain.TaskEvent{evs[0], evs[3], evs[8]}; !reflect.DeepEqual(got, want) {
 		t.Errorf("EventsAt(9, 1, 4, 999) = sequences %v of #%v, want 1, 4, 9 of #%d", sequences(got), taskNumbers(got), a.Number)
 	}
 	if got, err := s.EventsAt(t.Context(), a.Number, nil); err != nil || len(got) != 0 {
@@ -151,41 +151,41 @@ func testHistoryReads(t *testing.T, s plugin.Store) {
 // approval denials included, the latest answers' event sequences — and
 // `taskloom check` finds it equal to the fold of the events, and reports
 // a row whose digest is not.
-func testDigest(t *testing.T, s plugin.Store) {
+func testDigest(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Keep a digest"))
 	n := task.Number
-	if d, ok := plugin.ParseDigest(get(t, s, n).Digest); !ok || d.Steps != 0 {
+	if d, ok := domain.ParseDigest(get(t, s, n).Digest); !ok || d.Steps != 0 {
 		t.Fatalf("a new task's digest = %q", get(t, s, n).Digest)
 	}
 	progress := 0
-	step := func(now time.Time, action string, ok bool, wait plugin.WaitOn) {
+	step := func(now time.Time, action string, ok bool, wait domain.WaitOn) {
 		t.Helper()
 		c := claim(t, s, "w1", now, time.Minute)
 		progress += 10
-		o := outcome(c, now.Add(time.Second), progress, plugin.VerdictContinue)
+		o := outcome(c, now.Add(time.Second), progress, domain.VerdictContinue)
 		o.Step.Action, o.Step.Success, o.Wait = action, ok, wait
-		update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+		update(t, s, n, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 	}
-	step(at(time.Minute), "write_file", true, plugin.WaitNone)
-	step(at(2*time.Minute), "http_get", false, plugin.WaitNone)
-	step(at(3*time.Minute), "ask_user", true, plugin.WaitAnswer)
-	answered := update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Answered(cur, "u1", "use JWT", at(4*time.Minute))
+	step(at(time.Minute), "write_file", true, domain.WaitNone)
+	step(at(2*time.Minute), "http_get", false, domain.WaitNone)
+	step(at(3*time.Minute), "ask_user", true, domain.WaitAnswer)
+	answered := update(t, s, n, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Answered(cur, "u1", "use JWT", at(4*time.Minute))
 	})
-	step(at(5*time.Minute), "run_command", true, plugin.WaitApproval) // asks; no step yet
-	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Denied(cur, "u1", "", "not now", at(6*time.Minute))
+	step(at(5*time.Minute), "run_command", true, domain.WaitApproval) // asks; no step yet
+	update(t, s, n, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Denied(cur, "u1", "", "not now", at(6*time.Minute))
 	})
-	step(at(7*time.Minute), "write_file", true, plugin.WaitNone)
+	step(at(7*time.Minute), "write_file", true, domain.WaitNone)
 
 	row := get(t, s, n)
-	want := plugin.Digest{Steps: 5, Actions: map[string]plugin.ActionCount{
+	want := domain.Digest{Steps: 5, Actions: map[string]domain.ActionCount{
 		"write_file": {Runs: 2, Succeeded: 2}, "http_get": {Runs: 1}, "ask_user": {Runs: 1, Succeeded: 1}, "run_command": {Runs: 1},
 	}, Answers: []int64{answered.EventSeq}}
-	if got, ok := plugin.ParseDigest(row.Digest); !ok || got.String() != want.String() {
+	if got, ok := domain.ParseDigest(row.Digest); !ok || got.String() != want.String() {
 		t.Fatalf("digest = %s, want %s", row.Digest, want)
 	}
-	if got := plugin.DigestOf(events(t, s, n)); got.String() != row.Digest {
+	if got := domain.DigestOf(events(t, s, n)); got.String() != row.Digest {
 		t.Errorf("the events fold to %s, the row has %s", got, row.Digest)
 	}
 	check(t, s, n)
@@ -193,8 +193,8 @@ func testDigest(t *testing.T, s plugin.Store) {
 	// A digest that is not the fold of the events is reported.
 	wrong := want
 	wrong.Steps = 4
-	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
-		m, err := plugin.Paused(cur, "u1", at(8*time.Minute))
+	update(t, s, n, func(cur domain.Task) (domain.Mutation, error) {
+		m, err := domain.Paused(cur, "u1", at(8*time.Minute))
 		m.Task.Digest = wrong.String()
 		return m, err
 	})
@@ -202,25 +202,25 @@ func testDigest(t *testing.T, s plugin.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := plugin.Check(get(t, s, n), events(t, s, n), len(steps))
-	if len(v) != 1 || !slices.ContainsFunc(v, func(x plugin.Violation) bool { return containsAll(x.Problem, "digest", `"steps":4`) }) {
+	v := domain.Check(get(t, s, n), events(t, s, n), len(steps))
+	if len(v) != 1 || !slices.ContainsFunc(v, func(x domain.Violation) bool { return containsAll(x.Problem, "digest", `"steps":4`) }) {
 		t.Errorf("check of a row with a wrong digest = %v", v)
 	}
 
 	// A task from before digests (none in its row) keeps none, and checks.
-	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
-		m, err := plugin.Resumed(cur, "u1", at(9*time.Minute))
+	update(t, s, n, func(cur domain.Task) (domain.Mutation, error) {
+		m, err := domain.Resumed(cur, "u1", at(9*time.Minute))
 		m.Task.Digest = ""
 		return m, err
 	})
-	step(at(10*time.Minute), "write_file", true, plugin.WaitNone)
+	step(at(10*time.Minute), "write_file", true, domain.WaitNone)
 	if d := get(t, s, n).Digest; d != "" {
 		t.Errorf("a task with no digest has %q after a step", d)
 	}
 	check(t, s, n)
 }
 
-func iterations(steps []plugin.Step) []int {
+func iterations(steps []domain.Step) []int {
 	out := make([]int, len(steps))
 	for i, s := range steps {
 		out[i] = s.Iteration
@@ -228,7 +228,7 @@ func iterations(steps []plugin.Step) []int {
 	return out
 }
 
-func sequences(evs []plugin.TaskEvent) []int64 {
+func sequences(evs []domain.TaskEvent) []int64 {
 	out := make([]int64, len(evs))
 	for i, e := range evs {
 		out[i] = e.Sequence
@@ -236,7 +236,7 @@ func sequences(evs []plugin.TaskEvent) []int64 {
 	return out
 }
 
-func taskNumbers(evs []plugin.TaskEvent) []int64 {
+func taskNumbers(evs []domain.TaskEvent) []int64 {
 	out := make([]int64, len(evs))
 	for i, e := range evs {
 		out[i] = e.TaskNumber

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // A worker's iteration may outlast its lease. Its commit is then late,
@@ -18,22 +18,22 @@ import (
 
 // lateCommit commits an iteration of claimed at now, with UpdateTask or,
 // when withClaim, with UpdateTaskAndClaim claiming w1's next task at now.
-func lateCommit(t *testing.T, s plugin.Store, claimed plugin.Task, now time.Time, withClaim bool) (after, next plugin.Task, err error) {
+func lateCommit(t *testing.T, s domain.Store, claimed domain.Task, now time.Time, withClaim bool) (after, next domain.Task, err error) {
 	t.Helper()
-	o := outcome(claimed, now, 30, plugin.VerdictContinue)
-	fn := func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }
+	o := outcome(claimed, now, 30, domain.VerdictContinue)
+	fn := func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }
 	if withClaim {
-		return nextClaimer(t, s).UpdateTaskAndClaim(t.Context(), claimed.Number, fn, plugin.Claim{Owner: claimed.LeaseOwner, Now: now, Lease: time.Minute})
+		return nextClaimer(t, s).UpdateTaskAndClaim(t.Context(), claimed.Number, fn, domain.Claim{Owner: claimed.LeaseOwner, Now: now, Lease: time.Minute})
 	}
 	after, err = s.UpdateTask(t.Context(), claimed.Number, fn)
-	return after, plugin.Task{}, err
+	return after, domain.Task{}, err
 }
 
 // testLateCommitUncontested: a commit made after its lease ended, with no
 // other claim of the task since, is taken; with a claim of the worker's
 // next task, that claim takes another task (or none), never the one being
 // committed.
-func testLateCommitUncontested(t *testing.T, s plugin.Store) {
+func testLateCommitUncontested(t *testing.T, s domain.Store) {
 	for _, c := range []struct {
 		name      string
 		withClaim bool
@@ -49,7 +49,7 @@ func testLateCommitUncontested(t *testing.T, s plugin.Store) {
 			if claimed.Number != a.Number {
 				t.Fatalf("claimed #%d, want #%d", claimed.Number, a.Number)
 			}
-			var b plugin.Task
+			var b domain.Task
 			if c.other {
 				b = create(t, s, newTask("Ready "+c.name))
 			}
@@ -81,13 +81,13 @@ func testLateCommitUncontested(t *testing.T, s plugin.Store) {
 				}
 			}
 			for _, e := range events(t, s, a.Number) {
-				if e.Type == plugin.EventResultRejected {
+				if e.Type == domain.EventResultRejected {
 					t.Errorf("task #%d has a result_rejected event", a.Number)
 				}
 			}
 			switch {
 			case c.other:
-				iterate(t, s, next, at(6*time.Minute), 10, plugin.VerdictDone)
+				iterate(t, s, next, at(6*time.Minute), 10, domain.VerdictDone)
 				check(t, s, b.Number)
 				fallthrough
 			case next.Number == 0:
@@ -98,8 +98,8 @@ func testLateCommitUncontested(t *testing.T, s plugin.Store) {
 			}
 			check(t, s, a.Number)
 			// Leave the queue empty for the next case.
-			update(t, s, a.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-				return plugin.Canceled(cur, "test", "", at(8*time.Minute))
+			update(t, s, a.Number, func(cur domain.Task) (domain.Mutation, error) {
+				return domain.Canceled(cur, "test", "", at(8*time.Minute))
 			})
 		})
 	}
@@ -108,7 +108,7 @@ func testLateCommitUncontested(t *testing.T, s plugin.Store) {
 // testLateCommitContested: a commit made after its lease ended, once
 // another worker has claimed the task, is refused as stale, writes
 // nothing and claims nothing; the other worker's commit is taken.
-func testLateCommitContested(t *testing.T, s plugin.Store) {
+func testLateCommitContested(t *testing.T, s domain.Store) {
 	for _, withClaim := range []bool{false, true} {
 		name := "UpdateTask"
 		if withClaim {
@@ -125,16 +125,16 @@ func testLateCommitContested(t *testing.T, s plugin.Store) {
 			b := create(t, s, newTask("Ready "+name))
 			before := get(t, s, a.Number)
 			after, next, err := lateCommit(t, s, first, at(3*time.Minute), withClaim)
-			if !errors.Is(err, plugin.ErrStaleFence) || after.Number != 0 || next.Number != 0 {
+			if !errors.Is(err, domain.ErrStaleFence) || after.Number != 0 || next.Number != 0 {
 				t.Fatalf("late, contested commit = #%d, #%d, %v; want nothing and ErrStaleFence", after.Number, next.Number, err)
 			}
 			sameTask(t, "the task after the refused commit", get(t, s, a.Number), before)
 			sameTask(t, "the task the refused commit did not claim", get(t, s, b.Number), b)
-			if done := iterate(t, s, second, at(4*time.Minute), 40, plugin.VerdictDone); done.Iteration != 1 || done.Status != plugin.StatusCompleted {
+			if done := iterate(t, s, second, at(4*time.Minute), 40, domain.VerdictDone); done.Iteration != 1 || done.Status != domain.StatusCompleted {
 				t.Errorf("w2's commit: iteration %d, %s; want its result taken", done.Iteration, done.Status)
 			}
 			b = claim(t, s, "w3", at(5*time.Minute), time.Minute)
-			iterate(t, s, b, at(6*time.Minute), 100, plugin.VerdictDone)
+			iterate(t, s, b, at(6*time.Minute), 100, domain.VerdictDone)
 			check(t, s, a.Number, b.Number)
 		})
 	}

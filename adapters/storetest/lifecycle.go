@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // testLifecycle takes a task through a realistic life and checks its event
 // log end to end.
-func testLifecycle(t *testing.T, s plugin.Store) {
+func testLifecycle(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Write the release notes"))
 	n := task.Number
 	clock := t0
@@ -21,27 +21,27 @@ func testLifecycle(t *testing.T, s plugin.Store) {
 	progress := []int{20, 20, 45}
 	for _, p := range progress {
 		c := claim(t, s, "w1", tick(), 5*time.Minute)
-		iterate(t, s, c, tick(), p, plugin.VerdictContinue)
+		iterate(t, s, c, tick(), p, domain.VerdictContinue)
 	}
 	// Ask the user, get an answer.
 	c := claim(t, s, "w1", tick(), 5*time.Minute)
-	o := outcome(c, tick(), 50, plugin.VerdictContinue)
-	o.Wait = plugin.WaitAnswer
+	o := outcome(c, tick(), 50, domain.VerdictContinue)
+	o.Wait = domain.WaitAnswer
 	o.Step.Action = "ask_user"
-	if w := update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); w.Status != plugin.StatusWaiting {
+	if w := update(t, s, n, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); w.Status != domain.StatusWaiting {
 		t.Fatalf("after ask_user the task is %s, want waiting", w.Status)
 	}
 	noClaim(t, s, tick())
-	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Answered(cur, "u1", "v2.1", tick()) })
+	update(t, s, n, func(cur domain.Task) (domain.Mutation, error) { return domain.Answered(cur, "u1", "v2.1", tick()) })
 	// Paused, resumed, finished.
-	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Paused(cur, "u1", tick()) })
+	update(t, s, n, func(cur domain.Task) (domain.Mutation, error) { return domain.Paused(cur, "u1", tick()) })
 	noClaim(t, s, tick())
-	update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Resumed(cur, "u1", tick()) })
+	update(t, s, n, func(cur domain.Task) (domain.Mutation, error) { return domain.Resumed(cur, "u1", tick()) })
 	c = claim(t, s, "w2", tick(), 5*time.Minute)
 	doneAt := tick()
-	final := iterate(t, s, c, doneAt, 90, plugin.VerdictDone)
+	final := iterate(t, s, c, doneAt, 90, domain.VerdictDone)
 
-	if final.Status != plugin.StatusCompleted || final.Progress != 100 || final.Iteration != 5 ||
+	if final.Status != domain.StatusCompleted || final.Progress != 100 || final.Iteration != 5 ||
 		final.LeaseOwner != "" || !final.CompletedAt.Equal(doneAt) || final.PromptTokens != 50 ||
 		final.CompletionTokens != 25 || final.Fence != 5 || !final.StartedAt.Equal(t0.Add(time.Minute)) {
 		t.Errorf("final task = %+v", final)
@@ -50,13 +50,13 @@ func testLifecycle(t *testing.T, s plugin.Store) {
 
 	evs := events(t, s, n)
 	want := []string{
-		plugin.EventCreated,
-		plugin.EventClaimed, plugin.EventIterated,
-		plugin.EventClaimed, plugin.EventIterated,
-		plugin.EventClaimed, plugin.EventIterated,
-		plugin.EventClaimed, plugin.EventIterated,
-		plugin.EventAnswered, plugin.EventPaused, plugin.EventResumed,
-		plugin.EventClaimed, plugin.EventIterated,
+		domain.EventCreated,
+		domain.EventClaimed, domain.EventIterated,
+		domain.EventClaimed, domain.EventIterated,
+		domain.EventClaimed, domain.EventIterated,
+		domain.EventClaimed, domain.EventIterated,
+		domain.EventAnswered, domain.EventPaused, domain.EventResumed,
+		domain.EventClaimed, domain.EventIterated,
 	}
 	if got := eventTypes(evs); !slices.Equal(got, want) {
 		t.Fatalf("events = %v\nwant %v", got, want)
@@ -76,7 +76,7 @@ func testLifecycle(t *testing.T, s plugin.Store) {
 	if err != nil || len(tail) != len(evs)-10 || tail[0].Sequence != 11 {
 		t.Errorf("TaskEvents(after 10) = %d events from %v, %v", len(tail), tail, err)
 	}
-	rebuilt, err := plugin.Replay(evs)
+	rebuilt, err := domain.Replay(evs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,40 +84,40 @@ func testLifecycle(t *testing.T, s plugin.Store) {
 	check(t, s, n)
 }
 
-func testTerminal(t *testing.T, s plugin.Store) {
+func testTerminal(t *testing.T, s domain.Store) {
 	completed := create(t, s, newTask("Finish"))
 	c := claim(t, s, "w1", t0, time.Minute)
-	iterate(t, s, c, at(time.Second), 100, plugin.VerdictDone)
+	iterate(t, s, c, at(time.Second), 100, domain.VerdictDone)
 	canceled := create(t, s, newTask("Drop"))
-	update(t, s, canceled.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Canceled(cur, "u1", "changed my mind", at(time.Second))
+	update(t, s, canceled.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Canceled(cur, "u1", "changed my mind", at(time.Second))
 	})
 
 	now := at(time.Hour)
 	ops := []struct {
 		name string
-		fn   func(cur plugin.Task) (plugin.Mutation, error)
+		fn   func(cur domain.Task) (domain.Mutation, error)
 	}{
-		{"pause", func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Paused(cur, "u1", now) }},
-		{"resume", func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Resumed(cur, "u1", now) }},
-		{"cancel", func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Canceled(cur, "u1", "", now) }},
-		{"answer", func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Answered(cur, "u1", "yes", now) }},
-		{"iterate", func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Iterated(cur, plugin.Outcome{Owner: cur.LeaseOwner, Fence: cur.Fence, Now: now, Progress: 50, Verdict: plugin.VerdictContinue})
+		{"pause", func(cur domain.Task) (domain.Mutation, error) { return domain.Paused(cur, "u1", now) }},
+		{"resume", func(cur domain.Task) (domain.Mutation, error) { return domain.Resumed(cur, "u1", now) }},
+		{"cancel", func(cur domain.Task) (domain.Mutation, error) { return domain.Canceled(cur, "u1", "", now) }},
+		{"answer", func(cur domain.Task) (domain.Mutation, error) { return domain.Answered(cur, "u1", "yes", now) }},
+		{"iterate", func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: cur.LeaseOwner, Fence: cur.Fence, Now: now, Progress: 50, Verdict: domain.VerdictContinue})
 		}},
 		// A MutateFunc that changes an ended task without a transition is
 		// refused by the store itself.
-		{"rewrite", func(cur plugin.Task) (plugin.Mutation, error) {
+		{"rewrite", func(cur domain.Task) (domain.Mutation, error) {
 			after := cur
-			after.Status = plugin.StatusQueued
-			return plugin.Change(cur, after, plugin.EventResumed, "u1", now, nil)
+			after.Status = domain.StatusQueued
+			return domain.Change(cur, after, domain.EventResumed, "u1", now, nil)
 		}},
 	}
-	for _, task := range []plugin.Task{get(t, s, completed.Number), get(t, s, canceled.Number)} {
+	for _, task := range []domain.Task{get(t, s, completed.Number), get(t, s, canceled.Number)} {
 		for _, op := range ops {
 			t.Run(string(task.Status)+"/"+op.name, func(t *testing.T) {
 				_, err := s.UpdateTask(t.Context(), task.Number, op.fn)
-				if !errors.Is(err, plugin.ErrTerminal) {
+				if !errors.Is(err, domain.ErrTerminal) {
 					t.Errorf("%s a %s task: %v, want ErrTerminal", op.name, task.Status, err)
 				}
 				sameTask(t, "row", get(t, s, task.Number), task)
@@ -131,7 +131,7 @@ func testTerminal(t *testing.T, s plugin.Store) {
 	check(t, s, completed.Number, canceled.Number)
 }
 
-func testSteps(t *testing.T, s plugin.Store) {
+func testSteps(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Three steps"))
 	type stepIn struct {
 		action, params, result, errText string
@@ -144,10 +144,10 @@ func testSteps(t *testing.T, s plugin.Store) {
 	}
 	for i, st := range in {
 		c := claim(t, s, "w1", at(time.Duration(i)*time.Minute), time.Minute)
-		o := outcome(c, at(time.Duration(i)*time.Minute+time.Second), 10*(i+1), plugin.VerdictContinue)
-		o.Step = plugin.Step{Thought: "thought " + st.action, Action: st.action, Params: json.RawMessage(st.params),
+		o := outcome(c, at(time.Duration(i)*time.Minute+time.Second), 10*(i+1), domain.VerdictContinue)
+		o.Step = domain.Step{Thought: "thought " + st.action, Action: st.action, Params: json.RawMessage(st.params),
 			Result: st.result, Success: st.success, Error: st.errText}
-		update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+		update(t, s, task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 	}
 	steps, err := s.Steps(t.Context(), task.Number)
 	if err != nil {
@@ -170,7 +170,7 @@ func testSteps(t *testing.T, s plugin.Store) {
 	check(t, s, task.Number)
 }
 
-func testTimes(t *testing.T, s plugin.Store) {
+func testTimes(t *testing.T, s domain.Store) {
 	// Nanoseconds are dropped (the stores keep microseconds) and any zone
 	// comes back as UTC.
 	paris := time.FixedZone("CET", 3600)
@@ -200,18 +200,18 @@ func testTimes(t *testing.T, s plugin.Store) {
 // testDirtyText stores what tools really return: NUL bytes and invalid
 // UTF-8 become U+FFFD (one per byte), in the row, the step and the event
 // alike, and the iteration is not lost.
-func testDirtyText(t *testing.T, s plugin.Store) {
+func testDirtyText(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Read the \x00 binary file"))
 	if task.Goal != "Read the \uFFFD binary file" {
 		t.Errorf("goal = %q", task.Goal)
 	}
 	c := claim(t, s, "w1", t0, time.Minute)
-	o := outcome(c, at(time.Second), 30, plugin.VerdictContinue)
+	o := outcome(c, at(time.Second), 30, domain.VerdictContinue)
 	o.Step.Result = "PK\x03\x04\x00\xff\xfe!"
 	o.Step.Thought = "look \x00 inside"
 	o.Step.Params = json.RawMessage(`{"path":"a\u0000b"}`)
 	o.Summary = "read \x00 it"
-	got := update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+	got := update(t, s, task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 	if got.Summary != "read \uFFFD it" {
 		t.Errorf("summary = %q", got.Summary)
 	}
@@ -224,7 +224,7 @@ func testDirtyText(t *testing.T, s plugin.Store) {
 		!jsonEqual(st.Params, []byte(`{"path":"a\ufffdb"}`)) {
 		t.Errorf("step = %q %q %s", st.Result, st.Thought, st.Params)
 	}
-	m, _, err := s.SaveMemory(t.Context(), plugin.Memory{Platform: "discord", MessageID: "m\x00", Room: "r", Text: "hi\x00\xc3", CreatedAt: t0})
+	m, _, err := s.SaveMemory(t.Context(), domain.Memory{Platform: "discord", MessageID: "m\x00", Room: "r", Text: "hi\x00\xc3", CreatedAt: t0})
 	if err != nil || m.Text != "hi\uFFFD\uFFFD" || m.MessageID != "m\uFFFD" {
 		t.Errorf("SaveMemory = %+v, %v", m, err)
 	}

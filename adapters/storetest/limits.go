@@ -7,33 +7,33 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // limited is a request of requestor u1 with a limit of max active tasks.
-func limited(goal string, max int) plugin.NewTask {
+func limited(goal string, max int) domain.NewTask {
 	in := newTask(goal)
 	in.MaxActive = max
 	return in
 }
 
-func refusedByLimit(t *testing.T, s plugin.Store, in plugin.NewTask, what string) {
+func refusedByLimit(t *testing.T, s domain.Store, in domain.NewTask, what string) {
 	t.Helper()
-	before, err := s.CountTasks(t.Context(), plugin.TaskFilter{})
+	before, err := s.CountTasks(t.Context(), domain.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task, err := s.CreateTask(t.Context(), in); !errors.Is(err, plugin.ErrLimit) {
+	if task, err := s.CreateTask(t.Context(), in); !errors.Is(err, domain.ErrLimit) {
 		t.Fatalf("%s: CreateTask = #%d, %v; want ErrLimit", what, task.Number, err)
 	}
-	if after, _ := s.CountTasks(t.Context(), plugin.TaskFilter{}); after != before {
+	if after, _ := s.CountTasks(t.Context(), domain.TaskFilter{}); after != before {
 		t.Fatalf("%s: a refused create changed the task count from %d to %d", what, before, after)
 	}
 }
 
 // testLimitActive: a requestor's tasks that have not ended, subtasks
 // included, are capped; an ended one frees its place.
-func testLimitActive(t *testing.T, s plugin.Store) {
+func testLimitActive(t *testing.T, s domain.Store) {
 	a := create(t, s, limited("one", 3))
 	child := limited("a subtask", 3)
 	child.ParentNumber = a.Number
@@ -44,14 +44,14 @@ func testLimitActive(t *testing.T, s plugin.Store) {
 	other.RequestorID = "u2"
 	create(t, s, other)
 	c := claim(t, s, "w", at(time.Minute), time.Minute)
-	iterate(t, s, c, at(2*time.Minute), 10, plugin.VerdictDone)
+	iterate(t, s, c, at(2*time.Minute), 10, domain.VerdictDone)
 	create(t, s, limited("four, now that one ended", 3))
 	create(t, s, newTask("no limit asked"))
 }
 
 // testLimitConcurrent: creators racing at the limit cannot pass it
 // together.
-func testLimitConcurrent(t *testing.T, s plugin.Store) {
+func testLimitConcurrent(t *testing.T, s domain.Store) {
 	const racers, max = 8, 5
 	var wg sync.WaitGroup
 	errs := make([]error, racers)
@@ -68,33 +68,33 @@ func testLimitConcurrent(t *testing.T, s plugin.Store) {
 		switch {
 		case err == nil:
 			ok++
-		case errors.Is(err, plugin.ErrLimit):
+		case errors.Is(err, domain.ErrLimit):
 			refused++
 		default:
 			t.Fatalf("CreateTask: %v", err)
 		}
 	}
-	if n, _ := s.CountTasks(t.Context(), plugin.TaskFilter{RequestorID: "u1"}); ok != max || refused != racers-max || n != max {
+	if n, _ := s.CountTasks(t.Context(), domain.TaskFilter{RequestorID: "u1"}); ok != max || refused != racers-max || n != max {
 		t.Fatalf("%d created, %d refused, %d stored; want %d, %d, %d", ok, refused, n, max, racers-max, max)
 	}
 }
 
-// testLimitSubtasks: a task has at most plugin.MaxSubtasks children, and
-// subtasks nest at most plugin.MaxSubtaskDepth levels.
-func testLimitSubtasks(t *testing.T, s plugin.Store) {
-	sub := func(goal string, parent int64) plugin.NewTask {
+// testLimitSubtasks: a task has at most domain.MaxSubtasks children, and
+// subtasks nest at most domain.MaxSubtaskDepth levels.
+func testLimitSubtasks(t *testing.T, s domain.Store) {
+	sub := func(goal string, parent int64) domain.NewTask {
 		in := limited(goal, -1)
 		in.ParentNumber = parent
 		return in
 	}
 	root := create(t, s, limited("root", -1))
-	for i := range plugin.MaxSubtasks {
+	for i := range domain.MaxSubtasks {
 		create(t, s, sub(fmt.Sprintf("child %d", i), root.Number))
 	}
 	refusedByLimit(t, s, sub("one child too many", root.Number), "the 11th child")
 
 	parent := create(t, s, limited("another root", -1)).Number
-	for level := 1; level <= plugin.MaxSubtaskDepth; level++ {
+	for level := 1; level <= domain.MaxSubtaskDepth; level++ {
 		parent = create(t, s, sub(fmt.Sprintf("level %d", level), parent)).Number
 	}
 	refusedByLimit(t, s, sub("one level too deep", parent), "level 4")
@@ -102,10 +102,10 @@ func testLimitSubtasks(t *testing.T, s plugin.Store) {
 
 // spend commits one iteration of task n (15 tokens: see outcome) by
 // worker w at now, with verdict v.
-func spend(t *testing.T, s plugin.Store, n int64, w string, now time.Time, v plugin.Verdict) plugin.Task {
+func spend(t *testing.T, s domain.Store, n int64, w string, now time.Time, v domain.Verdict) domain.Task {
 	t.Helper()
-	c, err := s.UpdateTask(t.Context(), n, func(cur plugin.Task) (plugin.Mutation, error) {
-		m, err := plugin.Claimed(cur, plugin.Claim{Owner: w, Now: now, Lease: time.Minute})
+	c, err := s.UpdateTask(t.Context(), n, func(cur domain.Task) (domain.Mutation, error) {
+		m, err := domain.Claimed(cur, domain.Claim{Owner: w, Now: now, Lease: time.Minute})
 		m.Event.Actor = w
 		return m, err
 	})
@@ -114,7 +114,7 @@ func spend(t *testing.T, s plugin.Store, n int64, w string, now time.Time, v plu
 	}
 	o := outcome(c, now.Add(time.Second), 10+c.Iteration, v)
 	o.Step.Params = []byte(fmt.Sprintf(`{"text":"step %d"}`, c.Iteration))
-	return update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+	return update(t, s, n, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 }
 
 // testSubtaskBudget: a subtask reserves its token budget from what its
@@ -122,15 +122,15 @@ func spend(t *testing.T, s plugin.Store, n int64, w string, now time.Time, v plu
 // running subtasks hold — so siblings together never hold more than the
 // parent had left; what a subtask did not spend is the parent's again
 // once it ends.
-func testSubtaskBudget(t *testing.T, s plugin.Store) {
+func testSubtaskBudget(t *testing.T, s domain.Store) {
 	budget := int64(100)
 	in := limited("root", -1)
 	in.MaxTokens = &budget
 	root := create(t, s, in)
 	for i := range 4 { // 15 tokens an iteration: 40 left
-		spend(t, s, root.Number, "w", at(time.Duration(2*i+1)*time.Minute), plugin.VerdictContinue)
+		spend(t, s, root.Number, "w", at(time.Duration(2*i+1)*time.Minute), domain.VerdictContinue)
 	}
-	child := func(asked *int64) plugin.NewTask {
+	child := func(asked *int64) domain.NewTask {
 		c := limited("child", -1)
 		c.ParentNumber, c.MaxTokens = root.Number, asked
 		return c
@@ -148,7 +148,7 @@ func testSubtaskBudget(t *testing.T, s plugin.Store) {
 	}
 	// The first child spends 15 of its 30 and ends: its tokens count
 	// toward the root, and the 15 it did not spend are the root's again.
-	spend(t, s, first.Number, "w", at(10*time.Minute), plugin.VerdictDone)
+	spend(t, s, first.Number, "w", at(10*time.Minute), domain.VerdictDone)
 	if got := get(t, s, root.Number); got.Tokens() != 75 {
 		t.Fatalf("the root has spent %d tokens, want 75: its 60 and its ended child's 15", got.Tokens())
 	}
@@ -163,22 +163,22 @@ func testSubtaskBudget(t *testing.T, s plugin.Store) {
 // testSubtaskBudgetSiblings: ten subtasks of a task with 40 tokens left
 // hold 40 between them, however much each asks for: the tree cannot
 // spend ten times what its root has left.
-func testSubtaskBudgetSiblings(t *testing.T, s plugin.Store) {
+func testSubtaskBudgetSiblings(t *testing.T, s domain.Store) {
 	budget := int64(100)
 	in := limited("root", -1)
 	in.MaxTokens = &budget
 	root := create(t, s, in)
 	for i := range 4 {
-		spend(t, s, root.Number, "w", at(time.Duration(2*i+1)*time.Minute), plugin.VerdictContinue)
+		spend(t, s, root.Number, "w", at(time.Duration(2*i+1)*time.Minute), domain.VerdictContinue)
 	}
 	var held int64
 	made := 0
-	for i := range plugin.MaxSubtasks {
+	for i := range domain.MaxSubtasks {
 		c := limited(fmt.Sprintf("sibling %d", i), -1)
 		c.ParentNumber, c.MaxTokens = root.Number, ptr(int64(4+i%3))
 		task, err := s.CreateTask(t.Context(), c)
 		switch {
-		case errors.Is(err, plugin.ErrLimit):
+		case errors.Is(err, domain.ErrLimit):
 			continue
 		case err != nil:
 			t.Fatalf("CreateTask: %v", err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // listFixture creates five tasks in different workspaces, rooms, statuses
@@ -17,7 +17,7 @@ import (
 //	#3 guild-b u1 room-1 completed, child of #1
 //	#4 guild-b u2 room-2 running,   child of #1
 //	#5 guild-a u1 room-2 canceled
-func listFixture(t *testing.T, s plugin.Store) {
+func listFixture(t *testing.T, s domain.Store) {
 	t.Helper()
 	rows := []struct {
 		ws, user, room string
@@ -34,42 +34,42 @@ func listFixture(t *testing.T, s plugin.Store) {
 		in.WorkspaceID, in.RequestorID, in.RoomID, in.ParentNumber = r.ws, r.user, r.room, r.parent
 		create(t, s, in)
 	}
-	update(t, s, 2, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Paused(cur, "u2", t0) })
-	update(t, s, 5, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Canceled(cur, "u1", "", t0) })
+	update(t, s, 2, func(cur domain.Task) (domain.Mutation, error) { return domain.Paused(cur, "u2", t0) })
+	update(t, s, 5, func(cur domain.Task) (domain.Mutation, error) { return domain.Canceled(cur, "u1", "", t0) })
 	// The queue serves #1 first; make #3 and #4 the ones claimed.
-	update(t, s, 1, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Paused(cur, "u1", t0) })
+	update(t, s, 1, func(cur domain.Task) (domain.Mutation, error) { return domain.Paused(cur, "u1", t0) })
 	c3 := claim(t, s, "w", t0, time.Hour)
-	iterate(t, s, c3, at(time.Second), 100, plugin.VerdictDone)
+	iterate(t, s, c3, at(time.Second), 100, domain.VerdictDone)
 	claim(t, s, "w", at(time.Second), time.Hour)
-	update(t, s, 1, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Resumed(cur, "u1", at(time.Second)) })
+	update(t, s, 1, func(cur domain.Task) (domain.Mutation, error) { return domain.Resumed(cur, "u1", at(time.Second)) })
 	if c3.Number != 3 {
 		t.Fatalf("fixture claimed #%d first, want #3", c3.Number)
 	}
 }
 
-func testListFilters(t *testing.T, s plugin.Store) {
+func testListFilters(t *testing.T, s domain.Store) {
 	listFixture(t, s)
 	cases := []struct {
 		name string
-		f    plugin.TaskFilter
+		f    domain.TaskFilter
 		want []int64
 	}{
-		{"all", plugin.TaskFilter{}, []int64{1, 2, 3, 4, 5}},
-		{"one status", plugin.TaskFilter{Statuses: []plugin.Status{plugin.StatusQueued}}, []int64{1}},
-		{"active", plugin.TaskFilter{Statuses: []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused}}, []int64{1, 2, 4}},
-		{"ended", plugin.TaskFilter{Statuses: []plugin.Status{plugin.StatusCompleted, plugin.StatusCanceled, plugin.StatusFailed}}, []int64{3, 5}},
-		{"workspace", plugin.TaskFilter{WorkspaceID: "guild-a"}, []int64{1, 2, 5}},
-		{"workspace and status", plugin.TaskFilter{WorkspaceID: "guild-b", Statuses: []plugin.Status{plugin.StatusRunning}}, []int64{4}},
-		{"requestor", plugin.TaskFilter{RequestorID: "u2"}, []int64{2, 4}},
-		{"room", plugin.TaskFilter{RoomID: "room-1"}, []int64{1, 3}},
-		{"parent", plugin.TaskFilter{ParentNumber: 1}, []int64{3, 4}},
+		{"all", domain.TaskFilter{}, []int64{1, 2, 3, 4, 5}},
+		{"one status", domain.TaskFilter{Statuses: []domain.Status{domain.StatusQueued}}, []int64{1}},
+		{"active", domain.TaskFilter{Statuses: []domain.Status{domain.StatusQueued, domain.StatusRunning, domain.StatusPaused}}, []int64{1, 2, 4}},
+		{"ended", domain.TaskFilter{Statuses: []domain.Status{domain.StatusCompleted, domain.StatusCanceled, domain.StatusFailed}}, []int64{3, 5}},
+		{"workspace", domain.TaskFilter{WorkspaceID: "guild-a"}, []int64{1, 2, 5}},
+		{"workspace and status", domain.TaskFilter{WorkspaceID: "guild-b", Statuses: []domain.Status{domain.StatusRunning}}, []int64{4}},
+		{"requestor", domain.TaskFilter{RequestorID: "u2"}, []int64{2, 4}},
+		{"room", domain.TaskFilter{RoomID: "room-1"}, []int64{1, 3}},
+		{"parent", domain.TaskFilter{ParentNumber: 1}, []int64{3, 4}},
 		// #3 was w's too, until its commit gave the lease back.
-		{"lease owner", plugin.TaskFilter{LeaseOwner: "w"}, []int64{4}},
-		{"another lease owner", plugin.TaskFilter{LeaseOwner: "v"}, nil},
-		{"everything", plugin.TaskFilter{WorkspaceID: "guild-a", RequestorID: "u1", RoomID: "room-2"}, []int64{5}},
-		{"query and room", plugin.TaskFilter{Query: "task 4", RoomID: "room-2"}, []int64{4}},
-		{"nothing", plugin.TaskFilter{WorkspaceID: "guild-z"}, nil},
-		{"unknown status", plugin.TaskFilter{Statuses: []plugin.Status{plugin.StatusStalemate}}, nil},
+		{"lease owner", domain.TaskFilter{LeaseOwner: "w"}, []int64{4}},
+		{"another lease owner", domain.TaskFilter{LeaseOwner: "v"}, nil},
+		{"everything", domain.TaskFilter{WorkspaceID: "guild-a", RequestorID: "u1", RoomID: "room-2"}, []int64{5}},
+		{"query and room", domain.TaskFilter{Query: "task 4", RoomID: "room-2"}, []int64{4}},
+		{"nothing", domain.TaskFilter{WorkspaceID: "guild-z"}, nil},
+		{"unknown status", domain.TaskFilter{Statuses: []domain.Status{domain.StatusStalemate}}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,29 +86,29 @@ func testListFilters(t *testing.T, s plugin.Store) {
 			}
 		})
 	}
-	for _, task := range must(s.ListTasks(t.Context(), plugin.TaskFilter{}))(t) {
+	for _, task := range must(s.ListTasks(t.Context(), domain.TaskFilter{}))(t) {
 		sameTask(t, "listed task", task, get(t, s, task.Number))
 	}
 }
 
-func testListPaging(t *testing.T, s plugin.Store) {
+func testListPaging(t *testing.T, s domain.Store) {
 	listFixture(t, s)
 	cases := []struct {
 		name string
-		f    plugin.TaskFilter
+		f    domain.TaskFilter
 		want []int64
 	}{
-		{"first page", plugin.TaskFilter{Limit: 2}, []int64{1, 2}},
-		{"second page", plugin.TaskFilter{Limit: 2, AfterNumber: 2}, []int64{3, 4}},
-		{"last page", plugin.TaskFilter{Limit: 2, AfterNumber: 4}, []int64{5}},
-		{"past the end", plugin.TaskFilter{Limit: 2, AfterNumber: 5}, nil},
-		{"recent", plugin.TaskFilter{Order: plugin.OrderRecent, Limit: 2}, []int64{5, 4}},
-		{"recent next page", plugin.TaskFilter{Order: plugin.OrderRecent, Limit: 2, AfterNumber: 4}, []int64{3, 2}},
-		{"recent last page", plugin.TaskFilter{Order: plugin.OrderRecent, Limit: 2, AfterNumber: 2}, []int64{1}},
-		{"page with a filter", plugin.TaskFilter{WorkspaceID: "guild-a", Limit: 1, AfterNumber: 1}, []int64{2}},
+		{"first page", domain.TaskFilter{Limit: 2}, []int64{1, 2}},
+		{"second page", domain.TaskFilter{Limit: 2, AfterNumber: 2}, []int64{3, 4}},
+		{"last page", domain.TaskFilter{Limit: 2, AfterNumber: 4}, []int64{5}},
+		{"past the end", domain.TaskFilter{Limit: 2, AfterNumber: 5}, nil},
+		{"recent", domain.TaskFilter{Order: domain.OrderRecent, Limit: 2}, []int64{5, 4}},
+		{"recent next page", domain.TaskFilter{Order: domain.OrderRecent, Limit: 2, AfterNumber: 4}, []int64{3, 2}},
+		{"recent last page", domain.TaskFilter{Order: domain.OrderRecent, Limit: 2, AfterNumber: 2}, []int64{1}},
+		{"page with a filter", domain.TaskFilter{WorkspaceID: "guild-a", Limit: 1, AfterNumber: 1}, []int64{2}},
 		// Queue order: the never-processed tasks by number, then #3, the
 		// one processed.
-		{"queue", plugin.TaskFilter{Order: plugin.OrderQueue}, []int64{1, 2, 4, 5, 3}},
+		{"queue", domain.TaskFilter{Order: domain.OrderQueue}, []int64{1, 2, 4, 5, 3}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,12 +121,12 @@ func testListPaging(t *testing.T, s plugin.Store) {
 			}
 		})
 	}
-	if n, err := s.CountTasks(t.Context(), plugin.TaskFilter{Limit: 2}); err != nil || n != 5 {
+	if n, err := s.CountTasks(t.Context(), domain.TaskFilter{Limit: 2}); err != nil || n != 5 {
 		t.Errorf("CountTasks ignores the limit: got %d, %v; want 5", n, err)
 	}
 }
 
-func testSearch(t *testing.T, s plugin.Store) {
+func testSearch(t *testing.T, s domain.Store) {
 	tasks := []struct{ name, goal string }{
 		{"Deploy the API", "Ship v2 to production"},
 		{"", "Fix 100% of the flaky tests"},
@@ -162,14 +162,14 @@ func testSearch(t *testing.T, s plugin.Store) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
-			got, err := s.ListTasks(t.Context(), plugin.TaskFilter{Query: tc.query})
+			got, err := s.ListTasks(t.Context(), domain.TaskFilter{Query: tc.query})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(numbers(got), tc.want) {
 				t.Errorf("search %q = %v, want %v", tc.query, numbers(got), tc.want)
 			}
-			if n, err := s.CountTasks(t.Context(), plugin.TaskFilter{Query: tc.query}); err != nil || n != len(tc.want) {
+			if n, err := s.CountTasks(t.Context(), domain.TaskFilter{Query: tc.query}); err != nil || n != len(tc.want) {
 				t.Errorf("CountTasks(%q) = %d, %v; want %d", tc.query, n, err, len(tc.want))
 			}
 		})

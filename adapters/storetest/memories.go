@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
-func testMemoryDedup(t *testing.T, s plugin.Store) {
-	first := plugin.Memory{Platform: "discord", MessageID: "1001", Room: "room-1", WorkspaceID: "guild-1",
+func testMemoryDedup(t *testing.T, s domain.Store) {
+	first := domain.Memory{Platform: "discord", MessageID: "1001", Room: "room-1", WorkspaceID: "guild-1",
 		AuthorID: "u1", AuthorName: "Ada", Text: "start a task", CreatedAt: at(time.Second)}
 	stored, isNew, err := s.SaveMemory(t.Context(), first)
 	if err != nil || !isNew || stored.ID == 0 {
@@ -33,11 +33,11 @@ func testMemoryDedup(t *testing.T, s plugin.Store) {
 
 	cases := []struct {
 		name string
-		m    plugin.Memory
+		m    domain.Memory
 	}{
-		{"same message ID on another platform", plugin.Memory{Platform: "slack", MessageID: "1001", Room: "room-1", Text: "hi"}},
-		{"no message ID", plugin.Memory{Platform: "discord", Room: "room-1", Text: "bot reply", FromBot: true}},
-		{"no message ID again", plugin.Memory{Platform: "discord", Room: "room-1", Text: "bot reply", FromBot: true}},
+		{"same message ID on another platform", domain.Memory{Platform: "slack", MessageID: "1001", Room: "room-1", Text: "hi"}},
+		{"no message ID", domain.Memory{Platform: "discord", Room: "room-1", Text: "bot reply", FromBot: true}},
+		{"no message ID again", domain.Memory{Platform: "discord", Room: "room-1", Text: "bot reply", FromBot: true}},
 	}
 	ids := map[int64]bool{stored.ID: true}
 	for _, tc := range cases {
@@ -55,10 +55,10 @@ func testMemoryDedup(t *testing.T, s plugin.Store) {
 	}
 }
 
-func testRecentMemories(t *testing.T, s plugin.Store) {
+func testRecentMemories(t *testing.T, s domain.Store) {
 	for i := range 5 {
 		for _, room := range []string{"room-1", "room-2"} {
-			m := plugin.Memory{Platform: "discord", MessageID: fmt.Sprintf("%s-%d", room, i), Room: room,
+			m := domain.Memory{Platform: "discord", MessageID: fmt.Sprintf("%s-%d", room, i), Room: room,
 				Text: fmt.Sprintf("message %d", i), CreatedAt: at(time.Duration(i) * time.Second)}
 			if _, _, err := s.SaveMemory(t.Context(), m); err != nil {
 				t.Fatal(err)
@@ -95,12 +95,12 @@ func testRecentMemories(t *testing.T, s plugin.Store) {
 	}
 }
 
-func testEventsSince(t *testing.T, s plugin.Store) {
+func testEventsSince(t *testing.T, s domain.Store) {
 	a := create(t, s, newTask("First"))
 	b := create(t, s, newTask("Second"))
 	c := claim(t, s, "w1", t0, time.Minute)
-	iterate(t, s, c, at(time.Second), 30, plugin.VerdictContinue)
-	update(t, s, b.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Paused(cur, "u1", at(2*time.Second)) })
+	iterate(t, s, c, at(time.Second), 30, domain.VerdictContinue)
+	update(t, s, b.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Paused(cur, "u1", at(2*time.Second)) })
 	create(t, s, newTask("Third"))
 	// created #1, created #2, claimed #1, iterated #1, paused #2, created #3.
 	wantOrder := []struct {
@@ -124,7 +124,7 @@ func testEventsSince(t *testing.T, s plugin.Store) {
 		}
 	}
 	// The same events, page by page.
-	var paged []plugin.TaskEvent
+	var paged []domain.TaskEvent
 	for after := int64(0); ; {
 		page, err := s.EventsSince(t.Context(), after, 4)
 		if err != nil {
@@ -157,7 +157,7 @@ func testEventsSince(t *testing.T, s plugin.Store) {
 	}
 }
 
-func sameMemory(a, b plugin.Memory) bool {
+func sameMemory(a, b domain.Memory) bool {
 	ta, tb := a.CreatedAt, b.CreatedAt
 	a.CreatedAt, b.CreatedAt = time.Time{}, time.Time{}
 	return a == b && ta.Equal(tb)
@@ -167,7 +167,7 @@ func sameMemory(a, b plugin.Memory) bool {
 // Events stream does — resuming after the last ID seen — while writers
 // commit concurrently, and fails if the reader ever skips an event (one
 // whose ID became visible after a higher one).
-func testEventsSinceWhileWriting(t *testing.T, s plugin.Store) {
+func testEventsSinceWhileWriting(t *testing.T, s domain.Store) {
 	const writers, each = 4, 60
 	ctx := ctxTimeout(t, 2*time.Minute)
 	var done atomic.Bool
@@ -180,8 +180,8 @@ func testEventsSinceWhileWriting(t *testing.T, s plugin.Store) {
 					t.Errorf("writer %d: %v", w, err)
 					return
 				}
-				if _, err := s.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-					return plugin.Paused(cur, "u1", t0)
+				if _, err := s.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+					return domain.Paused(cur, "u1", t0)
 				}); err != nil {
 					t.Errorf("writer %d: %v", w, err)
 					return
@@ -229,9 +229,9 @@ func testEventsSinceWhileWriting(t *testing.T, s plugin.Store) {
 
 // testPruneMemories: memories older than the cut are deleted, newer ones
 // and every task event kept.
-func testPruneMemories(t *testing.T, s plugin.Store) {
+func testPruneMemories(t *testing.T, s domain.Store) {
 	for i, d := range []time.Duration{time.Hour, 2 * time.Hour, 30 * 24 * time.Hour, 31 * 24 * time.Hour} {
-		m := plugin.Memory{Platform: "discord", MessageID: fmt.Sprint(2000 + i), Room: "room-1", Text: fmt.Sprint("m", i), CreatedAt: at(d)}
+		m := domain.Memory{Platform: "discord", MessageID: fmt.Sprint(2000 + i), Room: "room-1", Text: fmt.Sprint("m", i), CreatedAt: at(d)}
 		if _, _, err := s.SaveMemory(t.Context(), m); err != nil {
 			t.Fatal(err)
 		}

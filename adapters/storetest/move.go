@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // testMoveTask: MoveTask moves a task to another room with a "moved"
 // event, takes along its notifications waiting for the old room that no
 // send has begun on, and leaves everything else where it was; a refused
 // move changes nothing.
-func testMoveTask(t *testing.T, s plugin.Store) {
+func testMoveTask(t *testing.T, s domain.Store) {
 	ctx := t.Context()
 	const channel, thread = "discord:C1", "discord:C1:T1"
 	in := newTask("move me")
@@ -21,9 +21,9 @@ func testMoveTask(t *testing.T, s plugin.Store) {
 	task := create(t, s, in)
 	other := create(t, s, in)
 
-	note := func(task int64, room string) plugin.Notification {
+	note := func(task int64, room string) domain.Notification {
 		t.Helper()
-		n, err := s.Enqueue(ctx, plugin.Notification{Room: room, TaskNumber: task, Category: plugin.NotifyProgress, CreatedAt: t0})
+		n, err := s.Enqueue(ctx, domain.Notification{Room: room, TaskNumber: task, Category: domain.NotifyProgress, CreatedAt: t0})
 		if err != nil {
 			t.Fatalf("Enqueue: %v", err)
 		}
@@ -31,7 +31,7 @@ func testMoveTask(t *testing.T, s plugin.Store) {
 	}
 	// begun: a send began (it has a delivery key), then was released.
 	begun := note(task.Number, channel)
-	if _, ids := claimRoom(t, s, plugin.RoomClaim{Owner: "s1", Now: at(time.Second), Lease: time.Minute, Room: channel}); len(ids) != 1 {
+	if _, ids := claimRoom(t, s, domain.RoomClaim{Owner: "s1", Now: at(time.Second), Lease: time.Minute, Room: channel}); len(ids) != 1 {
 		t.Fatalf("claimed %v, want the one notification", ids)
 	}
 	if err := s.BeginSend(ctx, "s1", []int64{begun.ID}, "key-1", at(time.Second), ""); err != nil {
@@ -42,7 +42,7 @@ func testMoveTask(t *testing.T, s plugin.Store) {
 	}
 	// held: a sender holds it right now.
 	held := note(task.Number, channel)
-	if _, ids := claimRoom(t, s, plugin.RoomClaim{Owner: "s2", Now: at(2 * time.Second), Lease: time.Minute, Room: channel}); len(ids) != 1 || ids[0] != held.ID {
+	if _, ids := claimRoom(t, s, domain.RoomClaim{Owner: "s2", Now: at(2 * time.Second), Lease: time.Minute, Room: channel}); len(ids) != 1 || ids[0] != held.ID {
 		t.Fatalf("claimed %v, want only %d", ids, held.ID)
 	}
 	waiting := note(task.Number, channel)
@@ -61,15 +61,15 @@ func testMoveTask(t *testing.T, s plugin.Store) {
 	}
 	evs := events(t, s, task.Number)
 	last := evs[len(evs)-1]
-	var p plugin.EventPayload
+	var p domain.EventPayload
 	if err := json.Unmarshal(last.Payload, &p); err != nil {
 		t.Fatal(err)
 	}
-	if last.Type != plugin.EventMoved || last.Actor != "bot" || !last.Time.Equal(at(time.Minute)) ||
+	if last.Type != domain.EventMoved || last.Actor != "bot" || !last.Time.Equal(at(time.Minute)) ||
 		!jsonEqual(p.Changes["room_id"], []byte(`"`+thread+`"`)) || p.Detail["from"] != channel || p.Detail["notifications_moved"] != 1.0 {
 		t.Errorf("moved event = %s %s by %s at %v", last.Type, last.Payload, last.Actor, last.Time)
 	}
-	if v := plugin.Check(moved, evs, 0); len(v) > 0 {
+	if v := domain.Check(moved, evs, 0); len(v) > 0 {
 		t.Errorf("the event log does not rebuild the moved task: %v", v)
 	}
 
@@ -83,7 +83,7 @@ func testMoveTask(t *testing.T, s plugin.Store) {
 			t.Errorf("notification %d (task #%d) is for %s, want %s", n.ID, n.TaskNumber, n.Room, want[n.ID])
 		}
 	}
-	if room, ns, err := s.ClaimRoom(ctx, plugin.RoomClaim{Owner: "s3", Now: at(2 * time.Minute), Lease: time.Minute, Room: thread}); err != nil ||
+	if room, ns, err := s.ClaimRoom(ctx, domain.RoomClaim{Owner: "s3", Now: at(2 * time.Minute), Lease: time.Minute, Room: thread}); err != nil ||
 		room != thread || len(ns) != 1 || ns[0].ID != waiting.ID {
 		t.Errorf("ClaimRoom(thread) = %s %+v, %v; want the moved notification", room, ns, err)
 	}
@@ -95,10 +95,10 @@ func testMoveTask(t *testing.T, s plugin.Store) {
 		room   string
 		want   error
 	}{
-		{task.Number, thread, plugin.ErrInvalidState}, // there already
-		{task.Number, "", plugin.ErrInvalid},
-		{task.Number, "slack:C1", plugin.ErrInvalid}, // another platform
-		{99, thread, plugin.ErrNotFound},
+		{task.Number, thread, domain.ErrInvalidState}, // there already
+		{task.Number, "", domain.ErrInvalid},
+		{task.Number, "slack:C1", domain.ErrInvalid}, // another platform
+		{99, thread, domain.ErrNotFound},
 	} {
 		if _, err := s.MoveTask(ctx, tc.number, tc.room, "bot", at(3*time.Minute)); !errors.Is(err, tc.want) {
 			t.Errorf("MoveTask(#%d, %q) = %v, want %v", tc.number, tc.room, err, tc.want)
@@ -109,12 +109,12 @@ func testMoveTask(t *testing.T, s plugin.Store) {
 	}
 
 	// A task that has ended stays where it ended, with its notifications.
-	if _, err := s.UpdateTask(ctx, other.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Canceled(cur, "u1", "", at(4*time.Minute))
+	if _, err := s.UpdateTask(ctx, other.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Canceled(cur, "u1", "", at(4*time.Minute))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.MoveTask(ctx, other.Number, thread, "bot", at(5*time.Minute)); !errors.Is(err, plugin.ErrTerminal) {
+	if _, err := s.MoveTask(ctx, other.Number, thread, "bot", at(5*time.Minute)); !errors.Is(err, domain.ErrTerminal) {
 		t.Errorf("moving a canceled task = %v, want ErrTerminal", err)
 	}
 	ns, err := s.ListNotifications(ctx, "", othersNote.ID-1, 1)

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
-func enqueue(t *testing.T, s plugin.Store, room, category string, created time.Time) plugin.Notification {
+func enqueue(t *testing.T, s domain.Store, room, category string, created time.Time) domain.Notification {
 	t.Helper()
-	n, err := s.Enqueue(t.Context(), plugin.Notification{
+	n, err := s.Enqueue(t.Context(), domain.Notification{
 		Room: room, TaskNumber: 1, Category: category, CreatedAt: created,
 		Payload: json.RawMessage(fmt.Sprintf(`{"room":%q,"at":%q}`, room, created.Format(time.RFC3339))),
 	})
@@ -26,7 +26,7 @@ func enqueue(t *testing.T, s plugin.Store, room, category string, created time.T
 	return n
 }
 
-func claimRoom(t *testing.T, s plugin.Store, c plugin.RoomClaim) (string, []int64) {
+func claimRoom(t *testing.T, s domain.Store, c domain.RoomClaim) (string, []int64) {
 	t.Helper()
 	room, ns, err := s.ClaimRoom(t.Context(), c)
 	if err != nil {
@@ -48,7 +48,7 @@ func claimRoom(t *testing.T, s plugin.Store, c plugin.RoomClaim) (string, []int6
 	return room, ids
 }
 
-func pending(t *testing.T, s plugin.Store) int {
+func pending(t *testing.T, s domain.Store) int {
 	t.Helper()
 	n, err := s.Pending(t.Context())
 	if err != nil {
@@ -57,24 +57,24 @@ func pending(t *testing.T, s plugin.Store) int {
 	return n
 }
 
-func testOutboxEnqueue(t *testing.T, s plugin.Store) {
-	n := enqueue(t, s, "room-1", plugin.NotifyProgress, at(time.Second))
-	if n.ID == 0 || n.Room != "room-1" || n.TaskNumber != 1 || n.Category != plugin.NotifyProgress ||
+func testOutboxEnqueue(t *testing.T, s domain.Store) {
+	n := enqueue(t, s, "room-1", domain.NotifyProgress, at(time.Second))
+	if n.ID == 0 || n.Room != "room-1" || n.TaskNumber != 1 || n.Category != domain.NotifyProgress ||
 		!n.CreatedAt.Equal(at(time.Second)) || !n.NextAttemptAt.Equal(at(time.Second)) || n.Attempts != 0 ||
 		!jsonEqual(n.Payload, []byte(`{"room":"room-1","at":"2026-01-02T03:04:06Z"}`)) {
 		t.Errorf("enqueued = %+v (payload %s)", n, n.Payload)
 	}
-	later, err := s.Enqueue(t.Context(), plugin.Notification{Room: "room-1", Category: plugin.NotifyError,
+	later, err := s.Enqueue(t.Context(), domain.Notification{Room: "room-1", Category: domain.NotifyError,
 		CreatedAt: t0, NextAttemptAt: at(time.Hour)})
 	if err != nil || !later.NextAttemptAt.Equal(at(time.Hour)) || later.ID <= n.ID {
 		t.Errorf("enqueue for later = %+v, %v", later, err)
 	}
-	for _, bad := range []plugin.Notification{
-		{Room: "room-1", Category: plugin.NotifyProgress, Payload: json.RawMessage(`{not json`)},
-		{Category: plugin.NotifyProgress},
+	for _, bad := range []domain.Notification{
+		{Room: "room-1", Category: domain.NotifyProgress, Payload: json.RawMessage(`{not json`)},
+		{Category: domain.NotifyProgress},
 		{Room: "room-1"},
 	} {
-		if _, err := s.Enqueue(t.Context(), bad); !errors.Is(err, plugin.ErrInvalid) {
+		if _, err := s.Enqueue(t.Context(), bad); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("Enqueue(%+v) = %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -83,11 +83,11 @@ func testOutboxEnqueue(t *testing.T, s plugin.Store) {
 	}
 }
 
-func testOutboxClaimExclusive(t *testing.T, s plugin.Store) {
-	a1 := enqueue(t, s, "room-a", plugin.NotifyProgress, at(1*time.Second))
-	b1 := enqueue(t, s, "room-b", plugin.NotifyProgress, at(2*time.Second))
-	a2 := enqueue(t, s, "room-a", plugin.NotifyAction, at(3*time.Second))
-	c := plugin.RoomClaim{Now: at(time.Minute), Lease: time.Minute}
+func testOutboxClaimExclusive(t *testing.T, s domain.Store) {
+	a1 := enqueue(t, s, "room-a", domain.NotifyProgress, at(1*time.Second))
+	b1 := enqueue(t, s, "room-b", domain.NotifyProgress, at(2*time.Second))
+	a2 := enqueue(t, s, "room-a", domain.NotifyAction, at(3*time.Second))
+	c := domain.RoomClaim{Now: at(time.Minute), Lease: time.Minute}
 
 	c.Owner = "sender-1"
 	room, ids := claimRoom(t, s, c)
@@ -100,7 +100,7 @@ func testOutboxClaimExclusive(t *testing.T, s plugin.Store) {
 	}
 	// A row that arrives while sender-1 holds room-a waits for it: one
 	// sender per room at a time.
-	enqueue(t, s, "room-a", plugin.NotifyTerminal, at(time.Minute))
+	enqueue(t, s, "room-a", domain.NotifyTerminal, at(time.Minute))
 	c.Owner = "sender-3"
 	if room, ids := claimRoom(t, s, c); room != "" {
 		t.Errorf("third claim = %s %v, want nothing", room, ids)
@@ -114,14 +114,14 @@ func testOutboxClaimExclusive(t *testing.T, s plugin.Store) {
 	}
 }
 
-func testOutboxClaimExpiry(t *testing.T, s plugin.Store) {
-	n1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
-	n2 := enqueue(t, s, "room-a", plugin.NotifyError, at(time.Second))
-	c1 := plugin.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute}
+func testOutboxClaimExpiry(t *testing.T, s domain.Store) {
+	n1 := enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	n2 := enqueue(t, s, "room-a", domain.NotifyError, at(time.Second))
+	c1 := domain.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute}
 	if room, ids := claimRoom(t, s, c1); room != "room-a" || len(ids) != 2 {
 		t.Fatalf("claim = %s %v", room, ids)
 	}
-	c2 := plugin.RoomClaim{Owner: "sender-2", Now: at(2*time.Minute - time.Microsecond), Lease: time.Minute}
+	c2 := domain.RoomClaim{Owner: "sender-2", Now: at(2*time.Minute - time.Microsecond), Lease: time.Minute}
 	if room, _ := claimRoom(t, s, c2); room != "" {
 		t.Fatalf("claimed %s before sender-1's claim expired", room)
 	}
@@ -132,11 +132,11 @@ func testOutboxClaimExpiry(t *testing.T, s plugin.Store) {
 		t.Fatalf("claim after expiry = %s %v", room, ids)
 	}
 	// sender-1 comes back and may no longer mark them sent.
-	err := s.MarkSent(t.Context(), "sender-1", ids, []plugin.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 10}})
-	if !errors.Is(err, plugin.ErrStaleFence) {
+	err := s.MarkSent(t.Context(), "sender-1", ids, []domain.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 10}})
+	if !errors.Is(err, domain.ErrStaleFence) {
 		t.Errorf("MarkSent by the owner whose claim expired: %v, want ErrStaleFence", err)
 	}
-	if err := s.Release(t.Context(), "sender-1", ids, at(time.Hour), "late"); !errors.Is(err, plugin.ErrStaleFence) {
+	if err := s.Release(t.Context(), "sender-1", ids, at(time.Hour), "late"); !errors.Is(err, domain.ErrStaleFence) {
 		t.Errorf("Release by the owner whose claim expired: %v, want ErrStaleFence", err)
 	}
 	if got := pending(t, s); got != 2 {
@@ -152,14 +152,14 @@ func testOutboxClaimExpiry(t *testing.T, s plugin.Store) {
 		t.Errorf("Pending = %d, want 0", got)
 	}
 	// Marking them again finds nothing of sender-2's.
-	if err := s.MarkSent(t.Context(), "sender-2", ids, nil); !errors.Is(err, plugin.ErrStaleFence) {
+	if err := s.MarkSent(t.Context(), "sender-2", ids, nil); !errors.Is(err, domain.ErrStaleFence) {
 		t.Errorf("MarkSent twice: %v, want ErrStaleFence", err)
 	}
 }
 
-func testOutboxRelease(t *testing.T, s plugin.Store) {
-	n1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
-	c := plugin.RoomClaim{Owner: "sender-1", Now: at(time.Second), Lease: time.Minute}
+func testOutboxRelease(t *testing.T, s domain.Store) {
+	n1 := enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	c := domain.RoomClaim{Owner: "sender-1", Now: at(time.Second), Lease: time.Minute}
 	_, ids := claimRoom(t, s, c)
 	retryAt := at(5 * time.Minute)
 	if err := s.Release(t.Context(), "sender-1", ids, retryAt, "429 Too Many Requests"); err != nil {
@@ -167,11 +167,11 @@ func testOutboxRelease(t *testing.T, s plugin.Store) {
 	}
 	// Not due before retryAt, for anyone.
 	for _, now := range []time.Time{at(2 * time.Second), retryAt.Add(-time.Microsecond)} {
-		if room, ids := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-2", Now: now, Lease: time.Minute}); room != "" {
+		if room, ids := claimRoom(t, s, domain.RoomClaim{Owner: "sender-2", Now: now, Lease: time.Minute}); room != "" {
 			t.Errorf("claimed %s %v at %v, before the retry time", room, ids, now)
 		}
 	}
-	_, ns, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "sender-2", Now: retryAt, Lease: time.Minute})
+	_, ns, err := s.ClaimRoom(t.Context(), domain.RoomClaim{Owner: "sender-2", Now: retryAt, Lease: time.Minute})
 	if err != nil || len(ns) != 1 {
 		t.Fatalf("claim at the retry time = %v, %v", ns, err)
 	}
@@ -182,18 +182,18 @@ func testOutboxRelease(t *testing.T, s plugin.Store) {
 	if err := s.Release(t.Context(), "sender-2", []int64{n1.ID}, at(10*time.Minute), "timeout"); err != nil {
 		t.Fatal(err)
 	}
-	_, ns, err = s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "sender-3", Now: at(10 * time.Minute), Lease: time.Minute})
+	_, ns, err = s.ClaimRoom(t.Context(), domain.RoomClaim{Owner: "sender-3", Now: at(10 * time.Minute), Lease: time.Minute})
 	if err != nil || len(ns) != 1 || ns[0].Attempts != 2 || ns[0].LastError != "timeout" {
 		t.Errorf("after two failures = %+v, %v", ns, err)
 	}
 }
 
-func testOutboxCategories(t *testing.T, s plugin.Store) {
-	enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
-	b1 := enqueue(t, s, "room-b", plugin.NotifyProgress, at(time.Second))
-	b2 := enqueue(t, s, "room-b", plugin.NotifyTerminal, at(2*time.Second))
-	c := plugin.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute,
-		Categories: []string{plugin.NotifyTerminal, plugin.NotifyError}}
+func testOutboxCategories(t *testing.T, s domain.Store) {
+	enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	b1 := enqueue(t, s, "room-b", domain.NotifyProgress, at(time.Second))
+	b2 := enqueue(t, s, "room-b", domain.NotifyTerminal, at(2*time.Second))
+	c := domain.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute,
+		Categories: []string{domain.NotifyTerminal, domain.NotifyError}}
 	// room-a is older but has no terminal row; room-b is claimed whole.
 	if room, ids := claimRoom(t, s, c); room != "room-b" || !slices.Equal(ids, []int64{b1.ID, b2.ID}) {
 		t.Fatalf("claim of terminal rooms = %s %v, want room-b [%d %d]", room, ids, b1.ID, b2.ID)
@@ -212,15 +212,15 @@ func testOutboxCategories(t *testing.T, s plugin.Store) {
 // oldest first; the rows of a message a send began on are claimed again
 // whole, alone, before any other; the others wait for the next claim, and
 // every row is claimed once.
-func testOutboxClaimLimit(t *testing.T, s plugin.Store) {
+func testOutboxClaimLimit(t *testing.T, s domain.Store) {
 	var progress []int64
 	for i := range 9 {
-		progress = append(progress, enqueue(t, s, "room-a", plugin.NotifyProgress, at(time.Duration(i)*time.Second)).ID)
+		progress = append(progress, enqueue(t, s, "room-a", domain.NotifyProgress, at(time.Duration(i)*time.Second)).ID)
 	}
-	term := enqueue(t, s, "room-a", plugin.NotifyTerminal, at(10*time.Second)).ID
-	post := enqueue(t, s, "room-a", plugin.NotifyMessage, at(11*time.Second)).ID
+	term := enqueue(t, s, "room-a", domain.NotifyTerminal, at(10*time.Second)).ID
+	post := enqueue(t, s, "room-a", domain.NotifyMessage, at(11*time.Second)).ID
 	now, later := at(time.Minute), at(time.Hour)
-	c := plugin.RoomClaim{Owner: "sender-1", Now: now, Lease: time.Minute, Limit: 3}
+	c := domain.RoomClaim{Owner: "sender-1", Now: now, Lease: time.Minute, Limit: 3}
 	// The terminal row and the post go first, behind no backlog.
 	k1 := []int64{progress[0], term, post}
 	if room, got := claimRoom(t, s, c); room != "room-a" || !slices.Equal(got, k1) {
@@ -246,7 +246,7 @@ func testOutboxClaimLimit(t *testing.T, s plugin.Store) {
 	// When both are due again, each message begun is claimed whole and
 	// alone, the oldest first, before any other row — even a terminal
 	// row that came since, and however high the limit.
-	term2 := enqueue(t, s, "room-a", plugin.NotifyTerminal, at(12*time.Second)).ID
+	term2 := enqueue(t, s, "room-a", domain.NotifyTerminal, at(12*time.Second)).ID
 	c.Now, c.Limit = later, 5
 	for i, want := range [][]int64{k1, k2} {
 		c.Owner = fmt.Sprintf("sender-%d", 3+i)
@@ -275,19 +275,19 @@ func testOutboxClaimLimit(t *testing.T, s plugin.Store) {
 		t.Errorf("the backlog was claimed as %v, want %v", seen, want)
 	}
 	// No limit asked: RoomClaimRows.
-	for i := range plugin.RoomClaimRows + 1 {
-		enqueue(t, s, "room-b", plugin.NotifyError, at(time.Duration(i)*time.Millisecond))
+	for i := range domain.RoomClaimRows + 1 {
+		enqueue(t, s, "room-b", domain.NotifyError, at(time.Duration(i)*time.Millisecond))
 	}
-	if _, got := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-9", Now: now, Lease: time.Minute}); len(got) != plugin.RoomClaimRows {
-		t.Errorf("a claim without a limit took %d rows, want %d", len(got), plugin.RoomClaimRows)
+	if _, got := claimRoom(t, s, domain.RoomClaim{Owner: "sender-9", Now: now, Lease: time.Minute}); len(got) != domain.RoomClaimRows {
+		t.Errorf("a claim without a limit took %d rows, want %d", len(got), domain.RoomClaimRows)
 	}
 }
 
-func testOutboxRoom(t *testing.T, s plugin.Store) {
-	enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
-	b := enqueue(t, s, "room-b", plugin.NotifyProgress, at(time.Second))
-	enqueue(t, s, "room-c", plugin.NotifyProgress, at(time.Hour)) // due later
-	c := plugin.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute, Room: "room-b"}
+func testOutboxRoom(t *testing.T, s domain.Store) {
+	enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	b := enqueue(t, s, "room-b", domain.NotifyProgress, at(time.Second))
+	enqueue(t, s, "room-c", domain.NotifyProgress, at(time.Hour)) // due later
+	c := domain.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute, Room: "room-b"}
 	if room, ids := claimRoom(t, s, c); room != "room-b" || !slices.Equal(ids, []int64{b.ID}) {
 		t.Errorf("claim of room-b = %s %v", room, ids)
 	}
@@ -300,21 +300,21 @@ func testOutboxRoom(t *testing.T, s plugin.Store) {
 		t.Errorf("claim of an empty room = %s %v", room, ids)
 	}
 	c.Room = "room-a"
-	c.Categories = []string{plugin.NotifyTerminal}
+	c.Categories = []string{domain.NotifyTerminal}
 	if room, ids := claimRoom(t, s, c); room != "" {
 		t.Errorf("claim of room-a for terminal rows = %s %v, want nothing", room, ids)
 	}
 }
 
-func testOutboxLastSent(t *testing.T, s plugin.Store) {
-	n := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
-	_, ids := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-1", Now: t0, Lease: time.Minute})
-	sent := []plugin.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 40}, {Room: "room-a", TaskNumber: 2, Progress: 10}}
+func testOutboxLastSent(t *testing.T, s domain.Store) {
+	n := enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	_, ids := claimRoom(t, s, domain.RoomClaim{Owner: "sender-1", Now: t0, Lease: time.Minute})
+	sent := []domain.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 40}, {Room: "room-a", TaskNumber: 2, Progress: 10}}
 	if err := s.MarkSent(t.Context(), "sender-1", ids, sent); err != nil || !slices.Equal(ids, []int64{n.ID}) {
 		t.Fatalf("MarkSent(%v): %v", ids, err)
 	}
 	// Progress alone (nothing to delete) is recorded too, and overwrites.
-	if err := s.MarkSent(t.Context(), "sender-1", nil, []plugin.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 75},
+	if err := s.MarkSent(t.Context(), "sender-1", nil, []domain.RoomProgress{{Room: "room-a", TaskNumber: 1, Progress: 75},
 		{Room: "room-b", TaskNumber: 1, Progress: 5}}); err != nil {
 		t.Fatal(err)
 	}
@@ -340,26 +340,26 @@ func testOutboxLastSent(t *testing.T, s plugin.Store) {
 	}
 }
 
-func testOutboxFromMutation(t *testing.T, s plugin.Store) {
+func testOutboxFromMutation(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Tell the room"))
-	update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		m, err := plugin.Paused(cur, "u1", at(time.Second))
-		m.Notifications = []plugin.Notification{{Room: cur.RoomID, Category: plugin.NotifyProgress, Payload: json.RawMessage(`{"status":"paused"}`)}}
+	update(t, s, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		m, err := domain.Paused(cur, "u1", at(time.Second))
+		m.Notifications = []domain.Notification{{Room: cur.RoomID, Category: domain.NotifyProgress, Payload: json.RawMessage(`{"status":"paused"}`)}}
 		return m, err
 	})
 	// A refused mutation enqueues nothing.
-	_, err := s.UpdateTask(t.Context(), task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		m, err := plugin.Paused(cur, "u1", at(2*time.Second))
-		m.Notifications = []plugin.Notification{{Room: cur.RoomID, Category: plugin.NotifyError}}
+	_, err := s.UpdateTask(t.Context(), task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		m, err := domain.Paused(cur, "u1", at(2*time.Second))
+		m.Notifications = []domain.Notification{{Room: cur.RoomID, Category: domain.NotifyError}}
 		return m, err
 	})
-	if !errors.Is(err, plugin.ErrInvalidState) {
+	if !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("pausing twice: %v", err)
 	}
 	if got := pending(t, s); got != 1 {
 		t.Fatalf("Pending = %d, want 1", got)
 	}
-	room, ns, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "sender", Now: at(time.Minute), Lease: time.Minute})
+	room, ns, err := s.ClaimRoom(t.Context(), domain.RoomClaim{Owner: "sender", Now: at(time.Minute), Lease: time.Minute})
 	if err != nil || room != task.RoomID || len(ns) != 1 {
 		t.Fatalf("ClaimRoom = %s %v, %v", room, ns, err)
 	}
@@ -370,11 +370,11 @@ func testOutboxFromMutation(t *testing.T, s plugin.Store) {
 
 // testOutboxConcurrent has senders claim rooms at the same time and fails if
 // two ever hold the same room or get the same row.
-func testOutboxConcurrent(t *testing.T, s plugin.Store) {
+func testOutboxConcurrent(t *testing.T, s domain.Store) {
 	const senders, rooms, perRoom = 4, 20, 3
 	for r := range rooms {
 		for i := range perRoom {
-			enqueue(t, s, fmt.Sprintf("room-%02d", r), plugin.NotifyProgress, at(time.Duration(r*perRoom+i)*time.Millisecond))
+			enqueue(t, s, fmt.Sprintf("room-%02d", r), domain.NotifyProgress, at(time.Duration(r*perRoom+i)*time.Millisecond))
 		}
 	}
 	ctx := ctxTimeout(t, time.Minute)
@@ -389,7 +389,7 @@ func testOutboxConcurrent(t *testing.T, s plugin.Store) {
 		owner := fmt.Sprintf("sender-%d", w)
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				room, ns, err := s.ClaimRoom(ctx, plugin.RoomClaim{Owner: owner, Now: at(time.Minute), Lease: time.Hour})
+				room, ns, err := s.ClaimRoom(ctx, domain.RoomClaim{Owner: owner, Now: at(time.Minute), Lease: time.Hour})
 				if err != nil {
 					t.Errorf("%s: ClaimRoom: %v", owner, err)
 					return
@@ -417,7 +417,7 @@ func testOutboxConcurrent(t *testing.T, s plugin.Store) {
 					ids[i] = n.ID
 				}
 				mu.Unlock()
-				err = s.MarkSent(ctx, owner, ids, []plugin.RoomProgress{{Room: room, TaskNumber: 1, Progress: len(ids)}})
+				err = s.MarkSent(ctx, owner, ids, []domain.RoomProgress{{Room: room, TaskNumber: 1, Progress: len(ids)}})
 				mu.Lock()
 				delete(held, room)
 				mu.Unlock()
@@ -445,16 +445,16 @@ func testOutboxConcurrent(t *testing.T, s plugin.Store) {
 }
 
 // claimAll claims room for owner at now and returns its rows.
-func claimAll(t *testing.T, s plugin.Store, owner string, now time.Time, lease time.Duration) []plugin.Notification {
+func claimAll(t *testing.T, s domain.Store, owner string, now time.Time, lease time.Duration) []domain.Notification {
 	t.Helper()
-	_, ns, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: owner, Now: now, Lease: lease})
+	_, ns, err := s.ClaimRoom(t.Context(), domain.RoomClaim{Owner: owner, Now: now, Lease: lease})
 	if err != nil {
 		t.Fatalf("ClaimRoom(%s at %v): %v", owner, now, err)
 	}
 	return ns
 }
 
-func ids(ns []plugin.Notification) []int64 {
+func ids(ns []domain.Notification) []int64 {
 	out := make([]int64, len(ns))
 	for i, n := range ns {
 		out[i] = n.ID
@@ -465,9 +465,9 @@ func ids(ns []plugin.Notification) []int64 {
 // testOutboxRenewClaim: a sender renews its claim while it sends; the
 // room stays its own past the first lease, and a sender whose claim was
 // taken over renews nothing.
-func testOutboxRenewClaim(t *testing.T, s plugin.Store) {
-	a1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
-	a2 := enqueue(t, s, "room-a", plugin.NotifyError, at(time.Second))
+func testOutboxRenewClaim(t *testing.T, s domain.Store) {
+	a1 := enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	a2 := enqueue(t, s, "room-a", domain.NotifyError, at(time.Second))
 	ns := claimAll(t, s, "sender-1", at(time.Minute), time.Minute)
 	if !slices.Equal(ids(ns), []int64{a1.ID, a2.ID}) {
 		t.Fatalf("claimed %v", ids(ns))
@@ -475,7 +475,7 @@ func testOutboxRenewClaim(t *testing.T, s plugin.Store) {
 	if err := s.RenewClaim(t.Context(), "sender-1", ids(ns), at(3*time.Minute)); err != nil {
 		t.Fatalf("RenewClaim: %v", err)
 	}
-	if room, got := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-2", Now: at(3*time.Minute - time.Microsecond), Lease: time.Minute}); room != "" {
+	if room, got := claimRoom(t, s, domain.RoomClaim{Owner: "sender-2", Now: at(3*time.Minute - time.Microsecond), Lease: time.Minute}); room != "" {
 		t.Fatalf("sender-2 claimed %s %v within the renewed claim", room, got)
 	}
 	if err := s.RenewClaim(t.Context(), "sender-1", nil, at(time.Hour)); err != nil {
@@ -483,30 +483,30 @@ func testOutboxRenewClaim(t *testing.T, s plugin.Store) {
 	}
 	// The renewed claim expires; sender-2 takes the room, and sender-1 can
 	// no longer renew any of it, not even partly.
-	if _, got := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-2", Now: at(3 * time.Minute), Lease: time.Minute}); len(got) != 2 {
+	if _, got := claimRoom(t, s, domain.RoomClaim{Owner: "sender-2", Now: at(3 * time.Minute), Lease: time.Minute}); len(got) != 2 {
 		t.Fatalf("claim after the renewed claim expired = %v", got)
 	}
-	if err := s.RenewClaim(t.Context(), "sender-1", ids(ns), at(time.Hour)); !errors.Is(err, plugin.ErrStaleFence) {
+	if err := s.RenewClaim(t.Context(), "sender-1", ids(ns), at(time.Hour)); !errors.Is(err, domain.ErrStaleFence) {
 		t.Errorf("RenewClaim by the sender whose claim was taken: %v, want ErrStaleFence", err)
 	}
-	if room, got := claimRoom(t, s, plugin.RoomClaim{Owner: "sender-3", Now: at(4 * time.Minute), Lease: time.Minute}); room != "room-a" || len(got) != 2 {
+	if room, got := claimRoom(t, s, domain.RoomClaim{Owner: "sender-3", Now: at(4 * time.Minute), Lease: time.Minute}); room != "room-a" || len(got) != 2 {
 		t.Errorf("claim at sender-2's expiry = %s %v; sender-1's refused renewal must not have extended it", room, got)
 	}
 }
 
 // testOutboxBeginSend: the key of a message being sent and the time its
 // first attempt began stay on its rows for every later attempt.
-func testOutboxBeginSend(t *testing.T, s plugin.Store) {
-	a1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
-	a2 := enqueue(t, s, "room-a", plugin.NotifyError, at(time.Second))
-	if n := a1; n.Status != plugin.NotificationPending || n.DeliveryKey != "" || !n.SendingAt.IsZero() {
+func testOutboxBeginSend(t *testing.T, s domain.Store) {
+	a1 := enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	a2 := enqueue(t, s, "room-a", domain.NotifyError, at(time.Second))
+	if n := a1; n.Status != domain.NotificationPending || n.DeliveryKey != "" || !n.SendingAt.IsZero() {
 		t.Errorf("enqueued = %+v, want pending with no send begun", n)
 	}
 	ns := claimAll(t, s, "sender-1", at(time.Minute), time.Minute)
 	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "k1", at(time.Minute), `{"text":"first"}`); err != nil {
 		t.Fatalf("BeginSend: %v", err)
 	}
-	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "", at(time.Minute), ""); !errors.Is(err, plugin.ErrInvalid) {
+	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "", at(time.Minute), ""); !errors.Is(err, domain.ErrInvalid) {
 		t.Errorf("BeginSend without a key: %v, want ErrInvalid", err)
 	}
 	// sender-1 dies; sender-2 finds the rows as sender-1 left them.
@@ -524,7 +524,7 @@ func testOutboxBeginSend(t *testing.T, s plugin.Store) {
 		t.Errorf("renderings after a begun send = %q; want the message on the first row only", got)
 	}
 	// sender-1 may not touch them now, not even one of them.
-	if err := s.BeginSend(t.Context(), "sender-1", []int64{a1.ID}, "k2", at(3*time.Minute), ""); !errors.Is(err, plugin.ErrStaleFence) {
+	if err := s.BeginSend(t.Context(), "sender-1", []int64{a1.ID}, "k2", at(3*time.Minute), ""); !errors.Is(err, domain.ErrStaleFence) {
 		t.Errorf("BeginSend by the sender whose claim expired: %v, want ErrStaleFence", err)
 	}
 	// A second attempt keeps the first attempt's time and rendering.
@@ -544,9 +544,9 @@ func testOutboxBeginSend(t *testing.T, s plugin.Store) {
 		t.Errorf("renderings after a second attempt = %q; want the first attempt's, kept", got)
 	}
 	// All or none: one row of another sender's refuses the whole call.
-	b := enqueue(t, s, "room-b", plugin.NotifyProgress, at(6*time.Minute))
+	b := enqueue(t, s, "room-b", domain.NotifyProgress, at(6*time.Minute))
 	nb := claimAll(t, s, "sender-4", at(6*time.Minute), time.Minute)
-	if err := s.BeginSend(t.Context(), "sender-4", append(ids(nb), a1.ID), "k3", at(6*time.Minute), ""); !errors.Is(err, plugin.ErrStaleFence) {
+	if err := s.BeginSend(t.Context(), "sender-4", append(ids(nb), a1.ID), "k3", at(6*time.Minute), ""); !errors.Is(err, domain.ErrStaleFence) {
 		t.Errorf("BeginSend with a row of another sender: %v, want ErrStaleFence", err)
 	}
 	list, err := s.ListNotifications(t.Context(), "", b.ID-1, 1)
@@ -556,7 +556,7 @@ func testOutboxBeginSend(t *testing.T, s plugin.Store) {
 }
 
 // renderings are the Rendered of rows, in order.
-func renderings(rows []plugin.Notification) []string {
+func renderings(rows []domain.Notification) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = r.Rendered
@@ -566,14 +566,14 @@ func renderings(rows []plugin.Notification) []string {
 
 // testOutboxDeadLetters: a notification given up on is kept, listed and
 // never claimed, until it is retried.
-func testOutboxDeadLetters(t *testing.T, s plugin.Store) {
-	a1 := enqueue(t, s, "room-a", plugin.NotifyProgress, t0)
-	a2 := enqueue(t, s, "room-a", plugin.NotifyTerminal, at(time.Second))
+func testOutboxDeadLetters(t *testing.T, s domain.Store) {
+	a1 := enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	a2 := enqueue(t, s, "room-a", domain.NotifyTerminal, at(time.Second))
 	ns := claimAll(t, s, "sender-1", at(time.Minute), time.Minute)
 	if err := s.BeginSend(t.Context(), "sender-1", ids(ns), "k1", at(time.Minute), ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MarkFailed(t.Context(), "sender-2", ids(ns), at(time.Minute), "not mine"); !errors.Is(err, plugin.ErrStaleFence) {
+	if err := s.MarkFailed(t.Context(), "sender-2", ids(ns), at(time.Minute), "not mine"); !errors.Is(err, domain.ErrStaleFence) {
 		t.Errorf("MarkFailed by another sender: %v, want ErrStaleFence", err)
 	}
 	if err := s.MarkFailed(t.Context(), "sender-1", []int64{a1.ID}, at(2*time.Minute), "Unknown Channel"); err != nil {
@@ -590,35 +590,35 @@ func testOutboxDeadLetters(t *testing.T, s plugin.Store) {
 	if ns := claimAll(t, s, "sender-2", at(time.Hour), time.Minute); !slices.Equal(ids(ns), []int64{a2.ID}) {
 		t.Errorf("claim with a dead letter in the room = %v, want only [%d]", ids(ns), a2.ID)
 	}
-	failed, err := s.ListNotifications(t.Context(), plugin.NotificationFailed, 0, 0)
+	failed, err := s.ListNotifications(t.Context(), domain.NotificationFailed, 0, 0)
 	if err != nil || len(failed) != 1 {
 		t.Fatalf("failed notifications = %+v, %v", failed, err)
 	}
-	if f := failed[0]; f.ID != a1.ID || f.Status != plugin.NotificationFailed || f.LastError != "Unknown Channel" ||
+	if f := failed[0]; f.ID != a1.ID || f.Status != domain.NotificationFailed || f.LastError != "Unknown Channel" ||
 		!f.FailedAt.Equal(at(2*time.Minute)) || f.Attempts != 1 || f.DeliveryKey != "k1" || !jsonEqual(f.Payload, a1.Payload) {
 		t.Errorf("dead letter = %+v", f)
 	}
-	if err := s.MarkFailed(t.Context(), "sender-1", []int64{a1.ID}, at(3*time.Minute), "again"); !errors.Is(err, plugin.ErrStaleFence) {
+	if err := s.MarkFailed(t.Context(), "sender-1", []int64{a1.ID}, at(3*time.Minute), "again"); !errors.Is(err, domain.ErrStaleFence) {
 		t.Errorf("MarkFailed of a dead letter: %v, want ErrStaleFence", err)
 	}
 
 	// Retrying: only a dead letter, and it is due at once with a fresh
 	// count of attempts; its key stays, so the platform still knows it.
-	if _, err := s.RetryNotification(t.Context(), a2.ID, at(time.Hour)); !errors.Is(err, plugin.ErrInvalidState) {
+	if _, err := s.RetryNotification(t.Context(), a2.ID, at(time.Hour)); !errors.Is(err, domain.ErrInvalidState) {
 		t.Errorf("RetryNotification of a pending row: %v, want ErrInvalidState", err)
 	}
-	if _, err := s.RetryNotification(t.Context(), a2.ID+100, at(time.Hour)); !errors.Is(err, plugin.ErrNotFound) {
+	if _, err := s.RetryNotification(t.Context(), a2.ID+100, at(time.Hour)); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("RetryNotification of no row: %v, want ErrNotFound", err)
 	}
 	r, err := s.RetryNotification(t.Context(), a1.ID, at(2*time.Hour))
 	if err != nil {
 		t.Fatalf("RetryNotification: %v", err)
 	}
-	if r.ID != a1.ID || r.Status != plugin.NotificationPending || r.Attempts != 0 || r.LastError != "" || !r.FailedAt.IsZero() ||
+	if r.ID != a1.ID || r.Status != domain.NotificationPending || r.Attempts != 0 || r.LastError != "" || !r.FailedAt.IsZero() ||
 		!r.RetriedAt.Equal(at(2*time.Hour)) || !r.NextAttemptAt.Equal(at(2*time.Hour)) || r.DeliveryKey != "k1" {
 		t.Errorf("retried = %+v", r)
 	}
-	if _, err := s.RetryNotification(t.Context(), a1.ID, at(2*time.Hour)); !errors.Is(err, plugin.ErrInvalidState) {
+	if _, err := s.RetryNotification(t.Context(), a1.ID, at(2*time.Hour)); !errors.Is(err, domain.ErrInvalidState) {
 		t.Errorf("retrying twice: %v, want ErrInvalidState", err)
 	}
 	if got := pending(t, s); got != 2 {
@@ -631,13 +631,13 @@ func testOutboxDeadLetters(t *testing.T, s plugin.Store) {
 }
 
 // testOutboxListNotifications: by status, in ID order, in pages.
-func testOutboxListNotifications(t *testing.T, s plugin.Store) {
+func testOutboxListNotifications(t *testing.T, s domain.Store) {
 	var all []int64
 	for i := range 5 {
-		all = append(all, enqueue(t, s, fmt.Sprintf("room-%d", i), plugin.NotifyProgress, at(time.Duration(i)*time.Second)).ID)
+		all = append(all, enqueue(t, s, fmt.Sprintf("room-%d", i), domain.NotifyProgress, at(time.Duration(i)*time.Second)).ID)
 	}
 	for _, id := range []int64{all[1], all[3]} {
-		_, ns, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "sender", Now: at(time.Minute), Lease: time.Minute,
+		_, ns, err := s.ClaimRoom(t.Context(), domain.RoomClaim{Owner: "sender", Now: at(time.Minute), Lease: time.Minute,
 			Room: fmt.Sprintf("room-%d", slices.Index(all, id))})
 		if err != nil || len(ns) != 1 {
 			t.Fatalf("claim: %v %v", ns, err)
@@ -653,11 +653,11 @@ func testOutboxListNotifications(t *testing.T, s plugin.Store) {
 		want   []int64
 	}{
 		{"", 0, 0, all},
-		{plugin.NotificationFailed, 0, 0, []int64{all[1], all[3]}},
-		{plugin.NotificationPending, 0, 0, []int64{all[0], all[2], all[4]}},
-		{plugin.NotificationPending, 0, 2, []int64{all[0], all[2]}},
-		{plugin.NotificationPending, all[2], 2, []int64{all[4]}},
-		{plugin.NotificationFailed, all[3], 0, nil},
+		{domain.NotificationFailed, 0, 0, []int64{all[1], all[3]}},
+		{domain.NotificationPending, 0, 0, []int64{all[0], all[2], all[4]}},
+		{domain.NotificationPending, 0, 2, []int64{all[0], all[2]}},
+		{domain.NotificationPending, all[2], 2, []int64{all[4]}},
+		{domain.NotificationFailed, all[3], 0, nil},
 	}
 	for _, tc := range cases {
 		got, err := s.ListNotifications(t.Context(), tc.status, tc.after, tc.limit)
@@ -665,7 +665,7 @@ func testOutboxListNotifications(t *testing.T, s plugin.Store) {
 			t.Errorf("ListNotifications(%q, %d, %d) = %v, %v; want %v", tc.status, tc.after, tc.limit, ids(got), err, tc.want)
 		}
 	}
-	if _, err := s.ListNotifications(t.Context(), "sent", 0, 0); !errors.Is(err, plugin.ErrInvalid) {
+	if _, err := s.ListNotifications(t.Context(), "sent", 0, 0); !errors.Is(err, domain.ErrInvalid) {
 		t.Errorf("ListNotifications(sent): %v, want ErrInvalid", err)
 	}
 }

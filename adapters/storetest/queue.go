@@ -13,14 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
-func testClaimEmpty(t *testing.T, s plugin.Store) {
+func testClaimEmpty(t *testing.T, s domain.Store) {
 	noClaim(t, s, t0)
 	create(t, s, newTask("Ready"))
-	for _, c := range []plugin.Claim{{Now: t0, Lease: time.Minute}, {Owner: "w1", Lease: time.Minute}} {
-		if task, err := s.ClaimTask(t.Context(), c); !errors.Is(err, plugin.ErrInvalid) {
+	for _, c := range []domain.Claim{{Now: t0, Lease: time.Minute}, {Owner: "w1", Lease: time.Minute}} {
+		if task, err := s.ClaimTask(t.Context(), c); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("ClaimTask(%+v) = #%d, %v; want ErrInvalid", c, task.Number, err)
 		}
 	}
@@ -29,11 +29,11 @@ func testClaimEmpty(t *testing.T, s plugin.Store) {
 	}
 }
 
-func testClaimEvent(t *testing.T, s plugin.Store) {
+func testClaimEvent(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Claim me"))
 	got := claim(t, s, "worker-a", at(time.Second), 5*time.Minute)
 	want := task
-	want.Status = plugin.StatusRunning
+	want.Status = domain.StatusRunning
 	want.LeaseOwner = "worker-a"
 	want.LeaseExpiresAt = at(time.Second + 5*time.Minute)
 	want.Fence = 1
@@ -47,7 +47,7 @@ func testClaimEvent(t *testing.T, s plugin.Store) {
 		t.Fatalf("events = %v, want created, claimed", eventTypes(evs))
 	}
 	ev := evs[1]
-	if ev.Type != plugin.EventClaimed || ev.Sequence != 2 || ev.Fence != 1 || ev.Actor != "worker-a" || !ev.Time.Equal(at(time.Second)) {
+	if ev.Type != domain.EventClaimed || ev.Sequence != 2 || ev.Fence != 1 || ev.Actor != "worker-a" || !ev.Time.Equal(at(time.Second)) {
 		t.Errorf("claimed event = %+v", ev)
 	}
 	changed := slices.Sorted(maps.Keys(payload(t, ev).Changes))
@@ -57,8 +57,8 @@ func testClaimEvent(t *testing.T, s plugin.Store) {
 
 	// A second claim, after the task was given back, keeps started_at and
 	// changes only what it must.
-	update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Released(cur, "worker-a", 1, at(2*time.Second))
+	update(t, s, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Released(cur, "worker-a", 1, at(2*time.Second))
 	})
 	again := claim(t, s, "worker-b", at(3*time.Second), time.Minute)
 	if again.Fence != 2 || !again.StartedAt.Equal(at(time.Second)) || again.LeaseOwner != "worker-b" {
@@ -91,7 +91,7 @@ func testClaimEvent(t *testing.T, s plugin.Store) {
 	check(t, s, task.Number)
 }
 
-func testClaimOrder(t *testing.T, s plugin.Store) {
+func testClaimOrder(t *testing.T, s domain.Store) {
 	for i := range 3 {
 		create(t, s, newTask(fmt.Sprintf("Queue task %d", i+1)))
 	}
@@ -103,9 +103,9 @@ func testClaimOrder(t *testing.T, s plugin.Store) {
 		if c.Number != want {
 			t.Fatalf("claimed #%d, want #%d (never processed, by number)", c.Number, want)
 		}
-		iterate(t, s, c, at(processed[want]), 10, plugin.VerdictContinue)
+		iterate(t, s, c, at(processed[want]), 10, domain.VerdictContinue)
 	}
-	queue, err := s.ListTasks(t.Context(), plugin.TaskFilter{Order: plugin.OrderQueue})
+	queue, err := s.ListTasks(t.Context(), domain.TaskFilter{Order: domain.OrderQueue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,25 +124,25 @@ func testClaimOrder(t *testing.T, s plugin.Store) {
 	check(t, s, 1, 2, 3, 4)
 }
 
-func testClaimSkipsUnclaimable(t *testing.T, s plugin.Store) {
+func testClaimSkipsUnclaimable(t *testing.T, s domain.Store) {
 	// One task in every status the queue must not serve.
 	paused := create(t, s, newTask("Paused"))
-	update(t, s, paused.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Paused(cur, "u1", t0) })
+	update(t, s, paused.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Paused(cur, "u1", t0) })
 
 	canceled := create(t, s, newTask("Canceled"))
-	update(t, s, canceled.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Canceled(cur, "u1", "", t0)
+	update(t, s, canceled.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Canceled(cur, "u1", "", t0)
 	})
 
 	outcomes := []struct {
 		name   string
-		status plugin.Status
-		apply  func(o *plugin.Outcome)
+		status domain.Status
+		apply  func(o *domain.Outcome)
 	}{
-		{"Waiting", plugin.StatusWaiting, func(o *plugin.Outcome) { o.Wait = plugin.WaitAnswer }},
-		{"Completed", plugin.StatusCompleted, func(o *plugin.Outcome) { o.Verdict = plugin.VerdictDone }},
-		{"Failed", plugin.StatusFailed, func(o *plugin.Outcome) { o.Verdict = plugin.VerdictStuck; o.Reason = "no access" }},
-		{"Stalemate", plugin.StatusStalemate, func(o *plugin.Outcome) { o.Progress = 0 }},
+		{"Waiting", domain.StatusWaiting, func(o *domain.Outcome) { o.Wait = domain.WaitAnswer }},
+		{"Completed", domain.StatusCompleted, func(o *domain.Outcome) { o.Verdict = domain.VerdictDone }},
+		{"Failed", domain.StatusFailed, func(o *domain.Outcome) { o.Verdict = domain.VerdictStuck; o.Reason = "no access" }},
+		{"Stalemate", domain.StatusStalemate, func(o *domain.Outcome) { o.Progress = 0 }},
 	}
 	for _, oc := range outcomes {
 		in := newTask(oc.name)
@@ -152,9 +152,9 @@ func testClaimSkipsUnclaimable(t *testing.T, s plugin.Store) {
 		if c.Number != task.Number {
 			t.Fatalf("claimed #%d, want #%d", c.Number, task.Number)
 		}
-		o := outcome(c, at(time.Second), 10, plugin.VerdictContinue)
+		o := outcome(c, at(time.Second), 10, domain.VerdictContinue)
 		oc.apply(&o)
-		got := update(t, s, c.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+		got := update(t, s, c.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 		if got.Status != oc.status {
 			t.Fatalf("%s: status %s after the iteration", oc.name, got.Status)
 		}
@@ -164,7 +164,7 @@ func testClaimSkipsUnclaimable(t *testing.T, s plugin.Store) {
 	check(t, s, 1, 2, 3, 4, 5, 6)
 }
 
-func testClaimLease(t *testing.T, s plugin.Store) {
+func testClaimLease(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Leased"))
 	a := claim(t, s, "worker-a", t0, time.Minute)
 	noClaim(t, s, at(30*time.Second))
@@ -181,20 +181,20 @@ func testClaimLease(t *testing.T, s plugin.Store) {
 	check(t, s, task.Number)
 }
 
-func testRelease(t *testing.T, s plugin.Store) {
+func testRelease(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Give me back"))
 	c := claim(t, s, "worker-a", t0, time.Hour)
 	// Releasing with a fence that is not the task's is refused.
-	_, err := s.UpdateTask(t.Context(), task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Released(cur, "worker-a", c.Fence+1, at(time.Second))
+	_, err := s.UpdateTask(t.Context(), task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Released(cur, "worker-a", c.Fence+1, at(time.Second))
 	})
-	if !errors.Is(err, plugin.ErrStaleFence) {
+	if !errors.Is(err, domain.ErrStaleFence) {
 		t.Errorf("release with a wrong fence: %v, want ErrStaleFence", err)
 	}
-	r := update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Released(cur, "worker-a", c.Fence, at(time.Second))
+	r := update(t, s, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Released(cur, "worker-a", c.Fence, at(time.Second))
 	})
-	if r.LeaseOwner != "" || !r.LeaseExpiresAt.IsZero() || r.Status != plugin.StatusRunning {
+	if r.LeaseOwner != "" || !r.LeaseExpiresAt.IsZero() || r.Status != domain.StatusRunning {
 		t.Errorf("released task: owner %q until %v, status %s", r.LeaseOwner, r.LeaseExpiresAt, r.Status)
 	}
 	// Free at once, long before the old lease would have expired.
@@ -205,7 +205,7 @@ func testRelease(t *testing.T, s plugin.Store) {
 	check(t, s, task.Number)
 }
 
-func testStaleFence(t *testing.T, s plugin.Store) {
+func testStaleFence(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Two workers, one task"))
 	a := claim(t, s, "worker-a", t0, time.Minute)
 	// worker-a stalls past its lease; worker-b takes the task over.
@@ -215,19 +215,19 @@ func testStaleFence(t *testing.T, s plugin.Store) {
 	}
 	before := get(t, s, task.Number)
 
-	late := outcome(a, at(150*time.Second), 60, plugin.VerdictContinue)
+	late := outcome(a, at(150*time.Second), 60, domain.VerdictContinue)
 	late.Step.Result = "late result"
-	_, err := s.UpdateTask(t.Context(), task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, late)
+	_, err := s.UpdateTask(t.Context(), task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Iterated(cur, late)
 	})
-	if !errors.Is(err, plugin.ErrStaleFence) {
+	if !errors.Is(err, domain.ErrStaleFence) {
 		t.Fatalf("commit with a stale fence: %v, want ErrStaleFence", err)
 	}
 	sameTask(t, "row after a rejected commit", get(t, s, task.Number), before)
 
 	// The late result is recorded, not lost, and the row does not change.
-	rej := update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Rejected(cur, late, err)
+	rej := update(t, s, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Rejected(cur, late, err)
 	})
 	want := before
 	want.EventSeq++
@@ -235,7 +235,7 @@ func testStaleFence(t *testing.T, s plugin.Store) {
 	evs := events(t, s, task.Number)
 	last := evs[len(evs)-1]
 	p := payload(t, last)
-	if last.Type != plugin.EventResultRejected || last.Actor != "worker-a" || len(p.Changes) != 0 ||
+	if last.Type != domain.EventResultRejected || last.Actor != "worker-a" || len(p.Changes) != 0 ||
 		p.Detail["stale_fence"] != float64(a.Fence) || p.Detail["result"] != "late result" {
 		t.Errorf("rejection event = %s %s by %s", last.Type, last.Payload, last.Actor)
 	}
@@ -244,7 +244,7 @@ func testStaleFence(t *testing.T, s plugin.Store) {
 	}
 
 	// worker-b's result is accepted.
-	done := iterate(t, s, b, at(170*time.Second), 40, plugin.VerdictContinue)
+	done := iterate(t, s, b, at(170*time.Second), 40, domain.VerdictContinue)
 	if done.Iteration != 1 || done.Progress != 40 || done.LeaseOwner != "" {
 		t.Errorf("worker-b's commit: iteration %d progress %d owner %q", done.Iteration, done.Progress, done.LeaseOwner)
 	}
@@ -254,7 +254,7 @@ func testStaleFence(t *testing.T, s plugin.Store) {
 // testConcurrentClaims runs workers that claim and commit as fast as they
 // can, and fails if two of them ever hold the same task, or if any task's
 // record does not replay.
-func testConcurrentClaims(t *testing.T, s plugin.Store) {
+func testConcurrentClaims(t *testing.T, s domain.Store) {
 	const (
 		workers = 8
 		claims  = 1000 // per worker
@@ -290,8 +290,8 @@ func testConcurrentClaims(t *testing.T, s plugin.Store) {
 					t.Errorf("%s: timed out after %d claims", owner, n)
 					return
 				}
-				c, err := s.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: now(), Lease: time.Hour})
-				if errors.Is(err, plugin.ErrNoTask) {
+				c, err := s.ClaimTask(ctx, domain.Claim{Owner: owner, Now: now(), Lease: time.Hour})
+				if errors.Is(err, domain.ErrNoTask) {
 					runtime.Gosched()
 					continue
 				}
@@ -313,7 +313,7 @@ func testConcurrentClaims(t *testing.T, s plugin.Store) {
 
 				release := rng.IntN(5) == 0
 				step := rng.IntN(2)
-				_, err = s.UpdateTask(ctx, c.Number, func(cur plugin.Task) (plugin.Mutation, error) {
+				_, err = s.UpdateTask(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
 					// The row is locked and the lease still ours: nobody
 					// else may hold the task until this commits.
 					mu.Lock()
@@ -323,11 +323,11 @@ func testConcurrentClaims(t *testing.T, s plugin.Store) {
 					delete(held, c.Number)
 					mu.Unlock()
 					if release {
-						return plugin.Released(cur, owner, c.Fence, now())
+						return domain.Released(cur, owner, c.Fence, now())
 					}
-					o := outcome(c, now(), min(cur.Progress+step, 99), plugin.VerdictContinue)
+					o := outcome(c, now(), min(cur.Progress+step, 99), domain.VerdictContinue)
 					o.Step.Params = json.RawMessage(fmt.Sprintf(`{"worker":%d,"claim":%d}`, w, n))
-					return plugin.Iterated(cur, o)
+					return domain.Iterated(cur, o)
 				})
 				if err != nil {
 					t.Errorf("%s: commit #%d at fence %d: %v", owner, c.Number, c.Fence, err)
@@ -348,11 +348,11 @@ func testConcurrentClaims(t *testing.T, s plugin.Store) {
 		row := get(t, s, n)
 		fences += row.Fence
 		for _, e := range events(t, s, n) {
-			if e.Type == plugin.EventClaimed {
+			if e.Type == domain.EventClaimed {
 				claimed++
 			}
 		}
-		if row.LeaseOwner != "" || row.Status != plugin.StatusRunning {
+		if row.LeaseOwner != "" || row.Status != domain.StatusRunning {
 			t.Errorf("task #%d ends %s, leased by %q", n, row.Status, row.LeaseOwner)
 		}
 	}
@@ -366,10 +366,10 @@ func testConcurrentClaims(t *testing.T, s plugin.Store) {
 
 // testClaimOnStoreClock: a claim on the store's clock is measured on the
 // database's clock, which every replica shares, not on the time it gives.
-func testClaimOnStoreClock(t *testing.T, s plugin.Store) {
+func testClaimOnStoreClock(t *testing.T, s domain.Store) {
 	create(t, s, newTask("on the store's clock"))
 	before := time.Now()
-	c, err := s.ClaimTask(t.Context(), plugin.Claim{Owner: "w", Lease: time.Hour, StoreClock: true, Now: t0})
+	c, err := s.ClaimTask(t.Context(), domain.Claim{Owner: "w", Lease: time.Hour, StoreClock: true, Now: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func testClaimOnStoreClock(t *testing.T, s plugin.Store) {
 	if c.LeaseExpiresAt.Before(lo) || c.LeaseExpiresAt.After(hi) {
 		t.Fatalf("lease expires at %v; want about an hour from now (%v)", c.LeaseExpiresAt, before)
 	}
-	room, rows, err := s.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "w", Lease: time.Minute, StoreClock: true})
+	room, rows, err := s.ClaimRoom(t.Context(), domain.RoomClaim{Owner: "w", Lease: time.Minute, StoreClock: true})
 	if err != nil || room != "" || len(rows) != 0 {
 		t.Fatalf("ClaimRoom on the store's clock = %q, %d rows, %v", room, len(rows), err)
 	}

@@ -11,18 +11,18 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
-// The cases of plugin.MemoryStore (docs/memory.md).
+// The cases of domain.MemoryStore (docs/memory.md).
 
 var messageIDs atomic.Int64
 
 // say stores a message person ("<platform>:<id>") wrote in room.
-func say(t *testing.T, s plugin.Store, room, person, text string) plugin.Memory {
+func say(t *testing.T, s domain.Store, room, person, text string) domain.Memory {
 	t.Helper()
 	platform, id, _ := strings.Cut(person, ":")
-	m, _, err := s.SaveMemory(t.Context(), plugin.Memory{Platform: platform,
+	m, _, err := s.SaveMemory(t.Context(), domain.Memory{Platform: platform,
 		MessageID: fmt.Sprint("m", messageIDs.Add(1)), Room: room, AuthorID: id, AuthorName: "name of " + id,
 		Text: text, CreatedAt: at(time.Duration(messageIDs.Load()) * time.Second)})
 	if err != nil {
@@ -31,7 +31,7 @@ func say(t *testing.T, s plugin.Store, room, person, text string) plugin.Memory 
 	return m
 }
 
-func learn(t *testing.T, s plugin.Store, facts ...plugin.Fact) []plugin.Fact {
+func learn(t *testing.T, s domain.Store, facts ...domain.Fact) []domain.Fact {
 	t.Helper()
 	for i := range facts {
 		if facts[i].CreatedAt.IsZero() {
@@ -45,16 +45,16 @@ func learn(t *testing.T, s plugin.Store, facts ...plugin.Fact) []plugin.Fact {
 	return out
 }
 
-func addDoc(t *testing.T, s plugin.Store, title, room, text string) plugin.Document {
+func addDoc(t *testing.T, s domain.Store, title, room, text string) domain.Document {
 	t.Helper()
-	d, err := s.AddDocument(t.Context(), plugin.Document{Title: title, Room: room, CreatedAt: at(time.Minute)}, text)
+	d, err := s.AddDocument(t.Context(), domain.Document{Title: title, Room: room, CreatedAt: at(time.Minute)}, text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func recall(t *testing.T, s plugin.Store, q plugin.RecallQuery) []plugin.Recollection {
+func recall(t *testing.T, s domain.Store, q domain.RecallQuery) []domain.Recollection {
 	t.Helper()
 	got, err := s.Recall(t.Context(), q)
 	if err != nil {
@@ -64,7 +64,7 @@ func recall(t *testing.T, s plugin.Store, q plugin.RecallQuery) []plugin.Recolle
 }
 
 // texts lists what the recollections say, in order.
-func texts(rs []plugin.Recollection) []string {
+func texts(rs []domain.Recollection) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
 		out[i] = r.Text
@@ -74,22 +74,22 @@ func texts(rs []plugin.Recollection) []string {
 
 // testRecallAnyWord: a query's words are OR-ed, and what has more of them
 // (and rarer ones) ranks higher, in each kind.
-func testRecallAnyWord(t *testing.T, s plugin.Store) {
+func testRecallAnyWord(t *testing.T, s domain.Store) {
 	room := "discord:c1"
 	addDoc(t, s, "Kyoto", "", "The tea garden in Kyoto opens at dawn.")
 	addDoc(t, s, "office", "", "Our office garden has a bench.")
 	addDoc(t, s, "parking", "", "Parking is behind the station.")
 	learn(t, s,
-		plugin.Fact{Room: room, About: "discord:u1", Text: "Ada grows tea in her Kyoto garden"},
-		plugin.Fact{Room: room, About: "discord:u2", Text: "Bob waters the garden on Mondays"},
-		plugin.Fact{Room: room, About: "discord:u3", Text: "Cy drives to work"})
+		domain.Fact{Room: room, About: "discord:u1", Text: "Ada grows tea in her Kyoto garden"},
+		domain.Fact{Room: room, About: "discord:u2", Text: "Bob waters the garden on Mondays"},
+		domain.Fact{Room: room, About: "discord:u3", Text: "Cy drives to work"})
 	say(t, s, room, "discord:u1", "I visited a tea garden in Kyoto last spring")
 	say(t, s, room, "discord:u2", "the garden needs weeding")
 	say(t, s, room, "discord:u3", "lunch at noon?")
 
-	for _, kind := range []string{plugin.RecallPassage, plugin.RecallFact, plugin.RecallMessage} {
+	for _, kind := range []string{domain.RecallPassage, domain.RecallFact, domain.RecallMessage} {
 		t.Run(kind, func(t *testing.T) {
-			got := recall(t, s, plugin.RecallQuery{Text: "Kyoto tea garden opening hours", Room: room, Kinds: []string{kind}})
+			got := recall(t, s, domain.RecallQuery{Text: "Kyoto tea garden opening hours", Room: room, Kinds: []string{kind}})
 			if len(got) != 2 {
 				t.Fatalf("recalled %q; want the two that have any of the words", texts(got))
 			}
@@ -104,7 +104,7 @@ func testRecallAnyWord(t *testing.T, s plugin.Store) {
 		})
 	}
 	// All kinds together, ranked, cut at the limit.
-	got := recall(t, s, plugin.RecallQuery{Text: "Kyoto tea garden", Room: room, Limit: 4})
+	got := recall(t, s, domain.RecallQuery{Text: "Kyoto tea garden", Room: room, Limit: 4})
 	if len(got) != 4 {
 		t.Fatalf("recalled %d; want the limit of 4", len(got))
 	}
@@ -114,29 +114,29 @@ func testRecallAnyWord(t *testing.T, s plugin.Store) {
 		}
 	}
 	// Stemming: "gardens" finds "garden".
-	if got := recall(t, s, plugin.RecallQuery{Text: "gardens", Room: room, Kinds: []string{plugin.RecallFact}}); len(got) != 2 {
+	if got := recall(t, s, domain.RecallQuery{Text: "gardens", Room: room, Kinds: []string{domain.RecallFact}}); len(got) != 2 {
 		t.Errorf("gardens recalled %q; want the two garden facts", texts(got))
 	}
 }
 
 // testRecallStopWords: words too common to tell texts apart are not
 // searched: they would match nearly everything.
-func testRecallStopWords(t *testing.T, s plugin.Store) {
+func testRecallStopWords(t *testing.T, s domain.Store) {
 	room := "slack:C1"
 	addDoc(t, s, "filler", room, "It is what it is, and that was all there was to it.")
 	addDoc(t, s, "policy", room, "Tea policy: tea is free for everyone.")
-	got := recall(t, s, plugin.RecallQuery{Text: "what is the tea policy?", Room: room})
+	got := recall(t, s, domain.RecallQuery{Text: "what is the tea policy?", Room: room})
 	if len(got) != 1 || !strings.HasPrefix(got[0].Text, "Tea policy") {
 		t.Errorf("recalled %q; want only the tea policy", texts(got))
 	}
-	if got := recall(t, s, plugin.RecallQuery{Text: "what is it that was there?", Room: room}); len(got) != 0 {
+	if got := recall(t, s, domain.RecallQuery{Text: "what is it that was there?", Room: room}); len(got) != 0 {
 		t.Errorf("a query of stop words recalled %q; want nothing", texts(got))
 	}
 }
 
 // testRecallCraftedQuery: query syntax in a user's text is read as words:
 // no error, and the same recollections as its plain words.
-func testRecallCraftedQuery(t *testing.T, s plugin.Store) {
+func testRecallCraftedQuery(t *testing.T, s domain.Store) {
 	room := "discord:c1"
 	addDoc(t, s, "near", "", "The tea garden is near the station.\n\nText: columns and filters.")
 	say(t, s, room, "discord:u1", "tea or coffee")
@@ -167,15 +167,15 @@ func testRecallCraftedQuery(t *testing.T, s plugin.Store) {
 	}
 	for crafted, plain := range queries {
 		t.Run(crafted, func(t *testing.T) {
-			got, err := s.Recall(t.Context(), plugin.RecallQuery{Text: crafted, Room: room})
+			got, err := s.Recall(t.Context(), domain.RecallQuery{Text: crafted, Room: room})
 			if err != nil {
 				t.Fatalf("Recall(%q): %v", crafted, err)
 			}
-			want := recall(t, s, plugin.RecallQuery{Text: plain, Room: room})
+			want := recall(t, s, domain.RecallQuery{Text: plain, Room: room})
 			if !slices.Equal(texts(got), texts(want)) {
 				t.Errorf("Recall(%q) = %q; want what %q recalls, %q", crafted, texts(got), plain, texts(want))
 			}
-			if _, err := s.SearchMemories(t.Context(), plugin.MemoryFilter{Query: crafted}); err != nil {
+			if _, err := s.SearchMemories(t.Context(), domain.MemoryFilter{Query: crafted}); err != nil {
 				t.Errorf("SearchMemories(%q): %v", crafted, err)
 			}
 		})
@@ -189,7 +189,7 @@ func testRecallCraftedQuery(t *testing.T, s plugin.Store) {
 // testRecallScopes: a DM's messages and facts are recalled in that DM only,
 // a channel's in the channel and its threads only; knowledge of no room
 // everywhere, of a room in its scope.
-func testRecallScopes(t *testing.T, s plugin.Store) {
+func testRecallScopes(t *testing.T, s domain.Store) {
 	rooms := map[string]string{
 		"dchannel": "discord:100",
 		"dthread":  "discord:100:200",
@@ -203,7 +203,7 @@ func testRecallScopes(t *testing.T, s plugin.Store) {
 	}
 	for name, room := range rooms {
 		say(t, s, room, "discord:u1", "secret zebra "+name)
-		learn(t, s, plugin.Fact{Room: room, Text: "zebra fact " + name})
+		learn(t, s, domain.Fact{Room: room, Text: "zebra fact " + name})
 	}
 	addDoc(t, s, "everyone", "", "zebra handbook for everyone")
 	addDoc(t, s, "slack channel", rooms["schannel"], "zebra handbook of the slack channel")
@@ -222,16 +222,16 @@ func testRecallScopes(t *testing.T, s plugin.Store) {
 	}
 	for name, room := range rooms {
 		t.Run(name, func(t *testing.T) {
-			got := recall(t, s, plugin.RecallQuery{Text: "zebra", Room: room, Limit: 100})
+			got := recall(t, s, domain.RecallQuery{Text: "zebra", Room: room, Limit: 100})
 			var msgs, facts, docs []string
 			for _, r := range got {
 				f := strings.Fields(r.Text)
 				switch r.Kind {
-				case plugin.RecallMessage:
+				case domain.RecallMessage:
 					msgs = append(msgs, f[len(f)-1])
-				case plugin.RecallFact:
+				case domain.RecallFact:
 					facts = append(facts, f[len(f)-1])
-				case plugin.RecallPassage:
+				case domain.RecallPassage:
 					docs = append(docs, r.Text)
 				}
 			}
@@ -251,7 +251,7 @@ func testRecallScopes(t *testing.T, s plugin.Store) {
 		})
 	}
 	// With no room, only the knowledge of every room.
-	got := recall(t, s, plugin.RecallQuery{Text: "zebra", Limit: 100})
+	got := recall(t, s, domain.RecallQuery{Text: "zebra", Limit: 100})
 	if len(got) != 1 || got[0].Text != "zebra handbook for everyone" {
 		t.Errorf("with no room: %q; want only the knowledge of every room", texts(got))
 	}
@@ -259,12 +259,12 @@ func testRecallScopes(t *testing.T, s plugin.Store) {
 
 // testRecallBeforeID: the message asking, and those after it, are not
 // recalled.
-func testRecallBeforeID(t *testing.T, s plugin.Store) {
+func testRecallBeforeID(t *testing.T, s domain.Store) {
 	room := "discord:c1"
 	first := say(t, s, room, "discord:u1", "the deploy key rotates weekly")
 	asking := say(t, s, room, "discord:u2", "when does the deploy key rotate?")
 	say(t, s, room, "discord:u1", "deploy key answer")
-	got := recall(t, s, plugin.RecallQuery{Text: asking.Text, Room: room, BeforeID: asking.ID})
+	got := recall(t, s, domain.RecallQuery{Text: asking.Text, Room: room, BeforeID: asking.ID})
 	if len(got) != 1 || got[0].ID != first.ID || got[0].Source != fmt.Sprintf("message %d from name of u1", first.ID) {
 		t.Errorf("recalled %+v; want only message %d, cited", got, first.ID)
 	}
@@ -272,60 +272,60 @@ func testRecallBeforeID(t *testing.T, s plugin.Store) {
 
 // testFacts: facts are stored with their room, scope, person and sources;
 // a fact learnt twice is stored once; a bad batch stores nothing.
-func testFacts(t *testing.T, s plugin.Store) {
+func testFacts(t *testing.T, s domain.Store) {
 	m := say(t, s, "slack:C1:123.456", "slack:U1", "I moved to Lisbon")
-	in := plugin.Fact{Room: "slack:C1:123.456", About: "slack:U1", Text: "U1 lives in Lisbon", Sources: []int64{m.ID}, CreatedAt: at(time.Hour)}
+	in := domain.Fact{Room: "slack:C1:123.456", About: "slack:U1", Text: "U1 lives in Lisbon", Sources: []int64{m.ID}, CreatedAt: at(time.Hour)}
 	got := learn(t, s, in)
 	if len(got) != 1 || got[0].ID == 0 || got[0].Scope != "slack:C1" || !slices.Equal(got[0].Sources, []int64{m.ID}) {
 		t.Fatalf("SaveFacts = %+v; want the fact with an ID, scope slack:C1 and its source", got)
 	}
-	if again := learn(t, s, in, plugin.Fact{Room: "slack:C1", Text: "the team meets on Fridays"}); len(again) != 1 || again[0].Text != "the team meets on Fridays" {
+	if again := learn(t, s, in, domain.Fact{Room: "slack:C1", Text: "the team meets on Fridays"}); len(again) != 1 || again[0].Text != "the team meets on Fridays" {
 		t.Errorf("SaveFacts again = %+v; want only the new fact", again)
 	}
-	rc := recall(t, s, plugin.RecallQuery{Text: "Lisbon", Room: "slack:C1", Kinds: []string{plugin.RecallFact}})
+	rc := recall(t, s, domain.RecallQuery{Text: "Lisbon", Room: "slack:C1", Kinds: []string{domain.RecallFact}})
 	if len(rc) != 1 || rc[0].Source != fmt.Sprintf("fact %d about slack:U1 (from messages %d)", got[0].ID, m.ID) {
 		t.Errorf("recalled %+v; want the fact once, cited", rc)
 	}
-	bad := []plugin.Fact{
+	bad := []domain.Fact{
 		{Room: "", Text: "no room"},
 		{Room: "slack:C1", Text: "  "},
 		{Room: "slack:C1", Text: "bad person", About: "nobody"},
-		{Room: "slack:C1", Text: strings.Repeat("long ", plugin.MaxFactChars)},
+		{Room: "slack:C1", Text: strings.Repeat("long ", domain.MaxFactChars)},
 	}
 	for _, b := range bad {
-		if _, err := s.SaveFacts(t.Context(), []plugin.Fact{{Room: "slack:C1", Text: "good Oslo fact"}, b}); !errors.Is(err, plugin.ErrInvalid) {
+		if _, err := s.SaveFacts(t.Context(), []domain.Fact{{Room: "slack:C1", Text: "good Oslo fact"}, b}); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("SaveFacts(%+v) = %v; want ErrInvalid", b, err)
 		}
 	}
-	if rc := recall(t, s, plugin.RecallQuery{Text: "Oslo", Room: "slack:C1"}); len(rc) != 0 {
+	if rc := recall(t, s, domain.RecallQuery{Text: "Oslo", Room: "slack:C1"}); len(rc) != 0 {
 		t.Errorf("a refused batch stored %q", texts(rc))
 	}
 }
 
 // testForget: Forget deletes what a person wrote and the facts about them,
 // in every room, and nothing of anyone else.
-func testForget(t *testing.T, s plugin.Store) {
+func testForget(t *testing.T, s domain.Store) {
 	for _, room := range []string{"discord:1", "discord:1:2", "discord:dm"} {
 		say(t, s, room, "discord:u1", "walrus note from u1")
 		say(t, s, room, "discord:u2", "walrus note from u2")
 		say(t, s, room, "slack:u1", "walrus note from slack u1") // same ID, other platform
 	}
 	learn(t, s,
-		plugin.Fact{Room: "discord:1", About: "discord:u1", Text: "u1 likes walrus"},
-		plugin.Fact{Room: "discord:dm", About: "discord:u1", Text: "u1 owns a walrus"},
-		plugin.Fact{Room: "discord:1", About: "discord:u2", Text: "u2 likes walrus"})
+		domain.Fact{Room: "discord:1", About: "discord:u1", Text: "u1 likes walrus"},
+		domain.Fact{Room: "discord:dm", About: "discord:u1", Text: "u1 owns a walrus"},
+		domain.Fact{Room: "discord:1", About: "discord:u2", Text: "u2 likes walrus"})
 	msgs, facts, err := s.Forget(t.Context(), "discord:u1")
 	if err != nil || msgs != 3 || facts != 2 {
 		t.Fatalf("Forget = %d messages, %d facts, %v; want 3, 2", msgs, facts, err)
 	}
 	for _, room := range []string{"discord:1", "discord:dm"} {
-		for _, r := range recall(t, s, plugin.RecallQuery{Text: "walrus u1", Room: room, Limit: 100}) {
+		for _, r := range recall(t, s, domain.RecallQuery{Text: "walrus u1", Room: room, Limit: 100}) {
 			if strings.Contains(r.Text, "from u1") || strings.HasPrefix(r.Text, "u1 ") {
 				t.Errorf("in %s after Forget: %+v", room, r)
 			}
 		}
 	}
-	left, err := s.SearchMemories(t.Context(), plugin.MemoryFilter{})
+	left, err := s.SearchMemories(t.Context(), domain.MemoryFilter{})
 	if err != nil || len(left) != 6 {
 		t.Errorf("messages left: %d, %v; want the 6 of others", len(left), err)
 	}
@@ -333,30 +333,30 @@ func testForget(t *testing.T, s plugin.Store) {
 		t.Errorf("Forget again = %d, %d, %v; want nothing", msgs, facts, err)
 	}
 	for _, bad := range []string{"", "u1", ":u1", "discord:", " discord:u1"} {
-		if _, _, err := s.Forget(t.Context(), bad); !errors.Is(err, plugin.ErrInvalid) {
+		if _, _, err := s.Forget(t.Context(), bad); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("Forget(%q) = %v; want ErrInvalid", bad, err)
 		}
 	}
 }
 
 // testPruneFacts: retention deletes old facts as it does old messages.
-func testPruneFacts(t *testing.T, s plugin.Store) {
+func testPruneFacts(t *testing.T, s domain.Store) {
 	learn(t, s,
-		plugin.Fact{Room: "discord:1", Text: "old otter fact", CreatedAt: at(time.Hour)},
-		plugin.Fact{Room: "discord:1", Text: "new otter fact", CreatedAt: at(40 * 24 * time.Hour)})
+		domain.Fact{Room: "discord:1", Text: "old otter fact", CreatedAt: at(time.Hour)},
+		domain.Fact{Room: "discord:1", Text: "new otter fact", CreatedAt: at(40 * 24 * time.Hour)})
 	n, err := s.PruneMemories(t.Context(), at(30*24*time.Hour))
 	if err != nil || n != 1 {
 		t.Fatalf("PruneMemories = %d, %v; want the old fact", n, err)
 	}
-	got := recall(t, s, plugin.RecallQuery{Text: "otter", Room: "discord:1"})
+	got := recall(t, s, domain.RecallQuery{Text: "otter", Room: "discord:1"})
 	if len(got) != 1 || got[0].Text != "new otter fact" {
 		t.Errorf("recalled %q; want only the new fact", texts(got))
 	}
 }
 
 // testDocuments: a document is split into passages of about
-// plugin.PassageChars, listed, and deleted with its passages.
-func testDocuments(t *testing.T, s plugin.Store) {
+// domain.PassageChars, listed, and deleted with its passages.
+func testDocuments(t *testing.T, s domain.Store) {
 	var b strings.Builder
 	for i := range 60 {
 		fmt.Fprintf(&b, "Sentence number %d mentions the heron and some filler words to pad it out. ", i)
@@ -366,16 +366,16 @@ func testDocuments(t *testing.T, s plugin.Store) {
 	}
 	text := b.String()
 	d := addDoc(t, s, "Herons", "discord:1", text)
-	if d.ID == 0 || d.Bytes != len(text) || d.Passages != len(plugin.SplitPassages(text)) || d.Passages < 5 {
-		t.Fatalf("AddDocument = %+v; want an ID, %d bytes, %d passages", d, len(text), len(plugin.SplitPassages(text)))
+	if d.ID == 0 || d.Bytes != len(text) || d.Passages != len(domain.SplitPassages(text)) || d.Passages < 5 {
+		t.Fatalf("AddDocument = %+v; want an ID, %d bytes, %d passages", d, len(text), len(domain.SplitPassages(text)))
 	}
 	global := addDoc(t, s, "Global", "", "heron sightings everywhere")
-	got := recall(t, s, plugin.RecallQuery{Text: "heron", Room: "discord:1", Kinds: []string{plugin.RecallPassage}, Limit: 100})
+	got := recall(t, s, domain.RecallQuery{Text: "heron", Room: "discord:1", Kinds: []string{domain.RecallPassage}, Limit: 100})
 	if len(got) != d.Passages+1 {
 		t.Fatalf("recalled %d passages; want %d", len(got), d.Passages+1)
 	}
 	for _, r := range got {
-		if n := utf8.RuneCountInString(r.Text); n > plugin.PassageChars || (r.Text != "heron sightings everywhere" && n < plugin.PassageChars/4) {
+		if n := utf8.RuneCountInString(r.Text); n > domain.PassageChars || (r.Text != "heron sightings everywhere" && n < domain.PassageChars/4) {
 			t.Errorf("a passage of %d characters: %q", n, r.Text)
 		}
 		if !strings.HasPrefix(r.Text, "Sentence") && r.Text != "heron sightings everywhere" {
@@ -392,39 +392,39 @@ func testDocuments(t *testing.T, s plugin.Store) {
 	if err := s.DeleteDocument(t.Context(), d.ID); err != nil {
 		t.Fatal(err)
 	}
-	got = recall(t, s, plugin.RecallQuery{Text: "heron", Room: "discord:1", Limit: 100})
+	got = recall(t, s, domain.RecallQuery{Text: "heron", Room: "discord:1", Limit: 100})
 	if len(got) != 1 || got[0].Text != "heron sightings everywhere" {
 		t.Errorf("after deleting the document recalled %q; want only the other", texts(got))
 	}
-	if err := s.DeleteDocument(t.Context(), d.ID); !errors.Is(err, plugin.ErrNotFound) {
+	if err := s.DeleteDocument(t.Context(), d.ID); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("deleting it again = %v; want ErrNotFound", err)
 	}
 	for _, bad := range []struct{ title, text string }{{"", "text"}, {"empty", " \n\n "}} {
-		if _, err := s.AddDocument(t.Context(), plugin.Document{Title: bad.title}, bad.text); !errors.Is(err, plugin.ErrInvalid) {
+		if _, err := s.AddDocument(t.Context(), domain.Document{Title: bad.title}, bad.text); !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("AddDocument(%q, %q) = %v; want ErrInvalid", bad.title, bad.text, err)
 		}
 	}
 }
 
-// testLargeDocument: a document of plugin.MaxDocumentBytes is taken and
+// testLargeDocument: a document of domain.MaxDocumentBytes is taken and
 // searchable to its end; one byte more is refused and nothing stored.
-func testLargeDocument(t *testing.T, s plugin.Store) {
+func testLargeDocument(t *testing.T, s domain.Store) {
 	var b strings.Builder
-	for b.Len() < plugin.MaxDocumentBytes-100 {
+	for b.Len() < domain.MaxDocumentBytes-100 {
 		fmt.Fprintf(&b, "Line %d of the big manual says little. ", b.Len())
 	}
 	b.WriteString("The last line names the albatross.")
-	text := b.String() + strings.Repeat(" ", plugin.MaxDocumentBytes-b.Len())
+	text := b.String() + strings.Repeat(" ", domain.MaxDocumentBytes-b.Len())
 	d := addDoc(t, s, "Big", "", text)
-	if d.Bytes != plugin.MaxDocumentBytes || d.Passages < plugin.MaxDocumentBytes/plugin.PassageChars {
-		t.Errorf("AddDocument = %+v; want %d bytes in about %d passages", d, plugin.MaxDocumentBytes, plugin.MaxDocumentBytes/plugin.PassageChars)
+	if d.Bytes != domain.MaxDocumentBytes || d.Passages < domain.MaxDocumentBytes/domain.PassageChars {
+		t.Errorf("AddDocument = %+v; want %d bytes in about %d passages", d, domain.MaxDocumentBytes, domain.MaxDocumentBytes/domain.PassageChars)
 	}
-	got := recall(t, s, plugin.RecallQuery{Text: "albatross", Room: "discord:1"})
+	got := recall(t, s, domain.RecallQuery{Text: "albatross", Room: "discord:1"})
 	if len(got) != 1 || !strings.HasSuffix(got[0].Text, "albatross.") {
 		t.Errorf("recalled %q; want the last passage", texts(got))
 	}
-	_, err := s.AddDocument(t.Context(), plugin.Document{Title: "Too big"}, text+"x")
-	if !errors.Is(err, plugin.ErrLimit) {
+	_, err := s.AddDocument(t.Context(), domain.Document{Title: "Too big"}, text+"x")
+	if !errors.Is(err, domain.ErrLimit) {
 		t.Errorf("AddDocument of %d bytes = %v; want ErrLimit", len(text)+1, err)
 	}
 	if docs, err := s.Documents(t.Context(), ""); err != nil || len(docs) != 1 {
@@ -434,11 +434,11 @@ func testLargeDocument(t *testing.T, s plugin.Store) {
 
 // testMemoryListing: the messages listed and searched as the API does, and
 // those after an ID for the facts evaluator.
-func testMemoryListing(t *testing.T, s plugin.Store) {
+func testMemoryListing(t *testing.T, s domain.Store) {
 	a := say(t, s, "discord:1", "discord:u1", "the puffin count is twelve")
 	b := say(t, s, "discord:1", "discord:u2", "lunch?")
 	c := say(t, s, "discord:2", "discord:u1", "another puffin sighting")
-	ids := func(ms []plugin.Memory) []int64 {
+	ids := func(ms []domain.Memory) []int64 {
 		out := make([]int64, len(ms))
 		for i, m := range ms {
 			out[i] = m.ID
@@ -447,15 +447,15 @@ func testMemoryListing(t *testing.T, s plugin.Store) {
 	}
 	cases := []struct {
 		name string
-		f    plugin.MemoryFilter
+		f    domain.MemoryFilter
 		want []int64
 	}{
-		{"all, newest first", plugin.MemoryFilter{}, []int64{c.ID, b.ID, a.ID}},
-		{"one room", plugin.MemoryFilter{Room: "discord:1"}, []int64{b.ID, a.ID}},
-		{"paged", plugin.MemoryFilter{BeforeID: c.ID, Limit: 1}, []int64{b.ID}},
-		{"searched", plugin.MemoryFilter{Query: "puffins"}, []int64{c.ID, a.ID}},
-		{"searched in a room", plugin.MemoryFilter{Query: "puffin", Room: "discord:2"}, []int64{c.ID}},
-		{"stop words only", plugin.MemoryFilter{Query: "the"}, nil},
+		{"all, newest first", domain.MemoryFilter{}, []int64{c.ID, b.ID, a.ID}},
+		{"one room", domain.MemoryFilter{Room: "discord:1"}, []int64{b.ID, a.ID}},
+		{"paged", domain.MemoryFilter{BeforeID: c.ID, Limit: 1}, []int64{b.ID}},
+		{"searched", domain.MemoryFilter{Query: "puffins"}, []int64{c.ID, a.ID}},
+		{"searched in a room", domain.MemoryFilter{Query: "puffin", Room: "discord:2"}, []int64{c.ID}},
+		{"stop words only", domain.MemoryFilter{Query: "the"}, nil},
 	}
 	for _, tc := range cases {
 		got, err := s.SearchMemories(t.Context(), tc.f)
@@ -475,14 +475,14 @@ func testMemoryListing(t *testing.T, s plugin.Store) {
 
 // testEmbeddings: a vector is stored once per fact or passage and read
 // back as it was.
-func testEmbeddings(t *testing.T, s plugin.Store) {
-	f := learn(t, s, plugin.Fact{Room: "discord:1", Text: "embedded fact"})[0]
+func testEmbeddings(t *testing.T, s domain.Store) {
+	f := learn(t, s, domain.Fact{Room: "discord:1", Text: "embedded fact"})[0]
 	addDoc(t, s, "vectors", "", "embedded passage")
-	p := recall(t, s, plugin.RecallQuery{Text: "embedded", Kinds: []string{plugin.RecallPassage}})[0]
+	p := recall(t, s, domain.RecallQuery{Text: "embedded", Kinds: []string{domain.RecallPassage}})[0]
 	for _, tc := range []struct {
 		kind string
 		id   int64
-	}{{plugin.RecallFact, f.ID}, {plugin.RecallPassage, p.ID}} {
+	}{{domain.RecallFact, f.ID}, {domain.RecallPassage, p.ID}} {
 		vec := []float32{0.25, -1.5, 3e-8}
 		if err := s.SaveEmbeddings(t.Context(), tc.kind, map[int64][]float32{tc.id: vec}); err != nil {
 			t.Fatal(err)
@@ -495,12 +495,12 @@ func testEmbeddings(t *testing.T, s plugin.Store) {
 			t.Errorf("%s embeddings = %v, %v; want the first vector only", tc.kind, got, err)
 		}
 	}
-	if err := s.SaveEmbeddings(t.Context(), plugin.RecallMessage, map[int64][]float32{1: {1}}); !errors.Is(err, plugin.ErrInvalid) {
+	if err := s.SaveEmbeddings(t.Context(), domain.RecallMessage, map[int64][]float32{1: {1}}); !errors.Is(err, domain.ErrInvalid) {
 		t.Errorf("embedding a message = %v; want ErrInvalid", err)
 	}
 }
 
-func sameDocument(a, b plugin.Document) bool {
+func sameDocument(a, b domain.Document) bool {
 	return a.ID == b.ID && a.Title == b.Title && a.Room == b.Room && a.Bytes == b.Bytes &&
 		a.Passages == b.Passages && a.CreatedAt.Equal(b.CreatedAt)
 }
@@ -509,13 +509,13 @@ func sameDocument(a, b plugin.Document) bool {
 // — "the heron nests by the lake", in room slack:C1:171.1 — is recalled in
 // its channel and not elsewhere: the migration gave it its scope and
 // indexed its text.
-func Backfilled(t *testing.T, s plugin.Store) {
+func Backfilled(t *testing.T, s domain.Store) {
 	t.Helper()
-	got := recall(t, s, plugin.RecallQuery{Text: "where do herons nest?", Room: "slack:C1"})
+	got := recall(t, s, domain.RecallQuery{Text: "where do herons nest?", Room: "slack:C1"})
 	if len(got) != 1 || got[0].Text != "the heron nests by the lake" {
 		t.Errorf("in slack:C1 recalled %q; want the message stored before the migration", texts(got))
 	}
-	if got := recall(t, s, plugin.RecallQuery{Text: "heron", Room: "slack:C2"}); len(got) != 0 {
+	if got := recall(t, s, domain.RecallQuery{Text: "heron", Room: "slack:C2"}); len(got) != 0 {
 		t.Errorf("in slack:C2 recalled %q; want nothing", texts(got))
 	}
 }
@@ -523,25 +523,25 @@ func Backfilled(t *testing.T, s plugin.Store) {
 // testRecallCommonWords: a word in many rows does not select them when
 // the query has rarer words, and still recalls when it has none or when
 // the rarer ones are in no row of the room.
-func testRecallCommonWords(t *testing.T, s plugin.Store) {
+func testRecallCommonWords(t *testing.T, s domain.Store) {
 	var paras []string
 	for i := range 260 {
 		paras = append(paras, fmt.Sprintf("Paragraph %d is about the common teapot. ", i)+strings.Repeat("Padding words fill the paragraph out. ", 10))
 	}
 	addDoc(t, s, "common", "", strings.Join(paras, "\n\n"))
 	addDoc(t, s, "rare", "", "The ibis perches on a teapot.")
-	if got := recall(t, s, plugin.RecallQuery{Text: "teapot ibis", Room: "discord:1", Limit: 3}); len(got) == 0 || got[0].Text != "The ibis perches on a teapot." {
+	if got := recall(t, s, domain.RecallQuery{Text: "teapot ibis", Room: "discord:1", Limit: 3}); len(got) == 0 || got[0].Text != "The ibis perches on a teapot." {
 		t.Errorf("teapot ibis recalled %q; want the ibis first", texts(got))
 	}
-	if got := recall(t, s, plugin.RecallQuery{Text: "teapot", Room: "discord:1", Limit: 5}); len(got) != 5 {
+	if got := recall(t, s, domain.RecallQuery{Text: "teapot", Room: "discord:1", Limit: 5}); len(got) != 5 {
 		t.Errorf("teapot recalled %d passages; want 5", len(got))
 	}
-	var facts []plugin.Fact
+	var facts []domain.Fact
 	for i := range 210 {
-		facts = append(facts, plugin.Fact{Room: "discord:1", Text: fmt.Sprintf("fact %d mentions the kettle", i)})
+		facts = append(facts, domain.Fact{Room: "discord:1", Text: fmt.Sprintf("fact %d mentions the kettle", i)})
 	}
-	learn(t, s, append(facts, plugin.Fact{Room: "discord:2", Text: "the heron has a kettle"})...)
-	got := recall(t, s, plugin.RecallQuery{Text: "kettle heron", Room: "discord:1", Kinds: []string{plugin.RecallFact}, Limit: 5})
+	learn(t, s, append(facts, domain.Fact{Room: "discord:2", Text: "the heron has a kettle"})...)
+	got := recall(t, s, domain.RecallQuery{Text: "kettle heron", Room: "discord:1", Kinds: []string{domain.RecallFact}, Limit: 5})
 	if len(got) != 5 {
 		t.Errorf("kettle heron in discord:1 recalled %q; want 5 kettle facts of the room", texts(got))
 	}
@@ -554,12 +554,12 @@ func testRecallCommonWords(t *testing.T, s plugin.Store) {
 
 // testFactsConcurrent: replicas learning the same fact at once store it
 // once, and none fails.
-func testFactsConcurrent(t *testing.T, s plugin.Store) {
+func testFactsConcurrent(t *testing.T, s domain.Store) {
 	var stored atomic.Int64
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Go(func() {
-			got, err := s.SaveFacts(t.Context(), []plugin.Fact{{Room: "discord:1", About: "discord:u1", Text: "u1 keeps bees", CreatedAt: at(time.Hour)}})
+			got, err := s.SaveFacts(t.Context(), []domain.Fact{{Room: "discord:1", About: "discord:u1", Text: "u1 keeps bees", CreatedAt: at(time.Hour)}})
 			if err != nil {
 				t.Errorf("SaveFacts: %v", err)
 			}
@@ -570,7 +570,7 @@ func testFactsConcurrent(t *testing.T, s plugin.Store) {
 	if n := stored.Load(); n != 1 {
 		t.Errorf("the fact was stored %d times; want once", n)
 	}
-	if got := recall(t, s, plugin.RecallQuery{Text: "bees", Room: "discord:1"}); len(got) != 1 {
+	if got := recall(t, s, domain.RecallQuery{Text: "bees", Room: "discord:1"}); len(got) != 1 {
 		t.Errorf("recalled %q; want the fact once", texts(got))
 	}
 }

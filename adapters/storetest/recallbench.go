@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // The recall benchmarks of docs/PERFORMANCE.md ("Recall"), run by each
@@ -61,19 +61,19 @@ func benchWords(r *rand.Rand, n int) []string {
 // by first name only, keeps one detail of the fact or none, uses synonyms
 // for the template's other words, and adds noise: a detail of the pools
 // (likely another fact's) and a word in no fact.
-func RecallAt5(tb testing.TB, s plugin.Store) float64 {
+func RecallAt5(tb testing.TB, s domain.Store) float64 {
 	tb.Helper()
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(19, 5))
 	words := benchWords(r, 60+1000+120+1000)
 	firsts, lasts, details, noise := words[:60], words[60:1060], words[1060:1180], words[1180:]
-	facts := make([]plugin.Fact, 1000)
+	facts := make([]domain.Fact, 1000)
 	questions := make([]string, 1000)
 	for i := range facts {
 		tpl := factTemplates[i%len(factTemplates)]
 		first, last := firsts[r.IntN(len(firsts))], lasts[i]
 		a, b := details[r.IntN(60)], details[60+r.IntN(60)]
-		facts[i] = plugin.Fact{Room: recallBenchRoom, About: "discord:u" + fmt.Sprint(i),
+		facts[i] = domain.Fact{Room: recallBenchRoom, About: "discord:u" + fmt.Sprint(i),
 			Text: fmt.Sprintf(tpl.fact, first+" "+last, a, b), CreatedAt: at(time.Duration(i) * time.Second)}
 		name := first + " " + last
 		if r.IntN(2) == 0 {
@@ -95,19 +95,19 @@ func RecallAt5(tb testing.TB, s plugin.Store) float64 {
 	hits := 0
 	asked := r.Perm(len(facts))[:200]
 	for _, i := range asked {
-		got, err := s.Recall(ctx, plugin.RecallQuery{Text: questions[i], Room: recallBenchRoom,
-			Kinds: []string{plugin.RecallFact}, Limit: 5})
+		got, err := s.Recall(ctx, domain.RecallQuery{Text: questions[i], Room: recallBenchRoom,
+			Kinds: []string{domain.RecallFact}, Limit: 5})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if slices.ContainsFunc(got, func(rc plugin.Recollection) bool { return rc.ID == stored[i].ID }) {
+		if slices.ContainsFunc(got, func(rc domain.Recollection) bool { return rc.ID == stored[i].ID }) {
 			hits++
 		}
 	}
 	return float64(hits) / float64(len(asked))
 }
 
-// PassageCorpus makes n passages of about plugin.PassageChars characters,
+// PassageCorpus makes n passages of about domain.PassageChars characters,
 // of words drawn from a Zipf distribution over a vocabulary whose head is
 // English's commonest words (as in real text), and queries of a few words
 // drawn the same way.
@@ -132,7 +132,7 @@ its now find long down day did get come made may part`)
 func (c *PassageCorpus) word() string { return c.vocab[c.zipf.Uint64()] }
 
 // Passage is one passage's text: sentences of 6 to 14 words, as many as
-// fit in plugin.PassageChars.
+// fit in domain.PassageChars.
 func (c *PassageCorpus) Passage() string {
 	var b strings.Builder
 	for {
@@ -142,7 +142,7 @@ func (c *PassageCorpus) Passage() string {
 			sentence[j] = c.word()
 		}
 		next := strings.Join(sentence, " ") + "."
-		if b.Len()+1+len(next) > plugin.PassageChars {
+		if b.Len()+1+len(next) > domain.PassageChars {
 			if b.Len() == 0 {
 				continue
 			}
@@ -167,7 +167,7 @@ func (c *PassageCorpus) Query() string {
 
 // LoadPassages adds documents of 100 passages each until the store holds n
 // passages of knowledge of no room.
-func (c *PassageCorpus) LoadPassages(tb testing.TB, s plugin.Store, n int) {
+func (c *PassageCorpus) LoadPassages(tb testing.TB, s domain.Store, n int) {
 	tb.Helper()
 	ctx := context.Background()
 	for d := 0; d*100 < n; d++ {
@@ -175,7 +175,7 @@ func (c *PassageCorpus) LoadPassages(tb testing.TB, s plugin.Store, n int) {
 		for i := range paras {
 			paras[i] = c.Passage()
 		}
-		doc, err := s.AddDocument(ctx, plugin.Document{Title: fmt.Sprint("doc ", d), CreatedAt: at(time.Minute)},
+		doc, err := s.AddDocument(ctx, domain.Document{Title: fmt.Sprint("doc ", d), CreatedAt: at(time.Minute)},
 			strings.Join(paras, "\n\n"))
 		if err != nil {
 			tb.Fatal(err)
@@ -217,7 +217,7 @@ func (l Latencies) Report(b *testing.B, prefix string) {
 // scan that ranks every passage by how many of the query's words it
 // contains, with LIKE: the store without full-text search — on the same
 // passages and queries.
-func BenchRecallPassages(b *testing.B, s plugin.Store, n int, settle func(), like func(ctx context.Context, terms []string) (int, error)) {
+func BenchRecallPassages(b *testing.B, s domain.Store, n int, settle func(), like func(ctx context.Context, terms []string) (int, error)) {
 	c := NewPassageCorpus()
 	start := time.Now()
 	c.LoadPassages(b, s, n)
@@ -231,8 +231,8 @@ func BenchRecallPassages(b *testing.B, s plugin.Store, n int, settle func(), lik
 	}
 	ctx := context.Background()
 	recall := func(b *testing.B, q string) int {
-		got, err := s.Recall(ctx, plugin.RecallQuery{Text: q, Room: recallBenchRoom,
-			Kinds: []string{plugin.RecallPassage}, Limit: 5})
+		got, err := s.Recall(ctx, domain.RecallQuery{Text: q, Room: recallBenchRoom,
+			Kinds: []string{domain.RecallPassage}, Limit: 5})
 		if err != nil {
 			b.Fatal(err)
 		}

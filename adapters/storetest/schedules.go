@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // The schedule cases (docs/schedules.md).
 
-func newSchedule(cron, goal string) plugin.NewSchedule {
-	return plugin.NewSchedule{
+func newSchedule(cron, goal string) domain.NewSchedule {
+	return domain.NewSchedule{
 		Cron: cron, Goal: goal, RequestorID: "u1", Platform: "discord", Room: "room-1",
 		WorkspaceID: "guild-1", Actor: "u1", MinInterval: time.Second, Now: t0,
 	}
 }
 
-func createSchedule(t *testing.T, s plugin.Store, in plugin.NewSchedule) plugin.Schedule {
+func createSchedule(t *testing.T, s domain.Store, in domain.NewSchedule) domain.Schedule {
 	t.Helper()
 	sc, err := s.CreateSchedule(t.Context(), in)
 	if err != nil {
@@ -30,24 +30,24 @@ func createSchedule(t *testing.T, s plugin.Store, in plugin.NewSchedule) plugin.
 	return sc
 }
 
-func fire(t *testing.T, s plugin.Store, now time.Time, maxActive int) plugin.ScheduleFiring {
+func fire(t *testing.T, s domain.Store, now time.Time, maxActive int) domain.ScheduleFiring {
 	t.Helper()
-	f, err := s.FireSchedule(t.Context(), plugin.FireSchedule{Now: now, MaxActive: maxActive})
+	f, err := s.FireSchedule(t.Context(), domain.FireSchedule{Now: now, MaxActive: maxActive})
 	if err != nil {
 		t.Fatalf("FireSchedule at %v: %v", now, err)
 	}
 	return f
 }
 
-func noFire(t *testing.T, s plugin.Store, now time.Time) {
+func noFire(t *testing.T, s domain.Store, now time.Time) {
 	t.Helper()
-	f, err := s.FireSchedule(t.Context(), plugin.FireSchedule{Now: now})
-	if !errors.Is(err, plugin.ErrNoScheduleDue) {
+	f, err := s.FireSchedule(t.Context(), domain.FireSchedule{Now: now})
+	if !errors.Is(err, domain.ErrNoScheduleDue) {
 		t.Fatalf("FireSchedule at %v = %+v, %v; want ErrNoScheduleDue", now, f, err)
 	}
 }
 
-func scheduleEvents(t *testing.T, s plugin.Store, id int64) []string {
+func scheduleEvents(t *testing.T, s domain.Store, id int64) []string {
 	t.Helper()
 	evs, err := s.ScheduleEvents(t.Context(), id, 0)
 	if err != nil {
@@ -64,12 +64,12 @@ func scheduleEvents(t *testing.T, s plugin.Store, id int64) []string {
 // defaults; a bad expression, an interval below the minimum, a bad policy
 // and the requestor's schedule past the limit are refused and write
 // nothing.
-func testScheduleCreate(t *testing.T, s plugin.Store) {
+func testScheduleCreate(t *testing.T, s domain.Store) {
 	ctx := t.Context()
 	in := newSchedule("@every 3s", "Summarise yesterday's alerts")
 	in.Strategy = "react"
 	sc := createSchedule(t, s, in)
-	if sc.ID <= 0 || sc.Overlap != plugin.OverlapSkip || sc.CatchUp != plugin.CatchUpOne || sc.Paused ||
+	if sc.ID <= 0 || sc.Overlap != domain.OverlapSkip || sc.CatchUp != domain.CatchUpOne || sc.Paused ||
 		!sc.NextRunAt.Equal(at(3*time.Second)) || sc.Name != "Summarise yesterday's alerts" || sc.Strategy != "react" {
 		t.Fatalf("created %+v", sc)
 	}
@@ -77,35 +77,35 @@ func testScheduleCreate(t *testing.T, s plugin.Store) {
 	if err != nil || got != sc {
 		t.Fatalf("GetSchedule = %+v, %v; want %+v", got, err, sc)
 	}
-	if evs := scheduleEvents(t, s, sc.ID); len(evs) != 1 || evs[0] != plugin.ScheduleCreated {
+	if evs := scheduleEvents(t, s, sc.ID); len(evs) != 1 || evs[0] != domain.ScheduleCreated {
 		t.Errorf("events %v; want created", evs)
 	}
 	if due, err := s.NextScheduleDue(ctx); err != nil || !due.Equal(sc.NextRunAt) {
 		t.Errorf("NextScheduleDue = %v, %v; want %v", due, err, sc.NextRunAt)
 	}
-	if _, err := s.GetSchedule(ctx, sc.ID+100); !errors.Is(err, plugin.ErrScheduleNotFound) {
+	if _, err := s.GetSchedule(ctx, sc.ID+100); !errors.Is(err, domain.ErrScheduleNotFound) {
 		t.Errorf("GetSchedule(unknown) = %v; want ErrScheduleNotFound", err)
 	}
 
 	bad := []struct {
 		name string
-		edit func(*plugin.NewSchedule)
+		edit func(*domain.NewSchedule)
 		want string
 	}{
-		{"bad expression", func(n *plugin.NewSchedule) { n.Cron = "61 * * * *" }, "not valid"},
-		{"four fields", func(n *plugin.NewSchedule) { n.Cron = "* * * *" }, "not valid"},
-		{"empty", func(n *plugin.NewSchedule) { n.Cron = " " }, "empty"},
-		{"below the minimum", func(n *plugin.NewSchedule) { n.Cron = "@every 2s"; n.MinInterval = 3 * time.Second }, "shortest interval"},
-		{"never", func(n *plugin.NewSchedule) { n.Cron = "0 0 30 2 *" }, "never fires"},
-		{"overlap", func(n *plugin.NewSchedule) { n.Overlap = "sometimes" }, "overlap"},
-		{"catch_up", func(n *plugin.NewSchedule) { n.CatchUp = "all" }, "catch_up"},
-		{"goal", func(n *plugin.NewSchedule) { n.Goal = "  " }, "goal"},
+		{"bad expression", func(n *domain.NewSchedule) { n.Cron = "61 * * * *" }, "not valid"},
+		{"four fields", func(n *domain.NewSchedule) { n.Cron = "* * * *" }, "not valid"},
+		{"empty", func(n *domain.NewSchedule) { n.Cron = " " }, "empty"},
+		{"below the minimum", func(n *domain.NewSchedule) { n.Cron = "@every 2s"; n.MinInterval = 3 * time.Second }, "shortest interval"},
+		{"never", func(n *domain.NewSchedule) { n.Cron = "0 0 30 2 *" }, "never fires"},
+		{"overlap", func(n *domain.NewSchedule) { n.Overlap = "sometimes" }, "overlap"},
+		{"catch_up", func(n *domain.NewSchedule) { n.CatchUp = "all" }, "catch_up"},
+		{"goal", func(n *domain.NewSchedule) { n.Goal = "  " }, "goal"},
 	}
 	for _, b := range bad {
 		n := newSchedule("@every 3s", "x")
 		b.edit(&n)
 		_, err := s.CreateSchedule(ctx, n)
-		if !errors.Is(err, plugin.ErrInvalid) || !strings.Contains(err.Error(), b.want) {
+		if !errors.Is(err, domain.ErrInvalid) || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%s: CreateSchedule = %v; want ErrInvalid saying %q", b.name, err, b.want)
 		}
 	}
@@ -114,29 +114,29 @@ func testScheduleCreate(t *testing.T, s plugin.Store) {
 	n.MinInterval = 0
 	createSchedule(t, s, n)
 	n.Cron = "@every 59s"
-	if _, err := s.CreateSchedule(ctx, n); !errors.Is(err, plugin.ErrInvalid) {
+	if _, err := s.CreateSchedule(ctx, n); !errors.Is(err, domain.ErrInvalid) {
 		t.Errorf("@every 59s with the default minimum = %v; want ErrInvalid", err)
 	}
 
 	// u1 has 2; 18 more reach the limit, the 21st is refused.
-	for i := range plugin.MaxSchedulesPerRequestor - 2 {
+	for i := range domain.MaxSchedulesPerRequestor - 2 {
 		createSchedule(t, s, newSchedule("@hourly", fmt.Sprintf("goal %d", i)))
 	}
-	if _, err := s.CreateSchedule(ctx, newSchedule("@hourly", "one too many")); !errors.Is(err, plugin.ErrLimit) {
+	if _, err := s.CreateSchedule(ctx, newSchedule("@hourly", "one too many")); !errors.Is(err, domain.ErrLimit) {
 		t.Fatalf("21st schedule = %v; want ErrLimit", err)
 	}
 	other := newSchedule("@hourly", "someone else's")
 	other.RequestorID = "u2"
 	createSchedule(t, s, other)
-	mine, err := s.ListSchedules(ctx, plugin.ScheduleFilter{RequestorID: "u1"})
-	if err != nil || len(mine) != plugin.MaxSchedulesPerRequestor {
-		t.Fatalf("ListSchedules(u1) = %d, %v; want %d", len(mine), err, plugin.MaxSchedulesPerRequestor)
+	mine, err := s.ListSchedules(ctx, domain.ScheduleFilter{RequestorID: "u1"})
+	if err != nil || len(mine) != domain.MaxSchedulesPerRequestor {
+		t.Fatalf("ListSchedules(u1) = %d, %v; want %d", len(mine), err, domain.MaxSchedulesPerRequestor)
 	}
-	all, err := s.ListSchedules(ctx, plugin.ScheduleFilter{})
-	if err != nil || len(all) != plugin.MaxSchedulesPerRequestor+1 || all[0].ID != sc.ID {
+	all, err := s.ListSchedules(ctx, domain.ScheduleFilter{})
+	if err != nil || len(all) != domain.MaxSchedulesPerRequestor+1 || all[0].ID != sc.ID {
 		t.Fatalf("ListSchedules() = %d, %v", len(all), err)
 	}
-	if none, _ := s.ListSchedules(ctx, plugin.ScheduleFilter{WorkspaceID: "elsewhere"}); len(none) != 0 {
+	if none, _ := s.ListSchedules(ctx, domain.ScheduleFilter{WorkspaceID: "elsewhere"}); len(none) != 0 {
 		t.Errorf("ListSchedules(elsewhere) = %d schedules", len(none))
 	}
 }
@@ -144,7 +144,7 @@ func testScheduleCreate(t *testing.T, s plugin.Store) {
 // testScheduleFire: a due schedule creates its run, a task with the
 // schedule's goal, room, requestor and strategy that names it, and moves
 // its next due time on; the same due time does not fire again.
-func testScheduleFire(t *testing.T, s plugin.Store) {
+func testScheduleFire(t *testing.T, s domain.Store) {
 	in := newSchedule("@every 3s", "Check the alerts")
 	in.Strategy = "react"
 	sc := createSchedule(t, s, in)
@@ -152,17 +152,17 @@ func testScheduleFire(t *testing.T, s plugin.Store) {
 	f := fire(t, s, at(3*time.Second), 0)
 	run := f.Task
 	if run.Number == 0 || run.ScheduleID != sc.ID || run.Goal != sc.Goal || run.RoomID != "room-1" ||
-		run.RequestorID != "u1" || run.Strategy != "react" || run.WorkspaceID != "guild-1" || run.Status != plugin.StatusQueued {
+		run.RequestorID != "u1" || run.Strategy != "react" || run.WorkspaceID != "guild-1" || run.Status != domain.StatusQueued {
 		t.Fatalf("run %+v", run)
 	}
 	if stored := get(t, s, run.Number); stored.ScheduleID != sc.ID {
 		t.Errorf("stored run has schedule_id %d", stored.ScheduleID)
 	}
 	check(t, s, run.Number)
-	if evs := events(t, s, run.Number); len(evs) != 1 || evs[0].Type != plugin.EventCreated || evs[0].Actor != fmt.Sprintf("schedule #%d", sc.ID) {
+	if evs := events(t, s, run.Number); len(evs) != 1 || evs[0].Type != domain.EventCreated || evs[0].Actor != fmt.Sprintf("schedule #%d", sc.ID) {
 		t.Errorf("run's events %+v; want one created by schedule #%d", evs, sc.ID)
 	}
-	if f.Event.Type != plugin.ScheduleFired || f.Event.TaskNumber != run.Number {
+	if f.Event.Type != domain.ScheduleFired || f.Event.TaskNumber != run.Number {
 		t.Errorf("event %+v", f.Event)
 	}
 	if !f.Schedule.NextRunAt.Equal(at(6*time.Second)) || f.Schedule.LastTask != run.Number || !f.Schedule.LastRunAt.Equal(at(3*time.Second)) {
@@ -180,7 +180,7 @@ func testScheduleFire(t *testing.T, s plugin.Store) {
 
 // testScheduleFireConcurrent: replicas firing the same due time at once
 // create one run between them.
-func testScheduleFireConcurrent(t *testing.T, s plugin.Store) {
+func testScheduleFireConcurrent(t *testing.T, s domain.Store) {
 	sc := createSchedule(t, s, newSchedule("@every 3s", "Once only"))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -189,8 +189,8 @@ func testScheduleFireConcurrent(t *testing.T, s plugin.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f, err := s.FireSchedule(t.Context(), plugin.FireSchedule{Now: at(3 * time.Second)})
-			if errors.Is(err, plugin.ErrNoScheduleDue) {
+			f, err := s.FireSchedule(t.Context(), domain.FireSchedule{Now: at(3 * time.Second)})
+			if errors.Is(err, domain.ErrNoScheduleDue) {
 				return
 			}
 			if err != nil {
@@ -205,7 +205,7 @@ func testScheduleFireConcurrent(t *testing.T, s plugin.Store) {
 		}()
 	}
 	wg.Wait()
-	runs, err := s.ListTasks(t.Context(), plugin.TaskFilter{})
+	runs, err := s.ListTasks(t.Context(), domain.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +217,10 @@ func testScheduleFireConcurrent(t *testing.T, s plugin.Store) {
 // testScheduleOverlap: with overlap skip, a due time whose previous run
 // has not ended makes no run and records why; with allow it starts
 // another.
-func testScheduleOverlap(t *testing.T, s plugin.Store) {
+func testScheduleOverlap(t *testing.T, s domain.Store) {
 	skip := createSchedule(t, s, newSchedule("@every 3s", "Skip while running"))
 	in := newSchedule("@every 3s", "Allow overlap")
-	in.Overlap = plugin.OverlapAllow
+	in.Overlap = domain.OverlapAllow
 	allow := createSchedule(t, s, in)
 
 	first := map[int64]int64{}
@@ -229,21 +229,21 @@ func testScheduleOverlap(t *testing.T, s plugin.Store) {
 		first[f.Schedule.ID] = f.Task.Number
 	}
 	// Both runs are still queued at the next due time.
-	got := map[int64]plugin.ScheduleFiring{}
+	got := map[int64]domain.ScheduleFiring{}
 	for range 2 {
 		f := fire(t, s, at(6*time.Second), 0)
 		got[f.Schedule.ID] = f
 	}
-	if f := got[skip.ID]; f.Task.Number != 0 || f.Event.Type != plugin.ScheduleSkipped || f.Event.TaskNumber != first[skip.ID] ||
+	if f := got[skip.ID]; f.Task.Number != 0 || f.Event.Type != domain.ScheduleSkipped || f.Event.TaskNumber != first[skip.ID] ||
 		!strings.Contains(f.Event.Detail, "has not ended") || !f.Schedule.NextRunAt.Equal(at(9*time.Second)) {
 		t.Errorf("skip: %+v", f)
 	}
-	if f := got[allow.ID]; f.Task.Number == 0 || f.Event.Type != plugin.ScheduleFired {
+	if f := got[allow.ID]; f.Task.Number == 0 || f.Event.Type != domain.ScheduleFired {
 		t.Errorf("allow: %+v; want a second run", f)
 	}
 	// Once the run has ended, the next due time runs again.
-	update(t, s, first[skip.ID], func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Canceled(cur, "u1", "", at(7*time.Second))
+	update(t, s, first[skip.ID], func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Canceled(cur, "u1", "", at(7*time.Second))
 	})
 	for range 2 {
 		f := fire(t, s, at(9*time.Second), 0)
@@ -256,26 +256,26 @@ func testScheduleOverlap(t *testing.T, s plugin.Store) {
 // testScheduleCatchUp: due times missed while no replica ran become one
 // run at once with catch_up one, none with catch_up none; either way the
 // next due time is the first after the time of that start.
-func testScheduleCatchUp(t *testing.T, s plugin.Store) {
+func testScheduleCatchUp(t *testing.T, s domain.Store) {
 	one := createSchedule(t, s, newSchedule("@every 3s", "Catch up once"))
 	in := newSchedule("@every 3s", "Do not catch up")
-	in.CatchUp = plugin.CatchUpNone
+	in.CatchUp = domain.CatchUpNone
 	none := createSchedule(t, s, in)
 	// Down from before the first due time (3s) until past the third (9s).
 	start := at(10 * time.Second)
-	got := map[int64]plugin.ScheduleFiring{}
+	got := map[int64]domain.ScheduleFiring{}
 	for range 2 {
 		f := fire(t, s, start, 0)
 		got[f.Schedule.ID] = f
 	}
 	noFire(t, s, start)
-	if f := got[one.ID]; f.Task.Number == 0 || f.Event.Type != plugin.ScheduleCaughtUp || !f.Schedule.NextRunAt.Equal(at(13*time.Second)) {
+	if f := got[one.ID]; f.Task.Number == 0 || f.Event.Type != domain.ScheduleCaughtUp || !f.Schedule.NextRunAt.Equal(at(13*time.Second)) {
 		t.Errorf("catch_up one: %+v", f)
 	}
-	if f := got[none.ID]; f.Task.Number != 0 || f.Event.Type != plugin.ScheduleMissed || !f.Schedule.NextRunAt.Equal(at(13*time.Second)) {
+	if f := got[none.ID]; f.Task.Number != 0 || f.Event.Type != domain.ScheduleMissed || !f.Schedule.NextRunAt.Equal(at(13*time.Second)) {
 		t.Errorf("catch_up none: %+v", f)
 	}
-	runs, _ := s.ListTasks(t.Context(), plugin.TaskFilter{})
+	runs, _ := s.ListTasks(t.Context(), domain.TaskFilter{})
 	if len(runs) != 1 {
 		t.Errorf("%d runs; want one", len(runs))
 	}
@@ -283,8 +283,8 @@ func testScheduleCatchUp(t *testing.T, s plugin.Store) {
 	// grace) is on time, whatever catch_up says.
 	f := fire(t, s, at(14*time.Second), 0)
 	f2 := fire(t, s, at(14*time.Second), 0)
-	for _, f := range []plugin.ScheduleFiring{f, f2} {
-		if f.Schedule.ID == none.ID && (f.Task.Number == 0 || f.Event.Type != plugin.ScheduleFired) {
+	for _, f := range []domain.ScheduleFiring{f, f2} {
+		if f.Schedule.ID == none.ID && (f.Task.Number == 0 || f.Event.Type != domain.ScheduleFired) {
 			t.Errorf("late by a second: %+v", f)
 		}
 	}
@@ -293,15 +293,15 @@ func testScheduleCatchUp(t *testing.T, s plugin.Store) {
 // testScheduleLimit: a due time at which the requestor is at their limit
 // of active tasks makes no run; the schedule records why and tells its
 // room, in the same transaction.
-func testScheduleLimit(t *testing.T, s plugin.Store) {
+func testScheduleLimit(t *testing.T, s domain.Store) {
 	create(t, s, newTask("Already running"))
 	sc := createSchedule(t, s, newSchedule("@every 3s", "Over the limit"))
 	f := fire(t, s, at(3*time.Second), 1)
-	if f.Task.Number != 0 || f.Event.Type != plugin.ScheduleSkipped || !strings.Contains(f.Event.Detail, "limit is 1") {
+	if f.Task.Number != 0 || f.Event.Type != domain.ScheduleSkipped || !strings.Contains(f.Event.Detail, "limit is 1") {
 		t.Fatalf("at the limit: %+v", f)
 	}
 	rows, err := s.ListNotifications(t.Context(), "", 0, 0)
-	if err != nil || len(rows) != 1 || rows[0].Room != "room-1" || rows[0].Category != plugin.NotifyMessage {
+	if err != nil || len(rows) != 1 || rows[0].Room != "room-1" || rows[0].Category != domain.NotifyMessage {
 		t.Fatalf("notifications %+v, %v; want one line in room-1", rows, err)
 	}
 	var p struct{ Text string }
@@ -315,23 +315,23 @@ func testScheduleLimit(t *testing.T, s plugin.Store) {
 
 // testScheduleAutoPause: a schedule whose last three runs failed or
 // stalled pauses itself at its next due time and says so in its room.
-func testScheduleAutoPause(t *testing.T, s plugin.Store) {
+func testScheduleAutoPause(t *testing.T, s domain.Store) {
 	sc := createSchedule(t, s, newSchedule("@every 3s", "Keeps failing"))
-	for i := 1; i <= plugin.MaxScheduleFailures; i++ {
+	for i := 1; i <= domain.MaxScheduleFailures; i++ {
 		due := at(time.Duration(3*i) * time.Second)
 		f := fire(t, s, due, 0)
 		if f.Task.Number == 0 {
 			t.Fatalf("due time %d made no run: %+v", i, f)
 		}
 		c := claim(t, s, "w", due, time.Minute)
-		o := outcome(c, due.Add(time.Second), 10, plugin.VerdictStuck)
+		o := outcome(c, due.Add(time.Second), 10, domain.VerdictStuck)
 		o.Reason = "no access"
-		if got := update(t, s, c.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); got.Status != plugin.StatusFailed {
+		if got := update(t, s, c.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); got.Status != domain.StatusFailed {
 			t.Fatalf("run #%d is %s", c.Number, got.Status)
 		}
 	}
 	f := fire(t, s, at(12*time.Second), 0)
-	if f.Task.Number != 0 || !f.Schedule.Paused || f.Event.Type != plugin.ScheduleAutoPaused || f.Schedule.Failures != 3 {
+	if f.Task.Number != 0 || !f.Schedule.Paused || f.Event.Type != domain.ScheduleAutoPaused || f.Schedule.Failures != 3 {
 		t.Fatalf("after three failures: %+v", f)
 	}
 	noFire(t, s, at(time.Hour))
@@ -356,7 +356,7 @@ func testScheduleAutoPause(t *testing.T, s plugin.Store) {
 // testSchedulePauseDelete: a paused schedule is not due; resumed, it
 // waits for its first due time after the resume; deleted, it is gone with
 // its events, and its runs stay.
-func testSchedulePauseDelete(t *testing.T, s plugin.Store) {
+func testSchedulePauseDelete(t *testing.T, s domain.Store) {
 	ctx := t.Context()
 	sc := createSchedule(t, s, newSchedule("@every 3s", "Pause me"))
 	run := fire(t, s, at(3*time.Second), 0).Task
@@ -375,16 +375,16 @@ func testSchedulePauseDelete(t *testing.T, s plugin.Store) {
 	if evs := scheduleEvents(t, s, sc.ID); strings.Join(evs, ",") != "created,fired,paused,resumed" {
 		t.Errorf("events %v", evs)
 	}
-	if _, err := s.PauseSchedule(ctx, sc.ID+1, true, "u1", t0); !errors.Is(err, plugin.ErrScheduleNotFound) {
+	if _, err := s.PauseSchedule(ctx, sc.ID+1, true, "u1", t0); !errors.Is(err, domain.ErrScheduleNotFound) {
 		t.Errorf("pause unknown = %v", err)
 	}
 	if err := s.DeleteSchedule(ctx, sc.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteSchedule(ctx, sc.ID); !errors.Is(err, plugin.ErrScheduleNotFound) {
+	if err := s.DeleteSchedule(ctx, sc.ID); !errors.Is(err, domain.ErrScheduleNotFound) {
 		t.Errorf("delete twice = %v", err)
 	}
-	if _, err := s.GetSchedule(ctx, sc.ID); !errors.Is(err, plugin.ErrScheduleNotFound) {
+	if _, err := s.GetSchedule(ctx, sc.ID); !errors.Is(err, domain.ErrScheduleNotFound) {
 		t.Errorf("get deleted = %v", err)
 	}
 	if evs, err := s.ScheduleEvents(ctx, sc.ID, 0); err != nil || len(evs) != 0 {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // t0 is the suite's "now"; tests move time by adding to it, never by
@@ -21,19 +21,19 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 // until t ends (it registers its own Close with t.Cleanup).
 type Stores struct {
 	// Empty opens a new store no migration was applied to.
-	Empty func(t *testing.T) plugin.Store
+	Empty func(t *testing.T) domain.Store
 	// Migrated, when set, opens a new store every migration was applied
 	// to, copied from one migrated once: faster than Empty and Migrate,
 	// which the suite does when it is nil. The tests of Migrate itself
 	// always start from Empty.
-	Migrated func(t *testing.T) plugin.Store
+	Migrated func(t *testing.T) domain.Store
 }
 
 // Run runs the conformance suite, each test on a new store it migrates.
 func Run(t *testing.T, stores Stores) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s plugin.Store)
+		fn   func(t *testing.T, s domain.Store)
 	}{
 		{"CreateNumbers", testCreateNumbers},
 		{"CreateFields", testCreateFields},
@@ -167,8 +167,8 @@ func Run(t *testing.T, stores Stores) {
 
 // newTask is the request the tests create tasks with, unless they say
 // otherwise.
-func newTask(goal string) plugin.NewTask {
-	return plugin.NewTask{
+func newTask(goal string) domain.NewTask {
+	return domain.NewTask{
 		Goal:        goal,
 		RequestorID: "u1",
 		Platform:    "discord",
@@ -179,7 +179,7 @@ func newTask(goal string) plugin.NewTask {
 	}
 }
 
-func create(t *testing.T, s plugin.Store, in plugin.NewTask) plugin.Task {
+func create(t *testing.T, s domain.Store, in domain.NewTask) domain.Task {
 	t.Helper()
 	task, err := s.CreateTask(t.Context(), in)
 	if err != nil {
@@ -188,7 +188,7 @@ func create(t *testing.T, s plugin.Store, in plugin.NewTask) plugin.Task {
 	return task
 }
 
-func get(t *testing.T, s plugin.Store, number int64) plugin.Task {
+func get(t *testing.T, s domain.Store, number int64) domain.Task {
 	t.Helper()
 	task, err := s.GetTask(t.Context(), number)
 	if err != nil {
@@ -197,24 +197,24 @@ func get(t *testing.T, s plugin.Store, number int64) plugin.Task {
 	return task
 }
 
-func claim(t *testing.T, s plugin.Store, owner string, now time.Time, lease time.Duration) plugin.Task {
+func claim(t *testing.T, s domain.Store, owner string, now time.Time, lease time.Duration) domain.Task {
 	t.Helper()
-	task, err := s.ClaimTask(t.Context(), plugin.Claim{Owner: owner, Now: now, Lease: lease})
+	task, err := s.ClaimTask(t.Context(), domain.Claim{Owner: owner, Now: now, Lease: lease})
 	if err != nil {
 		t.Fatalf("ClaimTask(%s at %v): %v", owner, now, err)
 	}
 	return task
 }
 
-func noClaim(t *testing.T, s plugin.Store, now time.Time) {
+func noClaim(t *testing.T, s domain.Store, now time.Time) {
 	t.Helper()
-	task, err := s.ClaimTask(t.Context(), plugin.Claim{Owner: "nobody", Now: now, Lease: time.Minute})
-	if !errors.Is(err, plugin.ErrNoTask) {
+	task, err := s.ClaimTask(t.Context(), domain.Claim{Owner: "nobody", Now: now, Lease: time.Minute})
+	if !errors.Is(err, domain.ErrNoTask) {
 		t.Fatalf("ClaimTask at %v = task #%d (%s), %v; want ErrNoTask", now, task.Number, task.Status, err)
 	}
 }
 
-func update(t *testing.T, s plugin.Store, number int64, fn plugin.MutateFunc) plugin.Task {
+func update(t *testing.T, s domain.Store, number int64, fn domain.MutateFunc) domain.Task {
 	t.Helper()
 	task, err := s.UpdateTask(t.Context(), number, fn)
 	if err != nil {
@@ -224,12 +224,12 @@ func update(t *testing.T, s plugin.Store, number int64, fn plugin.MutateFunc) pl
 }
 
 // outcome is an iteration result for a task the caller claimed.
-func outcome(claimed plugin.Task, now time.Time, progress int, v plugin.Verdict) plugin.Outcome {
-	return plugin.Outcome{
+func outcome(claimed domain.Task, now time.Time, progress int, v domain.Verdict) domain.Outcome {
+	return domain.Outcome{
 		Owner: claimed.LeaseOwner,
 		Fence: claimed.Fence,
 		Now:   now,
-		Step: plugin.Step{
+		Step: domain.Step{
 			Thought: "next step",
 			Action:  "post_message",
 			Params:  json.RawMessage(`{"text":"working"}`),
@@ -243,15 +243,15 @@ func outcome(claimed plugin.Task, now time.Time, progress int, v plugin.Verdict)
 	}
 }
 
-func iterate(t *testing.T, s plugin.Store, claimed plugin.Task, now time.Time, progress int, v plugin.Verdict) plugin.Task {
+func iterate(t *testing.T, s domain.Store, claimed domain.Task, now time.Time, progress int, v domain.Verdict) domain.Task {
 	t.Helper()
 	o := outcome(claimed, now, progress, v)
-	return update(t, s, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, o)
+	return update(t, s, claimed.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Iterated(cur, o)
 	})
 }
 
-func events(t *testing.T, s plugin.Store, number int64) []plugin.TaskEvent {
+func events(t *testing.T, s domain.Store, number int64) []domain.TaskEvent {
 	t.Helper()
 	evs, err := s.TaskEvents(t.Context(), number, 0)
 	if err != nil {
@@ -260,7 +260,7 @@ func events(t *testing.T, s plugin.Store, number int64) []plugin.TaskEvent {
 	return evs
 }
 
-func eventTypes(evs []plugin.TaskEvent) []string {
+func eventTypes(evs []domain.TaskEvent) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -270,7 +270,7 @@ func eventTypes(evs []plugin.TaskEvent) []string {
 
 // check replays every given task's events against its row, as `taskloom
 // check` does, and fails the test on any violation.
-func check(t *testing.T, s plugin.Store, numbers ...int64) {
+func check(t *testing.T, s domain.Store, numbers ...int64) {
 	t.Helper()
 	for _, n := range numbers {
 		row := get(t, s, n)
@@ -278,7 +278,7 @@ func check(t *testing.T, s plugin.Store, numbers ...int64) {
 		if err != nil {
 			t.Fatalf("Steps(#%d): %v", n, err)
 		}
-		for _, v := range plugin.Check(row, events(t, s, n), len(steps)) {
+		for _, v := range domain.Check(row, events(t, s, n), len(steps)) {
 			t.Errorf("check: %v", v)
 		}
 	}
@@ -286,7 +286,7 @@ func check(t *testing.T, s plugin.Store, numbers ...int64) {
 
 // sameTask fails the test unless got and want agree on every column,
 // event_seq included.
-func sameTask(t *testing.T, what string, got, want plugin.Task) {
+func sameTask(t *testing.T, what string, got, want domain.Task) {
 	t.Helper()
 	g, _ := json.Marshal(got)
 	w, _ := json.Marshal(want)
@@ -295,7 +295,7 @@ func sameTask(t *testing.T, what string, got, want plugin.Task) {
 	}
 }
 
-func numbers(tasks []plugin.Task) []int64 {
+func numbers(tasks []domain.Task) []int64 {
 	out := make([]int64, len(tasks))
 	for i, task := range tasks {
 		out[i] = task.Number
@@ -304,9 +304,9 @@ func numbers(tasks []plugin.Task) []int64 {
 }
 
 // payload decodes an event's payload.
-func payload(t *testing.T, e plugin.TaskEvent) plugin.EventPayload {
+func payload(t *testing.T, e domain.TaskEvent) domain.EventPayload {
 	t.Helper()
-	var p plugin.EventPayload
+	var p domain.EventPayload
 	if err := json.Unmarshal(e.Payload, &p); err != nil {
 		t.Fatalf("event %d (%s) payload %s: %v", e.Sequence, e.Type, e.Payload, err)
 	}

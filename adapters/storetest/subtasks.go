@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Subtasks a task's tool asks for are created in the transaction that
@@ -17,7 +17,7 @@ import (
 
 // subtask is a request for a child of task parent, as create_subtask
 // makes one.
-func subtask(parent plugin.Task, goal string, budget *int64) plugin.NewTask {
+func subtask(parent domain.Task, goal string, budget *int64) domain.NewTask {
 	in := newTask(goal)
 	in.ParentNumber, in.MaxTokens, in.MaxActive = parent.Number, budget, -1
 	in.Actor = fmt.Sprintf("task #%d", parent.Number)
@@ -26,27 +26,27 @@ func subtask(parent plugin.Task, goal string, budget *int64) plugin.NewTask {
 
 // commitSubtasks claims task n for w at now and commits an iteration
 // whose step asks for subs and waits on them (verdict v).
-func commitSubtasks(t *testing.T, s plugin.Store, c plugin.Task, now time.Time, v plugin.Verdict, subs ...plugin.NewTask) (plugin.Task, error) {
+func commitSubtasks(t *testing.T, s domain.Store, c domain.Task, now time.Time, v domain.Verdict, subs ...domain.NewTask) (domain.Task, error) {
 	t.Helper()
 	o := outcome(c, now, 20, v)
 	o.Step.Action, o.Step.Params, o.Step.Result = "create_subtask", []byte(`{"goal":"…"}`), "requested"
 	for i := range subs {
 		subs[i].Now = time.Time{} // created at the commit's time
 	}
-	o.Wait, o.Subtasks = plugin.WaitSubtasks, subs
-	return s.UpdateTask(t.Context(), c.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) })
+	o.Wait, o.Subtasks = domain.WaitSubtasks, subs
+	return s.UpdateTask(t.Context(), c.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
 }
 
 // claimTask claims task n for owner at now through UpdateTask, whatever
 // else the queue holds.
-func claimTask(t *testing.T, s plugin.Store, n int64, owner string, now time.Time) plugin.Task {
+func claimTask(t *testing.T, s domain.Store, n int64, owner string, now time.Time) domain.Task {
 	t.Helper()
-	return update(t, s, n, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Claimed(cur, plugin.Claim{Owner: owner, Now: now, Lease: time.Minute})
+	return update(t, s, n, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Claimed(cur, domain.Claim{Owner: owner, Now: now, Lease: time.Minute})
 	})
 }
 
-func lastStep(t *testing.T, s plugin.Store, n int64) plugin.Step {
+func lastStep(t *testing.T, s domain.Store, n int64) domain.Step {
 	t.Helper()
 	steps, err := s.RecentSteps(t.Context(), n, 1)
 	if err != nil || len(steps) != 1 {
@@ -55,9 +55,9 @@ func lastStep(t *testing.T, s plugin.Store, n int64) plugin.Step {
 	return steps[0]
 }
 
-func children(t *testing.T, s plugin.Store, parent int64) []plugin.Task {
+func children(t *testing.T, s domain.Store, parent int64) []domain.Task {
 	t.Helper()
-	out, err := s.ListTasks(t.Context(), plugin.TaskFilter{ParentNumber: parent})
+	out, err := s.ListTasks(t.Context(), domain.TaskFilter{ParentNumber: parent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,15 +66,15 @@ func children(t *testing.T, s plugin.Store, parent int64) []plugin.Task {
 
 // testSubtasksWithCommit: the children an iteration asks for are created
 // with its commit, numbered then, and the step's result names them.
-func testSubtasksWithCommit(t *testing.T, s plugin.Store) {
+func testSubtasksWithCommit(t *testing.T, s domain.Store) {
 	parent := create(t, s, newTask("Build auth"))
 	c := claimTask(t, s, parent.Number, "w", at(time.Minute))
-	after, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictContinue,
+	after, err := commitSubtasks(t, s, c, at(2*time.Minute), domain.VerdictContinue,
 		subtask(parent, "Write the login tests", nil), subtask(parent, "Write the logout tests", nil))
 	if err != nil {
 		t.Fatalf("commit: %v", err)
 	}
-	if after.Status != plugin.StatusWaiting || after.WaitingOn != plugin.WaitSubtasks {
+	if after.Status != domain.StatusWaiting || after.WaitingOn != domain.WaitSubtasks {
 		t.Errorf("parent = %s on %q; want waiting on subtasks", after.Status, after.WaitingOn)
 	}
 	kids := children(t, s, parent.Number)
@@ -83,13 +83,13 @@ func testSubtasksWithCommit(t *testing.T, s plugin.Store) {
 	}
 	res := lastStep(t, s, parent.Number).Result
 	for _, k := range kids {
-		if k.Status != plugin.StatusQueued || !k.CreatedAt.Equal(at(2*time.Minute)) {
+		if k.Status != domain.StatusQueued || !k.CreatedAt.Equal(at(2*time.Minute)) {
 			t.Errorf("child #%d: %s, created %v; want queued, created with the commit", k.Number, k.Status, k.CreatedAt)
 		}
 		if want := fmt.Sprintf("created subtask #%d %q", k.Number, k.Name); !strings.Contains(res, want) {
 			t.Errorf("the step's result %q does not say %q", res, want)
 		}
-		if evs := events(t, s, k.Number); len(evs) != 1 || evs[0].Type != plugin.EventCreated || evs[0].Actor != fmt.Sprintf("task #%d", parent.Number) {
+		if evs := events(t, s, k.Number); len(evs) != 1 || evs[0].Type != domain.EventCreated || evs[0].Actor != fmt.Sprintf("task #%d", parent.Number) {
 			t.Errorf("child #%d's events: %v", k.Number, eventTypes(evs))
 		}
 	}
@@ -102,17 +102,17 @@ func testSubtasksWithCommit(t *testing.T, s plugin.Store) {
 // testSubtasksNotCreatedWithoutTheLease: a commit refused for a lost
 // lease creates no child; the worker that holds the lease now creates
 // its own, once.
-func testSubtasksNotCreatedWithoutTheLease(t *testing.T, s plugin.Store) {
+func testSubtasksNotCreatedWithoutTheLease(t *testing.T, s domain.Store) {
 	parent := create(t, s, newTask("Build auth"))
 	first := claimTask(t, s, parent.Number, "w1", at(time.Minute))
 	second := claimTask(t, s, parent.Number, "w2", at(3*time.Minute))
-	if _, err := commitSubtasks(t, s, first, at(4*time.Minute), plugin.VerdictContinue, subtask(parent, "Write the tests", nil)); !errors.Is(err, plugin.ErrStaleFence) {
+	if _, err := commitSubtasks(t, s, first, at(4*time.Minute), domain.VerdictContinue, subtask(parent, "Write the tests", nil)); !errors.Is(err, domain.ErrStaleFence) {
 		t.Fatalf("a commit after the lease was taken over: %v, want ErrStaleFence", err)
 	}
-	if n, _ := s.CountTasks(t.Context(), plugin.TaskFilter{}); n != 1 {
+	if n, _ := s.CountTasks(t.Context(), domain.TaskFilter{}); n != 1 {
 		t.Fatalf("%d tasks after the refused commit; want the parent alone", n)
 	}
-	if _, err := commitSubtasks(t, s, second, at(5*time.Minute), plugin.VerdictContinue, subtask(parent, "Write the tests", nil)); err != nil {
+	if _, err := commitSubtasks(t, s, second, at(5*time.Minute), domain.VerdictContinue, subtask(parent, "Write the tests", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if kids := children(t, s, parent.Number); len(kids) != 1 {
@@ -125,26 +125,26 @@ func testSubtasksNotCreatedWithoutTheLease(t *testing.T, s plugin.Store) {
 // counting the children asked for before in the same step: a child past
 // one is not created and the step says why. A parent none of whose
 // children could be created does not wait for them.
-func testSubtaskLimitsInCommit(t *testing.T, s plugin.Store) {
+func testSubtaskLimitsInCommit(t *testing.T, s domain.Store) {
 	t.Run("children", func(t *testing.T) {
 		parent := create(t, s, newTask("Many parts"))
-		for i := range plugin.MaxSubtasks - 1 {
+		for i := range domain.MaxSubtasks - 1 {
 			create(t, s, subtask(parent, fmt.Sprintf("part %d", i), nil))
 		}
 		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
-		after, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictContinue,
+		after, err := commitSubtasks(t, s, c, at(2*time.Minute), domain.VerdictContinue,
 			subtask(parent, "The last part", nil), subtask(parent, "One part too many", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if kids := children(t, s, parent.Number); len(kids) != plugin.MaxSubtasks {
-			t.Errorf("%d children; want %d", len(kids), plugin.MaxSubtasks)
+		if kids := children(t, s, parent.Number); len(kids) != domain.MaxSubtasks {
+			t.Errorf("%d children; want %d", len(kids), domain.MaxSubtasks)
 		}
 		res := lastStep(t, s, parent.Number).Result
 		if !strings.Contains(res, `subtask "One part too many" not created: task #`) || !strings.Contains(res, "already has 10 subtasks") {
 			t.Errorf("the step's result %q does not say why the 11th child was not created", res)
 		}
-		if after.Status != plugin.StatusWaiting {
+		if after.Status != domain.StatusWaiting {
 			t.Errorf("parent = %s; want waiting on the child created", after.Status)
 		}
 	})
@@ -155,7 +155,7 @@ func testSubtaskLimitsInCommit(t *testing.T, s plugin.Store) {
 		parent := create(t, s, in)
 		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
 		// The iteration's own 15 tokens count: 85 left for children.
-		if _, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictContinue,
+		if _, err := commitSubtasks(t, s, c, at(2*time.Minute), domain.VerdictContinue,
 			subtask(parent, "Half", ptr(int64(50))), subtask(parent, "The rest", nil), subtask(parent, "Nothing left", nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -170,14 +170,14 @@ func testSubtaskLimitsInCommit(t *testing.T, s plugin.Store) {
 	t.Run("active", func(t *testing.T) {
 		parent := create(t, s, newTask("Busy requestor"))
 		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
-		active, err := s.CountTasks(t.Context(), plugin.TaskFilter{RequestorID: "u1",
-			Statuses: []plugin.Status{plugin.StatusQueued, plugin.StatusRunning, plugin.StatusPaused, plugin.StatusWaiting}})
+		active, err := s.CountTasks(t.Context(), domain.TaskFilter{RequestorID: "u1",
+			Statuses: []domain.Status{domain.StatusQueued, domain.StatusRunning, domain.StatusPaused, domain.StatusWaiting}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		in := subtask(parent, "One too many", nil)
 		in.MaxActive = active
-		after, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictContinue, in)
+		after, err := commitSubtasks(t, s, c, at(2*time.Minute), domain.VerdictContinue, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func testSubtaskLimitsInCommit(t *testing.T, s plugin.Store) {
 			t.Errorf("the step's result %q does not say why the child was not created", res)
 		}
 		// Nothing to wait for: resumed at once, with the iteration.
-		if after = get(t, s, parent.Number); after.Status != plugin.StatusQueued || after.WaitingOn != plugin.WaitNone {
+		if after = get(t, s, parent.Number); after.Status != domain.StatusQueued || after.WaitingOn != domain.WaitNone {
 			t.Errorf("parent = %s on %q; want queued, not waiting on children it does not have", after.Status, after.WaitingOn)
 		}
 		check(t, s, parent.Number)
@@ -196,11 +196,11 @@ func testSubtaskLimitsInCommit(t *testing.T, s plugin.Store) {
 	t.Run("ended", func(t *testing.T) {
 		parent := create(t, s, newTask("Done already"))
 		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
-		after, err := commitSubtasks(t, s, c, at(2*time.Minute), plugin.VerdictDone, subtask(parent, "Too late", nil))
+		after, err := commitSubtasks(t, s, c, at(2*time.Minute), domain.VerdictDone, subtask(parent, "Too late", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if kids := children(t, s, parent.Number); len(kids) != 0 || after.Status != plugin.StatusCompleted {
+		if kids := children(t, s, parent.Number); len(kids) != 0 || after.Status != domain.StatusCompleted {
 			t.Errorf("parent %s with %d children; want completed with none", after.Status, len(kids))
 		}
 		if res := lastStep(t, s, parent.Number).Result; !strings.Contains(res, `subtask "Too late" not created: this task ended with this step`) {
@@ -210,7 +210,7 @@ func testSubtaskLimitsInCommit(t *testing.T, s plugin.Store) {
 	})
 }
 
-func budgets(tasks []plugin.Task) []int64 {
+func budgets(tasks []domain.Task) []int64 {
 	out := make([]int64, len(tasks))
 	for i, t := range tasks {
 		out[i] = t.MaxTokens

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // testMigrateTwice migrates an empty store, then again twice: the
 // second and third find nothing to do and lose nothing.
-func testMigrateTwice(t *testing.T, s plugin.Store) {
+func testMigrateTwice(t *testing.T, s domain.Store) {
 	if err := s.Migrate(t.Context()); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
@@ -36,7 +36,7 @@ func testMigrateTwice(t *testing.T, s plugin.Store) {
 // testMigrateConcurrently migrates an empty store from four goroutines
 // at once, as replicas that start together do: each migration is
 // applied once and every call succeeds.
-func testMigrateConcurrently(t *testing.T, s plugin.Store) {
+func testMigrateConcurrently(t *testing.T, s domain.Store) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {
@@ -52,7 +52,7 @@ func testMigrateConcurrently(t *testing.T, s plugin.Store) {
 	create(t, s, newTask("Works after concurrent migrations"))
 }
 
-func testCreateNumbers(t *testing.T, s plugin.Store) {
+func testCreateNumbers(t *testing.T, s domain.Store) {
 	var got []int64
 	for i := range 3 {
 		got = append(got, create(t, s, newTask(fmt.Sprintf("Task %d", i+1))).Number)
@@ -60,8 +60,8 @@ func testCreateNumbers(t *testing.T, s plugin.Store) {
 	if !slices.Equal(got, []int64{1, 2, 3}) {
 		t.Fatalf("numbers = %v, want [1 2 3]", got)
 	}
-	update(t, s, 3, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Canceled(cur, "u1", "not needed", at(time.Minute))
+	update(t, s, 3, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Canceled(cur, "u1", "not needed", at(time.Minute))
 	})
 	// The highest number is canceled; the next task still gets a new one.
 	if n := create(t, s, newTask("Task 4")).Number; n != 4 {
@@ -70,9 +70,9 @@ func testCreateNumbers(t *testing.T, s plugin.Store) {
 	check(t, s, 1, 2, 3, 4)
 }
 
-func testCreateFields(t *testing.T, s plugin.Store) {
+func testCreateFields(t *testing.T, s domain.Store) {
 	parent := create(t, s, newTask("Parent task"))
-	in := plugin.NewTask{
+	in := domain.NewTask{
 		Name:               "  Build auth  ",
 		Goal:               "  Add login with passkeys. Then tests.  ",
 		RequestorID:        "U123",
@@ -86,27 +86,27 @@ func testCreateFields(t *testing.T, s plugin.Store) {
 		Now:                at(90 * time.Second),
 	}
 	got := create(t, s, in)
-	want := plugin.Task{
+	want := domain.Task{
 		Number: 2, Name: "Build auth", Goal: "Add login with passkeys. Then tests.",
-		Status: plugin.StatusQueued, MaxIterations: 7, MaxStaleIterations: 2,
+		Status: domain.StatusQueued, MaxIterations: 7, MaxStaleIterations: 2,
 		RequestorID: "U123", Platform: "slack", RoomID: "C42", WorkspaceID: "T9",
 		ParentNumber: parent.Number, CreatedAt: at(90 * time.Second), EventSeq: 1,
-		Strategy: plugin.StrategyLoop,
+		Strategy: domain.StrategyLoop,
 	}
 	sameTask(t, "created task", got, want)
 	sameTask(t, "stored task", get(t, s, got.Number), want)
 
 	// Defaults: name from the goal, limits, workspace.
-	d := create(t, s, plugin.NewTask{Goal: "write a haiku about queues. please", Now: t0})
-	if d.Name != "Write a haiku about queues" || d.MaxIterations != plugin.DefaultMaxIterations ||
-		d.MaxStaleIterations != plugin.DefaultMaxStaleIterations || d.WorkspaceID != "local" || d.ParentNumber != 0 {
+	d := create(t, s, domain.NewTask{Goal: "write a haiku about queues. please", Now: t0})
+	if d.Name != "Write a haiku about queues" || d.MaxIterations != domain.DefaultMaxIterations ||
+		d.MaxStaleIterations != domain.DefaultMaxStaleIterations || d.WorkspaceID != "local" || d.ParentNumber != 0 {
 		t.Errorf("defaults: name %q, limits %d/%d, workspace %q, parent %d", d.Name, d.MaxIterations,
 			d.MaxStaleIterations, d.WorkspaceID, d.ParentNumber)
 	}
 	sameTask(t, "stored task with defaults", get(t, s, d.Number), d)
 
 	evs := events(t, s, got.Number)
-	if len(evs) != 1 || evs[0].Type != plugin.EventCreated || evs[0].Sequence != 1 ||
+	if len(evs) != 1 || evs[0].Type != domain.EventCreated || evs[0].Sequence != 1 ||
 		evs[0].Actor != "U123" || !evs[0].Time.Equal(in.Now) || evs[0].TaskNumber != got.Number || evs[0].ID == 0 {
 		t.Fatalf("events of a new task = %+v", evs)
 	}
@@ -119,18 +119,18 @@ func testCreateFields(t *testing.T, s plugin.Store) {
 	check(t, s, parent.Number, got.Number, d.Number)
 }
 
-func testCreateValidation(t *testing.T, s plugin.Store) {
-	long := strings.Repeat("é", plugin.MaxGoalLength+1)
+func testCreateValidation(t *testing.T, s domain.Store) {
+	long := strings.Repeat("é", domain.MaxGoalLength+1)
 	cases := []struct {
 		name string
-		in   plugin.NewTask
+		in   domain.NewTask
 		want error
 	}{
-		{"empty goal", plugin.NewTask{Goal: ""}, plugin.ErrInvalid},
-		{"blank goal", plugin.NewTask{Goal: " \n\t "}, plugin.ErrInvalid},
-		{"goal too long", plugin.NewTask{Goal: long}, plugin.ErrInvalid},
-		{"goal not UTF-8", plugin.NewTask{Goal: "fix \xff\xfe"}, plugin.ErrInvalid},
-		{"unknown parent", plugin.NewTask{Goal: "Subtask", ParentNumber: 99}, plugin.ErrInvalid},
+		{"empty goal", domain.NewTask{Goal: ""}, domain.ErrInvalid},
+		{"blank goal", domain.NewTask{Goal: " \n\t "}, domain.ErrInvalid},
+		{"goal too long", domain.NewTask{Goal: long}, domain.ErrInvalid},
+		{"goal not UTF-8", domain.NewTask{Goal: "fix \xff\xfe"}, domain.ErrInvalid},
+		{"unknown parent", domain.NewTask{Goal: "Subtask", ParentNumber: 99}, domain.ErrInvalid},
 	}
 	next := int64(1)
 	for _, tc := range cases {
@@ -149,17 +149,17 @@ func testCreateValidation(t *testing.T, s plugin.Store) {
 		})
 	}
 	// The longest goal allowed is stored whole.
-	goal := strings.Repeat("é", plugin.MaxGoalLength)
+	goal := strings.Repeat("é", domain.MaxGoalLength)
 	task := create(t, s, newTask(goal))
 	if got := get(t, s, task.Number).Goal; got != goal {
-		t.Errorf("a goal of %d characters came back as %d", plugin.MaxGoalLength, len([]rune(got)))
+		t.Errorf("a goal of %d characters came back as %d", domain.MaxGoalLength, len([]rune(got)))
 	}
-	if n, err := s.CountTasks(t.Context(), plugin.TaskFilter{}); err != nil || n != len(cases)+1 {
+	if n, err := s.CountTasks(t.Context(), domain.TaskFilter{}); err != nil || n != len(cases)+1 {
 		t.Errorf("CountTasks = %d, %v; want %d", n, err, len(cases)+1)
 	}
 }
 
-func testCreateConcurrent(t *testing.T, s plugin.Store) {
+func testCreateConcurrent(t *testing.T, s domain.Store) {
 	const creators, each = 8, 5
 	got := make([][]int64, creators)
 	var wg sync.WaitGroup
@@ -196,17 +196,17 @@ func testCreateConcurrent(t *testing.T, s plugin.Store) {
 	}
 }
 
-func testGetUnknown(t *testing.T, s plugin.Store) {
+func testGetUnknown(t *testing.T, s domain.Store) {
 	create(t, s, newTask("The only task"))
-	if _, err := s.GetTask(t.Context(), 42); !errors.Is(err, plugin.ErrNotFound) {
+	if _, err := s.GetTask(t.Context(), 42); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("GetTask(42) error = %v, want ErrNotFound", err)
 	}
 	called := false
-	_, err := s.UpdateTask(t.Context(), 42, func(cur plugin.Task) (plugin.Mutation, error) {
+	_, err := s.UpdateTask(t.Context(), 42, func(cur domain.Task) (domain.Mutation, error) {
 		called = true
-		return plugin.Paused(cur, "u1", t0)
+		return domain.Paused(cur, "u1", t0)
 	})
-	if !errors.Is(err, plugin.ErrNotFound) || called {
+	if !errors.Is(err, domain.ErrNotFound) || called {
 		t.Errorf("UpdateTask(42) error = %v (fn called: %v), want ErrNotFound without calling fn", err, called)
 	}
 	if steps, err := s.Steps(t.Context(), 42); err != nil || len(steps) != 0 {
@@ -214,21 +214,21 @@ func testGetUnknown(t *testing.T, s plugin.Store) {
 	}
 }
 
-func testUpdateErrorWritesNothing(t *testing.T, s plugin.Store) {
+func testUpdateErrorWritesNothing(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Keep me as I am"))
 	boom := errors.New("boom")
-	_, err := s.UpdateTask(t.Context(), task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Mutation{}, boom
+	_, err := s.UpdateTask(t.Context(), task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Mutation{}, boom
 	})
 	if err != boom {
 		t.Errorf("UpdateTask returned %v, want fn's error unchanged", err)
 	}
 	// A transition's own refusal also comes back as it is.
-	_, err = s.UpdateTask(t.Context(), task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Resumed(cur, "u1", t0)
+	_, err = s.UpdateTask(t.Context(), task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Resumed(cur, "u1", t0)
 	})
-	var te *plugin.TaskError
-	if !errors.As(err, &te) || !errors.Is(err, plugin.ErrInvalidState) || te.Number != task.Number {
+	var te *domain.TaskError
+	if !errors.As(err, &te) || !errors.Is(err, domain.ErrInvalidState) || te.Number != task.Number {
 		t.Errorf("resuming a queued task: %v, want a *TaskError wrapping ErrInvalidState", err)
 	}
 	sameTask(t, "row after failed updates", get(t, s, task.Number), task)
@@ -237,29 +237,29 @@ func testUpdateErrorWritesNothing(t *testing.T, s plugin.Store) {
 	}
 }
 
-func testUpdateRefusesBadMutation(t *testing.T, s plugin.Store) {
+func testUpdateRefusesBadMutation(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Guard my event log"))
 	claimed := claim(t, s, "w1", t0, time.Minute)
 	cases := []struct {
 		name string
-		fn   plugin.MutateFunc
+		fn   domain.MutateFunc
 	}{
-		{"skips a sequence", func(cur plugin.Task) (plugin.Mutation, error) {
+		{"skips a sequence", func(cur domain.Task) (domain.Mutation, error) {
 			cur.EventSeq++ // as if an event were missing
-			return plugin.Paused(cur, "u1", t0)
+			return domain.Paused(cur, "u1", t0)
 		}},
-		{"repeats a sequence", func(cur plugin.Task) (plugin.Mutation, error) {
+		{"repeats a sequence", func(cur domain.Task) (domain.Mutation, error) {
 			cur.EventSeq--
-			return plugin.Paused(cur, "u1", t0)
+			return domain.Paused(cur, "u1", t0)
 		}},
-		{"other task", func(cur plugin.Task) (plugin.Mutation, error) {
+		{"other task", func(cur domain.Task) (domain.Mutation, error) {
 			cur.Number++
-			return plugin.Paused(cur, "u1", t0)
+			return domain.Paused(cur, "u1", t0)
 		}},
-		{"no event", func(cur plugin.Task) (plugin.Mutation, error) {
+		{"no event", func(cur domain.Task) (domain.Mutation, error) {
 			after := cur
 			after.Progress = 50
-			return plugin.Mutation{Task: after}, nil
+			return domain.Mutation{Task: after}, nil
 		}},
 	}
 	for _, tc := range cases {

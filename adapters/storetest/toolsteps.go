@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // twoCalls is a claim of a tools reply of two calls: the write succeeded,
 // the read after it failed.
-func twoCalls(c plugin.Task, now time.Time) plugin.Outcome {
-	o := outcome(c, now, 30, plugin.VerdictContinue)
-	o.Step = plugin.Step{Thought: "write, then read", Action: "write_file", Params: json.RawMessage(`{"path":"a.md","content":"alpha"}`),
+func twoCalls(c domain.Task, now time.Time) domain.Outcome {
+	o := outcome(c, now, 30, domain.VerdictContinue)
+	o.Step = domain.Step{Thought: "write, then read", Action: "write_file", Params: json.RawMessage(`{"path":"a.md","content":"alpha"}`),
 		Result: "wrote 5 bytes", Success: true, Role: "agent"}
-	o.Steps = []plugin.Step{{Action: "read_file", Params: json.RawMessage(`{"path":"b.md"}`),
+	o.Steps = []domain.Step{{Action: "read_file", Params: json.RawMessage(`{"path":"b.md"}`),
 		Error: "no file b.md", Success: false, Role: "agent"}}
 	return o
 }
@@ -27,14 +27,14 @@ func twoCalls(c plugin.Task, now time.Time) plugin.Outcome {
 // read of steps returns them in that order, a page can end between two of
 // them and the next page starts at the other, the event records both and
 // the task's check holds.
-func testToolSteps(t *testing.T, s plugin.Store) {
+func testToolSteps(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Write then read"))
 	c := claim(t, s, "w1", at(0), time.Minute)
-	update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, twoCalls(c, at(time.Second)))
+	update(t, s, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Iterated(cur, twoCalls(c, at(time.Second)))
 	})
 	c = claim(t, s, "w1", at(time.Minute), time.Minute)
-	iterate(t, s, c, at(time.Minute+time.Second), 40, plugin.VerdictContinue)
+	iterate(t, s, c, at(time.Minute+time.Second), 40, domain.VerdictContinue)
 
 	type key struct {
 		iteration, call int
@@ -42,14 +42,14 @@ func testToolSteps(t *testing.T, s plugin.Store) {
 		success         bool
 	}
 	want := []key{{1, 0, "write_file", true}, {1, 1, "read_file", false}, {2, 0, "post_message", true}}
-	keys := func(steps []plugin.Step) []key {
+	keys := func(steps []domain.Step) []key {
 		out := make([]key, len(steps))
 		for i, st := range steps {
 			out[i] = key{st.Iteration, st.Call, st.Action, st.Success}
 		}
 		return out
 	}
-	same := func(what string, got []plugin.Step, want []key) {
+	same := func(what string, got []domain.Step, want []key) {
 		t.Helper()
 		if g := keys(got); fmt.Sprint(g) != fmt.Sprint(want) {
 			t.Errorf("%s = %v, want %v", what, g, want)
@@ -75,19 +75,19 @@ func testToolSteps(t *testing.T, s plugin.Store) {
 	}
 	same("RecentSteps(2)", recent, want[1:])
 
-	page, err := s.PageSteps(t.Context(), task.Number, plugin.StepQuery{Limit: 2, ResultRunes: 100})
+	page, err := s.PageSteps(t.Context(), task.Number, domain.StepQuery{Limit: 2, ResultRunes: 100})
 	if err != nil || page.Total != 3 {
 		t.Fatalf("PageSteps = total %d, %v; want 3", page.Total, err)
 	}
 	same("PageSteps(limit 2)", page.Steps, want[1:])
 	// The page ended between the two calls of iteration 1: the next one
 	// starts before the read, at the write.
-	page, err = s.PageSteps(t.Context(), task.Number, plugin.StepQuery{Limit: 2, Before: 1, BeforeCall: 1, ResultRunes: 100})
+	page, err = s.PageSteps(t.Context(), task.Number, domain.StepQuery{Limit: 2, Before: 1, BeforeCall: 1, ResultRunes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	same("PageSteps(before 1.1)", page.Steps, want[:1])
-	page, err = s.PageSteps(t.Context(), task.Number, plugin.StepQuery{Limit: 5, Before: 2, ResultRunes: 100})
+	page, err = s.PageSteps(t.Context(), task.Number, domain.StepQuery{Limit: 5, Before: 2, ResultRunes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +99,14 @@ func testToolSteps(t *testing.T, s plugin.Store) {
 	if st, err := s.StepCall(t.Context(), task.Number, 1, 1); err != nil || st.Action != "read_file" || st.Success || st.Call != 1 {
 		t.Errorf("StepCall(1, 1) = %+v, %v; want the failed read", st, err)
 	}
-	if _, err := s.StepCall(t.Context(), task.Number, 1, 2); !errors.Is(err, plugin.ErrNotFound) {
+	if _, err := s.StepCall(t.Context(), task.Number, 1, 2); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("StepCall(1, 2) = %v, want ErrNotFound", err)
 	}
 
 	// The iterated event records both steps, without their results.
-	var iterated []plugin.EventPayload
+	var iterated []domain.EventPayload
 	for _, e := range events(t, s, task.Number) {
-		if e.Type == plugin.EventIterated {
+		if e.Type == domain.EventIterated {
 			iterated = append(iterated, payload(t, e))
 		}
 	}
@@ -114,7 +114,7 @@ func testToolSteps(t *testing.T, s plugin.Store) {
 		len(iterated[0].Steps) != 1 || iterated[0].Steps[0].Action != "read_file" || iterated[0].Steps[0].Call != 1 {
 		t.Fatalf("iterated events = %+v", iterated)
 	}
-	d, ok := plugin.ParseDigest(get(t, s, task.Number).Digest)
+	d, ok := domain.ParseDigest(get(t, s, task.Number).Digest)
 	if !ok || d.Steps != 3 || d.Actions["read_file"].Runs != 1 || d.Actions["read_file"].Succeeded != 0 {
 		t.Errorf("digest = %+v, want 3 steps, one failed read", d)
 	}
@@ -123,24 +123,24 @@ func testToolSteps(t *testing.T, s plugin.Store) {
 
 // testToolStepsNeedTheLease: a claim of several steps committed after its
 // lease was lost writes none of them.
-func testToolStepsNeedTheLease(t *testing.T, s plugin.Store) {
+func testToolStepsNeedTheLease(t *testing.T, s domain.Store) {
 	task := create(t, s, newTask("Late calls"))
 	late := claim(t, s, "w1", at(0), time.Minute)
 	claim(t, s, "w2", at(2*time.Minute), time.Minute)
-	_, err := s.UpdateTask(t.Context(), task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, twoCalls(late, at(2*time.Minute+time.Second)))
+	_, err := s.UpdateTask(t.Context(), task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Iterated(cur, twoCalls(late, at(2*time.Minute+time.Second)))
 	})
-	if !errors.Is(err, plugin.ErrStaleFence) {
+	if !errors.Is(err, domain.ErrStaleFence) {
 		t.Fatalf("late commit = %v, want ErrStaleFence", err)
 	}
 	// What the late claim did is kept in the rejection, every call.
-	update(t, s, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Rejected(cur, twoCalls(late, at(2*time.Minute+time.Second)), err)
+	update(t, s, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Rejected(cur, twoCalls(late, at(2*time.Minute+time.Second)), err)
 	})
 	evs := events(t, s, task.Number)
 	p := payload(t, evs[len(evs)-1])
 	calls, _ := p.Detail["calls"].([]any)
-	if evs[len(evs)-1].Type != plugin.EventResultRejected || p.Detail["action"] != "write_file" || len(calls) != 1 ||
+	if evs[len(evs)-1].Type != domain.EventResultRejected || p.Detail["action"] != "write_file" || len(calls) != 1 ||
 		calls[0].(map[string]any)["action"] != "read_file" {
 		t.Errorf("the rejection = %s %v", evs[len(evs)-1].Type, p.Detail)
 	}

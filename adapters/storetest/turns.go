@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Ledger records the claims and releases of a queue with the time of their
@@ -44,7 +44,7 @@ type releaseRec struct {
 func (l *Ledger) Claimed(task, fence int64, key, start, end time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.claims = append(l.claims, claimRec{task, fence, plugin.UTC(key), start, end})
+	l.claims = append(l.claims, claimRec{task, fence, domain.UTC(key), start, end})
 }
 
 // Released records a commit, returned at end, that gave back the lease of
@@ -52,7 +52,7 @@ func (l *Ledger) Claimed(task, fence int64, key, start, end time.Time) {
 func (l *Ledger) Released(task, fence int64, key, end time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.releases = append(l.releases, releaseRec{task, fence, plugin.UTC(key), end})
+	l.releases = append(l.releases, releaseRec{task, fence, domain.UTC(key), end})
 }
 
 // Reset empties the ledger.
@@ -123,7 +123,7 @@ func (l *Ledger) OutOfTurn(initial []int64, start time.Time) (bad, claims int) {
 // testClaimsTakeTurns: workers claim and give back tasks as fast as they
 // can; no claim may take a task while another, served longer ago, is
 // claimable and passed over (Ledger.OutOfTurn).
-func testClaimsTakeTurns(t *testing.T, s plugin.Store) {
+func testClaimsTakeTurns(t *testing.T, s domain.Store) {
 	if bad, claims := TakeTurns(t, s, 24, 8, 60, false); bad > 0 {
 		t.Errorf("%d of %d claims were out of turn", bad, claims)
 	}
@@ -131,10 +131,10 @@ func testClaimsTakeTurns(t *testing.T, s plugin.Store) {
 
 // TakeTurns makes tasks tasks, and workers workers that each claim a task
 // and give it back at once, each times, as fast as they can; with ahead,
-// each commit claims the worker's next task (plugin.NextClaimer). It
+// each commit claims the worker's next task (domain.NextClaimer). It
 // returns how many claims were out of turn (Ledger.OutOfTurn), and how
 // many there were.
-func TakeTurns(t *testing.T, s plugin.Store, tasks, workers, each int, ahead bool) (bad, claims int) {
+func TakeTurns(t *testing.T, s domain.Store, tasks, workers, each int, ahead bool) (bad, claims int) {
 	t.Helper()
 	ctx := ctxTimeout(t, 2*time.Minute)
 	var initial []int64
@@ -151,13 +151,13 @@ func TakeTurns(t *testing.T, s plugin.Store, tasks, workers, each int, ahead boo
 	for w := range workers {
 		owner := fmt.Sprintf("worker-%d", w)
 		wg.Go(func() {
-			var c plugin.Task // claimed with the last commit
+			var c domain.Task // claimed with the last commit
 			for range each {
 				began := time.Now()
 				if c.Number == 0 {
 					var err error
-					c, err = s.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: time.Now(), Lease: time.Hour})
-					if errors.Is(err, plugin.ErrNoTask) {
+					c, err = s.ClaimTask(ctx, domain.Claim{Owner: owner, Now: time.Now(), Lease: time.Hour})
+					if errors.Is(err, domain.ErrNoTask) {
 						continue
 					}
 					if err != nil {
@@ -166,14 +166,14 @@ func TakeTurns(t *testing.T, s plugin.Store, tasks, workers, each int, ahead boo
 					}
 					led.Claimed(c.Number, c.Fence, c.LastProcessedAt, began, time.Now())
 				}
-				o := outcome(c, time.Now(), int(tick.Add(1)%100), plugin.VerdictContinue)
-				fn := func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }
+				o := outcome(c, time.Now(), int(tick.Add(1)%100), domain.VerdictContinue)
+				fn := func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }
 				began = time.Now()
-				var after, next plugin.Task
+				var after, next domain.Task
 				var err error
 				if ahead {
 					after, next, err = nextClaimer(t, s).UpdateTaskAndClaim(context.WithoutCancel(ctx), c.Number, fn,
-						plugin.Claim{Owner: owner, Now: time.Now(), Lease: time.Hour})
+						domain.Claim{Owner: owner, Now: time.Now(), Lease: time.Hour})
 				} else {
 					after, err = s.UpdateTask(context.WithoutCancel(ctx), c.Number, fn)
 				}

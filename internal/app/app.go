@@ -25,6 +25,7 @@ import (
 	"github.com/taskloom/taskloom/adapters/openai"
 	"github.com/taskloom/taskloom/adapters/postgres"
 	"github.com/taskloom/taskloom/adapters/sqlite"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/evaluators"
 	"github.com/taskloom/taskloom/internal/cli"
 	"github.com/taskloom/taskloom/internal/clock"
@@ -393,9 +394,9 @@ func VersionOf(bi *debug.BuildInfo, version, revision string) string {
 
 // openStore opens (and migrates) PostgreSQL when DATABASE_URL is set, the
 // embedded SQLite store in the data directory otherwise.
-func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (plugin.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (domain.Store, error) {
 	var (
-		st  plugin.Store
+		st  domain.Store
 		err error
 	)
 	if cfg.DatabaseURL != "" {
@@ -458,7 +459,7 @@ func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 	defer st.Close()
 	var checked, bad int
 	for after := int64(0); ; {
-		tasks, err := st.ListTasks(ctx, plugin.TaskFilter{AfterNumber: after, Limit: 500})
+		tasks, err := st.ListTasks(ctx, domain.TaskFilter{AfterNumber: after, Limit: 500})
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "taskloom check: list tasks: %v\n", err)
 			return ExitFailed
@@ -479,7 +480,7 @@ func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 				return ExitFailed
 			}
 			checked++
-			v := plugin.Check(t, evs, len(steps))
+			v := domain.Check(t, evs, len(steps))
 			if len(v) > 0 {
 				bad++
 			}
@@ -651,7 +652,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 
 // openData makes the data directory and opens the store, moving in the
 // task workspaces an earlier version kept on disk.
-func openData(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clock) (plugin.Store, error) {
+func openData(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clock) (domain.Store, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -671,7 +672,7 @@ func openData(ctx context.Context, cfg config.Config, log *slog.Logger, clk cloc
 
 // newHTTP makes the HTTP server with the health checks, the API, the
 // dashboard and the routes the platforms receive signed calls on.
-func newHTTP(cfg config.Config, log *slog.Logger, clk clock.Clock, st plugin.Store, core *Core, built []builtPlatform) (*httpapi.Server, *httpapi.API, error) {
+func newHTTP(cfg config.Config, log *slog.Logger, clk clock.Clock, st domain.Store, core *Core, built []builtPlatform) (*httpapi.Server, *httpapi.API, error) {
 	srv := httpapi.New(log, map[string]httpapi.Checker{"store": st.Ping})
 	srv.SetInfo("model", core.Tasks.ModelState) // said, not checked: docs/tasks.md keeps readiness on the store
 	hostname, _ := os.Hostname()
@@ -720,7 +721,7 @@ func onRealClock(c clock.Clock) bool {
 // CoreOptions are what the core of Taskloom is built from.
 type CoreOptions struct {
 	Config    config.Config
-	Store     plugin.Store
+	Store     domain.Store
 	Model     plugin.Model
 	Character plugin.Character // zero: the default
 	Clock     clock.Clock

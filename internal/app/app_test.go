@@ -19,11 +19,11 @@ import (
 
 	"github.com/taskloom/taskloom/adapters/postgres"
 	"github.com/taskloom/taskloom/adapters/sqlite"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/discordfake"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
-	"github.com/taskloom/taskloom/plugin"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -162,22 +162,22 @@ func TestMigratePostgresTwice(t *testing.T) {
 }
 
 // lifeOfATask writes a short, valid history: created, claimed, iterated.
-func lifeOfATask(t *testing.T, st plugin.Store) {
+func lifeOfATask(t *testing.T, st domain.Store) {
 	t.Helper()
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, goal := range []string{"first", "second"} {
-		if _, err := st.CreateTask(ctx, plugin.NewTask{Goal: goal, Now: now}); err != nil {
+		if _, err := st.CreateTask(ctx, domain.NewTask{Goal: goal, Now: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	claimed, err := st.ClaimTask(ctx, plugin.Claim{Owner: "w", Now: now, Lease: time.Minute})
+	claimed, err := st.ClaimTask(ctx, domain.Claim{Owner: "w", Now: now, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.UpdateTask(ctx, claimed.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: cur.Fence, Now: now.Add(time.Second), Progress: 40,
-			Step: plugin.Step{Action: "list_files", Result: "empty", Success: true}})
+	_, err = st.UpdateTask(ctx, claimed.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: cur.Fence, Now: now.Add(time.Second), Progress: 40,
+			Step: domain.Step{Action: "list_files", Result: "empty", Success: true}})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -189,13 +189,13 @@ func TestCheckCatchesACorruptedRow(t *testing.T) {
 	cases := []struct {
 		name string
 		env  func(t *testing.T) map[string]string
-		open func(t *testing.T, env map[string]string) plugin.Store
+		open func(t *testing.T, env map[string]string) domain.Store
 		exec func(t *testing.T, env map[string]string, q string) // runs q on the database, past the store
 	}{
 		{
 			name: "sqlite",
 			env:  func(t *testing.T) map[string]string { return map[string]string{"TASKLOOM_DATA_DIR": t.TempDir()} },
-			open: func(t *testing.T, env map[string]string) plugin.Store {
+			open: func(t *testing.T, env map[string]string) domain.Store {
 				st, err := sqlite.Open(context.Background(), filepath.Join(env["TASKLOOM_DATA_DIR"], "taskloom.db"))
 				if err != nil {
 					t.Fatal(err)
@@ -216,7 +216,7 @@ func TestCheckCatchesACorruptedRow(t *testing.T) {
 		{
 			name: "postgres",
 			env:  func(t *testing.T) map[string]string { return map[string]string{"DATABASE_URL": testkit.PostgresURL(t)} },
-			open: func(t *testing.T, env map[string]string) plugin.Store {
+			open: func(t *testing.T, env map[string]string) domain.Store {
 				st, err := postgres.Open(context.Background(), env["DATABASE_URL"])
 				if err != nil {
 					t.Fatal(err)
@@ -606,7 +606,7 @@ func TestShutdownReleasesAGatedModelCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.LeaseOwner != "" || task.Iteration != 0 || evs[len(evs)-1].Type != plugin.EventReleased {
+	if task.LeaseOwner != "" || task.Iteration != 0 || evs[len(evs)-1].Type != domain.EventReleased {
 		t.Fatalf("task after shutdown = %+v, last event %s; want released unchanged", task, evs[len(evs)-1].Type)
 	}
 }
@@ -624,7 +624,7 @@ func TestPruneCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, age := range []time.Duration{49 * time.Hour, 47 * time.Hour} {
-		if _, _, err := st.SaveMemory(context.Background(), plugin.Memory{Platform: "console", MessageID: fmt.Sprint(i),
+		if _, _, err := st.SaveMemory(context.Background(), domain.Memory{Platform: "console", MessageID: fmt.Sprint(i),
 			Room: "console", Text: fmt.Sprint("m", i), CreatedAt: time.Now().Add(-age)}); err != nil {
 			t.Fatal(err)
 		}

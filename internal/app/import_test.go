@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/sqlite"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestServeImportsOldWorkspaces: `taskloom serve` moves the workspace
@@ -27,10 +27,10 @@ func TestServeImportsOldWorkspaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A paused task: the demo model does not touch it while serve runs.
-	task, err := st.CreateTask(ctx, plugin.NewTask{Goal: "an old task", Now: time.Now()})
+	task, err := st.CreateTask(ctx, domain.NewTask{Goal: "an old task", Now: time.Now()})
 	if err == nil {
-		_, err = st.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			return plugin.Paused(cur, "u1", time.Now())
+		_, err = st.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Paused(cur, "u1", time.Now())
 		})
 	}
 	st.Close()

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/plugin"
@@ -133,7 +134,7 @@ func TestCoreRunsStdioMCPServersInTheSandbox(t *testing.T) {
 	vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_MCP_SERVERS": string(servers)}
 	core := startCore(t, vars)
 	for server, proxied := range map[string]bool{"offline": false, "online": true} {
-		res, err := core.Runtime.RunAction(context.Background(), server+".env", &plugin.Call{Task: &plugin.Task{Number: 1}, Params: json.RawMessage(`{}`)})
+		res, err := core.Runtime.RunAction(context.Background(), server+".env", &plugin.Call{Task: &domain.Task{Number: 1}, Params: json.RawMessage(`{}`)})
 		if err != nil || !res.Success {
 			t.Fatalf("%s.env = %+v, %v", server, res, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/discord"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/config"
@@ -68,7 +69,7 @@ func TestCardStyleReachesTheNotificationService(t *testing.T) {
 	if err := core.Tasks.Stop(ctx); err != nil { // the test steps the task itself
 		t.Fatal(err)
 	}
-	task, err := core.Tasks.Create(ctx, plugin.NewTask{Goal: "Build auth", RoomID: "discord:" + channel, RequestorID: "u1", Platform: "discord"})
+	task, err := core.Tasks.Create(ctx, domain.NewTask{Goal: "Build auth", RoomID: "discord:" + channel, RequestorID: "u1", Platform: "discord"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/config"
 	"github.com/taskloom/taskloom/internal/testkit"
@@ -94,8 +95,8 @@ func TestCoreRunsCommandsInTheSandbox(t *testing.T) {
 		vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_RUN_COMMAND": "true", "TASKLOOM_RUN_COMMAND_NETWORK": network}
 		core := startCore(t, vars)
 		params, _ := json.Marshal(map[string]string{"command": connect})
-		res, err := core.Runtime.RunAction(context.Background(), "run_command", &plugin.Call{Task: &plugin.Task{Number: 1}, Params: params,
-			Files: plugin.NewFileView(core.Runtime.Store(), 1)})
+		res, err := core.Runtime.RunAction(context.Background(), "run_command", &plugin.Call{Task: &domain.Task{Number: 1}, Params: params,
+			Files: domain.NewFileView(core.Runtime.Store(), 1)})
 		want := map[string]string{
 			"false": "/work\noffline\ncurl: (7) Failed to connect to 127.0.0.1 port " + fmt.Sprint(port),
 			"true":  "/work\noffline\nTaskloom's egress proxy refused 127.0.0.1:" + fmt.Sprint(port) + ": 127.0.0.1 is not a public address",

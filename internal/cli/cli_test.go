@@ -16,6 +16,7 @@ import (
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/demo"
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/cli"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
@@ -40,7 +41,7 @@ type server struct {
 	t     *testing.T
 	ctx   context.Context
 	clk   *clock.Fake
-	store plugin.Store
+	store domain.Store
 	tasks *tasks.Service
 	url   string
 	token string
@@ -263,7 +264,7 @@ func TestCommands(t *testing.T) {
 		Decide("", nil, 100, "done")
 	s := newServer(t, model, "")
 	for _, goal := range []string{"Build auth", "Fix the \x1b[31mflaky\x1b[0m test", "Write docs"} {
-		if _, err := s.tasks.Create(s.ctx, plugin.NewTask{Goal: goal, RequestorID: "u1", Actor: "u1", Now: t0}); err != nil {
+		if _, err := s.tasks.Create(s.ctx, domain.NewTask{Goal: goal, RequestorID: "u1", Actor: "u1", Now: t0}); err != nil {
 			t.Fatal(err)
 		}
 	}

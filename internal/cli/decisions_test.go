@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestAnswerApproveDenyRetry drives the commands of docs/tasks.md, docs/security.md
@@ -19,13 +19,13 @@ func TestAnswerApproveDenyRetry(t *testing.T) {
 		Decide("http_get", map[string]string{"url": "https://example.com/admin"}, 10, "continue")
 	s := newServer(t, model, "")
 	for _, goal := range []string{"Pick a database", "Check the status page", "Check the admin page"} {
-		if _, err := s.tasks.Create(s.ctx, plugin.NewTask{Goal: goal, RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1", Now: t0}); err != nil {
+		if _, err := s.tasks.Create(s.ctx, domain.NewTask{Goal: goal, RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1", Now: t0}); err != nil {
 			t.Fatal(err)
 		}
 		s.step() // the new task, the only one the queue may serve: it waits
 	}
 
-	call2, call3 := plugin.ApprovalID(mustTask(t, s, 2)), plugin.ApprovalID(mustTask(t, s, 3))
+	call2, call3 := domain.ApprovalID(mustTask(t, s, 2)), domain.ApprovalID(mustTask(t, s, 3))
 	tests := []struct {
 		name string
 		args []string
@@ -84,7 +84,7 @@ func TestAnswerApproveDenyRetry(t *testing.T) {
 			}
 		}
 	}
-	if got := mustTask(t, s, 2); got.Status != plugin.StatusQueued || !got.ApprovalGranted {
+	if got := mustTask(t, s, 2); got.Status != domain.StatusQueued || !got.ApprovalGranted {
 		t.Errorf("#2 after approve: %s, granted %v", got.Status, got.ApprovalGranted)
 	}
 	if got := mustTask(t, s, 5); got.ContinuesNumber != 4 || got.MaxTokens != 1_000_000 {
@@ -92,7 +92,7 @@ func TestAnswerApproveDenyRetry(t *testing.T) {
 	}
 }
 
-func mustTask(t *testing.T, s *server, n int64) plugin.Task {
+func mustTask(t *testing.T, s *server, n int64) domain.Task {
 	t.Helper()
 	task, err := s.store.GetTask(s.ctx, n)
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/cli"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // terminal is an output that says it is a terminal, as os.Stdout on one
@@ -53,7 +53,7 @@ func TestFilesOnATerminal(t *testing.T) {
 		Decide("write_file", map[string]string{"path": "notes.txt", "content": content}, 40, "continue").
 		Decide("write_file", map[string]string{"path": "invoice\u202etxt.exe", "content": "x"}, 60, "continue")
 	s := newServer(t, model, "")
-	if _, err := s.tasks.Create(s.ctx, plugin.NewTask{Goal: "Write the notes", RequestorID: "u1", Actor: "u1", Now: t0}); err != nil {
+	if _, err := s.tasks.Create(s.ctx, domain.NewTask{Goal: "Write the notes", RequestorID: "u1", Actor: "u1", Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	s.step()

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/cli"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // occupy opens an event stream and holds it until the returned func is
@@ -48,7 +48,7 @@ func occupy(t *testing.T, s *server) (release func()) {
 // says so on stderr, and follows the task once a slot frees.
 func TestFollowWaitsForRoomForAStream(t *testing.T) {
 	s := newServer(t, testkit.NewScriptedModel().Decide("", nil, 100, "done"), "", func(o *httpapi.APIOptions) { o.MaxStreams = 1 })
-	if _, err := s.tasks.Create(s.ctx, plugin.NewTask{Goal: "Write the notes", RequestorID: "u1", Actor: "u1", Now: t0}); err != nil {
+	if _, err := s.tasks.Create(s.ctx, domain.NewTask{Goal: "Write the notes", RequestorID: "u1", Actor: "u1", Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	release := occupy(t, s)
@@ -101,7 +101,7 @@ func TestFollowWaitsForRoomForAStream(t *testing.T) {
 // after a bounded number of waits, with the server's sentence, exit 1.
 func TestFollowGivesUpWhenNoStreamFrees(t *testing.T) {
 	s := newServer(t, testkit.NewScriptedModel(), "", func(o *httpapi.APIOptions) { o.MaxStreams = 1 })
-	if _, err := s.tasks.Create(s.ctx, plugin.NewTask{Goal: "Write the notes", RequestorID: "u1", Actor: "u1", Now: t0}); err != nil {
+	if _, err := s.tasks.Create(s.ctx, domain.NewTask{Goal: "Write the notes", RequestorID: "u1", Actor: "u1", Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	occupy(t, s)

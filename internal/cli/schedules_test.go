@@ -12,8 +12,8 @@ import (
 
 	"github.com/taskloom/taskloom/adapters/demo"
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/cli"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/schedules"
 )
 
@@ -65,14 +65,14 @@ func TestSchedulesCommand(t *testing.T) {
 	expect(2, `"x" is not a schedule id`, "pause", "x")
 	expect(1, "there is no schedule #9", "pause", "9")
 	expect(1, "there is no schedule #9", "rm", "9")
-	for i := 2; i <= plugin.MaxSchedulesPerRequestor; i++ {
+	for i := 2; i <= domain.MaxSchedulesPerRequestor; i++ {
 		expect(0, "Created schedule", "add", "--cron", "@hourly", "--goal", "goal "+strings.Repeat("x", i))
 	}
 	expect(1, "you already have 20 schedules (the limit is 20)", "add", "--cron", "@hourly", "--goal", "one too many")
 
 	// Someone else's (a chat user's) schedule: the API's caller is an
 	// admin, as with tasks.
-	theirs, err := sched.Create(s.ctx, plugin.NewSchedule{Cron: "@daily", Goal: "Theirs", RequestorID: "u1", WorkspaceID: "g1"})
+	theirs, err := sched.Create(s.ctx, domain.NewSchedule{Cron: "@daily", Goal: "Theirs", RequestorID: "u1", WorkspaceID: "g1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestSchedulesCommand(t *testing.T) {
 		t.Errorf("show:\n%s", out)
 	}
 	expect(0, "Deleted schedule #"+id, "rm", id)
-	if _, err := sched.Get(s.ctx, theirs.ID, plugin.ScheduleCaller{}); !errors.Is(err, plugin.ErrScheduleNotFound) {
+	if _, err := sched.Get(s.ctx, theirs.ID, domain.ScheduleCaller{}); !errors.Is(err, domain.ErrScheduleNotFound) {
 		t.Errorf("after rm: %v", err)
 	}
 	if code, out, _ := s.schedules("--json"); code != 0 || !strings.HasPrefix(out, `{`) || !strings.Contains(out, `"schedules"`) {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestShowATaskWithManySteps: show lists the page of latest steps the API
@@ -15,23 +15,23 @@ import (
 // still shows its question (its last step asked it).
 func TestShowATaskWithManySteps(t *testing.T) {
 	s := newServer(t, testkit.NewScriptedModel(), "")
-	task, err := s.tasks.Create(s.ctx, plugin.NewTask{Goal: "Read a lot", RequestorID: "u1", Actor: "u1", Now: t0})
+	task, err := s.tasks.Create(s.ctx, domain.NewTask{Goal: "Read a lot", RequestorID: "u1", Actor: "u1", Now: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 30; i++ {
 		now := t0.Add(time.Duration(i) * time.Second)
-		c, err := s.store.ClaimTask(s.ctx, plugin.Claim{Owner: "w", Now: now, Lease: time.Minute})
+		c, err := s.store.ClaimTask(s.ctx, domain.Claim{Owner: "w", Now: now, Lease: time.Minute})
 		if err != nil || c.Number != task.Number {
 			t.Fatalf("claim: #%d %v", c.Number, err)
 		}
-		o := plugin.Outcome{Owner: "w", Fence: c.Fence, Now: now, Progress: i,
-			Step: plugin.Step{Action: "read_file", Params: []byte(fmt.Sprintf(`{"path":"f%d.txt"}`, i)), Result: "text", Success: true}}
+		o := domain.Outcome{Owner: "w", Fence: c.Fence, Now: now, Progress: i,
+			Step: domain.Step{Action: "read_file", Params: []byte(fmt.Sprintf(`{"path":"f%d.txt"}`, i)), Result: "text", Success: true}}
 		if i == 30 {
-			o.Wait = plugin.WaitAnswer
-			o.Step = plugin.Step{Action: "ask_user", Params: []byte(`{"question":"Which license?"}`), Success: true}
+			o.Wait = domain.WaitAnswer
+			o.Step = domain.Step{Action: "ask_user", Params: []byte(`{"question":"Which license?"}`), Success: true}
 		}
-		if _, err := s.store.UpdateTask(s.ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+		if _, err := s.store.UpdateTask(s.ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/taskloom/taskloom/adapters/demo"
 	"github.com/taskloom/taskloom/adapters/httpapi"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/cli"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -90,7 +90,7 @@ func TestHelpListsTheServersStrategies(t *testing.T) {
 func TestCompletionOffersTheServersStrategies(t *testing.T) {
 	s := newServer(t, demo.New(demo.Options{Think: -1}), "", func(o *httpapi.APIOptions) {
 		o.Tasks = tasks.New(tasks.Options{Runtime: o.Runtime, Lease: time.Minute, Owner: "w",
-			Strategies: map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (plugin.Outcome, error) {
+			Strategies: map[string]tasks.Strategy{"echo": tasks.StrategyFunc(func(_ context.Context, t *tasks.Turn) (domain.Outcome, error) {
 				return t.Outcome(), nil
 			})}})
 	})

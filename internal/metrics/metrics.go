@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -59,7 +60,7 @@ type Recorder struct {
 type Options struct {
 	// Store, when set, is read at scrape time for the tasks by status and
 	// the pending notifications.
-	Store  plugin.Store
+	Store  domain.Store
 	Logger *slog.Logger
 	// NoRuntime leaves out the Go runtime and process collectors (tests
 	// that compare whole scrapes set it).
@@ -218,7 +219,7 @@ func platformLabel(p string) string {
 // about this process, at scrape time: every replica reports the same
 // queue.
 type storeCollector struct {
-	store plugin.Store
+	store domain.Store
 	log   *slog.Logger
 }
 
@@ -237,8 +238,8 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
 	defer cancel()
-	for _, st := range plugin.Statuses {
-		n, err := c.store.CountTasks(ctx, plugin.TaskFilter{Statuses: []plugin.Status{st}})
+	for _, st := range domain.Statuses {
+		n, err := c.store.CountTasks(ctx, domain.TaskFilter{Statuses: []domain.Status{st}})
 		if err != nil {
 			c.log.Warn("metrics: count tasks", "status", st, "err", err)
 			ch <- prometheus.NewInvalidMetric(tasksDesc, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/metrics"
 	"github.com/taskloom/taskloom/internal/testkit"
@@ -48,7 +49,7 @@ func (c *chat) Send(context.Context, string, plugin.Outgoing) (plugin.SentMessag
 type fixture struct {
 	ctx    context.Context
 	clk    *clock.Fake
-	store  plugin.Store
+	store  domain.Store
 	model  *testkit.ScriptedModel
 	rec    *metrics.Recorder
 	tasks  *tasks.Service
@@ -79,7 +80,7 @@ func newFixture(t *testing.T, open teststore.Opener) *fixture {
 
 func (f *fixture) create(t *testing.T, room string) int64 {
 	t.Helper()
-	task, err := f.tasks.Create(f.ctx, plugin.NewTask{Goal: "count things", RoomID: room, RequestorID: "u1", Now: f.clk.Now()})
+	task, err := f.tasks.Create(f.ctx, domain.NewTask{Goal: "count things", RoomID: room, RequestorID: "u1", Now: f.clk.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,13 +167,13 @@ func TestQueueDepthAndPendingAreReadAtScrape(t *testing.T) {
 		f.step(t, "test") // #1 runs once: progress and action rows wait for the flush
 
 		tests := []struct {
-			status plugin.Status
+			status domain.Status
 			want   float64
 		}{
-			{plugin.StatusQueued, 2},
-			{plugin.StatusRunning, 1},
-			{plugin.StatusPaused, 1},
-			{plugin.StatusCompleted, 0},
+			{domain.StatusQueued, 2},
+			{domain.StatusRunning, 1},
+			{domain.StatusPaused, 1},
+			{domain.StatusCompleted, 0},
 		}
 		body := scrape(t, f.rec)
 		for _, tc := range tests {

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 func TestCard(t *testing.T) {
 	t.Parallel()
-	task := fixtureTask(1, "Build auth", plugin.StatusRunning)
+	task := fixtureTask(1, "Build auth", domain.StatusRunning)
 	task.Progress, task.Iteration = 40, 4
 	act := step(4, "write_file", map[string]any{"path": "a.ts"}, true)
 	got := Card(Plain, Update{Task: task, From: 10, LastAction: &act, Errors: []string{"disk\nfull"}})
@@ -24,7 +24,7 @@ func TestCard(t *testing.T) {
 	}
 
 	done := task
-	done.Status, done.Progress, done.Iteration = plugin.StatusCompleted, 100, 0
+	done.Status, done.Progress, done.Iteration = domain.StatusCompleted, 100, 0
 	if got := Card(Plain, Update{Task: done}); got != "📋 Task #1 \"Build auth\"\n   [██████████] 100%  Completed" {
 		t.Errorf("final card =\n%s", got)
 	}
@@ -37,7 +37,7 @@ func TestCard(t *testing.T) {
 	}
 	errs = append(errs, "the last one")
 	long := task
-	long.Name = strings.Repeat("n", plugin.MaxNameLength)
+	long.Name = strings.Repeat("n", domain.MaxNameLength)
 	got = Card(Discord, Update{Task: long, LastAction: &act, Errors: errs})
 	if !strings.Contains(got, "⚠️ 18 earlier errors not shown") || strings.Count(got, "Error:") != 3 || !strings.HasSuffix(got, "the last one") {
 		t.Errorf("card with many errors =\n%s", got)

@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // A notification flush renders one message for a room and splits it to the
 // platform's limit before sending.
 func ExampleProgress() {
-	task := plugin.Task{Number: 1, Name: "Build auth feature", Status: plugin.StatusRunning, Progress: 35, Iteration: 4}
-	last := plugin.Step{Action: "write_file", Params: json.RawMessage(`{"path":"src/auth/login.ts"}`), Success: true}
+	task := domain.Task{Number: 1, Name: "Build auth feature", Status: domain.StatusRunning, Progress: 35, Iteration: 4}
+	last := domain.Step{Action: "write_file", Params: json.RawMessage(`{"path":"src/auth/login.ts"}`), Success: true}
 	msg := render.Progress(render.Discord, []render.Update{{Task: task, From: 15, LastAction: &last}})
 	for _, chunk := range render.Split(msg, render.DiscordLimit) {
 		fmt.Println(chunk)

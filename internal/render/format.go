@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Bar draws progress as ten cells: "[████████░░]" for 80. Progress is
@@ -57,12 +57,12 @@ func Duration(d time.Duration) string {
 // TaskStatusWord is StatusWord for t, saying what a waiting task waits on
 // when it is not an answer: "Waiting for an approval", "Waiting for its
 // subtasks".
-func TaskStatusWord(t plugin.Task) string {
-	if t.Status == plugin.StatusWaiting {
+func TaskStatusWord(t domain.Task) string {
+	if t.Status == domain.StatusWaiting {
 		switch t.WaitingOn {
-		case plugin.WaitApproval:
+		case domain.WaitApproval:
 			return "Waiting for an approval"
-		case plugin.WaitSubtasks:
+		case domain.WaitSubtasks:
 			return "Waiting for its subtasks"
 		}
 	}
@@ -71,23 +71,23 @@ func TaskStatusWord(t plugin.Task) string {
 
 // StatusWord is how a status reads in a sentence: "Running", "Waiting for an
 // answer", "Stalled". An unknown status is shown as it is stored.
-func StatusWord(s plugin.Status) string {
+func StatusWord(s domain.Status) string {
 	switch s {
-	case plugin.StatusQueued:
+	case domain.StatusQueued:
 		return "Queued"
-	case plugin.StatusRunning:
+	case domain.StatusRunning:
 		return "Running"
-	case plugin.StatusPaused:
+	case domain.StatusPaused:
 		return "Paused"
-	case plugin.StatusWaiting:
+	case domain.StatusWaiting:
 		return "Waiting for an answer"
-	case plugin.StatusCompleted:
+	case domain.StatusCompleted:
 		return "Completed"
-	case plugin.StatusFailed:
+	case domain.StatusFailed:
 		return "Failed"
-	case plugin.StatusStalemate:
+	case domain.StatusStalemate:
 		return "Stalled"
-	case plugin.StatusCanceled:
+	case domain.StatusCanceled:
 		return "Canceled"
 	}
 	return string(s)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 func TestBar(t *testing.T) {
@@ -71,17 +71,17 @@ func TestDuration(t *testing.T) {
 
 func TestStatusWord(t *testing.T) {
 	t.Parallel()
-	want := map[plugin.Status]string{
-		plugin.StatusQueued:    "Queued",
-		plugin.StatusRunning:   "Running",
-		plugin.StatusPaused:    "Paused",
-		plugin.StatusWaiting:   "Waiting for an answer",
-		plugin.StatusCompleted: "Completed",
-		plugin.StatusFailed:    "Failed",
-		plugin.StatusStalemate: "Stalled",
-		plugin.StatusCanceled:  "Canceled",
+	want := map[domain.Status]string{
+		domain.StatusQueued:    "Queued",
+		domain.StatusRunning:   "Running",
+		domain.StatusPaused:    "Paused",
+		domain.StatusWaiting:   "Waiting for an answer",
+		domain.StatusCompleted: "Completed",
+		domain.StatusFailed:    "Failed",
+		domain.StatusStalemate: "Stalled",
+		domain.StatusCanceled:  "Canceled",
 	}
-	for _, s := range plugin.Statuses {
+	for _, s := range domain.Statuses {
 		w, ok := want[s]
 		if !ok {
 			t.Errorf("status %q has no expected word in this test", s)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -31,7 +31,7 @@ var goldenShapes = []struct {
 		return Stalled(f, limitTask(), &last)
 	}},
 	{"failed", func(f Flavor) string { return Failed(f, failedTask()) }},
-	{"canceled", func(f Flavor) string { return Canceled(f, fixtureTask(4, "Old idea", plugin.StatusCanceled)) }},
+	{"canceled", func(f Flavor) string { return Canceled(f, fixtureTask(4, "Old idea", domain.StatusCanceled)) }},
 	{"queue_3_tasks", func(f Flavor) string { return Queue(f, queueTasks(), 3, t0) }},
 	{"queue_wide_names", func(f Flavor) string { return Queue(f, wideQueueTasks(), 5, t0) }},
 	{"queue_empty", func(f Flavor) string { return Queue(f, nil, 0, t0) }},
@@ -41,7 +41,7 @@ var goldenShapes = []struct {
 	// actions' TestHelpFromTheTable checks it.
 	{"hostile_progress", func(f Flavor) string { return Progress(f, hostileUpdates()) }},
 	{"hostile_failed", func(f Flavor) string { return Failed(f, hostileTask()) }},
-	{"hostile_queue", func(f Flavor) string { return Queue(f, []plugin.Task{hostileTask()}, 1, t0) }},
+	{"hostile_queue", func(f Flavor) string { return Queue(f, []domain.Task{hostileTask()}, 1, t0) }},
 }
 
 func TestGolden(t *testing.T) {
@@ -90,15 +90,15 @@ func TestGoldenFilesUsed(t *testing.T) {
 }
 
 func progressUpdates() []Update {
-	t1 := fixtureTask(1, "Build auth feature", plugin.StatusRunning)
+	t1 := fixtureTask(1, "Build auth feature", domain.StatusRunning)
 	t1.Progress, t1.Iteration = 35, 4
 	write := step(4, "write_file", map[string]any{"path": "src/auth/login.ts", "content": "export function login() {}"}, true)
 
-	t2 := fixtureTask(2, "Fix database connection", plugin.StatusRunning)
+	t2 := fixtureTask(2, "Fix database connection", domain.StatusRunning)
 	t2.Progress, t2.Iteration, t2.StaleCounter = 40, 7, 2
 	read := step(7, "read_file", map[string]any{"path": "config/db.ts"}, false)
 
-	t3 := fixtureTask(3, "Add tests", plugin.StatusWaiting)
+	t3 := fixtureTask(3, "Add tests", domain.StatusWaiting)
 	t3.Progress, t3.Iteration = 10, 2
 	ask := step(2, "ask_user", map[string]any{"question": "Which test framework should I use, Jest or Vitest? The repo has config files for both."}, true)
 
@@ -112,8 +112,8 @@ func progressUpdates() []Update {
 	}
 }
 
-func completedTask() plugin.Task {
-	t := fixtureTask(1, "Build auth feature", plugin.StatusCompleted)
+func completedTask() domain.Task {
+	t := fixtureTask(1, "Build auth feature", domain.StatusCompleted)
 	t.Progress, t.Iteration = 100, 12
 	t.StartedAt = t0.Add(5 * time.Second)
 	t.CompletedAt = t.StartedAt.Add(8*time.Minute + 23*time.Second)
@@ -133,20 +133,20 @@ func completedTask() plugin.Task {
 	return t
 }
 
-func staleTask() plugin.Task {
-	t := fixtureTask(2, "Fix database connection", plugin.StatusStalemate)
+func staleTask() domain.Task {
+	t := fixtureTask(2, "Fix database connection", domain.StatusStalemate)
 	t.Progress, t.Iteration, t.StaleCounter = 40, 9, 3
 	return t
 }
 
-func limitTask() plugin.Task {
-	t := fixtureTask(5, "Migrate the billing service", plugin.StatusStalemate)
+func limitTask() domain.Task {
+	t := fixtureTask(5, "Migrate the billing service", domain.StatusStalemate)
 	t.Progress, t.Iteration, t.StaleCounter = 70, 50, 1
 	return t
 }
 
-func failedTask() plugin.Task {
-	t := fixtureTask(3, "Add tests", plugin.StatusFailed)
+func failedTask() domain.Task {
+	t := fixtureTask(3, "Add tests", domain.StatusFailed)
 	t.Goal = "Add unit tests for the auth module"
 	t.Progress, t.Iteration = 20, 2
 	t.StartedAt = t0.Add(time.Minute)
@@ -156,28 +156,28 @@ func failedTask() plugin.Task {
 	return t
 }
 
-func queueTasks() []plugin.Task {
-	t1 := fixtureTask(1, "Build auth", plugin.StatusRunning)
+func queueTasks() []domain.Task {
+	t1 := fixtureTask(1, "Build auth", domain.StatusRunning)
 	t1.Progress, t1.Iteration = 80, 12
 	t1.LeaseOwner, t1.LeaseExpiresAt = "worker-1", t0.Add(time.Minute) // busy now
-	t2 := fixtureTask(2, "Fix bug", plugin.StatusQueued)
+	t2 := fixtureTask(2, "Fix bug", domain.StatusQueued)
 	t2.Progress = 20
-	t3 := fixtureTask(3, "Add tests", plugin.StatusQueued)
-	return []plugin.Task{t1, t2, t3}
+	t3 := fixtureTask(3, "Add tests", domain.StatusQueued)
+	return []domain.Task{t1, t2, t3}
 }
 
-func wideQueueTasks() []plugin.Task {
-	a := fixtureTask(7, "日本語のドキュメントを翻訳する", plugin.StatusRunning)
+func wideQueueTasks() []domain.Task {
+	a := fixtureTask(7, "日本語のドキュメントを翻訳する", domain.StatusRunning)
 	a.Progress, a.Iteration = 45, 5
-	b := fixtureTask(8, "🚀 Launch the v2 marketing site with the new pricing page", plugin.StatusPaused)
+	b := fixtureTask(8, "🚀 Launch the v2 marketing site with the new pricing page", domain.StatusPaused)
 	b.Progress, b.Iteration = 60, 9
-	c := fixtureTask(12, "Fix 👨‍👩‍👧 names", plugin.StatusWaiting)
+	c := fixtureTask(12, "Fix 👨‍👩‍👧 names", domain.StatusWaiting)
 	c.Progress, c.Iteration = 100, 3
-	return []plugin.Task{a, b, c}
+	return []domain.Task{a, b, c}
 }
 
-func statusTask() plugin.Task {
-	t := fixtureTask(1, "Build auth feature", plugin.StatusRunning)
+func statusTask() domain.Task {
+	t := fixtureTask(1, "Build auth feature", domain.StatusRunning)
 	t.Goal = "Build the auth feature:\n- login and logout endpoints\n- a session cookie"
 	t.Progress, t.Iteration, t.StaleCounter = 80, 12, 1
 	t.StartedAt = t0.Add(5 * time.Second)
@@ -186,8 +186,8 @@ func statusTask() plugin.Task {
 	return t
 }
 
-func statusSteps() []plugin.Step {
-	return []plugin.Step{
+func statusSteps() []domain.Step {
+	return []domain.Step{
 		step(1, "list_files", map[string]any{}, true),
 		step(2, "write_file", map[string]any{"path": "notes/plan.md", "content": "# Plan"}, true),
 		step(3, "read_file", map[string]any{"path": "package.json"}, false),
@@ -200,8 +200,8 @@ func statusSteps() []plugin.Step {
 
 const hostileText = "@everyone <@123> *bold* <!channel> & friends"
 
-func hostileTask() plugin.Task {
-	t := fixtureTask(6, "@everyone hello <@123> *bold*", plugin.StatusFailed)
+func hostileTask() domain.Task {
+	t := fixtureTask(6, "@everyone hello <@123> *bold*", domain.StatusFailed)
 	t.Progress = 50
 	t.Error = hostileText + "\n# not a heading\n> not a quote\n||spoiler|| ~~gone~~ _it_ `code`"
 	return t
@@ -209,12 +209,12 @@ func hostileTask() plugin.Task {
 
 func hostileUpdates() []Update {
 	t := hostileTask()
-	t.Status, t.Iteration = plugin.StatusRunning, 3
+	t.Status, t.Iteration = domain.StatusRunning, 3
 	post := step(3, "post_message", map[string]any{"text": "<@123> @here `rm -rf /` <!channel>"}, true)
 	return []Update{{Task: t, From: 20, LastAction: &post, Errors: []string{hostileText}}}
 }
 
 // everyStep is a page holding every step of a task.
-func everyStep(steps []plugin.Step) plugin.StepPage {
-	return plugin.StepPage{Total: len(steps), Steps: steps}
+func everyStep(steps []domain.Step) domain.StepPage {
+	return domain.StepPage{Total: len(steps), Steps: steps}
 }

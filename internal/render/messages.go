@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // indent starts every line of a message after its first.
@@ -28,9 +28,9 @@ const (
 // Update is one task's pending changes for a room, as the notification
 // service collects them between flushes (docs/chat.md).
 type Update struct {
-	Task       plugin.Task
+	Task       domain.Task
 	From       int          // progress last sent to this room (0 if never)
-	LastAction *plugin.Step // latest action, nil if none
+	LastAction *domain.Step // latest action, nil if none
 	Errors     []string     // accumulated error texts, all shown
 }
 
@@ -65,7 +65,7 @@ func progressBlock(f Flavor, u Update) string {
 	case u.LastAction == nil:
 		lines = append(lines, fmt.Sprintf("%sProgress: %d%%", indent, to))
 	}
-	if t.Status == plugin.StatusPaused || t.Status == plugin.StatusWaiting {
+	if t.Status == domain.StatusPaused || t.Status == domain.StatusWaiting {
 		lines = append(lines, indent+"Status: "+TaskStatusWord(t))
 	}
 	if u.LastAction != nil {
@@ -94,7 +94,7 @@ func progressBlock(f Flavor, u Update) string {
 //
 // The duration runs from StartedAt (CreatedAt if the task never started) to
 // CompletedAt and is left out when CompletedAt is not set.
-func Completed(f Flavor, t plugin.Task, steps int) string {
+func Completed(f Flavor, t domain.Task, steps int) string {
 	lines := []string{
 		"✅ " + title(f, t) + " completed!",
 		fmt.Sprintf("%sFinal progress: %d%%", indent, clampPercent(t.Progress)),
@@ -121,7 +121,7 @@ func Completed(f Flavor, t plugin.Task, steps int) string {
 // When the iteration limit is what stopped it (and the stale counter did not
 // also reach its limit), the attempts line reads "Reached the limit of 50
 // iterations" and the advice changes to match. last may be nil.
-func Stalled(f Flavor, t plugin.Task, last *plugin.Step) string {
+func Stalled(f Flavor, t domain.Task, last *domain.Step) string {
 	n := strconv.FormatInt(t.Number, 10)
 	lines := []string{
 		"⚠️ " + title(f, t) + " stalled",
@@ -149,7 +149,7 @@ func Stalled(f Flavor, t plugin.Task, last *plugin.Step) string {
 //
 //	❌ Task #3 "Add tests" failed
 //	   Error: …
-func Failed(f Flavor, t plugin.Task) string {
+func Failed(f Flavor, t domain.Task) string {
 	e := block(f, "Error: ", t.Error)
 	if e == "" {
 		e = indent + "Error: no reason was recorded."
@@ -158,7 +158,7 @@ func Failed(f Flavor, t plugin.Task) string {
 }
 
 // Canceled announces a canceled task: 🛑 Task #4 "Old idea" canceled.
-func Canceled(f Flavor, t plugin.Task) string {
+func Canceled(f Flavor, t domain.Task) string {
 	return "🛑 " + title(f, t) + " canceled"
 }
 
@@ -166,15 +166,15 @@ func Canceled(f Flavor, t plugin.Task) string {
 // status: Completed (with steps, the task's step count), Failed, Stalled
 // (with last, its latest step, which may be nil) or Canceled. A task that has
 // not ended gets a one-task Progress block, so a caller never sends nothing.
-func Terminal(f Flavor, t plugin.Task, steps int, last *plugin.Step) string {
+func Terminal(f Flavor, t domain.Task, steps int, last *domain.Step) string {
 	switch t.Status {
-	case plugin.StatusCompleted:
+	case domain.StatusCompleted:
 		return Completed(f, t, steps)
-	case plugin.StatusFailed:
+	case domain.StatusFailed:
 		return Failed(f, t)
-	case plugin.StatusStalemate:
+	case domain.StatusStalemate:
 		return Stalled(f, t, last)
-	case plugin.StatusCanceled:
+	case domain.StatusCanceled:
 		return Canceled(f, t)
 	}
 	return Progress(f, []Update{{Task: t, From: t.Progress, LastAction: last}})
@@ -197,7 +197,7 @@ func Terminal(f Flavor, t plugin.Task, steps int, last *plugin.Step) string {
 // right-aligned. Next is the first
 // task that is queued or running and not leased at now; without one there is
 // no Next line. An empty queue says how to start a task.
-func Queue(f Flavor, tasks []plugin.Task, total int, now time.Time) string {
+func Queue(f Flavor, tasks []domain.Task, total int, now time.Time) string {
 	total = max(total, len(tasks))
 	if total == 0 {
 		return "📊 Task Queue is empty. Say " + lit(f, "`create task <goal>`") + " to start one."
@@ -245,7 +245,7 @@ func Queue(f Flavor, tasks []plugin.Task, total int, now time.Time) string {
 }
 
 // StatusSteps is how many of a task's latest steps Status lists: what a
-// caller reads (plugin.Store.PageSteps, without results), however many
+// caller reads (domain.Store.PageSteps, without results), however many
 // steps the task has.
 const StatusSteps = 5
 
@@ -256,7 +256,7 @@ const StatusSteps = 5
 // Times show in each reader's time zone on Discord and Slack and in UTC in
 // Plain. A task waiting on an answer shows the question of the latest
 // ask_user step of the page: the step that made it wait is its last.
-func Status(f Flavor, t plugin.Task, page plugin.StepPage) string {
+func Status(f Flavor, t domain.Task, page domain.StepPage) string {
 	steps := page.Steps
 	if len(steps) > StatusSteps {
 		steps = steps[len(steps)-StatusSteps:]
@@ -269,7 +269,7 @@ func Status(f Flavor, t plugin.Task, page plugin.StepPage) string {
 	lines = append(lines, indent+"Status: "+TaskStatusWord(t))
 	lines = append(lines, pending(f, t, steps)...)
 	lines = append(lines, fmt.Sprintf("%sProgress: %s %d%%", indent, Bar(t.Progress), clampPercent(t.Progress)))
-	if t.Strategy != "" && t.Strategy != plugin.StrategyLoop {
+	if t.Strategy != "" && t.Strategy != domain.StrategyLoop {
 		st := indent + "Strategy: " + Escape(f, t.Strategy)
 		if t.Phase != "" {
 			st += ", phase: " + Escape(f, t.Phase)
@@ -333,19 +333,19 @@ func Status(f Flavor, t plugin.Task, page plugin.StepPage) string {
 
 // pending is what a task waits for a person to decide, shown whole: the
 // tool call it asks to run (and how to decide), or the question it asked.
-func pending(f Flavor, t plugin.Task, steps []plugin.Step) []string {
+func pending(f Flavor, t domain.Task, steps []domain.Step) []string {
 	if t.Status.Terminal() {
 		return nil
 	}
 	switch {
-	case plugin.ApprovalID(t) != "" && t.WaitingOn == plugin.WaitApproval:
+	case domain.ApprovalID(t) != "" && t.WaitingOn == domain.WaitApproval:
 		return []string{
 			indent + "Asks to run: " + Call(f, t.ApprovalAction, t.ApprovalParams),
 			fmt.Sprintf("%sSay %s to let it, or %s.", indent, code(f, fmt.Sprintf("approve #%d", t.Number)), code(f, fmt.Sprintf("deny #%d <reason>", t.Number))),
 		}
 	case t.ApprovalGranted && t.ApprovalAction != "":
 		return []string{indent + "Approved to run next: " + Call(f, t.ApprovalAction, t.ApprovalParams)}
-	case t.WaitingOn == plugin.WaitAnswer:
+	case t.WaitingOn == domain.WaitAnswer:
 		if q := Question(steps); q != "" {
 			return []string{indent + "Asks: " + Escape(f, q),
 				fmt.Sprintf("%sSay %s.", indent, code(f, fmt.Sprintf("answer #%d <your answer>", t.Number)))}
@@ -356,7 +356,7 @@ func pending(f Flavor, t plugin.Task, steps []plugin.Step) []string {
 
 // Question is the question the latest ask_user step of steps asked, or
 // "".
-func Question(steps []plugin.Step) string {
+func Question(steps []domain.Step) string {
 	for i := len(steps) - 1; i >= 0; i-- {
 		if steps[i].Action != "ask_user" {
 			continue
@@ -403,7 +403,7 @@ func Help(f Flavor, rows []HelpRow, strategies []string) string {
 }
 
 // title is how a message names a task: Task #1 "Build auth".
-func title(f Flavor, t plugin.Task) string { return "Task " + ref(t.Number, oneLine(t.Name), f) }
+func title(f Flavor, t domain.Task) string { return "Task " + ref(t.Number, oneLine(t.Name), f) }
 
 // ref is #1 "Build auth", the name escaped for f; a task without a name is
 // just #1.
@@ -445,7 +445,7 @@ func block(f Flavor, label, s string) string {
 
 // elapsed is how long a finished task took: CompletedAt − StartedAt, or −
 // CreatedAt when it never started.
-func elapsed(t plugin.Task) (time.Duration, bool) {
+func elapsed(t domain.Task) (time.Duration, bool) {
 	start := t.StartedAt
 	if start.IsZero() {
 		start = t.CreatedAt
@@ -461,14 +461,14 @@ func elapsed(t plugin.Task) (time.Duration, bool) {
 // actor names whose turn step s was (docs/strategies.md: "Last action:
 // researcher → http_get …"), for a task whose strategy is not loop: in a
 // loop task every step is the one agent's.
-func actor(f Flavor, t plugin.Task, s plugin.Step) string {
-	if s.Role == "" || t.Strategy == "" || t.Strategy == plugin.StrategyLoop {
+func actor(f Flavor, t domain.Task, s domain.Step) string {
+	if s.Role == "" || t.Strategy == "" || t.Strategy == domain.StrategyLoop {
 		return ""
 	}
 	return Escape(f, oneLine(s.Role)) + " → "
 }
 
-func action(f Flavor, s plugin.Step) string {
+func action(f Flavor, s domain.Step) string {
 	text := oneLine(s.Action)
 	if text == "" {
 		text = "(no action)"

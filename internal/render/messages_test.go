@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 func TestProgressLines(t *testing.T) {
 	t.Parallel()
-	task := fixtureTask(1, "Build auth", plugin.StatusRunning)
+	task := fixtureTask(1, "Build auth", domain.StatusRunning)
 	task.Progress, task.Iteration = 35, 4
 	act := step(4, "write_file", map[string]any{"path": "a.ts"}, true)
 	for _, tc := range []struct {
@@ -26,13 +26,13 @@ func TestProgressLines(t *testing.T) {
 			[]string{"Last action:"}, []string{"Progress"}},
 		{"no delta, no action", Update{Task: task, From: 35},
 			[]string{"   Progress: 35%"}, []string{"→", "Last action"}},
-		{"clamped", Update{Task: plugin.Task{Number: 2, Progress: 140}, From: -3},
+		{"clamped", Update{Task: domain.Task{Number: 2, Progress: 140}, From: -3},
 			[]string{"Progress: 0% → 100%"}, []string{"Iteration"}},
 		{"errors each on a line", Update{Task: task, From: 35, Errors: []string{"one\ntwo", " ", "three"}},
 			[]string{"   ⚠️ Error: one two\n   ⚠️ Error: three"}, nil},
-		{"failed action", Update{Task: task, From: 35, LastAction: &plugin.Step{Action: "read_file"}},
+		{"failed action", Update{Task: task, From: 35, LastAction: &domain.Step{Action: "read_file"}},
 			[]string{"`read_file` ✗"}, nil},
-		{"paused", Update{Task: plugin.Task{Number: 3, Status: plugin.StatusPaused}},
+		{"paused", Update{Task: domain.Task{Number: 3, Status: domain.StatusPaused}},
 			[]string{"   Status: Paused"}, nil},
 	} {
 		got := Progress(Plain, []Update{tc.u})
@@ -54,7 +54,7 @@ func TestProgressLines(t *testing.T) {
 
 func TestCompletedDuration(t *testing.T) {
 	t.Parallel()
-	base := fixtureTask(1, "x", plugin.StatusCompleted)
+	base := fixtureTask(1, "x", domain.StatusCompleted)
 	started := base
 	started.StartedAt = t0.Add(time.Minute)
 	started.CompletedAt = t0.Add(9*time.Minute + 23*time.Second)
@@ -63,7 +63,7 @@ func TestCompletedDuration(t *testing.T) {
 	unknown := base
 	for _, tc := range []struct {
 		name string
-		task plugin.Task
+		task domain.Task
 		want string
 	}{
 		{"from start", started, "   Duration: 8m 23s"},
@@ -106,7 +106,7 @@ func TestStalledReason(t *testing.T) {
 		{"iteration limit", 50, 1, "   Reached the limit of 50 iterations", "to see how far it got", true},
 		{"both: stale wins", 50, 3, "   Attempts without progress: 3", "create a narrower task", false},
 	} {
-		task := fixtureTask(2, "Fix db", plugin.StatusStalemate)
+		task := fixtureTask(2, "Fix db", domain.StatusStalemate)
 		task.Iteration, task.StaleCounter, task.Progress = tc.iter, tc.stale, 40
 		got := Stalled(Plain, task, nil)
 		for _, w := range []string{"⚠️ Task #2 \"Fix db\" stalled\n   Progress stuck at: 40%\n", tc.want, "`status #2`", tc.advice} {
@@ -125,7 +125,7 @@ func TestStalledReason(t *testing.T) {
 
 func TestFailedWithoutError(t *testing.T) {
 	t.Parallel()
-	got := Failed(Plain, fixtureTask(3, "Add tests", plugin.StatusFailed))
+	got := Failed(Plain, fixtureTask(3, "Add tests", domain.StatusFailed))
 	if want := "❌ Task #3 \"Add tests\" failed\n   Error: no reason was recorded."; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -135,15 +135,15 @@ func TestTerminal(t *testing.T) {
 	t.Parallel()
 	last := step(3, "read_file", map[string]any{"path": "a"}, true)
 	for _, tc := range []struct {
-		status plugin.Status
+		status domain.Status
 		prefix string
 	}{
-		{plugin.StatusCompleted, "✅ "},
-		{plugin.StatusFailed, "❌ "},
-		{plugin.StatusStalemate, "⚠️ "},
-		{plugin.StatusCanceled, "🛑 "},
-		{plugin.StatusRunning, "📋 "},
-		{plugin.StatusPaused, "📋 "},
+		{domain.StatusCompleted, "✅ "},
+		{domain.StatusFailed, "❌ "},
+		{domain.StatusStalemate, "⚠️ "},
+		{domain.StatusCanceled, "🛑 "},
+		{domain.StatusRunning, "📋 "},
+		{domain.StatusPaused, "📋 "},
 	} {
 		task := fixtureTask(7, "x", tc.status)
 		got := Terminal(Plain, task, 3, &last)
@@ -156,33 +156,33 @@ func TestTerminal(t *testing.T) {
 func TestQueue(t *testing.T) {
 	t.Parallel()
 	now := t0
-	leased := fixtureTask(1, "leased", plugin.StatusRunning)
+	leased := fixtureTask(1, "leased", domain.StatusRunning)
 	leased.LeaseOwner, leased.LeaseExpiresAt = "w", now.Add(time.Second)
-	expired := fixtureTask(2, "expired lease", plugin.StatusRunning)
+	expired := fixtureTask(2, "expired lease", domain.StatusRunning)
 	expired.LeaseOwner, expired.LeaseExpiresAt = "w", now.Add(-time.Second)
-	paused := fixtureTask(3, "paused", plugin.StatusPaused)
-	waiting := fixtureTask(4, "waiting", plugin.StatusWaiting)
-	queued := fixtureTask(5, "queued", plugin.StatusQueued)
+	paused := fixtureTask(3, "paused", domain.StatusPaused)
+	waiting := fixtureTask(4, "waiting", domain.StatusWaiting)
+	queued := fixtureTask(5, "queued", domain.StatusQueued)
 	for _, tc := range []struct {
 		name     string
-		tasks    []plugin.Task
+		tasks    []domain.Task
 		total    int
 		want     []string
 		not      []string
 		complete string
 	}{
 		{name: "empty", complete: "📊 Task Queue is empty. Say `create task <goal>` to start one."},
-		{name: "leased is skipped", tasks: []plugin.Task{leased, paused, queued}, total: 3,
+		{name: "leased is skipped", tasks: []domain.Task{leased, paused, queued}, total: 3,
 			want: []string{"📊 Task Queue (3 tasks)\n\n#1", "\n\nNext: #5 \"queued\" (fair scheduling)"}},
-		{name: "expired lease is next", tasks: []plugin.Task{leased, expired, queued}, total: 3,
+		{name: "expired lease is next", tasks: []domain.Task{leased, expired, queued}, total: 3,
 			want: []string{"Next: #2 \"expired lease\""}},
-		{name: "nothing runnable", tasks: []plugin.Task{leased, paused, waiting}, total: 3,
+		{name: "nothing runnable", tasks: []domain.Task{leased, paused, waiting}, total: 3,
 			not: []string{"Next"}},
-		{name: "one task", tasks: []plugin.Task{queued}, total: 1,
+		{name: "one task", tasks: []domain.Task{queued}, total: 1,
 			want: []string{"📊 Task Queue (1 task)"}, not: []string{"more"}},
-		{name: "more than shown", tasks: []plugin.Task{queued}, total: 4,
+		{name: "more than shown", tasks: []domain.Task{queued}, total: 4,
 			want: []string{"(4 tasks)", "\n…and 3 more\n\nNext:"}},
-		{name: "total below shown", tasks: []plugin.Task{queued, paused}, total: 0,
+		{name: "total below shown", tasks: []domain.Task{queued, paused}, total: 0,
 			want: []string{"(2 tasks)"}, not: []string{"more"}},
 	} {
 		got := Queue(Plain, tc.tasks, tc.total, now)
@@ -208,9 +208,9 @@ func TestQueueAligned(t *testing.T) {
 	t.Parallel()
 	names := []string{"a", "Build auth", "日本語のドキュメントを翻訳する", "👨‍👩‍👧 family 🇫🇷", "e\u0301te\u0301",
 		"a name that is much too long to show whole", "*markdown* <@1>", ""}
-	var tasks []plugin.Task
+	var tasks []domain.Task
 	for i, n := range names {
-		task := fixtureTask(int64(i+1)*int64(i+1)*7, n, plugin.StatusQueued)
+		task := fixtureTask(int64(i+1)*int64(i+1)*7, n, domain.StatusQueued)
 		task.Progress = []int{0, 5, 50, 100}[i%4]
 		tasks = append(tasks, task)
 	}
@@ -244,13 +244,13 @@ func TestQueueAligned(t *testing.T) {
 
 func TestStatusSteps(t *testing.T) {
 	t.Parallel()
-	var steps []plugin.Step
+	var steps []domain.Step
 	for i := range 12 {
 		steps = append(steps, step(i+1, "read_file", map[string]any{"path": "f" + itoa(i+1)}, i%2 == 0))
 	}
 	// Every step, or only the page of the last five a caller reads: the
 	// same view.
-	for _, page := range []plugin.StepPage{everyStep(steps), {Total: 12, Steps: steps[7:]}} {
+	for _, page := range []domain.StepPage{everyStep(steps), {Total: 12, Steps: steps[7:]}} {
 		got := Status(Plain, statusTask(), page)
 		for _, w := range []string{"Steps (last 5 of 12):", "Step 8: `read_file f8` ✗ — file does not exist", "Step 12: `read_file f12` ✗", "Step 11: `read_file f11` ✓"} {
 			if !strings.Contains(got, w) {
@@ -261,7 +261,7 @@ func TestStatusSteps(t *testing.T) {
 			t.Errorf("%d steps read: only the last 5 steps should show:\n%s", len(page.Steps), got)
 		}
 	}
-	if got := Status(Plain, plugin.Task{Number: 9}, plugin.StepPage{}); strings.Contains(got, "Steps") || strings.Contains(got, "Created") {
+	if got := Status(Plain, domain.Task{Number: 9}, domain.StepPage{}); strings.Contains(got, "Steps") || strings.Contains(got, "Created") {
 		t.Errorf("empty sections should be left out:\n%s", got)
 	}
 }
@@ -300,7 +300,7 @@ func TestParamSummary(t *testing.T) {
 	if !strings.Contains(got, "…` ✓") {
 		t.Errorf("clipped action should end in …: %q", got)
 	}
-	if got := action(Plain, plugin.Step{Success: true}); got != "`(no action)` ✓" {
+	if got := action(Plain, domain.Step{Success: true}); got != "`(no action)` ✓" {
 		t.Errorf("empty action = %q", got)
 	}
 }
@@ -317,7 +317,7 @@ func TestMessagesHostile(t *testing.T) {
 		return []string{
 			Progress(f, []Update{{Task: task, LastAction: &last, Errors: []string{hostileText}}}),
 			Completed(f, task, 1), Stalled(f, task, &last), Failed(f, task), Canceled(f, task),
-			Queue(f, []plugin.Task{task}, 1, t0), Status(f, task, everyStep([]plugin.Step{last})),
+			Queue(f, []domain.Task{task}, 1, t0), Status(f, task, everyStep([]domain.Step{last})),
 		}
 	}
 	discord := regexp.MustCompile(`<[@#!&/]|(?i)@(everyone|here)`)
@@ -359,12 +359,12 @@ func TestBlock(t *testing.T) {
 func TestStatusStrategy(t *testing.T) {
 	t.Parallel()
 	task := statusTask()
-	task.Strategy, task.Phase = plugin.StrategyReview, "execution"
-	if got := Status(Plain, task, plugin.StepPage{}); !strings.Contains(got, "Strategy: review, phase: execution") {
+	task.Strategy, task.Phase = domain.StrategyReview, "execution"
+	if got := Status(Plain, task, domain.StepPage{}); !strings.Contains(got, "Strategy: review, phase: execution") {
 		t.Errorf("want the strategy and phase in\n%s", got)
 	}
-	task.Strategy, task.Phase = plugin.StrategyLoop, ""
-	if got := Status(Plain, task, plugin.StepPage{}); strings.Contains(got, "Strategy") {
+	task.Strategy, task.Phase = domain.StrategyLoop, ""
+	if got := Status(Plain, task, domain.StepPage{}); strings.Contains(got, "Strategy") {
 		t.Errorf("a loop task's status names its strategy:\n%s", got)
 	}
 }

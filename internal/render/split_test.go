@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 func TestSplit(t *testing.T) {
@@ -62,7 +62,7 @@ func TestSplit(t *testing.T) {
 // TestSplitMessages splits real messages at the platform limits.
 func TestSplitMessages(t *testing.T) {
 	t.Parallel()
-	long := fixtureTask(1, "Write the changelog", plugin.StatusCompleted)
+	long := fixtureTask(1, "Write the changelog", domain.StatusCompleted)
 	long.Summary = strings.Repeat("Added `render.Split` 👨‍👩‍👧 so messages over the limit 🇫🇷 arrive whole.\n", 120)
 	for _, f := range []Flavor{Plain, Discord, Slack} {
 		msg := Completed(f, long, 12)

@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // claimSizes is a store that records how many rows each room claim took.
 type claimSizes struct {
-	plugin.Store
+	domain.Store
 	mu    sync.Mutex
 	sizes []int
 }
 
-func (s *claimSizes) ClaimRoom(ctx context.Context, c plugin.RoomClaim) (string, []plugin.Notification, error) {
+func (s *claimSizes) ClaimRoom(ctx context.Context, c domain.RoomClaim) (string, []domain.Notification, error) {
 	room, rows, err := s.Store.ClaimRoom(ctx, c)
 	if len(rows) > 0 {
 		s.mu.Lock()
@@ -32,7 +32,7 @@ func (s *claimSizes) ClaimRoom(ctx context.Context, c plugin.RoomClaim) (string,
 
 // TestBacklogGoesOutInBoundedMessages: a room's backlog after an outage
 // of its platform goes out in several messages, each of at most a claim's
-// worth of rows (plugin.RoomClaimRows), with every error shown once:
+// worth of rows (domain.RoomClaimRows), with every error shown once:
 // nothing lost, nothing twice.
 func TestBacklogGoesOutInBoundedMessages(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
@@ -47,7 +47,7 @@ func TestBacklogGoesOutInBoundedMessages(t *testing.T) {
 		}
 		for k := range rounds {
 			for i := 1; i <= tasks; i++ {
-				f.iterate(int64(i), 10+k*tasks+i, plugin.VerdictContinue, false)
+				f.iterate(int64(i), 10+k*tasks+i, domain.VerdictContinue, false)
 				f.clk.Advance(time.Second)
 			}
 		}
@@ -65,7 +65,7 @@ func TestBacklogGoesOutInBoundedMessages(t *testing.T) {
 		sent := f.flush()
 
 		msgs := f.out.messages()
-		if want := (rows + plugin.RoomClaimRows - 1) / plugin.RoomClaimRows; sent != len(msgs) || sent < want {
+		if want := (rows + domain.RoomClaimRows - 1) / domain.RoomClaimRows; sent != len(msgs) || sent < want {
 			t.Fatalf("%d rows went out in %d messages (flush counted %d), want at least %d", rows, len(msgs), sent, want)
 		}
 		st.mu.Lock()
@@ -73,8 +73,8 @@ func TestBacklogGoesOutInBoundedMessages(t *testing.T) {
 		st.mu.Unlock()
 		total := 0
 		for _, n := range sizes {
-			if n > plugin.RoomClaimRows {
-				t.Errorf("a claim took %d rows, over %d", n, plugin.RoomClaimRows)
+			if n > domain.RoomClaimRows {
+				t.Errorf("a claim took %d rows, over %d", n, domain.RoomClaimRows)
 			}
 			total += n
 		}

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // BenchmarkTerminalNotification measures the message of an ended task
@@ -22,12 +22,12 @@ func BenchmarkTerminalNotification(b *testing.B) {
 			url := testkit.PostgresURL(b)
 			f := newFixture(b, teststore.PostgresAt(b, url), "a")
 			n := f.create("chat:C1", "Long task").Number
-			f.iterate(n, 100, plugin.VerdictDone, true) // step 1, and the terminal row
+			f.iterate(n, 100, domain.VerdictDone, true) // step 1, and the terminal row
 			if got, err := f.svc.FlushUrgent(f.ctx); err != nil || got != 1 {
 				b.Fatalf("urgent flush sent %d (%v)", got, err)
 			}
 			testkit.FillSteps(b, url, n, 2, steps)
-			ended := plugin.Notification{Room: "chat:C1", TaskNumber: n, Category: plugin.NotifyTerminal,
+			ended := domain.Notification{Room: "chat:C1", TaskNumber: n, Category: domain.NotifyTerminal,
 				Payload: []byte(`{"status":"completed"}`), CreatedAt: f.clk.Now()}
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -6,27 +6,27 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // stepReads is a store that records how the steps of a task are read:
 // every step (Steps), or a page (PageSteps).
 type stepReads struct {
-	plugin.Store
+	domain.Store
 	mu    sync.Mutex
 	full  int
-	pages []plugin.StepQuery
+	pages []domain.StepQuery
 }
 
-func (s *stepReads) Steps(ctx context.Context, n int64) ([]plugin.Step, error) {
+func (s *stepReads) Steps(ctx context.Context, n int64) ([]domain.Step, error) {
 	s.mu.Lock()
 	s.full++
 	s.mu.Unlock()
 	return s.Store.Steps(ctx, n)
 }
 
-func (s *stepReads) PageSteps(ctx context.Context, n int64, q plugin.StepQuery) (plugin.StepPage, error) {
+func (s *stepReads) PageSteps(ctx context.Context, n int64, q domain.StepQuery) (domain.StepPage, error) {
 	s.mu.Lock()
 	s.pages = append(s.pages, q)
 	s.mu.Unlock()
@@ -42,9 +42,9 @@ func TestTerminalMessageReadsABoundedHistory(t *testing.T) {
 		f := newFixture(t, st, "a")
 		done := f.create("chat:C1", "Long task").Number
 		for i := 1; i <= 30; i++ {
-			f.iterate(done, i, plugin.VerdictContinue, true)
+			f.iterate(done, i, domain.VerdictContinue, true)
 		}
-		f.iterate(done, 100, plugin.VerdictDone, true)
+		f.iterate(done, 100, domain.VerdictDone, true)
 		if got, err := f.svc.FlushUrgent(f.ctx); err != nil || got != 1 {
 			t.Fatalf("urgent flush sent %d (%v)", got, err)
 		}
@@ -53,7 +53,7 @@ func TestTerminalMessageReadsABoundedHistory(t *testing.T) {
 			if task, err := st.GetTask(f.ctx, stuck); err != nil || task.Status.Terminal() {
 				break
 			}
-			f.iterate(stuck, 5, plugin.VerdictContinue, true)
+			f.iterate(stuck, 5, domain.VerdictContinue, true)
 		}
 		if got, err := f.svc.FlushUrgent(f.ctx); err != nil || got != 1 {
 			t.Fatalf("urgent flush sent %d (%v)", got, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -66,9 +67,9 @@ func (s *Service) cardEditor(room string) (Editor, bool) {
 
 // onCard reports whether a row is shown on its task's card: a task's
 // progress, action or error.
-func onCard(r plugin.Notification) bool {
+func onCard(r domain.Notification) bool {
 	switch r.Category {
-	case plugin.NotifyProgress, plugin.NotifyAction, plugin.NotifyError:
+	case domain.NotifyProgress, domain.NotifyAction, domain.NotifyError:
 		return r.TaskNumber > 0
 	}
 	return false
@@ -79,7 +80,7 @@ func onCard(r plugin.Notification) bool {
 // it.
 type cardUnit struct {
 	task int64
-	rows []plugin.Notification
+	rows []domain.Notification
 }
 
 // cardUnits splits a room's claimed rows into deliveries. Rows an
@@ -88,14 +89,14 @@ type cardUnit struct {
 // Rows no attempt has carried make one message of the posts, questions,
 // approvals and terminal rows (first: they are urgent), then one card
 // per task.
-func cardUnits(rows []plugin.Notification) []cardUnit {
+func cardUnits(rows []domain.Notification) []cardUnit {
 	var out []cardUnit
 	for _, group := range byMessage(rows) {
 		if group[0].DeliveryKey != "" {
 			out = append(out, cardUnit{task: cardTask(group), rows: group})
 			continue
 		}
-		var msg []plugin.Notification
+		var msg []domain.Notification
 		var cards []cardUnit
 		at := map[int64]int{}
 		for _, r := range group {
@@ -121,7 +122,7 @@ func cardUnits(rows []plugin.Notification) []cardUnit {
 
 // cardTask is the task whose card rows are, 0 when they are not all card
 // rows of one task.
-func cardTask(rows []plugin.Notification) int64 {
+func cardTask(rows []domain.Notification) int64 {
 	n := rows[0].TaskNumber
 	for _, r := range rows {
 		if !onCard(r) || r.TaskNumber != n {
@@ -134,7 +135,7 @@ func cardTask(rows []plugin.Notification) int64 {
 // deliverCards delivers a room's rows with task cards (StyleCard): the
 // messages as deliverMessage does, each task's card rows as an edit of
 // its card.
-func (s *Service) deliverCards(ctx context.Context, room string, ed Editor, rows []plugin.Notification) (bool, error) {
+func (s *Service) deliverCards(ctx context.Context, room string, ed Editor, rows []domain.Notification) (bool, error) {
 	sent := false
 	var errs []error
 	for _, u := range cardUnits(rows) {
@@ -163,10 +164,10 @@ func (s *Service) deliverCards(ctx context.Context, room string, ed Editor, rows
 // is then recorded. An edit is the same whenever it is repeated, so one
 // lost to a crash is simply made again. A card is not posted for a task
 // that has ended: its terminal message is.
-func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task int64, rows []plugin.Notification) (bool, error) {
+func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task int64, rows []domain.Notification) (bool, error) {
 	ids := idsOf(rows)
 	t, err := s.store.GetTask(ctx, task)
-	if errors.Is(err, plugin.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return false, s.markSent(ctx, room, ids, nil)
 	}
 	if err != nil {
@@ -176,8 +177,8 @@ func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task 
 	if err != nil {
 		return false, s.failed(ctx, room, rows, err)
 	}
-	shown := []plugin.RoomProgress{{Room: room, TaskNumber: task, Progress: t.Progress}}
-	platformName := plugin.RoomPlatform(room)
+	shown := []domain.RoomProgress{{Room: room, TaskNumber: task, Progress: t.Progress}}
+	platformName := domain.RoomPlatform(room)
 	card, err := s.store.TaskCard(ctx, room, task)
 	switch {
 	case err == nil:
@@ -196,7 +197,7 @@ func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task 
 			return false, s.failed(ctx, room, rows, fmt.Errorf("card of task #%d: %w", task, err))
 		}
 		s.log.Info("a task's card is gone; posting it again", "room", room, "task", task, "message", card.MessageID, "err", err)
-	case !errors.Is(err, plugin.ErrNotFound):
+	case !errors.Is(err, domain.ErrNotFound):
 		return false, s.failed(ctx, room, rows, fmt.Errorf("card of task #%d in %s: %w", task, room, err))
 	}
 	if t.Status.Terminal() {
@@ -206,9 +207,9 @@ func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task 
 }
 
 // postCard posts task's card under the rows' key and records it.
-func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int64, rows []plugin.Notification, msg plugin.Outgoing, shown []plugin.RoomProgress) (bool, error) {
+func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int64, rows []domain.Notification, msg plugin.Outgoing, shown []domain.RoomProgress) (bool, error) {
 	ids := idsOf(rows)
-	platformName := plugin.RoomPlatform(room)
+	platformName := domain.RoomPlatform(room)
 	if first, firstShown, again := firstRendering(rows); again {
 		// An earlier attempt may have posted the card: post its bytes,
 		// which the platform recognises; the next flush edits it.
@@ -219,7 +220,7 @@ func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int
 		key = deliveryKey(ids)
 	}
 	if err := s.store.BeginSend(ctx, s.opts.Owner, ids, key, s.now(), rendering(msg, shown)); err != nil {
-		if errors.Is(err, plugin.ErrStaleFence) {
+		if errors.Is(err, domain.ErrStaleFence) {
 			s.log.Warn("another sender took a card's notifications before it was posted", "room", room, "task", task, "err", err)
 			return false, nil
 		}
@@ -239,9 +240,9 @@ func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int
 		s.log.Warn("the platform gave no ID for a task's card; it cannot be edited", "room", room, "task", task)
 		return true, s.markSent(ctx, room, ids, shown)
 	}
-	card := plugin.TaskCard{Room: room, TaskNumber: task, MessageID: out.IDs[0], UpdatedAt: s.now()}
+	card := domain.TaskCard{Room: room, TaskNumber: task, MessageID: out.IDs[0], UpdatedAt: s.now()}
 	if err := s.store.MarkCardSent(ctx, s.opts.Owner, ids, shown, card); err != nil {
-		if errors.Is(err, plugin.ErrStaleFence) {
+		if errors.Is(err, domain.ErrStaleFence) {
 			s.log.Warn("card posted after its claim was lost", "room", room, "task", task, "key", key, "err", err)
 			return true, nil
 		}
@@ -252,9 +253,9 @@ func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int
 
 // markSent marks rows sent, as deliverMessage does: rows another sender
 // took meanwhile are its to send.
-func (s *Service) markSent(ctx context.Context, room string, ids []int64, shown []plugin.RoomProgress) error {
+func (s *Service) markSent(ctx context.Context, room string, ids []int64, shown []domain.RoomProgress) error {
 	err := s.store.MarkSent(ctx, s.opts.Owner, ids, shown)
-	if errors.Is(err, plugin.ErrStaleFence) {
+	if errors.Is(err, domain.ErrStaleFence) {
 		s.log.Warn("notifications delivered after their claim was lost", "room", room, "err", err)
 		return nil
 	}
@@ -271,17 +272,17 @@ const cardSteps = 5
 // cardMessage renders t's card for room: where it is now, its latest
 // action and the errors of rows. A task that has not ended gets its
 // controls; an ended one's buttons are on its terminal message.
-func (s *Service) cardMessage(ctx context.Context, room string, t plugin.Task, rows []plugin.Notification) (plugin.Outgoing, error) {
+func (s *Service) cardMessage(ctx context.Context, room string, t domain.Task, rows []domain.Notification) (plugin.Outgoing, error) {
 	u := render.Update{Task: t}
 	for _, r := range rows {
 		switch r.Category {
-		case plugin.NotifyAction:
+		case domain.NotifyAction:
 			var p actionPayload
 			if json.Unmarshal(r.Payload, &p) == nil && isAction(p.Step) {
 				step := p.Step
 				u.LastAction = &step
 			}
-		case plugin.NotifyError:
+		case domain.NotifyError:
 			var p errorPayload
 			if json.Unmarshal(r.Payload, &p) == nil && p.Error != "" {
 				u.Errors = append(u.Errors, p.Error)
@@ -302,7 +303,7 @@ func (s *Service) cardMessage(ctx context.Context, room string, t plugin.Task, r
 			}
 		}
 	}
-	text := render.Card(render.ForPlatform(plugin.RoomPlatform(room)), u)
+	text := render.Card(render.ForPlatform(domain.RoomPlatform(room)), u)
 	if s.opts.Demo {
 		text += demoNote
 	}
@@ -314,6 +315,6 @@ func (s *Service) cardMessage(ctx context.Context, room string, t plugin.Task, r
 
 // isAction reports whether a step was an action taken, not a thought or
 // an observation of a react task (docs/strategies.md).
-func isAction(s plugin.Step) bool {
-	return s.Action != "" && s.Role != plugin.RoleThought && s.Role != plugin.RoleObservation
+func isAction(s domain.Step) bool {
+	return s.Action != "" && s.Role != domain.RoleThought && s.Role != domain.RoleObservation
 }

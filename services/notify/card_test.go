@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskloom/taskloom/adapters/discord"
 	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/discordfake"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
@@ -162,7 +163,7 @@ func cardChats(t *testing.T, clk *clock.Fake) []cardChat {
 }
 
 // cardFixture is a notification service with task cards on c's platform.
-func cardFixture(t *testing.T, st plugin.Store, owner string, clk *clock.Fake, platform func(rt *plugin.Runtime) plugin.Platform) *fixture {
+func cardFixture(t *testing.T, st domain.Store, owner string, clk *clock.Fake, platform func(rt *plugin.Runtime) plugin.Platform) *fixture {
 	return newFixture(t, st, owner, func(su *setup) {
 		su.clk = clk
 		su.platforms = func(rt *plugin.Runtime) []plugin.Platform { return []plugin.Platform{platform(rt)} }
@@ -189,7 +190,7 @@ func mustContain(t *testing.T, what, got string, want ...string) {
 	}
 }
 
-func cardOf(t *testing.T, st plugin.Store, room string, task int64) plugin.TaskCard {
+func cardOf(t *testing.T, st domain.Store, room string, task int64) domain.TaskCard {
 	t.Helper()
 	c, err := st.TaskCard(t.Context(), room, task)
 	if err != nil {
@@ -198,7 +199,7 @@ func cardOf(t *testing.T, st plugin.Store, room string, task int64) plugin.TaskC
 	return c
 }
 
-func noPending(t *testing.T, st plugin.Store) {
+func noPending(t *testing.T, st domain.Store) {
 	t.Helper()
 	if n, err := st.Pending(t.Context()); err != nil || n != 0 {
 		t.Fatalf("pending = %d, %v; want every notification delivered", n, err)
@@ -218,7 +219,7 @@ func TestCardsAreEditedInPlace(t *testing.T) {
 				f := cardFixture(t, st, "a", clk, func(rt *plugin.Runtime) plugin.Platform { return c.adapter(t, rt) })
 				n := f.create(c.room, "Build auth").Number
 				for _, p := range []int{20, 45, 70} {
-					f.iterate(n, p, plugin.VerdictContinue, true)
+					f.iterate(n, p, domain.VerdictContinue, true)
 					if got := f.flush(); got != 1 {
 						t.Fatalf("flush at %d%% delivered %d", p, got)
 					}
@@ -238,7 +239,7 @@ func TestCardsAreEditedInPlace(t *testing.T) {
 					t.Errorf("the store names %s as the card; the room has %s", got.MessageID, card.id)
 				}
 
-				f.iterate(n, 100, plugin.VerdictDone, true)
+				f.iterate(n, 100, domain.VerdictDone, true)
 				if got, err := f.svc.FlushUrgent(f.ctx); err != nil || got != 1 {
 					t.Fatalf("urgent flush = %d, %v; want the room served", got, err)
 				}
@@ -270,12 +271,12 @@ func TestDeletedCardIsPostedAgain(t *testing.T) {
 				st := open(t)
 				f := cardFixture(t, st, "a", clk, func(rt *plugin.Runtime) plugin.Platform { return c.adapter(t, rt) })
 				n := f.create(c.room, "Build auth").Number
-				f.iterate(n, 10, plugin.VerdictContinue, true)
+				f.iterate(n, 10, domain.VerdictContinue, true)
 				f.flush()
 				first := c.posts()[0]
 				c.remove(first.id)
 
-				f.iterate(n, 30, plugin.VerdictContinue, true)
+				f.iterate(n, 30, domain.VerdictContinue, true)
 				if got := f.flush(); got != 1 {
 					t.Fatalf("flush after the deletion delivered %d", got)
 				}
@@ -289,7 +290,7 @@ func TestDeletedCardIsPostedAgain(t *testing.T) {
 					t.Fatalf("the store names %s; want the new card %s", got.MessageID, again.id)
 				}
 
-				f.iterate(n, 50, plugin.VerdictContinue, true)
+				f.iterate(n, 50, domain.VerdictContinue, true)
 				f.flush()
 				ps = live(c.posts())
 				if len(ps) != 1 || ps[0].id != again.id || ps[0].edits != 1 {
@@ -320,9 +321,9 @@ func TestSlackCardTheAppMayNotEditIsPostedAgain(t *testing.T) {
 		return ad
 	})
 	n := f.create("slack:C1", "Build auth").Number
-	f.iterate(n, 10, plugin.VerdictContinue, true)
+	f.iterate(n, 10, domain.VerdictContinue, true)
 	f.flush()
-	f.iterate(n, 20, plugin.VerdictContinue, true)
+	f.iterate(n, 20, domain.VerdictContinue, true)
 	sl.FailNext("chat.update", "cant_update_message")
 	if got := f.flush(); got != 1 {
 		t.Fatalf("flush delivered %d", got)
@@ -342,7 +343,7 @@ type crashAfterCard struct {
 // crashedCardPost makes a task at 10% in c's room and flushes its first
 // card in a process that dies once the platform took the post, before
 // recording it; it returns that process's fixture and the task.
-func crashedCardPost(t *testing.T, st plugin.Store, clk *clock.Fake, c cardChat) (*fixture, int64) {
+func crashedCardPost(t *testing.T, st domain.Store, clk *clock.Fake, c cardChat) (*fixture, int64) {
 	t.Helper()
 	crash := &crashAfterCard{crashAfterSend: crashAfterSend{sent: make(chan struct{})}}
 	old := cardFixture(t, st, "old", clk, func(rt *plugin.Runtime) plugin.Platform {
@@ -351,7 +352,7 @@ func crashedCardPost(t *testing.T, st plugin.Store, clk *clock.Fake, c cardChat)
 		return crash
 	})
 	n := old.create(c.room, "Build auth").Number
-	old.iterate(n, 10, plugin.VerdictContinue, true)
+	old.iterate(n, 10, domain.VerdictContinue, true)
 	crashFlush(t, old.svc, crash.sent, "the card's post")
 	return old, n
 }
@@ -372,13 +373,13 @@ func TestCrashBetweenCardPostAndItsRecord(t *testing.T) {
 				if ps := c.posts(); len(ps) != 1 {
 					t.Fatalf("before the restart the room has %+v", ps)
 				}
-				if _, err := st.TaskCard(t.Context(), c.room, n); !errors.Is(err, plugin.ErrNotFound) {
+				if _, err := st.TaskCard(t.Context(), c.room, n); !errors.Is(err, domain.ErrNotFound) {
 					t.Fatalf("the card was recorded before the crash: %v", err)
 				}
 
 				clk.Advance(notify.DefaultLease) // the dead process's claim expires
 				restarted := cardFixture(t, st, "new", clk, func(rt *plugin.Runtime) plugin.Platform { return c.adapter(t, rt) })
-				restarted.iterate(n, 25, plugin.VerdictContinue, true)
+				restarted.iterate(n, 25, domain.VerdictContinue, true)
 				if _, err := restarted.svc.Flush(ctxFor(t)); err != nil {
 					t.Fatal(err)
 				}
@@ -401,7 +402,7 @@ func TestCrashBetweenCardPostAndItsRecord(t *testing.T) {
 // claims the rows, so the first sender may not record the card.
 type claimStolen struct {
 	cardPlatform
-	st  plugin.Store
+	st  domain.Store
 	clk *clock.Fake
 }
 
@@ -409,7 +410,7 @@ func (c *claimStolen) SendOnce(ctx context.Context, room string, m plugin.Outgoi
 	out, err := c.cardPlatform.SendOnce(ctx, room, m, key, since)
 	if err == nil {
 		later := c.clk.Now().Add(notify.DefaultLease + time.Second)
-		if r, _, err := c.st.ClaimRoom(ctx, plugin.RoomClaim{Owner: "thief", Now: later, Lease: notify.DefaultLease}); err != nil || r != room {
+		if r, _, err := c.st.ClaimRoom(ctx, domain.RoomClaim{Owner: "thief", Now: later, Lease: notify.DefaultLease}); err != nil || r != room {
 			return out, errors.Join(err, errors.New("the thief claimed nothing"))
 		}
 	}
@@ -429,9 +430,9 @@ func TestCardPostedAfterItsClaimWasLost(t *testing.T) {
 					return &claimStolen{cardPlatform: c.adapter(t, rt), st: st, clk: clk}
 				})
 				n := a.create(c.room, "Build auth").Number
-				a.iterate(n, 10, plugin.VerdictContinue, true)
+				a.iterate(n, 10, domain.VerdictContinue, true)
 				a.flush()
-				if _, err := st.TaskCard(t.Context(), c.room, n); !errors.Is(err, plugin.ErrNotFound) {
+				if _, err := st.TaskCard(t.Context(), c.room, n); !errors.Is(err, domain.ErrNotFound) {
 					t.Fatalf("a sender without its claim recorded the card: %v", err)
 				}
 				clk.Advance(2*notify.DefaultLease + 2*time.Second) // the thief's claim expires too
@@ -460,16 +461,16 @@ func TestCardEditFailingIsRetried(t *testing.T) {
 				st := open(t)
 				f := cardFixture(t, st, "a", clk, func(rt *plugin.Runtime) plugin.Platform { return c.adapter(t, rt) })
 				n := f.create(c.room, "Build auth").Number
-				f.iterate(n, 10, plugin.VerdictContinue, true)
+				f.iterate(n, 10, domain.VerdictContinue, true)
 				f.flush()
 				card := c.posts()[0]
 
-				f.iterate(n, 30, plugin.VerdictContinue, true)
+				f.iterate(n, 30, domain.VerdictContinue, true)
 				c.failEdit(card.id)
 				if got := f.flush(); got != 0 {
 					t.Fatalf("a failed edit counted as %d delivered", got)
 				}
-				pending := list(t, st, plugin.NotificationPending)
+				pending := list(t, st, domain.NotificationPending)
 				if len(pending) == 0 || pending[0].Attempts != 1 {
 					t.Fatalf("after the failed edit, pending = %+v", pending)
 				}
@@ -481,7 +482,7 @@ func TestCardEditFailingIsRetried(t *testing.T) {
 					t.Fatalf("posts after the retry = %+v", ps)
 				}
 
-				f.iterate(n, 60, plugin.VerdictContinue, true)
+				f.iterate(n, 60, domain.VerdictContinue, true)
 				wait := c.rateLimitEdit(card.id)
 				f.flush()
 				before := c.edits()
@@ -499,7 +500,7 @@ func TestCardEditFailingIsRetried(t *testing.T) {
 					delivered = f.flush()
 				}
 				if delivered != 1 {
-					t.Fatalf("the edit after Retry-After was not delivered (pending %+v)", list(t, st, plugin.NotificationPending))
+					t.Fatalf("the edit after Retry-After was not delivered (pending %+v)", list(t, st, domain.NotificationPending))
 				}
 				ps := c.posts()
 				if len(ps) != 1 || ps[0].edits != 2 || !strings.Contains(ps[0].text, "60%") {
@@ -519,11 +520,11 @@ func TestCardsFallBackToBatchesWithoutEditor(t *testing.T) {
 		st := open(t)
 		f := newFixture(t, st, "a", func(su *setup) { su.opts = func(o *notify.Options) { o.Style = notify.StyleCard } })
 		n := f.create("chat:C1", "Build auth").Number
-		f.iterate(n, 10, plugin.VerdictContinue, true)
+		f.iterate(n, 10, domain.VerdictContinue, true)
 		f.flush()
-		f.iterate(n, 30, plugin.VerdictContinue, true)
+		f.iterate(n, 30, domain.VerdictContinue, true)
 		f.flush()
-		f.iterate(n, 100, plugin.VerdictDone, true)
+		f.iterate(n, 100, domain.VerdictDone, true)
 		if _, err := f.svc.FlushUrgent(f.ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -555,7 +556,7 @@ func TestTaskEndedWithoutACardGetsNoCard(t *testing.T) {
 		if len(ps) != 1 || !strings.Contains(ps[0].text, `🛑 Task #1 "Old idea" canceled`) {
 			t.Fatalf("posts = %+v; want the cancellation only", ps)
 		}
-		if _, err := st.TaskCard(t.Context(), c.room, n); !errors.Is(err, plugin.ErrNotFound) {
+		if _, err := st.TaskCard(t.Context(), c.room, n); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("a card was recorded: %v", err)
 		}
 		noPending(t, st)
@@ -574,7 +575,7 @@ func TestBatchIsTheDefault(t *testing.T) {
 	})
 	n := f.create(c.room, "Build auth").Number
 	for _, p := range []int{10, 20} {
-		f.iterate(n, p, plugin.VerdictContinue, true)
+		f.iterate(n, p, domain.VerdictContinue, true)
 		f.flush()
 	}
 	if ps := c.posts(); len(ps) != 2 || c.edits() != 0 || !slices.ContainsFunc(ps, func(p posted) bool { return strings.Contains(p.text, "10% → 20%") }) {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -52,7 +53,7 @@ func undeliverable(err error) bool {
 // are already part of a message an earlier attempt began (they carry its
 // key), that message first and the rest in another. It reports whether a
 // message went out.
-func (s *Service) deliver(ctx context.Context, room string, rows []plugin.Notification) (bool, error) {
+func (s *Service) deliver(ctx context.Context, room string, rows []domain.Notification) (bool, error) {
 	if ed, ok := s.cardEditor(room); ok {
 		return s.deliverCards(ctx, room, ed, rows)
 	}
@@ -71,16 +72,16 @@ func (s *Service) deliver(ctx context.Context, room string, rows []plugin.Notifi
 // byMessage groups rows by the message they go out in: the rows of each
 // message an earlier attempt began (same key), and the rows no attempt
 // has carried yet, in the order of their oldest row.
-func byMessage(rows []plugin.Notification) [][]plugin.Notification {
+func byMessage(rows []domain.Notification) [][]domain.Notification {
 	var keys []string
-	groups := map[string][]plugin.Notification{}
+	groups := map[string][]domain.Notification{}
 	for _, r := range rows {
 		if _, seen := groups[r.DeliveryKey]; !seen {
 			keys = append(keys, r.DeliveryKey)
 		}
 		groups[r.DeliveryKey] = append(groups[r.DeliveryKey], r)
 	}
-	out := make([][]plugin.Notification, len(keys))
+	out := make([][]domain.Notification, len(keys))
 	for i, k := range keys {
 		out[i] = groups[k]
 	}
@@ -91,9 +92,9 @@ func byMessage(rows []plugin.Notification) [][]plugin.Notification {
 // for rows no attempt has carried), recorded on the rows before the send
 // so that any later attempt sends the same message under the same key. A
 // failed send leaves the rows to be retried, or gives them up (failed).
-func (s *Service) deliverMessage(ctx context.Context, room string, rows []plugin.Notification) (bool, error) {
+func (s *Service) deliverMessage(ctx context.Context, room string, rows []domain.Notification) (bool, error) {
 	ids := idsOf(rows)
-	platformName := plugin.RoomPlatform(room)
+	platformName := domain.RoomPlatform(room)
 	msg, shown, again := firstRendering(rows)
 	if !again {
 		var err error
@@ -114,7 +115,7 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []plugin
 		key = deliveryKey(ids)
 	}
 	if err := s.store.BeginSend(ctx, s.opts.Owner, ids, key, s.now(), rendering(msg, shown)); err != nil {
-		if errors.Is(err, plugin.ErrStaleFence) {
+		if errors.Is(err, domain.ErrStaleFence) {
 			s.log.Warn("another sender took the notifications before they were sent", "room", room, "key", key, "err", err)
 			return false, nil
 		}
@@ -132,7 +133,7 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []plugin
 	}
 	s.opts.Metrics.NotificationSent(platformName)
 	if err := s.store.MarkSent(ctx, s.opts.Owner, ids, shown); err != nil {
-		if errors.Is(err, plugin.ErrStaleFence) {
+		if errors.Is(err, domain.ErrStaleFence) {
 			// Delivered after the claim was lost: the sender holding the
 			// rows now finds the message by its key and does not send
 			// it again.
@@ -226,10 +227,10 @@ func (s *Service) renew(ctx context.Context, done <-chan struct{}, lose context.
 // says it never can be, or for rows that have kept failing for
 // GiveUpAfter, they are given up on (failed, with the reason); the others
 // are released to be retried after a backoff.
-func (s *Service) failed(ctx context.Context, room string, rows []plugin.Notification, cause error) error {
+func (s *Service) failed(ctx context.Context, room string, rows []domain.Notification, cause error) error {
 	now := s.clk.Now()
 	permanent := undeliverable(cause)
-	var dead, retry []plugin.Notification
+	var dead, retry []domain.Notification
 	for _, r := range rows {
 		if permanent || now.Sub(failingSince(r)) >= s.opts.GiveUpAfter {
 			dead = append(dead, r)
@@ -246,7 +247,7 @@ func (s *Service) failed(ctx context.Context, room string, rows []plugin.Notific
 		if err := s.store.MarkFailed(ctx, s.opts.Owner, idsOf(dead), now, reason); err != nil {
 			errs = append(errs, fmt.Errorf("give up on notifications of %s: %w", room, err))
 		} else {
-			s.opts.Metrics.NotificationsDead(plugin.RoomPlatform(room), len(dead))
+			s.opts.Metrics.NotificationsDead(domain.RoomPlatform(room), len(dead))
 			s.log.Error("notifications given up on; retry them once the room can take them", "room", room,
 				"notifications", idsOf(dead), "reason", reason)
 		}
@@ -261,7 +262,7 @@ func (s *Service) failed(ctx context.Context, room string, rows []plugin.Notific
 
 // release gives rows back, to be retried after a backoff that grows with
 // their attempts, or after the platform's Retry-After.
-func (s *Service) release(ctx context.Context, room string, rows []plugin.Notification, cause error) error {
+func (s *Service) release(ctx context.Context, room string, rows []domain.Notification, cause error) error {
 	attempts := 0
 	for _, r := range rows {
 		attempts = max(attempts, r.Attempts)
@@ -280,7 +281,7 @@ func (s *Service) release(ctx context.Context, room string, rows []plugin.Notifi
 
 // failingSince is when a notification's failures started to count: its
 // creation, or its last retry by hand.
-func failingSince(n plugin.Notification) time.Time {
+func failingSince(n domain.Notification) time.Time {
 	if n.RetriedAt.After(n.CreatedAt) {
 		return n.RetriedAt
 	}
@@ -289,7 +290,7 @@ func failingSince(n plugin.Notification) time.Time {
 
 // firstAttempt is when the first attempt at the rows' message began, zero
 // when none has.
-func firstAttempt(rows []plugin.Notification) time.Time {
+func firstAttempt(rows []domain.Notification) time.Time {
 	var first time.Time
 	for _, r := range rows {
 		if !r.SendingAt.IsZero() && (first.IsZero() || r.SendingAt.Before(first)) {
@@ -299,7 +300,7 @@ func firstAttempt(rows []plugin.Notification) time.Time {
 	return first
 }
 
-func idsOf(rows []plugin.Notification) []int64 {
+func idsOf(rows []domain.Notification) []int64 {
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
@@ -325,7 +326,7 @@ func deliveryKey(ids []int64) string {
 }
 
 // rendered is a message as the first send under its key made it, kept on
-// one of its rows (plugin.Notification.Rendered) by BeginSend: every later
+// one of its rows (domain.Notification.Rendered) by BeginSend: every later
 // attempt sends these very bytes, whatever the task has done since, so a
 // platform that knows an earlier attempt only by its text (Discord's
 // history once the nonce is forgotten) finds it.
@@ -334,11 +335,11 @@ type rendered struct {
 	Tasks     []int64               `json:"tasks,omitempty"`
 	Ended     []int64               `json:"ended,omitempty"`
 	Approvals []plugin.ApprovalRef  `json:"approvals,omitempty"`
-	Shown     []plugin.RoomProgress `json:"shown,omitempty"`
+	Shown     []domain.RoomProgress `json:"shown,omitempty"`
 }
 
 // rendering encodes m and the progress it shows for BeginSend.
-func rendering(m plugin.Outgoing, shown []plugin.RoomProgress) string {
+func rendering(m plugin.Outgoing, shown []domain.RoomProgress) string {
 	b, err := json.Marshal(rendered{Text: m.Text, Tasks: m.Tasks, Ended: m.Ended, Approvals: m.Approvals, Shown: shown})
 	if err != nil {
 		return "" // unreachable: plain values
@@ -348,7 +349,7 @@ func rendering(m plugin.Outgoing, shown []plugin.RoomProgress) string {
 
 // firstRendering is the message an earlier attempt at rows rendered, if
 // one did (and left it readable).
-func firstRendering(rows []plugin.Notification) (plugin.Outgoing, []plugin.RoomProgress, bool) {
+func firstRendering(rows []domain.Notification) (plugin.Outgoing, []domain.RoomProgress, bool) {
 	for _, r := range rows {
 		if r.Rendered == "" || r.DeliveryKey == "" {
 			continue

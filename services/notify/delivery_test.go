@@ -14,6 +14,7 @@ import (
 
 	"github.com/taskloom/taskloom/adapters/discord"
 	"github.com/taskloom/taskloom/adapters/slack"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/discordfake"
 	"github.com/taskloom/taskloom/internal/testkit/slackfake"
@@ -69,9 +70,9 @@ func crashFlush(t *testing.T, svc *notify.Service, sent <-chan struct{}, what st
 
 // post puts a message of the service's own (about no task) in room's
 // outbox, as the task service's hold notices are.
-func post(t *testing.T, st plugin.Store, room, text string, at time.Time) plugin.Notification {
+func post(t *testing.T, st domain.Store, room, text string, at time.Time) domain.Notification {
 	t.Helper()
-	n, err := st.Enqueue(t.Context(), plugin.Notification{Room: room, Category: plugin.NotifyMessage,
+	n, err := st.Enqueue(t.Context(), domain.Notification{Room: room, Category: domain.NotifyMessage,
 		Payload: []byte(fmt.Sprintf(`{"text":%q}`, text)), CreatedAt: at})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func post(t *testing.T, st plugin.Store, room, text string, at time.Time) plugin
 	return n
 }
 
-func list(t *testing.T, st plugin.Store, status string) []plugin.Notification {
+func list(t *testing.T, st domain.Store, status string) []domain.Notification {
 	t.Helper()
 	ns, err := st.ListNotifications(t.Context(), status, 0, 0)
 	if err != nil {
@@ -149,7 +150,7 @@ func fakeChats(t *testing.T, clk *clock.Fake) []chat {
 
 // crashing is a fixture whose platform is c's in a process that dies
 // right after the platform takes a message (crash.sent closes then).
-func (c chat) crashing(t *testing.T, st plugin.Store, clk *clock.Fake) (*fixture, *crashAfterSend) {
+func (c chat) crashing(t *testing.T, st domain.Store, clk *clock.Fake) (*fixture, *crashAfterSend) {
 	t.Helper()
 	crash := &crashAfterSend{sent: make(chan struct{})}
 	f := newFixture(t, st, "old", func(su *setup) {
@@ -164,7 +165,7 @@ func (c chat) crashing(t *testing.T, st plugin.Store, clk *clock.Fake) (*fixture
 
 // fixture is a fixture of owner whose platform is c's, as a process
 // (re)starting makes it.
-func (c chat) fixture(t *testing.T, st plugin.Store, owner string, clk *clock.Fake) *fixture {
+func (c chat) fixture(t *testing.T, st domain.Store, owner string, clk *clock.Fake) *fixture {
 	t.Helper()
 	return newFixture(t, st, owner, func(su *setup) {
 		su.clk = clk
@@ -242,7 +243,7 @@ func TestAnEarlierAttemptsKeyIsKept(t *testing.T) {
 				n := post(t, st, c.room, "first", clk.Now())
 				// Another sender claimed the row, began its send under its
 				// own key, delivered it and vanished.
-				if _, _, err := st.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "ghost", Now: clk.Now(), Lease: notify.DefaultLease}); err != nil {
+				if _, _, err := st.ClaimRoom(t.Context(), domain.RoomClaim{Owner: "ghost", Now: clk.Now(), Lease: notify.DefaultLease}); err != nil {
 					t.Fatal(err)
 				}
 				if err := st.BeginSend(t.Context(), "ghost", []int64{n.ID}, "ghost-7", clk.Now(), ""); err != nil {
@@ -288,7 +289,7 @@ func TestSlackRoomThatCannotBeReadStillGetsTheMessage(t *testing.T) {
 		})
 		n := post(t, st, "slack:C9", "hello", clk.Now())
 		// An earlier attempt began and was lost before it posted.
-		if _, _, err := st.ClaimRoom(t.Context(), plugin.RoomClaim{Owner: "ghost", Now: clk.Now(), Lease: notify.DefaultLease}); err != nil {
+		if _, _, err := st.ClaimRoom(t.Context(), domain.RoomClaim{Owner: "ghost", Now: clk.Now(), Lease: notify.DefaultLease}); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.BeginSend(t.Context(), "ghost", []int64{n.ID}, "ghost-9", clk.Now(), ""); err != nil {
@@ -400,13 +401,13 @@ func TestSendOutlivingItsClaimIsNotSentTwice(t *testing.T) {
 // renewFails is a store whose claim renewals fail when told to, as when
 // another sender took the rows.
 type renewFails struct {
-	plugin.Store
+	domain.Store
 	fail atomic.Bool
 }
 
 func (s *renewFails) RenewClaim(ctx context.Context, owner string, ids []int64, until time.Time) error {
 	if s.fail.Load() {
-		return fmt.Errorf("renew the claim: %w", plugin.ErrStaleFence)
+		return fmt.Errorf("renew the claim: %w", domain.ErrStaleFence)
 	}
 	return s.Store.RenewClaim(ctx, owner, ids, until)
 }
@@ -448,7 +449,7 @@ func TestSendIsCanceledWhenItsClaimCannotBeRenewed(t *testing.T) {
 		if r.n != 0 || r.err != nil || !errors.Is(slow.ended, context.Canceled) {
 			t.Fatalf("flush = %d, %v; the send ended with %v; want it canceled and nothing sent", r.n, r.err, slow.ended)
 		}
-		pending := list(t, st, plugin.NotificationPending)
+		pending := list(t, st, domain.NotificationPending)
 		if len(pending) != 1 || pending[0].Attempts != 0 || pending[0].DeliveryKey == "" {
 			t.Fatalf("rows after the canceled send = %+v; want them as the claim left them", pending)
 		}
@@ -495,7 +496,7 @@ func TestEveryOutboundCallHasADeadline(t *testing.T) {
 		case <-time.After(waitFor):
 			t.Fatal("the send was not cut off at its deadline")
 		}
-		pending := list(t, st, plugin.NotificationPending)
+		pending := list(t, st, domain.NotificationPending)
 		if len(pending) != 1 || pending[0].Attempts != 1 || !strings.Contains(pending[0].LastError, "no answer within 20s") {
 			t.Fatalf("after the deadline = %+v; want it released for a retry", pending)
 		}
@@ -616,12 +617,12 @@ func TestChannelGoneOrForbiddenIsADeadLetter(t *testing.T) {
 				if sent := f.flush(); sent != 0 {
 					t.Fatalf("%d messages went out to a broken room", sent)
 				}
-				failed := list(t, st, plugin.NotificationFailed)
+				failed := list(t, st, domain.NotificationFailed)
 				if !tc.dead {
 					if len(failed) != 0 || metrics.deadOf(tc.platform) != 0 {
 						t.Fatalf("a passing failure was given up on: %+v", failed)
 					}
-					if p := list(t, st, plugin.NotificationPending); len(p) != 1 || p[0].Attempts != 1 {
+					if p := list(t, st, domain.NotificationPending); len(p) != 1 || p[0].Attempts != 1 {
 						t.Fatalf("pending after a passing failure = %+v", p)
 					}
 					return
@@ -658,16 +659,16 @@ func TestDeadLetterAfterADayOfFailures(t *testing.T) {
 		f.clk.Advance(23 * time.Hour)
 		young := post(t, st, "chat:C1", "young news", f.clk.Now())
 		f.flush()
-		if failed := list(t, st, plugin.NotificationFailed); len(failed) != 0 {
+		if failed := list(t, st, domain.NotificationFailed); len(failed) != 0 {
 			t.Fatalf("given up on before 24 hours: %+v", failed)
 		}
 		f.clk.Advance(time.Hour)
 		f.flush()
-		failed := list(t, st, plugin.NotificationFailed)
+		failed := list(t, st, domain.NotificationFailed)
 		if len(failed) != 1 || failed[0].ID != old.ID || failed[0].LastError != "not delivered in 24h0m0s: connection reset" {
 			t.Fatalf("dead letters after 24 hours = %+v; want only notification %d", failed, old.ID)
 		}
-		if p := list(t, st, plugin.NotificationPending); len(p) != 1 || p[0].ID != young.ID {
+		if p := list(t, st, domain.NotificationPending); len(p) != 1 || p[0].ID != young.ID {
 			t.Fatalf("pending = %+v; want the younger notification still retried", p)
 		}
 
@@ -677,7 +678,7 @@ func TestDeadLetterAfterADayOfFailures(t *testing.T) {
 		}
 		f.clk.Advance(notify.DefaultMaxBackoff)
 		f.flush()
-		if failed := list(t, st, plugin.NotificationFailed); len(failed) != 0 {
+		if failed := list(t, st, domain.NotificationFailed); len(failed) != 0 {
 			t.Fatalf("a retried notification was given up on at its first failure: %+v", failed)
 		}
 		// Once the room takes messages again, both go out.
@@ -715,10 +716,10 @@ func TestRetryOfADeadLetter(t *testing.T) {
 		dc.DenyChannel(channelID)
 		n := post(t, st, "discord:"+channelID, "task #1 completed", clk.Now())
 		f.flush()
-		if failed := list(t, st, plugin.NotificationFailed); len(failed) != 1 {
+		if failed := list(t, st, domain.NotificationFailed); len(failed) != 1 {
 			t.Fatalf("dead letters = %+v", failed)
 		}
-		if _, err := st.RetryNotification(t.Context(), n.ID+1, clk.Now()); !errors.Is(err, plugin.ErrNotFound) {
+		if _, err := st.RetryNotification(t.Context(), n.ID+1, clk.Now()); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("retry of no notification: %v", err)
 		}
 
@@ -729,7 +730,7 @@ func TestRetryOfADeadLetter(t *testing.T) {
 			t.Fatal("a dead letter went out before it was retried")
 		}
 		r, err := st.RetryNotification(t.Context(), n.ID, clk.Now())
-		if err != nil || r.Status != plugin.NotificationPending {
+		if err != nil || r.Status != domain.NotificationPending {
 			t.Fatalf("retry = %+v, %v", r, err)
 		}
 		if f.flush() != 1 {

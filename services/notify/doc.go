@@ -23,14 +23,14 @@
 // is gone or forbidden), or that has failed for GiveUpAfter (24 h), is
 // marked failed with the reason, counted in
 // taskloom_notifications_dead_total, and kept until someone retries it
-// (plugin.Outbox's ListNotifications and RetryNotification).
+// (domain.Outbox's ListNotifications and RetryNotification).
 //
 // With StyleCard (TASKLOOM_NOTIFY_STYLE=card, docs/discord.md, docs/slack.md) and a platform
 // that implements Editor, a task's progress, actions and errors go to
 // its card instead: one message per task and room, showing where the
 // task is now, edited in place at every flush through the same outbox,
 // claims and retries. The card's message ID is kept in the store
-// (plugin.TaskCards); its first post goes out under the rows' delivery
+// (domain.TaskCards); its first post goes out under the rows' delivery
 // key and is recorded in the transaction that marks them sent, so a
 // crash in between makes no second card. A card someone deleted is
 // posted again. Posts, questions, approvals and terminal messages go out

@@ -14,6 +14,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
@@ -87,7 +88,7 @@ func (noMetrics) NotificationsDead(string, int) {}
 type Service struct {
 	opts  Options
 	rt    *plugin.Runtime
-	store plugin.Store
+	store domain.Store
 	clk   clock.Clock
 	log   *slog.Logger
 	sched cron.Schedule
@@ -229,7 +230,7 @@ func (s *Service) Flush(ctx context.Context) (int, error) { return s.flush(ctx, 
 // FlushUrgent does the same for rooms with a due terminal notification or
 // task post, folding in whatever else those rooms have pending.
 func (s *Service) FlushUrgent(ctx context.Context) (int, error) {
-	return s.flush(ctx, []string{plugin.NotifyTerminal, plugin.NotifyMessage})
+	return s.flush(ctx, []string{domain.NotifyTerminal, domain.NotifyMessage})
 }
 
 // now is the time claims are measured by: Runtime's clock, moved onto
@@ -248,7 +249,7 @@ func (s *Service) flush(ctx context.Context, categories []string) (int, error) {
 	}
 	sent := 0
 	for range roomsPerFlush {
-		room, rows, err := s.store.ClaimRoom(ctx, plugin.RoomClaim{
+		room, rows, err := s.store.ClaimRoom(ctx, domain.RoomClaim{
 			Owner: s.opts.Owner, Now: s.now(), Lease: s.opts.Lease, Categories: categories,
 		})
 		if err != nil {
@@ -275,19 +276,19 @@ type (
 		Iteration int `json:"iteration"`
 	}
 	actionPayload struct {
-		Step plugin.Step `json:"step"`
+		Step domain.Step `json:"step"`
 	}
 	errorPayload struct {
 		Error string `json:"error"`
 	}
 	terminalPayload struct {
-		Status plugin.Status `json:"status"`
+		Status domain.Status `json:"status"`
 	}
 	messagePayload struct {
 		Kind     string `json:"kind"` // post, question, approval
 		Text     string `json:"text"`
 		TaskName string `json:"task_name"`
-		// Call is an approval request's id (plugin.ApprovalID).
+		// Call is an approval request's id (domain.ApprovalID).
 		Call string `json:"call,omitempty"`
 	}
 )
@@ -295,10 +296,10 @@ type (
 // compose renders one message for a room from its rows: task posts and
 // questions first, then ended tasks, then one progress block per task. It
 // returns the progress each task is shown at, to remember as last sent.
-func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notification) (plugin.Outgoing, []plugin.RoomProgress, error) {
-	f := render.ForPlatform(plugin.RoomPlatform(room))
+func (s *Service) compose(ctx context.Context, room string, rows []domain.Notification) (plugin.Outgoing, []domain.RoomProgress, error) {
+	f := render.ForPlatform(domain.RoomPlatform(room))
 	var order []int64
-	byTask := map[int64][]plugin.Notification{}
+	byTask := map[int64][]domain.Notification{}
 	for _, r := range rows {
 		if _, seen := byTask[r.TaskNumber]; !seen {
 			order = append(order, r.TaskNumber)
@@ -315,7 +316,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 		endedTasks   []int64
 		approvals    []plugin.ApprovalRef
 		updates      []render.Update
-		shown        []plugin.RoomProgress
+		shown        []domain.RoomProgress
 		tasks        []int64
 	)
 	var why []reasoning // a react task's latest thought and observation, parallel to updates
@@ -325,14 +326,14 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 			// one task.
 			for _, r := range byTask[n] {
 				var p messagePayload
-				if r.Category == plugin.NotifyMessage && json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
+				if r.Category == domain.NotifyMessage && json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
 					posts = append(posts, render.Escape(f, p.Text))
 				}
 			}
 			continue
 		}
 		t, err := s.store.GetTask(ctx, n)
-		if errors.Is(err, plugin.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -343,21 +344,21 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 		terminal, changed := false, false
 		for _, r := range byTask[n] {
 			switch r.Category {
-			case plugin.NotifyMessage:
+			case domain.NotifyMessage:
 				var p messagePayload
 				if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
 					posts = append(posts, postText(f, t, p))
-					if p.Kind == "approval" && p.Call != "" && p.Call == plugin.ApprovalID(t) {
+					if p.Kind == "approval" && p.Call != "" && p.Call == domain.ApprovalID(t) {
 						// Still pending: buttons bound to this call. A
 						// request decided meanwhile is shown without.
 						approvals = append(approvals, plugin.ApprovalRef{Task: n, Call: p.Call})
 					}
 				}
-			case plugin.NotifyTerminal:
+			case domain.NotifyTerminal:
 				terminal = true
-			case plugin.NotifyProgress:
+			case domain.NotifyProgress:
 				changed = true
-			case plugin.NotifyAction:
+			case domain.NotifyAction:
 				var p actionPayload
 				if json.Unmarshal(r.Payload, &p) == nil {
 					if said.add(p.Step) {
@@ -367,7 +368,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 					step := p.Step
 					u.LastAction, changed = &step, true
 				}
-			case plugin.NotifyError:
+			case domain.NotifyError:
 				var p errorPayload
 				if json.Unmarshal(r.Payload, &p) == nil && p.Error != "" {
 					u.Errors, changed = append(u.Errors, p.Error), true
@@ -378,11 +379,11 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 		case terminal && t.Status.Terminal():
 			// The count and the last step, without its result: what
 			// the message shows, however many steps the task ran.
-			page, err := s.store.PageSteps(ctx, n, plugin.StepQuery{Limit: 1})
+			page, err := s.store.PageSteps(ctx, n, domain.StepQuery{Limit: 1})
 			if err != nil {
 				return plugin.Outgoing{}, nil, fmt.Errorf("steps of task #%d: %w", n, err)
 			}
-			var lastStep *plugin.Step
+			var lastStep *domain.Step
 			if len(page.Steps) > 0 {
 				lastStep = &page.Steps[len(page.Steps)-1]
 			}
@@ -398,7 +399,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 		default:
 			continue
 		}
-		shown = append(shown, plugin.RoomProgress{Room: room, TaskNumber: n, Progress: t.Progress})
+		shown = append(shown, domain.RoomProgress{Room: room, TaskNumber: n, Progress: t.Progress})
 	}
 	parts := append(posts, ended...)
 	if len(updates) > 0 {
@@ -414,7 +415,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []plugin.Notifi
 	return plugin.Outgoing{Text: text, Tasks: tasks, Ended: endedTasks, Approvals: approvals}, shown, nil
 }
 
-func postText(f render.Flavor, t plugin.Task, p messagePayload) string {
+func postText(f render.Flavor, t domain.Task, p messagePayload) string {
 	title := fmt.Sprintf("Task #%d \"%s\"", t.Number, render.Escape(f, t.Name))
 	if p.Kind == "approval" {
 		return fmt.Sprintf("🔐 Task #%d wants to run %s\n   Say `approve #%d` to let it, or `deny #%d <reason>`.",
@@ -432,42 +433,42 @@ func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n   ") }
 // Outbox derives the outbox rows a task change causes; the task service
 // writes them in the change's transaction (tasks.Options.Notify). A task
 // without a room causes none.
-func (s *Service) Outbox(before, after plugin.Task, m *plugin.Mutation) []plugin.Notification {
+func (s *Service) Outbox(before, after domain.Task, m *domain.Mutation) []domain.Notification {
 	if after.RoomID == "" {
 		return nil
 	}
 	now := m.Event.Time
-	mk := func(category string, payload any) plugin.Notification {
+	mk := func(category string, payload any) domain.Notification {
 		raw, err := json.Marshal(payload)
 		if err != nil {
 			raw = []byte(`{}`)
 		}
-		return plugin.Notification{Room: after.RoomID, TaskNumber: after.Number, Category: category,
+		return domain.Notification{Room: after.RoomID, TaskNumber: after.Number, Category: category,
 			Payload: raw, CreatedAt: now, NextAttemptAt: now}
 	}
 	if after.Status.Terminal() && !before.Status.Terminal() {
-		out := []plugin.Notification{mk(plugin.NotifyTerminal, terminalPayload{Status: after.Status})}
+		out := []domain.Notification{mk(domain.NotifyTerminal, terminalPayload{Status: after.Status})}
 		if s.opts.Style == StyleCard {
 			// The task's card gets its final state as well.
-			out = append(out, mk(plugin.NotifyProgress, progressPayload{Progress: after.Progress, Iteration: after.Iteration}))
+			out = append(out, mk(domain.NotifyProgress, progressPayload{Progress: after.Progress, Iteration: after.Iteration}))
 		}
 		return out
 	}
-	if m.Event.Type != plugin.EventIterated {
+	if m.Event.Type != domain.EventIterated {
 		return nil
 	}
-	out := []plugin.Notification{mk(plugin.NotifyProgress, progressPayload{Progress: after.Progress, Iteration: after.Iteration})}
+	out := []domain.Notification{mk(domain.NotifyProgress, progressPayload{Progress: after.Progress, Iteration: after.Iteration})}
 	if m.Step != nil {
 		// A tools reply of several calls has a step per call: the last is
 		// the action shown (the latest wins), and each that failed is an
 		// error of its own.
-		steps := append([]plugin.Step{*m.Step}, m.Steps...)
+		steps := append([]domain.Step{*m.Step}, m.Steps...)
 		step := steps[len(steps)-1]
 		step.Result = "" // the message shows the action, not its output
-		out = append(out, mk(plugin.NotifyAction, actionPayload{Step: step}))
+		out = append(out, mk(domain.NotifyAction, actionPayload{Step: step}))
 		for _, st := range steps {
 			if !st.Success && st.Error != "" {
-				out = append(out, mk(plugin.NotifyError, errorPayload{Error: st.Error}))
+				out = append(out, mk(domain.NotifyError, errorPayload{Error: st.Error}))
 			}
 		}
 	}

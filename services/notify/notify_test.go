@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -81,7 +82,7 @@ type fixture struct {
 	t     testing.TB
 	ctx   context.Context
 	clk   *clock.Fake
-	store plugin.Store
+	store domain.Store
 	rt    *plugin.Runtime
 	out   *room
 	svc   *notify.Service
@@ -97,7 +98,7 @@ type setup struct {
 	opts      func(*notify.Options)
 }
 
-func newFixture(t testing.TB, st plugin.Store, owner string, with ...func(*setup)) *fixture {
+func newFixture(t testing.TB, st domain.Store, owner string, with ...func(*setup)) *fixture {
 	t.Helper()
 	var su setup
 	for _, w := range with {
@@ -127,9 +128,9 @@ func newFixture(t testing.TB, st plugin.Store, owner string, with ...func(*setup
 	return f
 }
 
-func (f *fixture) create(roomID, goal string) plugin.Task {
+func (f *fixture) create(roomID, goal string) domain.Task {
 	f.t.Helper()
-	t, err := f.tasks.Create(f.ctx, plugin.NewTask{Goal: goal, RoomID: roomID, RequestorID: "u1", Now: f.clk.Now()})
+	t, err := f.tasks.Create(f.ctx, domain.NewTask{Goal: goal, RoomID: roomID, RequestorID: "u1", Now: f.clk.Now()})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -138,21 +139,21 @@ func (f *fixture) create(roomID, goal string) plugin.Task {
 
 // iterate commits one iteration of task n at progress p, as the task
 // service does (claim, then commit through its Notify hook).
-func (f *fixture) iterate(n int64, p int, verdict plugin.Verdict, ok bool) {
+func (f *fixture) iterate(n int64, p int, verdict domain.Verdict, ok bool) {
 	f.t.Helper()
-	claimed, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
+	claimed, err := f.store.ClaimTask(f.ctx, domain.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	if claimed.Number != n {
 		f.t.Fatalf("the queue handed out #%d; the test means #%d", claimed.Number, n)
 	}
-	step := plugin.Step{Action: "write_file", Params: []byte(fmt.Sprintf(`{"path":"part%d.go"}`, p)), Success: ok}
+	step := domain.Step{Action: "write_file", Params: []byte(fmt.Sprintf(`{"path":"part%d.go"}`, p)), Success: ok}
 	if !ok {
 		step.Error = fmt.Sprintf("disk full at %d%%", p)
 	}
-	_, err = f.store.UpdateTask(f.ctx, n, func(cur plugin.Task) (plugin.Mutation, error) {
-		m, err := plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: cur.Fence, Now: f.clk.Now(), Progress: p, Verdict: verdict, Summary: "all done", Step: step})
+	_, err = f.store.UpdateTask(f.ctx, n, func(cur domain.Task) (domain.Mutation, error) {
+		m, err := domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: cur.Fence, Now: f.clk.Now(), Progress: p, Verdict: verdict, Summary: "all done", Step: step})
 		if err == nil {
 			m.Notifications = f.svc.Outbox(cur, m.Task, &m)
 		}
@@ -177,7 +178,7 @@ func TestBatching(t *testing.T) {
 		f := newFixture(t, open(t), "a")
 		n := f.create("chat:C1", "Build auth").Number
 		for i := 1; i <= 10; i++ {
-			f.iterate(n, i*3, plugin.VerdictContinue, true)
+			f.iterate(n, i*3, domain.VerdictContinue, true)
 			f.clk.Advance(400 * time.Millisecond)
 		}
 		if got := f.flush(); got != 1 {
@@ -191,7 +192,7 @@ func TestBatching(t *testing.T) {
 		if got := f.flush(); got != 0 {
 			t.Fatal("a room with nothing new got a message")
 		}
-		f.iterate(n, 45, plugin.VerdictContinue, false)
+		f.iterate(n, 45, domain.VerdictContinue, false)
 		f.flush()
 		msgs = f.out.messages()
 		if len(msgs) != 2 || !strings.Contains(msgs[1], "Progress: 30% → 45%") || !strings.Contains(msgs[1], "disk full at 45%") || !strings.Contains(msgs[1], "✗") {
@@ -207,9 +208,9 @@ func TestOneMessagePerRoomCoveringAllItsTasks(t *testing.T) {
 		b := f.create("chat:C1", "Task B").Number
 		c := f.create("chat:C2", "Task C").Number
 		f.create("", "A task with no room") // API task without a room: no chat
-		f.iterate(a, 10, plugin.VerdictContinue, true)
-		f.iterate(b, 20, plugin.VerdictContinue, true)
-		f.iterate(c, 30, plugin.VerdictContinue, true)
+		f.iterate(a, 10, domain.VerdictContinue, true)
+		f.iterate(b, 20, domain.VerdictContinue, true)
+		f.iterate(c, 30, domain.VerdictContinue, true)
 		if got := f.flush(); got != 2 {
 			t.Fatalf("%d messages for two rooms", got)
 		}
@@ -229,8 +230,8 @@ func TestTerminalGoesOutAtOnceFoldingPending(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		f := newFixture(t, open(t), "a")
 		n := f.create("chat:C1", "Build auth").Number
-		f.iterate(n, 40, plugin.VerdictContinue, true)
-		f.iterate(n, 90, plugin.VerdictDone, true)
+		f.iterate(n, 40, domain.VerdictContinue, true)
+		f.iterate(n, 90, domain.VerdictDone, true)
 		got, err := f.svc.FlushUrgent(f.ctx)
 		if err != nil || got != 1 {
 			t.Fatalf("urgent flush sent %d (%v)", got, err)
@@ -245,7 +246,7 @@ func TestTerminalGoesOutAtOnceFoldingPending(t *testing.T) {
 		}
 		// An urgent flush leaves rooms with only progress for the schedule.
 		m := f.create("chat:C1", "Other").Number
-		f.iterate(m, 10, plugin.VerdictContinue, true)
+		f.iterate(m, 10, domain.VerdictContinue, true)
 		if got, _ := f.svc.FlushUrgent(f.ctx); got != 0 {
 			t.Fatal("an urgent flush sent progress")
 		}
@@ -269,7 +270,7 @@ func TestFailedDeliveryStaysPendingAndBacksOff(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		f := newFixture(t, open(t), "a")
 		n := f.create("chat:C1", "Build auth").Number
-		f.iterate(n, 10, plugin.VerdictContinue, true)
+		f.iterate(n, 10, domain.VerdictContinue, true)
 		f.out.fail = []error{
 			&plugin.RateLimitedError{RetryAfter: 7 * time.Second, Err: errors.New("429 Too Many Requests")},
 			errors.New("connection reset"),
@@ -304,7 +305,7 @@ func TestFailedDeliveryStaysPendingAndBacksOff(t *testing.T) {
 func TestScheduleOnTheInjectedClock(t *testing.T) {
 	f := newFixture(t, teststore.SQLite(t), "a")
 	n := f.create("chat:C1", "Build auth").Number
-	f.iterate(n, 10, plugin.VerdictContinue, true)
+	f.iterate(n, 10, domain.VerdictContinue, true)
 	if err := f.svc.Start(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestNoDuplicatesAcrossTwoServicesOnPostgres(t *testing.T) {
 	// Many rooms, so both replicas find work at once.
 	for i := range 20 {
 		n := a.create(fmt.Sprintf("chat:C%d", i), fmt.Sprintf("task %d", i)).Number
-		a.iterate(n, 10, plugin.VerdictContinue, true)
+		a.iterate(n, 10, domain.VerdictContinue, true)
 	}
 	var wg sync.WaitGroup
 	for _, f := range []*fixture{a, b} {
@@ -365,9 +366,9 @@ func TestNothingLostAcrossARestart(t *testing.T) {
 		st := open(t)
 		before := newFixture(t, st, "old")
 		n := before.create("chat:C1", "Build auth").Number
-		before.iterate(n, 25, plugin.VerdictContinue, true)
+		before.iterate(n, 25, domain.VerdictContinue, true)
 		// The old process claims the room and dies before sending.
-		if room, _, err := st.ClaimRoom(before.ctx, plugin.RoomClaim{Owner: "old", Now: before.clk.Now(), Lease: notify.DefaultLease}); err != nil || room != "chat:C1" {
+		if room, _, err := st.ClaimRoom(before.ctx, domain.RoomClaim{Owner: "old", Now: before.clk.Now(), Lease: notify.DefaultLease}); err != nil || room != "chat:C1" {
 			t.Fatalf("claim: %q %v", room, err)
 		}
 		after := newFixture(t, st, "new")
@@ -422,7 +423,7 @@ func TestStopDoesNotWaitOutAStuckSend(t *testing.T) {
 			t.Fatal(err)
 		}
 		svc := notify.New(notify.Options{Runtime: rt, Owner: "a"})
-		if _, err := st.Enqueue(t.Context(), plugin.Notification{Room: "chat:1", Category: plugin.NotifyMessage,
+		if _, err := st.Enqueue(t.Context(), domain.Notification{Room: "chat:1", Category: domain.NotifyMessage,
 			Payload: []byte(`{"text":"hello"}`), CreatedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
@@ -464,7 +465,7 @@ func TestRoomClaimsOnTheStoreClock(t *testing.T) {
 		behind := replica(hung, clock.NewFake(t0), "behind", true) // t0 is months before today
 		right := &room{name: "chat"}
 		onTime := replica(right, clock.NewFake(time.Now()), "on-time", false)
-		if _, err := st.Enqueue(t.Context(), plugin.Notification{Room: "chat:1", Category: plugin.NotifyMessage,
+		if _, err := st.Enqueue(t.Context(), domain.Notification{Room: "chat:1", Category: domain.NotifyMessage,
 			Payload: []byte(`{"text":"hello"}`), CreatedAt: t0}); err != nil {
 			t.Fatal(err)
 		}

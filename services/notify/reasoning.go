@@ -4,8 +4,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/render"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // reasoningRunes is how much of a thought or an observation a progress
@@ -20,14 +20,14 @@ type reasoning struct{ thought, observation string }
 // add takes in the step of a pending action update and reports whether it
 // was a thought or an observation, which is reasoning to show rather than
 // an action.
-func (r *reasoning) add(s plugin.Step) bool {
+func (r *reasoning) add(s domain.Step) bool {
 	switch s.Role {
-	case plugin.RoleThought:
+	case domain.RoleThought:
 		if s.Thought != "" {
 			r.thought = s.Thought
 		}
 		return true
-	case plugin.RoleObservation:
+	case domain.RoleObservation:
 		if s.Thought != "" {
 			r.observation = s.Thought
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -28,7 +29,7 @@ func TestRetryAfterTheTaskMovedOnSendsTheFirstRendering(t *testing.T) {
 				st := open(t)
 				old, crash := c.crashing(t, st, clk)
 				n := old.create(c.room, "Build auth").Number
-				old.iterate(n, 10, plugin.VerdictContinue, true)
+				old.iterate(n, 10, domain.VerdictContinue, true)
 				crashFlush(t, old.svc, crash.sent, "the first progress message")
 				first := c.messages()
 				if len(first) != 1 || !strings.Contains(first[0], "Progress: 0% → 10%") {
@@ -36,7 +37,7 @@ func TestRetryAfterTheTaskMovedOnSendsTheFirstRendering(t *testing.T) {
 				}
 
 				clk.Advance(time.Second)
-				old.iterate(n, 40, plugin.VerdictContinue, true) // the task moves on
+				old.iterate(n, 40, domain.VerdictContinue, true) // the task moves on
 				clk.Advance(outage)
 				restarted := c.fixture(t, st, "new", clk)
 				if _, err := restarted.svc.Flush(ctxFor(t)); err != nil {
@@ -65,7 +66,7 @@ func TestCardRetryAfterTheTaskMovedOn(t *testing.T) {
 				old, n := crashedCardPost(t, st, clk, c)
 
 				clk.Advance(time.Second)
-				old.iterate(n, 40, plugin.VerdictContinue, true)
+				old.iterate(n, 40, domain.VerdictContinue, true)
 				clk.Advance(outage)
 				restarted := cardFixture(t, st, "new", clk, func(rt *plugin.Runtime) plugin.Platform { return c.adapter(t, rt) })
 				for range 2 {
@@ -80,7 +81,7 @@ func TestCardRetryAfterTheTaskMovedOn(t *testing.T) {
 				if got := cardOf(t, st, c.room, n); got.MessageID != ps[0].id {
 					t.Fatalf("the store names %s; the card is %s", got.MessageID, ps[0].id)
 				}
-				restarted.iterate(n, 60, plugin.VerdictContinue, true)
+				restarted.iterate(n, 60, domain.VerdictContinue, true)
 				if _, err := restarted.svc.Flush(ctxFor(t)); err != nil {
 					t.Fatal(err)
 				}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestBatchedMessageNamesTheRole: the room's batched message says whose
@@ -15,18 +15,18 @@ import (
 func TestBatchedMessageNamesTheRole(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		f := newFixture(t, open(t), "a")
-		task, err := f.tasks.Create(f.ctx, plugin.NewTask{Goal: "Compare the queue libraries", Strategy: plugin.StrategySupervisor,
+		task, err := f.tasks.Create(f.ctx, domain.NewTask{Goal: "Compare the queue libraries", Strategy: domain.StrategySupervisor,
 			RoomID: "chat:C1", RequestorID: "u1", Now: f.clk.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
+		claimed, err := f.store.ClaimTask(f.ctx, domain.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute})
 		if err != nil || claimed.Number != task.Number {
 			t.Fatalf("claim: #%d, %v", claimed.Number, err)
 		}
-		step := plugin.Step{Action: "http_get", Params: []byte(`{"url":"https://riverqueue.com"}`), Success: true, Role: "researcher"}
-		_, err = f.store.UpdateTask(f.ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-			m, err := plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: cur.Fence, Now: f.clk.Now(), Progress: 20, Verdict: plugin.VerdictContinue, Step: step})
+		step := domain.Step{Action: "http_get", Params: []byte(`{"url":"https://riverqueue.com"}`), Success: true, Role: "researcher"}
+		_, err = f.store.UpdateTask(f.ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+			m, err := domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: cur.Fence, Now: f.clk.Now(), Progress: 20, Verdict: domain.VerdictContinue, Step: step})
 			if err == nil {
 				m.Notifications = f.svc.Outbox(cur, m.Task, &m)
 			}

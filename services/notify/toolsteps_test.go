@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestToolCallsNotified: a tools reply of two calls, the write succeeded
@@ -16,13 +16,13 @@ func TestToolCallsNotified(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		f := newFixture(t, open(t), "a")
 		n := f.create("chat:C1", "Write then read").Number
-		if _, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute}); err != nil {
+		if _, err := f.store.ClaimTask(f.ctx, domain.Claim{Owner: "w", Now: f.clk.Now(), Lease: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := f.store.UpdateTask(f.ctx, n, func(cur plugin.Task) (plugin.Mutation, error) {
-			m, err := plugin.Iterated(cur, plugin.Outcome{Owner: "w", Fence: cur.Fence, Now: f.clk.Now(), Progress: 20, Verdict: plugin.VerdictContinue,
-				Step:  plugin.Step{Role: plugin.RoleAgent, Action: "write_file", Params: []byte(`{"path":"a.md"}`), Success: true},
-				Steps: []plugin.Step{{Role: plugin.RoleAgent, Action: "read_file", Params: []byte(`{"path":"b.md"}`), Error: "Cannot read b.md."}}})
+		_, err := f.store.UpdateTask(f.ctx, n, func(cur domain.Task) (domain.Mutation, error) {
+			m, err := domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: cur.Fence, Now: f.clk.Now(), Progress: 20, Verdict: domain.VerdictContinue,
+				Step:  domain.Step{Role: domain.RoleAgent, Action: "write_file", Params: []byte(`{"path":"a.md"}`), Success: true},
+				Steps: []domain.Step{{Role: domain.RoleAgent, Action: "read_file", Params: []byte(`{"path":"b.md"}`), Error: "Cannot read b.md."}}})
 			if err == nil {
 				m.Notifications = f.svc.Outbox(cur, m.Task, &m)
 			}

@@ -6,7 +6,7 @@
 // in this process, or at most MaxSleep, so it sees what other replicas
 // changed), then asks the store to fire what is due. The store claims a
 // due schedule, creates its run and moves its next due time on in one
-// transaction (plugin.ScheduleStore.FireSchedule), so whichever replica
+// transaction (domain.ScheduleStore.FireSchedule), so whichever replica
 // gets there first fires a due time, and it fires once.
 //
 // The Service is also what chat commands, the API and the dashboard

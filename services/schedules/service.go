@@ -57,7 +57,7 @@ type Options struct {
 type Service struct {
 	opts  Options
 	rt    *plugin.Runtime
-	store plugin.Store
+	store domain.Store
 	clk   clock.Clock
 	log   *slog.Logger
 	wake  chan struct{}
@@ -75,7 +75,7 @@ var (
 // New returns the scheduler; Start runs its loop.
 func New(opts Options) *Service {
 	if opts.MinInterval <= 0 {
-		opts.MinInterval = plugin.DefaultScheduleMinInterval
+		opts.MinInterval = domain.DefaultScheduleMinInterval
 	}
 	if opts.MaxSleep <= 0 {
 		opts.MaxSleep = DefaultMaxSleep
@@ -182,11 +182,11 @@ func (s *Service) FireDue(ctx context.Context) error {
 func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
 	for {
 		now := s.clk.Now()
-		f, err := s.store.FireSchedule(ctx, plugin.FireSchedule{
+		f, err := s.store.FireSchedule(ctx, domain.FireSchedule{
 			Now: now, MaxActive: s.opts.MaxActive, MaxTokens: s.maxTokens(),
 			MaxIterations: s.opts.MaxIterations, MaxStaleIterations: s.opts.MaxStaleIterations,
 		})
-		if errors.Is(err, plugin.ErrNoScheduleDue) {
+		if errors.Is(err, domain.ErrNoScheduleDue) {
 			return now, nil
 		}
 		if err != nil {
@@ -215,23 +215,23 @@ func (s *Service) MinInterval() time.Duration { return s.opts.MinInterval }
 
 // Create checks and stores a schedule; its loop, and this replica's, look
 // at the schedules again.
-func (s *Service) Create(ctx context.Context, in plugin.NewSchedule) (plugin.Schedule, error) {
+func (s *Service) Create(ctx context.Context, in domain.NewSchedule) (domain.Schedule, error) {
 	in.Strategy = strings.ToLower(strings.TrimSpace(in.Strategy))
 	if in.Strategy != "" && s.opts.Strategies != nil {
 		names := s.opts.Strategies()
 		if !slices.Contains(names, in.Strategy) {
-			return plugin.Schedule{}, fmt.Errorf("create schedule: %w: there is no %q strategy; choose one of %s",
-				plugin.ErrInvalid, in.Strategy, strings.Join(names, ", "))
+			return domain.Schedule{}, fmt.Errorf("create schedule: %w: there is no %q strategy; choose one of %s",
+				domain.ErrInvalid, in.Strategy, strings.Join(names, ", "))
 		}
 	}
 	in.MinInterval = s.opts.MinInterval
-	in.MaxPerRequestor = plugin.MaxSchedulesPerRequestor
+	in.MaxPerRequestor = domain.MaxSchedulesPerRequestor
 	if in.Now.IsZero() {
 		in.Now = s.clk.Now()
 	}
 	sc, err := s.store.CreateSchedule(ctx, in)
 	if err != nil {
-		return plugin.Schedule{}, err
+		return domain.Schedule{}, err
 	}
 	s.log.Info("schedule created", "schedule", sc.ID, "cron", sc.Cron, "requestor", sc.RequestorID, "next_run_at", sc.NextRunAt)
 	s.Wake()
@@ -239,74 +239,74 @@ func (s *Service) Create(ctx context.Context, in plugin.NewSchedule) (plugin.Sch
 }
 
 // Get reads a schedule the caller may see.
-func (s *Service) Get(ctx context.Context, id int64, who plugin.ScheduleCaller) (plugin.Schedule, error) {
+func (s *Service) Get(ctx context.Context, id int64, who domain.ScheduleCaller) (domain.Schedule, error) {
 	sc, err := s.store.GetSchedule(ctx, id)
 	if err != nil {
-		return plugin.Schedule{}, err
+		return domain.Schedule{}, err
 	}
 	if who.WorkspaceID != "" && sc.WorkspaceID != who.WorkspaceID {
 		// As one that does not exist: numbers do not leak across
 		// workspaces.
-		return plugin.Schedule{}, fmt.Errorf("get schedule #%d: %w", id, plugin.ErrScheduleNotFound)
+		return domain.Schedule{}, fmt.Errorf("get schedule #%d: %w", id, domain.ErrScheduleNotFound)
 	}
 	return sc, nil
 }
 
 // Events lists a schedule's latest events, newest first.
-func (s *Service) Events(ctx context.Context, id int64) ([]plugin.ScheduleEvent, error) {
+func (s *Service) Events(ctx context.Context, id int64) ([]domain.ScheduleEvent, error) {
 	return s.store.ScheduleEvents(ctx, id, eventsShown)
 }
 
 // List lists the schedules of the caller's workspace (all of them when
 // it names none).
-func (s *Service) List(ctx context.Context, who plugin.ScheduleCaller) ([]plugin.Schedule, error) {
-	return s.store.ListSchedules(ctx, plugin.ScheduleFilter{WorkspaceID: who.WorkspaceID})
+func (s *Service) List(ctx context.Context, who domain.ScheduleCaller) ([]domain.Schedule, error) {
+	return s.store.ListSchedules(ctx, domain.ScheduleFilter{WorkspaceID: who.WorkspaceID})
 }
 
 // Pause pauses (paused) or resumes a schedule the caller may change.
-func (s *Service) Pause(ctx context.Context, id int64, paused bool, who plugin.ScheduleCaller) (plugin.Schedule, error) {
+func (s *Service) Pause(ctx context.Context, id int64, paused bool, who domain.ScheduleCaller) (domain.Schedule, error) {
 	op := map[bool]string{true: "pause", false: "resume"}[paused]
 	if err := s.mayChange(ctx, op, id, who); err != nil {
-		return plugin.Schedule{}, err
+		return domain.Schedule{}, err
 	}
 	sc, err := s.store.PauseSchedule(ctx, id, paused, who.ID, s.clk.Now())
 	if err != nil {
-		return plugin.Schedule{}, err
+		return domain.Schedule{}, err
 	}
 	s.Wake()
 	return sc, nil
 }
 
 // Delete deletes a schedule the caller may change; its runs stay.
-func (s *Service) Delete(ctx context.Context, id int64, who plugin.ScheduleCaller) (plugin.Schedule, error) {
+func (s *Service) Delete(ctx context.Context, id int64, who domain.ScheduleCaller) (domain.Schedule, error) {
 	sc, err := s.Get(ctx, id, who)
 	if err != nil {
-		return plugin.Schedule{}, fmt.Errorf("delete schedule #%d: %w", id, errors.Unwrap(err))
+		return domain.Schedule{}, fmt.Errorf("delete schedule #%d: %w", id, errors.Unwrap(err))
 	}
 	if !s.may(sc, who) {
-		return plugin.Schedule{}, fmt.Errorf("delete schedule #%d: %w", id, plugin.ErrScheduleForbidden)
+		return domain.Schedule{}, fmt.Errorf("delete schedule #%d: %w", id, domain.ErrScheduleForbidden)
 	}
 	if err := s.store.DeleteSchedule(ctx, id); err != nil {
-		return plugin.Schedule{}, err
+		return domain.Schedule{}, err
 	}
 	s.log.Info("schedule deleted", "schedule", id, "actor", who.ID)
 	s.Wake()
 	return sc, nil
 }
 
-func (s *Service) mayChange(ctx context.Context, op string, id int64, who plugin.ScheduleCaller) error {
+func (s *Service) mayChange(ctx context.Context, op string, id int64, who domain.ScheduleCaller) error {
 	sc, err := s.Get(ctx, id, who)
 	if err != nil {
 		return fmt.Errorf("%s schedule #%d: %w", op, id, errors.Unwrap(err))
 	}
 	if !s.may(sc, who) {
-		return fmt.Errorf("%s schedule #%d: %w", op, id, plugin.ErrScheduleForbidden)
+		return fmt.Errorf("%s schedule #%d: %w", op, id, domain.ErrScheduleForbidden)
 	}
 	return nil
 }
 
 // may says whether who may change sc: its requestor and admins may, as
 // with tasks.
-func (s *Service) may(sc plugin.Schedule, who plugin.ScheduleCaller) bool {
+func (s *Service) may(sc domain.Schedule, who domain.ScheduleCaller) bool {
 	return who.ID != "" && (who.Admin || who.ID == sc.RequestorID || slices.Contains(s.opts.Admins, who.ID))
 }

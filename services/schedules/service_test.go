@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -17,7 +18,7 @@ import (
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
 
-func newService(t *testing.T, st plugin.Store, clk clock.Clock, opts schedules.Options) *schedules.Service {
+func newService(t *testing.T, st domain.Store, clk clock.Clock, opts schedules.Options) *schedules.Service {
 	t.Helper()
 	opts.Runtime = plugin.New(plugin.Options{Store: st, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if opts.MinInterval == 0 {
@@ -38,18 +39,18 @@ func start(t *testing.T, s *schedules.Service) {
 	})
 }
 
-func schedule(cron, goal string) plugin.NewSchedule {
-	return plugin.NewSchedule{Cron: cron, Goal: goal, RequestorID: "u1", Platform: "discord", Room: "discord:1",
+func schedule(cron, goal string) domain.NewSchedule {
+	return domain.NewSchedule{Cron: cron, Goal: goal, RequestorID: "u1", Platform: "discord", Room: "discord:1",
 		WorkspaceID: "g1", MinInterval: time.Second, Now: t0}
 }
 
-func runsOf(t *testing.T, st plugin.Store, id int64) []plugin.Task {
+func runsOf(t *testing.T, st domain.Store, id int64) []domain.Task {
 	t.Helper()
-	all, err := st.ListTasks(t.Context(), plugin.TaskFilter{})
+	all, err := st.ListTasks(t.Context(), domain.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []plugin.Task
+	var out []domain.Task
 	for _, task := range all {
 		if task.ScheduleID == id {
 			out = append(out, task)
@@ -79,7 +80,7 @@ func TestTwoReplicasFireEachDueTimeOnce(t *testing.T) {
 	sa := newService(t, a, clk, schedules.Options{})
 	sb := newService(t, b, clk, schedules.Options{})
 	in := schedule("@every 3s", "Summarise the alerts")
-	in.Overlap = plugin.OverlapAllow // no worker ends the runs here
+	in.Overlap = domain.OverlapAllow // no worker ends the runs here
 	sc, err := a.CreateSchedule(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestTwoReplicasFireEachDueTimeOnce(t *testing.T) {
 			t.Errorf("run %d (#%d) created at %v; want its due time %v", i, run.Number, run.CreatedAt, due)
 		}
 	}
-	if _, err := sb.Delete(t.Context(), sc.ID, plugin.ScheduleCaller{ID: "u1"}); err != nil {
+	if _, err := sb.Delete(t.Context(), sc.ID, domain.ScheduleCaller{ID: "u1"}); err != nil {
 		t.Fatal(err)
 	}
 	for range 10 {
@@ -126,7 +127,7 @@ func TestOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := schedule("@every 3s", "Overlaps")
-		in.Overlap = plugin.OverlapAllow
+		in.Overlap = domain.OverlapAllow
 		allow, err := s.Create(t.Context(), in)
 		if err != nil {
 			t.Fatal(err)
@@ -149,7 +150,7 @@ func TestOverlap(t *testing.T) {
 		}
 		skipped := 0
 		for _, e := range evs {
-			if e.Type == plugin.ScheduleSkipped {
+			if e.Type == domain.ScheduleSkipped {
 				skipped++
 			}
 		}
@@ -169,7 +170,7 @@ func TestCatchUpAfterOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := schedule("@every 3s", "Do not")
-	in.CatchUp = plugin.CatchUpNone
+	in.CatchUp = domain.CatchUpNone
 	none, err := st.CreateSchedule(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -201,8 +202,8 @@ func TestDSTOnTheLoop(t *testing.T) {
 	from := time.Date(2026, 10, 23, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(from)
 	s := newService(t, st, clk, schedules.Options{MaxSleep: 48 * time.Hour, MinInterval: time.Minute})
-	sc, err := s.Create(t.Context(), plugin.NewSchedule{Cron: "CRON_TZ=Europe/Berlin 30 2 * * *", Goal: "Nightly", RequestorID: "u1",
-		Overlap: plugin.OverlapAllow})
+	sc, err := s.Create(t.Context(), domain.NewSchedule{Cron: "CRON_TZ=Europe/Berlin 30 2 * * *", Goal: "Nightly", RequestorID: "u1",
+		Overlap: domain.OverlapAllow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,20 +244,20 @@ func TestWhoMayChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger := plugin.ScheduleCaller{ID: "u2", WorkspaceID: "g1"}
-	if _, err := s.Pause(t.Context(), sc.ID, true, stranger); !errors.Is(err, plugin.ErrScheduleForbidden) {
+	stranger := domain.ScheduleCaller{ID: "u2", WorkspaceID: "g1"}
+	if _, err := s.Pause(t.Context(), sc.ID, true, stranger); !errors.Is(err, domain.ErrScheduleForbidden) {
 		t.Errorf("stranger's pause = %v", err)
 	}
-	if _, err := s.Delete(t.Context(), sc.ID, stranger); !errors.Is(err, plugin.ErrScheduleForbidden) {
+	if _, err := s.Delete(t.Context(), sc.ID, stranger); !errors.Is(err, domain.ErrScheduleForbidden) {
 		t.Errorf("stranger's delete = %v", err)
 	}
 	if got, _ := st.GetSchedule(t.Context(), sc.ID); got.Paused {
 		t.Errorf("paused by a stranger")
 	}
-	if _, err := s.Pause(t.Context(), sc.ID, true, plugin.ScheduleCaller{ID: "u1", WorkspaceID: "g2"}); !errors.Is(err, plugin.ErrScheduleNotFound) {
+	if _, err := s.Pause(t.Context(), sc.ID, true, domain.ScheduleCaller{ID: "u1", WorkspaceID: "g2"}); !errors.Is(err, domain.ErrScheduleNotFound) {
 		t.Errorf("from another workspace = %v", err)
 	}
-	for _, who := range []plugin.ScheduleCaller{{ID: "boss"}, {ID: "mod", Admin: true}, {ID: "u1", WorkspaceID: "g1"}} {
+	for _, who := range []domain.ScheduleCaller{{ID: "boss"}, {ID: "mod", Admin: true}, {ID: "u1", WorkspaceID: "g1"}} {
 		if p, err := s.Pause(t.Context(), sc.ID, true, who); err != nil || !p.Paused {
 			t.Errorf("%+v pause = %+v, %v", who, p, err)
 		}
@@ -264,11 +265,11 @@ func TestWhoMayChange(t *testing.T) {
 			t.Errorf("%+v resume = %+v, %v", who, p, err)
 		}
 	}
-	if _, err := s.Create(t.Context(), plugin.NewSchedule{Cron: "@hourly", Goal: "x", Strategy: "nonsense"}); err != nil {
+	if _, err := s.Create(t.Context(), domain.NewSchedule{Cron: "@hourly", Goal: "x", Strategy: "nonsense"}); err != nil {
 		t.Errorf("without a strategy list any strategy passes: %v", err)
 	}
 	strict := newService(t, st, clk, schedules.Options{Strategies: func() []string { return []string{"loop", "react"} }})
-	if _, err := strict.Create(t.Context(), plugin.NewSchedule{Cron: "@hourly", Goal: "x", Strategy: "nonsense"}); !errors.Is(err, plugin.ErrInvalid) {
+	if _, err := strict.Create(t.Context(), domain.NewSchedule{Cron: "@hourly", Goal: "x", Strategy: "nonsense"}); !errors.Is(err, domain.ErrInvalid) {
 		t.Errorf("unknown strategy = %v", err)
 	}
 }
@@ -313,7 +314,7 @@ func TestFiringWhoseAnswerIsLost(t *testing.T) {
 	clk := clock.NewFake(t0)
 	s := newService(t, st, clk, schedules.Options{})
 	in := schedule("@every 3s", "Fire once")
-	in.Overlap = plugin.OverlapAllow
+	in.Overlap = domain.OverlapAllow
 	sc, err := st.CreateSchedule(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
@@ -15,15 +16,15 @@ import (
 // broken connection, as a claim whose answer was lost does: the worker
 // holds a task it does not know of.
 type unansweredStore struct {
-	plugin.Store
+	domain.Store
 	lose int
 }
 
-func (s *unansweredStore) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, error) {
+func (s *unansweredStore) ClaimTask(ctx context.Context, c domain.Claim) (domain.Task, error) {
 	t, err := s.Store.ClaimTask(ctx, c)
 	if err == nil && s.lose > 0 {
 		s.lose--
-		return plugin.Task{}, errors.New("read tcp: connection reset by peer")
+		return domain.Task{}, errors.New("read tcp: connection reset by peer")
 	}
 	return t, err
 }
@@ -32,7 +33,7 @@ func (s *unansweredStore) ClaimTask(ctx context.Context, c plugin.Claim) (plugin
 // at t0 commits without its answer reaching it.
 func lostClaim(t *testing.T, open teststore.Opener) (f *fixture, w *tasks.Worker, a int64) {
 	t.Helper()
-	f = newFixture(t, func(t testing.TB) plugin.Store { return &unansweredStore{Store: open(t), lose: 1} })
+	f = newFixture(t, func(t testing.TB) domain.Store { return &unansweredStore{Store: open(t), lose: 1} })
 	f.model.Default(listing)
 	a = f.create("A").Number
 	w = f.svc.Worker("w")
@@ -54,7 +55,7 @@ func (f *fixture) iteratedFences(n int64) []int64 {
 	}
 	var out []int64
 	for _, e := range evs {
-		if e.Type == plugin.EventIterated {
+		if e.Type == domain.EventIterated {
 			out = append(out, e.Fence)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -64,8 +65,8 @@ func BenchmarkIterationAge(b *testing.B) {
 			}
 			// Only the task being measured is claimable: the one before it
 			// is paused again.
-			toggle := func(n int64, tr func(plugin.Task, string, time.Time) (plugin.Mutation, error)) {
-				if _, err := st.UpdateTask(ctx, n, func(cur plugin.Task) (plugin.Mutation, error) {
+			toggle := func(n int64, tr func(domain.Task, string, time.Time) (domain.Mutation, error)) {
+				if _, err := st.UpdateTask(ctx, n, func(cur domain.Task) (domain.Mutation, error) {
 					return tr(cur, "bench", time.Now())
 				}); err != nil {
 					b.Fatal(err)
@@ -77,9 +78,9 @@ func BenchmarkIterationAge(b *testing.B) {
 				if i%per == 0 {
 					b.StopTimer()
 					if i > 0 {
-						toggle(numbers[i/per-1], plugin.Paused)
+						toggle(numbers[i/per-1], domain.Paused)
 					}
-					toggle(numbers[i/per], plugin.Resumed)
+					toggle(numbers[i/per], domain.Resumed)
 					b.StartTimer()
 				}
 				did, err := svc.Step(ctx, "bench")
@@ -102,32 +103,32 @@ func BenchmarkIterationAge(b *testing.B) {
 // seedAged creates a task and gives it age iterations through the store
 // (a claim and an iterated commit each, a 4 KB result per step), then
 // pauses it, so it is not claimed until resumed.
-func seedAged(b *testing.B, st plugin.Store, age, maxIterations int) int64 {
+func seedAged(b *testing.B, st domain.Store, age, maxIterations int) int64 {
 	b.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	task, err := st.CreateTask(ctx, plugin.NewTask{Goal: "Grow old one step at a time.", MaxIterations: maxIterations,
+	task, err := st.CreateTask(ctx, domain.NewTask{Goal: "Grow old one step at a time.", MaxIterations: maxIterations,
 		MaxStaleIterations: 1_000_000, Actor: "bench", Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := 1; i <= age; i++ {
 		now = now.Add(time.Millisecond)
-		c, err := st.ClaimTask(ctx, plugin.Claim{Owner: "seed", Now: now, Lease: time.Minute})
+		c, err := st.ClaimTask(ctx, domain.Claim{Owner: "seed", Now: now, Lease: time.Minute})
 		if err != nil {
 			b.Fatal(err)
 		}
 		if c.Number != task.Number {
 			b.Fatalf("claimed #%d while seeding #%d", c.Number, task.Number)
 		}
-		o := plugin.Outcome{Owner: "seed", Fence: c.Fence, Now: now, Progress: min(i, 99), Verdict: plugin.VerdictContinue,
-			Step: plugin.Step{Action: "work", Params: json.RawMessage(fmt.Sprintf(`{"part":%d}`, i)), Result: ageResult, Success: true, Role: plugin.RoleAgent}}
-		if _, err := st.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) { return plugin.Iterated(cur, o) }); err != nil {
+		o := domain.Outcome{Owner: "seed", Fence: c.Fence, Now: now, Progress: min(i, 99), Verdict: domain.VerdictContinue,
+			Step: domain.Step{Action: "work", Params: json.RawMessage(fmt.Sprintf(`{"part":%d}`, i)), Result: ageResult, Success: true, Role: domain.RoleAgent}}
+		if _, err := st.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) }); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := st.UpdateTask(ctx, task.Number, func(cur plugin.Task) (plugin.Mutation, error) {
-		return plugin.Paused(cur, "bench", now)
+	if _, err := st.UpdateTask(ctx, task.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Paused(cur, "bench", now)
 	}); err != nil {
 		b.Fatal(err)
 	}

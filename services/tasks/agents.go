@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/prompts"
 )
@@ -164,7 +165,7 @@ type teamState struct {
 	Replanned bool `json:"replanned,omitempty"`
 }
 
-func stateOf(t plugin.Task) teamState {
+func stateOf(t domain.Task) teamState {
 	var s teamState
 	if t.State != "" {
 		_ = json.Unmarshal([]byte(t.State), &s) // a state this strategy did not write starts afresh
@@ -196,7 +197,7 @@ func newTeamTurn(t *Turn) *teamTurn {
 // rendered from the template system with data (the team's own: an
 // agent's part, the roster), so that it stays the same for every task of
 // the team and cacheable.
-func (tt *teamTurn) ask(ctx context.Context, o *plugin.Outcome, r Request, system string, data map[string]any) (plugin.ModelResponse, error) {
+func (tt *teamTurn) ask(ctx context.Context, o *domain.Outcome, r Request, system string, data map[string]any) (plugin.ModelResponse, error) {
 	msgs, err := tt.Messages(r)
 	if err != nil {
 		return plugin.ModelResponse{}, fmt.Errorf("prompt of task #%d: %w", tt.Task.Number, err)
@@ -227,10 +228,10 @@ func (tt *teamTurn) speakers(h History) string {
 	var parts []string
 	for i := from; i < len(tt.Steps); i++ {
 		s := tt.Steps[i]
-		if s.Role == "" || s.Role == plugin.RoleSupervisor {
+		if s.Role == "" || s.Role == domain.RoleSupervisor {
 			continue
 		}
-		if i > 0 && tt.Steps[i-1].Role == plugin.RoleSupervisor && tt.Steps[i-1].Action == s.Role {
+		if i > 0 && tt.Steps[i-1].Role == domain.RoleSupervisor && tt.Steps[i-1].Action == s.Role {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%d %s", s.Iteration, s.Role))
@@ -262,14 +263,14 @@ func (tt *teamTurn) notes(h History, more ...string) []string {
 // A reply that is not a decision, or a tool a does not have, is a failed
 // step. The verdict is the decision's; the caller decides what done and
 // stuck mean for its strategy.
-func (tt *teamTurn) agentStep(ctx context.Context, a Agent, note, instruction string) (plugin.Outcome, Decision, error) {
+func (tt *teamTurn) agentStep(ctx context.Context, a Agent, note, instruction string) (domain.Outcome, Decision, error) {
 	o := tt.Outcome()
 	o.Step.Role = a.Name
 	tools := agentTools(tt.Runtime, tt.Task, a)
 	resp, err := tt.ask(ctx, &o, Request{Role: a.Name, Tools: tools, Notes: tt.notes(tt.it.History, note), Instruction: instruction, Schema: DecisionSchema},
 		"team_agent_system.tmpl", map[string]any{"Agent": viewOf(a), "Tools": tools, "Team": tt.team.views()})
 	if err != nil {
-		return plugin.Outcome{}, Decision{}, err
+		return domain.Outcome{}, Decision{}, err
 	}
 	d, err := ParseDecision(resp.Text)
 	if err != nil {
@@ -302,7 +303,7 @@ func (tt *teamTurn) agentStep(ctx context.Context, a Agent, note, instruction st
 // agentTools are the runtime's tools that a may use, as the prompt shows
 // them; a tool a names that the runtime does not have (an MCP server that
 // is down) is left out.
-func agentTools(rt *plugin.Runtime, task plugin.Task, a Agent) []Tool {
+func agentTools(rt *plugin.Runtime, task domain.Task, a Agent) []Tool {
 	tools := []Tool{}
 	for _, t := range ToolsOf(rt, task) {
 		if slices.Contains(a.Tools, t.Name) {
@@ -315,12 +316,12 @@ func agentTools(rt *plugin.Runtime, task plugin.Task, a Agent) []Tool {
 // reportBack turns an agent's done or stuck into a report to the
 // supervisor, who decides what it means for the task: the claim
 // continues, and the agent's summary is kept with its thought.
-func reportBack(o *plugin.Outcome, d Decision) {
-	if o.Verdict == plugin.VerdictContinue {
+func reportBack(o *domain.Outcome, d Decision) {
+	if o.Verdict == domain.VerdictContinue {
 		return
 	}
 	if d.Summary != "" {
 		o.Step.Thought = strings.TrimSpace(o.Step.Thought + "\nReports " + string(d.Status) + ": " + d.Summary)
 	}
-	o.Verdict, o.Reason, o.Summary = plugin.VerdictContinue, "", ""
+	o.Verdict, o.Reason, o.Summary = domain.VerdictContinue, "", ""
 }

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -30,9 +30,9 @@ func newTeamFixture(t *testing.T, open teststore.Opener, fake *testkit.OpenAI, c
 }
 
 // createAs creates a task of strategy with goal.
-func (f *fixture) createAs(strategy, goal string, mod ...func(*plugin.NewTask)) plugin.Task {
+func (f *fixture) createAs(strategy, goal string, mod ...func(*domain.NewTask)) domain.Task {
 	f.t.Helper()
-	return f.create(goal, append([]func(*plugin.NewTask){func(in *plugin.NewTask) { in.Strategy = strategy }}, mod...)...)
+	return f.create(goal, append([]func(*domain.NewTask){func(in *domain.NewTask) { in.Strategy = strategy }}, mod...)...)
 }
 
 // stepsN serves n claims as owner, each of which must find a task.
@@ -47,7 +47,7 @@ func (f *fixture) stepsN(n int, owner string) {
 
 // taskStates says how each task stands, for a failure message.
 func (f *fixture) taskStates() string {
-	all, err := f.store.ListTasks(f.ctx, plugin.TaskFilter{})
+	all, err := f.store.ListTasks(f.ctx, domain.TaskFilter{})
 	if err != nil {
 		return err.Error()
 	}
@@ -82,7 +82,7 @@ func mustJSON(v any) string {
 }
 
 // rolesOf lists the roles of steps, in order.
-func rolesOf(steps []plugin.Step) []string {
+func rolesOf(steps []domain.Step) []string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
 		out[i] = s.Role
@@ -91,7 +91,7 @@ func rolesOf(steps []plugin.Step) []string {
 }
 
 // actionsOf lists the actions of steps, in order.
-func actionsOf(steps []plugin.Step) []string {
+func actionsOf(steps []domain.Step) []string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
 		out[i] = s.Action
@@ -124,7 +124,7 @@ func requestSize(r testkit.OpenAIRequest) int {
 	return n
 }
 
-func stateOfTask(t *testing.T, task plugin.Task) map[string]any {
+func stateOfTask(t *testing.T, task domain.Task) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(task.State), &m); err != nil {
@@ -178,7 +178,7 @@ func TestAgentAskingForAToolItLacks(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, nil)
-		n := f.createAs(plugin.StrategySupervisor, "Review the report").Number
+		n := f.createAs(domain.StrategySupervisor, "Review the report").Number
 		fake.Reply(supReply("reviewer", "Fix the report"))
 		fake.Reply(testkit.DecisionJSON("write_file", map[string]string{"path": "report.md", "content": "fixed"}, 50, "continue"))
 		f.stepsN(2, "w")
@@ -198,7 +198,7 @@ func TestAgentAskingForAToolItLacks(t *testing.T) {
 			!strings.Contains(sys, "- read_file:") || !strings.Contains(sys, "You are reviewer") {
 			t.Fatalf("the reviewer's prompt (role %q) shows other tools than its own:\n%s", roleLine(reqs[1]), sys)
 		}
-		if got := f.task(n); got.Phase != plugin.RoleSupervisor || got.StaleCounter != 1 {
+		if got := f.task(n); got.Phase != domain.RoleSupervisor || got.StaleCounter != 1 {
 			t.Fatalf("after the failed step: phase %q, stale %d; want the supervisor's turn and one step without progress", got.Phase, got.StaleCounter)
 		}
 		f.check()
@@ -215,7 +215,7 @@ func TestCustomAgentsAreTheTeam(t *testing.T) {
 			{Name: "scribe", Description: "takes notes", System: "You take notes.", Tools: []string{"write_file"}},
 		}
 		f := newTeamFixture(t, open, fake, nil, func(o *tasks.Options) { o.Agents = agents })
-		n := f.createAs(plugin.StrategySupervisor, "Take stock").Number
+		n := f.createAs(domain.StrategySupervisor, "Take stock").Number
 		fake.Reply(supReply("researcher", "Look"))
 		fake.Reply(supReply("scout", "Look"))
 		fake.Reply(testkit.DecisionJSON("list_files", nil, 10, "continue"))
@@ -245,7 +245,7 @@ func TestMultiAgentTaskIsServedFairly(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, nil)
-		team := f.createAs(plugin.StrategySupervisor, "Compare the three queue libraries").Number
+		team := f.createAs(domain.StrategySupervisor, "Compare the three queue libraries").Number
 		loopA := f.create("Write part A").Number
 		loopB := f.create("Write part B").Number
 		const rounds = 6
@@ -309,7 +309,7 @@ func TestSharedTranscriptStaysBounded(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, func(o *tasks.Options) { o.Team.MaxSteps = 200 })
-		n := f.createAs(plugin.StrategySupervisor, "Collect the notes", func(in *plugin.NewTask) { in.MaxIterations = 400 }).Number
+		n := f.createAs(domain.StrategySupervisor, "Collect the notes", func(in *domain.NewTask) { in.MaxIterations = 400 }).Number
 		// Cycles of four claims, as a real team's: the supervisor hands
 		// the writer a note to write (a 1,500-character file), then the
 		// researcher reads it back (a long result); decisions and steps
@@ -328,7 +328,7 @@ func TestSharedTranscriptStaysBounded(t *testing.T) {
 				"progress": 2 + 2*c, "status": "continue", "summary": ""}))
 		}
 		f.stepsN(104, "w")
-		if got := f.task(n); got.Status != plugin.StatusRunning {
+		if got := f.task(n); got.Status != domain.StatusRunning {
 			t.Fatalf("task = %s (%s) after 104 claims", got.Status, got.Error)
 		}
 		reqs := fake.Requests()

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -24,7 +24,7 @@ func (f *fixture) outboxTexts() []string {
 	f.t.Helper()
 	var out []string
 	for {
-		room, rows, err := f.store.ClaimRoom(f.ctx, plugin.RoomClaim{Owner: "reader", Now: f.clk.Now(), Lease: time.Hour})
+		room, rows, err := f.store.ClaimRoom(f.ctx, domain.RoomClaim{Owner: "reader", Now: f.clk.Now(), Lease: time.Hour})
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -50,10 +50,10 @@ func TestApprovedCallRunsExactlyAsAsked(t *testing.T) {
 		n := f.create("Write the deploy script").Number
 		f.step("test")
 		got := f.task(n)
-		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitApproval || got.ApprovalAction != "write_file" {
+		if got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitApproval || got.ApprovalAction != "write_file" {
 			t.Fatalf("task = %s on %q asking %q; want waiting on approval of write_file", got.Status, got.WaitingOn, got.ApprovalAction)
 		}
-		if _, err := f.file(n, "deploy.sh"); !errors.Is(err, plugin.ErrNoFile) {
+		if _, err := f.file(n, "deploy.sh"); !errors.Is(err, domain.ErrNoFile) {
 			t.Fatalf("deploy.sh before anyone approved it: %v; want no such file", err)
 		}
 		if texts := f.outboxTexts(); len(texts) != 1 || !strings.HasPrefix(texts[0], `approval: write_file {"`) {
@@ -107,18 +107,18 @@ func TestDeniedCallFailsItsStep(t *testing.T) {
 		if len(steps) != 1 || steps[0].Success || steps[0].Error != "denied by boss: not that" || steps[0].Action != "write_file" {
 			t.Fatalf("steps = %+v; want iteration 1's step failed with the reason", steps)
 		}
-		if steps[0].Role != plugin.RoleAgent {
-			t.Fatalf("the denied step's role = %q, want the asking step's %q", steps[0].Role, plugin.RoleAgent)
+		if steps[0].Role != domain.RoleAgent {
+			t.Fatalf("the denied step's role = %q, want the asking step's %q", steps[0].Role, domain.RoleAgent)
 		}
-		if got := f.task(n); got.Status != plugin.StatusQueued || got.WaitingOn != plugin.WaitNone || got.ApprovalRole != "" {
+		if got := f.task(n); got.Status != domain.StatusQueued || got.WaitingOn != domain.WaitNone || got.ApprovalRole != "" {
 			t.Fatalf("task = %s on %q, approval asked as %q; want queued, nothing pending", got.Status, got.WaitingOn, got.ApprovalRole)
 		}
-		if _, err := f.file(n, "x.sh"); !errors.Is(err, plugin.ErrNoFile) {
+		if _, err := f.file(n, "x.sh"); !errors.Is(err, domain.ErrNoFile) {
 			t.Fatalf("x.sh after a denied call: %v; want no such file", err)
 		}
 		f.step("test") // the model asks again, differently
 		got := f.task(n)
-		if got.WaitingOn != plugin.WaitApproval || !strings.Contains(got.ApprovalParams, "echo safe") {
+		if got.WaitingOn != domain.WaitApproval || !strings.Contains(got.ApprovalParams, "echo safe") {
 			t.Fatalf("the changed request = %q %q; want a new approval wait for it", got.WaitingOn, got.ApprovalParams)
 		}
 		f.check()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -50,7 +51,7 @@ func BenchmarkIterations(b *testing.B) {
 			}
 			svc := tasks.New(tasks.Options{Runtime: rt, Lease: time.Minute})
 			for i := range 64 {
-				if _, err := svc.Create(ctx, plugin.NewTask{Goal: fmt.Sprintf("bench %d", i), MaxIterations: 10000, MaxStaleIterations: 10000}); err != nil {
+				if _, err := svc.Create(ctx, domain.NewTask{Goal: fmt.Sprintf("bench %d", i), MaxIterations: 10000, MaxStaleIterations: 10000}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -19,7 +20,7 @@ type Decision struct {
 	Action   string          `json:"action"`
 	Params   json.RawMessage `json:"params"`
 	Progress int             `json:"progress"`
-	Status   plugin.Verdict  `json:"status"`
+	Status   domain.Verdict  `json:"status"`
 	Summary  string          `json:"summary"`
 }
 
@@ -55,7 +56,7 @@ func ParseDecision(text string) (Decision, error) {
 		Status   string          `json:"status"`
 		Summary  string          `json:"summary"`
 	}
-	if err := plugin.DecodeJSONObject(text, &raw); err != nil {
+	if err := domain.DecodeJSONObject(text, &raw); err != nil {
 		return Decision{}, fmt.Errorf("%w: %v", ErrBadDecision, err)
 	}
 	d := Decision{Thought: strings.TrimSpace(raw.Thought), Summary: strings.TrimSpace(raw.Summary)}
@@ -72,7 +73,7 @@ func ParseDecision(text string) (Decision, error) {
 	if d.Status, err = verdict(raw.Status); err != nil {
 		return Decision{}, err
 	}
-	if d.Action == "" && d.Status == plugin.VerdictContinue {
+	if d.Action == "" && d.Status == domain.VerdictContinue {
 		return Decision{}, fmt.Errorf("%w: it names no action but does not say the task is done or stuck", ErrBadDecision)
 	}
 	return d, nil
@@ -138,14 +139,14 @@ func progress(raw json.RawMessage) (int, error) {
 	return int(math.Round(min(max(f, 0), 100))), nil
 }
 
-func verdict(s string) (plugin.Verdict, error) {
+func verdict(s string) (domain.Verdict, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "continue", "continuing", "in_progress", "running":
-		return plugin.VerdictContinue, nil
+		return domain.VerdictContinue, nil
 	case "done", "complete", "completed", "finished", "success":
-		return plugin.VerdictDone, nil
+		return domain.VerdictDone, nil
 	case "stuck", "blocked", "failed", "fail", "give_up":
-		return plugin.VerdictStuck, nil
+		return domain.VerdictStuck, nil
 	}
 	return "", fmt.Errorf("%w: status %q is not continue, done or stuck", ErrBadDecision, s)
 }

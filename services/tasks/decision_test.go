@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -17,7 +17,7 @@ func TestParseDecision(t *testing.T) {
 		action   string
 		params   string
 		progress int
-		status   plugin.Verdict
+		status   domain.Verdict
 		bad      bool
 	}{
 		{"plain", `{"thought":"t","action":"write_file","params":{"path":"a","content":"b"},"progress":30,"status":"continue","summary":""}`, "write_file", `{"content":"b","path":"a"}`, 30, "continue", false},
@@ -81,7 +81,7 @@ func FuzzParseDecision(f *testing.F) {
 			t.Fatalf("progress %d outside 0–100", d.Progress)
 		}
 		switch d.Status {
-		case plugin.VerdictContinue, plugin.VerdictDone, plugin.VerdictStuck:
+		case domain.VerdictContinue, domain.VerdictDone, domain.VerdictStuck:
 		default:
 			t.Fatalf("status %q", d.Status)
 		}
@@ -89,7 +89,7 @@ func FuzzParseDecision(f *testing.F) {
 		if err := json.Unmarshal(d.Params, &obj); err != nil || obj == nil {
 			t.Fatalf("params %s is not an object", d.Params)
 		}
-		if d.Action == "" && d.Status == plugin.VerdictContinue {
+		if d.Action == "" && d.Status == domain.VerdictContinue {
 			t.Fatal("continue without an action")
 		}
 	})

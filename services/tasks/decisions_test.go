@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -20,7 +21,7 @@ func (f *fixture) outboxCalls() []string {
 	f.t.Helper()
 	var out []string
 	for {
-		room, rows, err := f.store.ClaimRoom(f.ctx, plugin.RoomClaim{Owner: "reader", Now: f.clk.Now(), Lease: time.Millisecond})
+		room, rows, err := f.store.ClaimRoom(f.ctx, domain.RoomClaim{Owner: "reader", Now: f.clk.Now(), Lease: time.Millisecond})
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func TestDecisionsLandOnTheirCall(t *testing.T) {
 		f.model.Decide("write_file", map[string]string{"path": "b.sh", "content": "echo B"}, 30, "continue")
 		n := f.create("Write a script").Number
 		f.step("test")
-		a := plugin.ApprovalID(f.task(n))
+		a := domain.ApprovalID(f.task(n))
 		if got := f.outboxCalls(); len(got) != 1 || got[0] != a || a == "" {
 			t.Fatalf("requests posted carry %q; want the pending call's id %q", got, a)
 		}
@@ -55,7 +56,7 @@ func TestDecisionsLandOnTheirCall(t *testing.T) {
 		}
 		f.step("test")
 		waiting := f.task(n)
-		b := plugin.ApprovalID(waiting)
+		b := domain.ApprovalID(waiting)
 		if b == "" || b == a {
 			t.Fatalf("after the model asked again the pending id is %q (A's was %q)", b, a)
 		}
@@ -69,12 +70,12 @@ func TestDecisionsLandOnTheirCall(t *testing.T) {
 			func() error { _, err := f.svc.Approve(f.ctx, n, "u1", "not-an-id"); return err },
 		} {
 			err := decide()
-			var stale *plugin.StaleApprovalError
-			if !errors.As(err, &stale) || !errors.Is(err, plugin.ErrInvalidState) || plugin.ApprovalID(stale.Now) != b {
+			var stale *domain.StaleApprovalError
+			if !errors.As(err, &stale) || !errors.Is(err, domain.ErrInvalidState) || domain.ApprovalID(stale.Now) != b {
 				t.Fatalf("a decision on A's call = %v; want a StaleApprovalError naming B", err)
 			}
 		}
-		if got := f.task(n); got.EventSeq != waiting.EventSeq || got.ApprovalGranted || plugin.ApprovalID(got) != b {
+		if got := f.task(n); got.EventSeq != waiting.EventSeq || got.ApprovalGranted || domain.ApprovalID(got) != b {
 			t.Fatalf("a stale decision changed the task: %+v", got)
 		}
 
@@ -85,10 +86,10 @@ func TestDecisionsLandOnTheirCall(t *testing.T) {
 		if data, err := f.file(n, "b.sh"); err != nil || data != "echo B" {
 			t.Fatalf("b.sh = %q, %v; want B run as asked", data, err)
 		}
-		if _, err := f.file(n, "a.sh"); !errors.Is(err, plugin.ErrNoFile) {
+		if _, err := f.file(n, "a.sh"); !errors.Is(err, domain.ErrNoFile) {
 			t.Fatalf("a.sh: %v; A was denied and must never run", err)
 		}
-		if _, err := f.svc.Approve(f.ctx, n, "u1", b); !errors.Is(err, plugin.ErrStaleApproval) {
+		if _, err := f.svc.Approve(f.ctx, n, "u1", b); !errors.Is(err, domain.ErrStaleApproval) {
 			t.Fatalf("approving B again = %v; want it refused as no longer pending", err)
 		}
 		f.check()
@@ -106,8 +107,8 @@ func TestAskedApprovalIDIsTheCommittedOne(t *testing.T) {
 		before := f.task(n)
 		f.step("test")
 		got := f.task(n)
-		if want := plugin.AskedApprovalID(before, got.ApprovalAction, json.RawMessage(got.ApprovalParams)); plugin.ApprovalID(got) != want {
-			t.Fatalf("pending id %q, asked id %q", plugin.ApprovalID(got), want)
+		if want := domain.AskedApprovalID(before, got.ApprovalAction, json.RawMessage(got.ApprovalParams)); domain.ApprovalID(got) != want {
+			t.Fatalf("pending id %q, asked id %q", domain.ApprovalID(got), want)
 		}
 	})
 }
@@ -121,10 +122,10 @@ func TestTaskWithoutARoomAsksAndWaits(t *testing.T) {
 		f.model.Decide("ask_user", map[string]string{"question": "Which port?"}, 10, "continue")
 		f.model.Decide("write_file", map[string]string{"path": "port", "content": "8080"}, 50, "continue")
 		f.model.Decide("", nil, 100, "done")
-		n := f.create("Configure the port", func(in *plugin.NewTask) { in.RoomID, in.Platform = "", "api" }).Number
+		n := f.create("Configure the port", func(in *domain.NewTask) { in.RoomID, in.Platform = "", "api" }).Number
 
 		f.step("test")
-		if got := f.task(n); got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitAnswer {
+		if got := f.task(n); got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitAnswer {
 			t.Fatalf("after asking: %s on %q; want waiting on an answer", got.Status, got.WaitingOn)
 		}
 		if f.step("test") {
@@ -135,7 +136,7 @@ func TestTaskWithoutARoomAsksAndWaits(t *testing.T) {
 		}
 		f.step("test")
 		got := f.task(n)
-		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitApproval || plugin.ApprovalID(got) == "" {
+		if got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitApproval || domain.ApprovalID(got) == "" {
 			t.Fatalf("after asking approval: %s on %q; want waiting on an approval (error %q)", got.Status, got.WaitingOn, got.Error)
 		}
 		evs, err := f.store.TaskEvents(f.ctx, n, 0)
@@ -144,19 +145,19 @@ func TestTaskWithoutARoomAsksAndWaits(t *testing.T) {
 		}
 		var asked bool
 		for _, e := range evs {
-			var p plugin.EventPayload
+			var p domain.EventPayload
 			_ = json.Unmarshal(e.Payload, &p)
-			asked = asked || (e.Type == plugin.EventIterated && p.Detail["call"] == plugin.ApprovalID(got))
+			asked = asked || (e.Type == domain.EventIterated && p.Detail["call"] == domain.ApprovalID(got))
 		}
 		if !asked {
 			t.Fatal("no event carries the approval request's id")
 		}
-		if _, err := f.svc.Approve(f.ctx, n, "api", plugin.ApprovalID(got)); err != nil {
+		if _, err := f.svc.Approve(f.ctx, n, "api", domain.ApprovalID(got)); err != nil {
 			t.Fatal(err)
 		}
 		f.step("test")
 		f.step("test")
-		if got := f.task(n); got.Status != plugin.StatusCompleted {
+		if got := f.task(n); got.Status != domain.StatusCompleted {
 			t.Fatalf("task = %s (%s); want completed", got.Status, got.Error)
 		}
 		if data, err := f.file(n, "port"); err != nil || data != "8080" {
@@ -173,11 +174,11 @@ func TestTaskWithoutARoomAsksAndWaits(t *testing.T) {
 func TestCommitThatCannotSucceedFailsTheTask(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		f := newFixture(t, open)
-		refuse := func(before, after plugin.Task, m *plugin.Mutation) []plugin.Notification {
-			if m.Event.Type != plugin.EventIterated {
+		refuse := func(before, after domain.Task, m *domain.Mutation) []domain.Notification {
+			if m.Event.Type != domain.EventIterated {
 				return nil
 			}
-			return []plugin.Notification{{TaskNumber: after.Number}} // no room: the store refuses it
+			return []domain.Notification{{TaskNumber: after.Number}} // no room: the store refuses it
 		}
 		f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", Notify: refuse})
 		decision := testkit.DecisionJSON("write_file", map[string]string{"path": "x", "content": "y"}, 20, "continue")
@@ -185,22 +186,22 @@ func TestCommitThatCannotSucceedFailsTheTask(t *testing.T) {
 			return plugin.ModelResponse{Text: decision}, nil
 		})
 		n := f.create("Loop forever").Number
-		for i := 1; i <= plugin.MaxCommitFailures; i++ {
+		for i := 1; i <= domain.MaxCommitFailures; i++ {
 			if _, err := f.svc.Step(f.ctx, "test"); err == nil {
 				t.Fatalf("try %d: the commit went through", i)
 			}
 			f.clk.Advance(lease)
 			got := f.task(n)
-			if want := i == plugin.MaxCommitFailures; got.Status.Terminal() != want {
+			if want := i == domain.MaxCommitFailures; got.Status.Terminal() != want {
 				t.Fatalf("after %d failed commits: %s; want ended %v", i, got.Status, want)
 			}
 		}
 		got := f.task(n)
-		if got.Status != plugin.StatusFailed || !strings.Contains(got.Error, "could not be recorded (3 tries)") {
+		if got.Status != domain.StatusFailed || !strings.Contains(got.Error, "could not be recorded (3 tries)") {
 			t.Fatalf("task = %s, %q; want failed saying why", got.Status, got.Error)
 		}
-		if calls := len(f.model.Requests()); calls != plugin.MaxCommitFailures {
-			t.Fatalf("the model was asked %d times; want %d", calls, plugin.MaxCommitFailures)
+		if calls := len(f.model.Requests()); calls != domain.MaxCommitFailures {
+			t.Fatalf("the model was asked %d times; want %d", calls, domain.MaxCommitFailures)
 		}
 		if f.step("test") {
 			t.Fatal("the failed task was served again")
@@ -217,13 +218,13 @@ func TestLastIterationAsksNothing(t *testing.T) {
 		f := approvalFixture(t, open)
 		f.model.Decide("write_file", map[string]string{"path": "x", "content": "y"}, 20, "continue")
 		f.model.Decide("ask_user", map[string]string{"question": "Which port?"}, 20, "continue")
-		last := func(in *plugin.NewTask) { in.MaxIterations = 1 }
+		last := func(in *domain.NewTask) { in.MaxIterations = 1 }
 		a := f.create("Ask approval on the last iteration", last).Number
 		f.step("test")
 		q := f.create("Ask a question on the last iteration", last).Number
 		f.step("test")
 		for _, n := range []int64{a, q} {
-			if got := f.task(n); got.Status != plugin.StatusStalemate || got.WaitingOn != plugin.WaitNone || plugin.ApprovalID(got) != "" {
+			if got := f.task(n); got.Status != domain.StatusStalemate || got.WaitingOn != domain.WaitNone || domain.ApprovalID(got) != "" {
 				t.Fatalf("#%d = %s waiting on %q; want ended, waiting on nothing", n, got.Status, got.WaitingOn)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/openai"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -135,7 +136,7 @@ func TestModelOutage(t *testing.T) {
 				f.runFor(15*time.Minute, 5*time.Second)
 				for _, n := range all {
 					got := f.task(n)
-					if got.Status != plugin.StatusCompleted || got.Iteration != 1 || len(f.steps(n)) != 1 {
+					if got.Status != domain.StatusCompleted || got.Iteration != 1 || len(f.steps(n)) != 1 {
 						t.Errorf("task #%d = %s after %d iterations, %d steps; want completed in exactly 1", n, got.Status, got.Iteration, len(f.steps(n)))
 					}
 				}
@@ -146,8 +147,8 @@ func TestModelOutage(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !hasEvent(evs, plugin.EventModelUnavailable) {
-					t.Errorf("no %s event in %v", plugin.EventModelUnavailable, eventTypeList(evs))
+				if !hasEvent(evs, domain.EventModelUnavailable) {
+					t.Errorf("no %s event in %v", domain.EventModelUnavailable, eventTypeList(evs))
 				}
 				f.check()
 			})
@@ -193,7 +194,7 @@ func TestModelRefusalPutsTasksOnHold(t *testing.T) {
 		f := newWireFixture(t, open, fake, nil)
 		a := f.create("Write the plan").Number
 		b := f.create("Write the tests").Number
-		c := f.create("Write the docs", func(in *plugin.NewTask) { in.RoomID = "discord:42" }).Number
+		c := f.create("Write the docs", func(in *domain.NewTask) { in.RoomID = "discord:42" }).Number
 
 		f.runFor(5*time.Minute, time.Second)
 		if calls := len(fake.Requests()); calls < 4 || calls > 7 {
@@ -214,7 +215,7 @@ func TestModelRefusalPutsTasksOnHold(t *testing.T) {
 		fake.SetDefault(note("x", 100, "done"))
 		f.runFor(3*time.Minute, time.Second)
 		for _, n := range []int64{a, b, c} {
-			if got := f.task(n); got.Status != plugin.StatusCompleted || got.Iteration != 1 {
+			if got := f.task(n); got.Status != domain.StatusCompleted || got.Iteration != 1 {
 				t.Errorf("task #%d = %s after %d iterations; want completed in 1", n, got.Status, got.Iteration)
 			}
 		}
@@ -231,7 +232,7 @@ func holdMessages(t *testing.T, f *fixture) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for {
-		room, rows, err := f.store.ClaimRoom(f.ctx, plugin.RoomClaim{Owner: "reader", Now: f.clk.Now(), Lease: time.Hour})
+		room, rows, err := f.store.ClaimRoom(f.ctx, domain.RoomClaim{Owner: "reader", Now: f.clk.Now(), Lease: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +260,7 @@ func TestResponseFormatFallback(t *testing.T) {
 		f := newWireFixture(t, open, fake, nil)
 		n := f.create("Write the plan").Number
 		f.runFor(10*time.Second, time.Second)
-		if got := f.task(n); got.Status != plugin.StatusCompleted || got.Iteration != 2 || got.StaleCounter != 0 {
+		if got := f.task(n); got.Status != domain.StatusCompleted || got.Iteration != 2 || got.StaleCounter != 0 {
 			t.Fatalf("task = %s after %d iterations (stale %d); want completed in 2", got.Status, got.Iteration, got.StaleCounter)
 		}
 		var formats []string
@@ -330,12 +331,12 @@ func TestTokenBudget(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		f := newFixture(t, open)
 		f.model.Default(rising) // 110 tokens an iteration
-		n := f.create("Write the plan", func(in *plugin.NewTask) { b := int64(300); in.MaxTokens = &b }).Number
+		n := f.create("Write the plan", func(in *domain.NewTask) { b := int64(300); in.MaxTokens = &b }).Number
 		for range 5 {
 			f.step("test")
 		}
 		got := f.task(n)
-		if got.Status != plugin.StatusStalemate || got.Iteration != 3 || got.Error != "token budget exhausted (330 of 300 tokens)" {
+		if got.Status != domain.StatusStalemate || got.Iteration != 3 || got.Error != "token budget exhausted (330 of 300 tokens)" {
 			t.Fatalf("task = %s after %d iterations, error %q; want stalemate at 3 with the budget's error", got.Status, got.Iteration, got.Error)
 		}
 		f.check()
@@ -351,7 +352,7 @@ func TestUnansweredQuestionTimesOut(t *testing.T) {
 		f.model.Decide("write_file", noteParams("auth"), 100, "done")
 		n := f.create("Build auth").Number
 		f.step("test")
-		if got := f.task(n); got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitAnswer {
+		if got := f.task(n); got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitAnswer {
 			t.Fatalf("task = %s on %q, want waiting on an answer", got.Status, got.WaitingOn)
 		}
 		f.clk.Advance(tasks.DefaultAnswerTimeout - 2*time.Second)
@@ -363,7 +364,7 @@ func TestUnansweredQuestionTimesOut(t *testing.T) {
 			t.Fatalf("ExpireQuestions at the timeout = %d, %v; want 1", k, err)
 		}
 		f.step("test")
-		if got := f.task(n); got.Status != plugin.StatusCompleted {
+		if got := f.task(n); got.Status != domain.StatusCompleted {
 			t.Fatalf("task = %s, want completed", got.Status)
 		}
 		reqs := f.model.Requests()
@@ -383,19 +384,19 @@ func TestRetryContinuesWithFiles(t *testing.T) {
 		f.model.Decide("write_file", map[string]string{"path": "notes/plan.md", "content": "the plan"}, 40, "continue")
 		f.model.Decide("none", nil, 40, "stuck")
 		old := f.create("Build auth").Number
-		if _, err := f.svc.Retry(f.ctx, old, plugin.NewTask{RequestorID: "u1", Actor: "u1"}); err == nil {
+		if _, err := f.svc.Retry(f.ctx, old, domain.NewTask{RequestorID: "u1", Actor: "u1"}); err == nil {
 			t.Fatal("retry of a task that has not ended was accepted")
 		}
 		f.step("test")
 		f.step("test")
-		if got := f.task(old); got.Status != plugin.StatusFailed {
+		if got := f.task(old); got.Status != domain.StatusFailed {
 			t.Fatalf("old task = %s", got.Status)
 		}
-		nt, err := f.svc.Retry(f.ctx, old, plugin.NewTask{RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1", Context: "use JWT this time"})
+		nt, err := f.svc.Retry(f.ctx, old, domain.NewTask{RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1", Context: "use JWT this time"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if nt.ContinuesNumber != old || nt.Goal != "Build auth" || nt.Status != plugin.StatusQueued {
+		if nt.ContinuesNumber != old || nt.Goal != "Build auth" || nt.Status != domain.StatusQueued {
 			t.Fatalf("retry = %+v", nt)
 		}
 		f.model.Decide("read_file", map[string]string{"path": "notes/plan.md"}, 60, "continue")
@@ -414,7 +415,7 @@ func TestRetryContinuesWithFiles(t *testing.T) {
 	})
 }
 
-func hasEvent(evs []plugin.TaskEvent, typ string) bool {
+func hasEvent(evs []domain.TaskEvent, typ string) bool {
 	for _, e := range evs {
 		if e.Type == typ {
 			return true
@@ -423,7 +424,7 @@ func hasEvent(evs []plugin.TaskEvent, typ string) bool {
 	return false
 }
 
-func eventTypeList(evs []plugin.TaskEvent) []string {
+func eventTypeList(evs []domain.TaskEvent) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -461,7 +462,7 @@ func TestShutdownReleasesAnInFlightTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last := evs[len(evs)-1]; last.Type != plugin.EventReleased {
+		if last := evs[len(evs)-1]; last.Type != domain.EventReleased {
 			t.Fatalf("last event = %s; want released (%v)", last.Type, eventTypeList(evs))
 		}
 		f.check()
@@ -474,7 +475,7 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		f := newFixture(t, open)
 		for i, age := range []time.Duration{721 * time.Hour, 719 * time.Hour} {
-			if _, _, err := f.store.SaveMemory(f.ctx, plugin.Memory{Platform: "console", MessageID: fmt.Sprint(i), Room: "console",
+			if _, _, err := f.store.SaveMemory(f.ctx, domain.Memory{Platform: "console", MessageID: fmt.Sprint(i), Room: "console",
 				Text: fmt.Sprint("m", i), CreatedAt: t0.Add(-age)}); err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/taskloom/taskloom/adapters/sqlite"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
@@ -22,15 +23,15 @@ import (
 // chat, or {"strategy": "haiku"} on the API, then chooses it, and the
 // fair queue, leases, budgets and notifications work as for any task.
 func ExampleStrategy() {
-	haiku := tasks.StrategyFunc(func(ctx context.Context, turn *tasks.Turn) (plugin.Outcome, error) {
+	haiku := tasks.StrategyFunc(func(ctx context.Context, turn *tasks.Turn) (domain.Outcome, error) {
 		o := turn.Outcome()
 		o.Step.Role = "poet"
 		resp, err := turn.Ask(ctx, &o, tasks.Request{Role: "poet", Instruction: "Write a haiku about the goal."})
 		if err != nil {
-			return plugin.Outcome{}, err // the model could not be used: the task is released unchanged
+			return domain.Outcome{}, err // the model could not be used: the task is released unchanged
 		}
 		o.Step.Success, o.Step.Result = true, resp.Text
-		o.Verdict, o.Summary, o.Progress = plugin.VerdictDone, resp.Text, 100
+		o.Verdict, o.Summary, o.Progress = domain.VerdictDone, resp.Text, 100
 		return o, nil
 	})
 
@@ -57,11 +58,11 @@ func ExampleStrategy() {
 
 	svc := tasks.New(tasks.Options{Runtime: rt, Strategies: map[string]tasks.Strategy{"haiku": haiku}})
 	fmt.Println(svc.Strategies())
-	task, _ := svc.Create(ctx, plugin.NewTask{Goal: "A poem about fair queues", Strategy: "haiku"})
+	task, _ := svc.Create(ctx, domain.NewTask{Goal: "A poem about fair queues", Strategy: "haiku"})
 	_, _ = svc.Step(ctx, "worker-1")
 	task, _ = store.GetTask(ctx, task.Number)
 	fmt.Println(task.Status, "—", task.Summary)
-	_, err = svc.Create(ctx, plugin.NewTask{Goal: "A limerick", Strategy: "limerick"})
+	_, err = svc.Create(ctx, domain.NewTask{Goal: "A limerick", Strategy: "limerick"})
 	fmt.Println(err)
 	// Output:
 	// [loop react tools review supervisor magentic group_chat haiku]

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/taskloom/taskloom/adapters/postgres"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -15,7 +16,7 @@ import (
 func twoReplicas(t *testing.T) (a, b *fixture) {
 	t.Helper()
 	url := testkit.PostgresURL(t)
-	open := func(t testing.TB) plugin.Store {
+	open := func(t testing.TB) domain.Store {
 		st, err := postgres.Open(context.Background(), url)
 		if err != nil {
 			t.Fatalf("open PostgreSQL store: %v", err)
@@ -59,7 +60,7 @@ func TestFilesFollowTheTaskAcrossReplicas(t *testing.T) {
 	}
 	var by []string
 	for _, e := range evs {
-		if e.Type == plugin.EventIterated {
+		if e.Type == domain.EventIterated {
 			by = append(by, e.Actor)
 		}
 	}
@@ -97,7 +98,7 @@ func TestLostLeaseWritesNoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := evs[len(evs)-1]
-	if last.Type != plugin.EventResultRejected || last.Actor != "replica-a" {
+	if last.Type != domain.EventResultRejected || last.Actor != "replica-a" {
 		t.Fatalf("last event = %s by %s; want A's rejected result", last.Type, last.Actor)
 	}
 	b.check()

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // groupChat is ElGraph's group chat (docs/strategies.md): the agents speak in
@@ -22,7 +22,7 @@ import (
 // for the choice) and its State counts the turns.
 type groupChat struct{}
 
-func (groupChat) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
+func (groupChat) Claim(ctx context.Context, t *Turn) (domain.Outcome, error) {
 	tt := newTeamTurn(t)
 	tm := tt.team
 	a, ok := tm.agent(t.Task.Phase)
@@ -30,7 +30,7 @@ func (groupChat) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
 		if !ok {
 			return tt.chooseSpeaker(ctx)
 		}
-		return tt.speak(ctx, a, plugin.RoleSupervisor)
+		return tt.speak(ctx, a, domain.RoleSupervisor)
 	}
 	if !ok {
 		a = tm.agents[tt.state.Turns%len(tm.agents)]
@@ -40,7 +40,7 @@ func (groupChat) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
 }
 
 // speak is agent a's turn; next is the phase after it.
-func (tt *teamTurn) speak(ctx context.Context, a Agent, next string) (plugin.Outcome, error) {
+func (tt *teamTurn) speak(ctx context.Context, a Agent, next string) (domain.Outcome, error) {
 	st := tt.state
 	n := len(tt.team.agents)
 	total := tt.team.Rounds * n
@@ -52,18 +52,18 @@ func (tt *teamTurn) speak(ctx context.Context, a Agent, next string) (plugin.Out
 	instruction := fmt.Sprintf("Take your turn as %s: one action with one of your tools, or status \"done\" with a summary when the goal is met, which ends the chat.", a.Name)
 	o, d, err := tt.agentStep(ctx, a, note, instruction)
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	switch o.Verdict {
-	case plugin.VerdictDone:
+	case domain.VerdictDone:
 		o.Summary = firstNonEmpty(d.Summary, d.Thought)
-	case plugin.VerdictStuck:
+	case domain.VerdictStuck:
 		reportBack(&o, d) // one agent stuck is not the chat's end
 	}
 	st.Turns++
 	st.Instruction = ""
 	o.Phase, o.State = next, st.encode()
-	if st.Turns >= total && o.Verdict == plugin.VerdictContinue {
+	if st.Turns >= total && o.Verdict == domain.VerdictContinue {
 		rounds := fmt.Sprintf("%d rounds", tt.team.Rounds)
 		if tt.team.Rounds == 1 {
 			rounds = "one round"
@@ -76,20 +76,20 @@ func (tt *teamTurn) speak(ctx context.Context, a Agent, next string) (plugin.Out
 // chooseSpeaker is the model's choice of who speaks next, in the
 // supervisor's role. It estimates no progress; a reply that is not a
 // decision, or names no agent, is a failed step without progress.
-func (tt *teamTurn) chooseSpeaker(ctx context.Context) (plugin.Outcome, error) {
+func (tt *teamTurn) chooseSpeaker(ctx context.Context) (domain.Outcome, error) {
 	o := tt.Outcome()
-	o.Step.Role, o.Unjudged = plugin.RoleSupervisor, true
+	o.Step.Role, o.Unjudged = domain.RoleSupervisor, true
 	st := tt.state
 	n := len(tt.team.agents)
 	note := fmt.Sprintf("Turn %d of %d (round %d of %d).", st.Turns+1, tt.team.Rounds*n, st.Turns/n+1, tt.team.Rounds)
-	resp, err := tt.ask(ctx, &o, Request{Role: plugin.RoleSupervisor, Tools: []Tool{}, History: &SupervisorHistory, Notes: tt.notes(SupervisorHistory, note),
+	resp, err := tt.ask(ctx, &o, Request{Role: domain.RoleSupervisor, Tools: []Tool{}, History: &SupervisorHistory, Notes: tt.notes(SupervisorHistory, note),
 		Instruction: "Choose the agent that speaks next and say what you expect of it, or answer DONE with a summary when the goal is met.",
 		Schema:      supervisorSchema(tt.team, false)},
 		"group_chat_speaker.tmpl", map[string]any{"Agents": tt.team.views()})
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
-	o.Phase, o.State = plugin.RoleSupervisor, st.encode()
+	o.Phase, o.State = domain.RoleSupervisor, st.encode()
 	d, err := ParseSupervisorDecision(resp.Text)
 	if err != nil {
 		o.Unjudged, o.Step.Result = false, clip(resp.Text, 2000)
@@ -99,7 +99,7 @@ func (tt *teamTurn) chooseSpeaker(ctx context.Context) (plugin.Outcome, error) {
 	o.Step.Thought, o.Step.Params = d.Thought, instructionParams(d.Instruction)
 	if d.Next == NextDone {
 		o.Step.Action, o.Step.Success, o.Step.Result = NextDone, true, "the goal is met"
-		o.Verdict, o.Summary = plugin.VerdictDone, firstNonEmpty(d.Summary, d.Instruction, d.Thought)
+		o.Verdict, o.Summary = domain.VerdictDone, firstNonEmpty(d.Summary, d.Instruction, d.Thought)
 		return o, nil
 	}
 	a, ok := tt.team.agent(d.Next)

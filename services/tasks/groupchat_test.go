@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -18,7 +18,7 @@ func TestGroupChatRoundRobin(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, func(o *tasks.Options) { o.Team.Rounds = 2 })
-		n := f.createAs(plugin.StrategyGroupChat, "Write the report").Number
+		n := f.createAs(domain.StrategyGroupChat, "Write the report").Number
 		// researcher, writer, reviewer, twice: each with one of its tools.
 		turns := []string{
 			testkit.DecisionJSON("list_files", nil, 10, "continue"),
@@ -31,7 +31,7 @@ func TestGroupChatRoundRobin(t *testing.T) {
 		for i, r := range turns {
 			fake.Reply(r)
 			f.stepsN(1, "w")
-			if got := f.task(n); i < len(turns)-1 && got.Status != plugin.StatusRunning {
+			if got := f.task(n); i < len(turns)-1 && got.Status != domain.StatusRunning {
 				t.Fatalf("after turn %d: %s %s", i+1, got.Status, got.Error)
 			}
 		}
@@ -56,7 +56,7 @@ func TestGroupChatRoundRobin(t *testing.T) {
 			t.Fatalf("the writer's second prompt:\n%s", u)
 		}
 		got := f.task(n)
-		if got.Status != plugin.StatusStalemate || !strings.Contains(got.Error, "2 rounds ended") {
+		if got.Status != domain.StatusStalemate || !strings.Contains(got.Error, "2 rounds ended") {
 			t.Fatalf("task = %s %q; want stalemate after the rounds", got.Status, got.Error)
 		}
 		f.check()
@@ -69,13 +69,13 @@ func TestGroupChatEndsOnDone(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, nil)
-		n := f.createAs(plugin.StrategyGroupChat, "Write the report").Number
+		n := f.createAs(domain.StrategyGroupChat, "Write the report").Number
 		fake.Reply(testkit.DecisionJSON("list_files", nil, 10, "continue"))
 		fake.Reply(mustJSON(map[string]any{"thought": "it is written", "action": "none", "params": map[string]any{},
 			"progress": 100, "status": "done", "summary": "The report is written."}))
 		f.stepsN(2, "w")
 		got := f.task(n)
-		if got.Status != plugin.StatusCompleted || got.Summary != "The report is written." {
+		if got.Status != domain.StatusCompleted || got.Summary != "The report is written." {
 			t.Fatalf("task = %s %q; want completed with the writer's summary", got.Status, got.Summary)
 		}
 		if r := strings.Join(rolesOf(f.steps(n)), ","); r != "researcher,writer" {
@@ -93,7 +93,7 @@ func TestGroupChatSpeakerModel(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, func(o *tasks.Options) { o.Team.Speaker = tasks.SpeakerModel })
-		n := f.createAs(plugin.StrategyGroupChat, "Write the report").Number
+		n := f.createAs(domain.StrategyGroupChat, "Write the report").Number
 		fake.Reply(supReply("writer", "Draft the report"))
 		fake.Reply(note("draft", 40, "continue"))
 		fake.Reply(supReply("critic", "Tear it apart"))
@@ -103,7 +103,7 @@ func TestGroupChatSpeakerModel(t *testing.T) {
 		f.stepsN(6, "w")
 
 		got := f.task(n)
-		if got.Status != plugin.StatusCompleted || got.Summary != "Drafted and checked." {
+		if got.Status != domain.StatusCompleted || got.Summary != "Drafted and checked." {
 			t.Fatalf("task = %s %q (%s)", got.Status, got.Summary, got.Error)
 		}
 		steps := f.steps(n)
@@ -114,7 +114,7 @@ func TestGroupChatSpeakerModel(t *testing.T) {
 			t.Fatalf("choosing a speaker not in the team = %+v", steps[2])
 		}
 		reqs := fake.Requests()
-		if sys := systemOf(reqs[0]); roleLine(reqs[0]) != plugin.RoleSupervisor || !strings.Contains(sys, "moderate a group chat") {
+		if sys := systemOf(reqs[0]); roleLine(reqs[0]) != domain.RoleSupervisor || !strings.Contains(sys, "moderate a group chat") {
 			t.Fatalf("the choice's prompt (role %q):\n%s", roleLine(reqs[0]), sys)
 		}
 		if u := userOf(reqs[1]); !strings.Contains(u, "You were chosen to speak with: Draft the report") || roleLine(reqs[1]) != "writer" {
@@ -133,13 +133,13 @@ func TestGroupChatSpeakerModelRoundsEnd(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, func(o *tasks.Options) { o.Team.Speaker, o.Team.Rounds = tasks.SpeakerModel, 1 })
-		n := f.createAs(plugin.StrategyGroupChat, "Write the report").Number
+		n := f.createAs(domain.StrategyGroupChat, "Write the report").Number
 		for i := range 3 {
 			fake.Reply(supReply("writer", "Write"))
 			fake.Reply(note(fmt.Sprint(i), 10*(i+1), "continue"))
 		}
 		f.stepsN(6, "w")
-		if got := f.task(n); got.Status != plugin.StatusStalemate || !strings.Contains(got.Error, "one round ended") {
+		if got := f.task(n); got.Status != domain.StatusStalemate || !strings.Contains(got.Error, "one round ended") {
 			t.Fatalf("task = %s %q", got.Status, got.Error)
 		}
 		f.check()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -16,35 +17,35 @@ import (
 // boundedReads is a store that counts, while armed, the reads of a whole
 // task's steps or events, and records the widest bounded read.
 type boundedReads struct {
-	plugin.Store
+	domain.Store
 	armed      atomic.Bool
 	full       atomic.Int64
 	widest     atomic.Int64 // the most steps RecentSteps was asked for
 	mostEvents atomic.Int64 // the most events EventsAt was asked for
 }
 
-func (s *boundedReads) Steps(ctx context.Context, n int64) ([]plugin.Step, error) {
+func (s *boundedReads) Steps(ctx context.Context, n int64) ([]domain.Step, error) {
 	if s.armed.Load() {
 		s.full.Add(1)
 	}
 	return s.Store.Steps(ctx, n)
 }
 
-func (s *boundedReads) TaskEvents(ctx context.Context, n, after int64) ([]plugin.TaskEvent, error) {
+func (s *boundedReads) TaskEvents(ctx context.Context, n, after int64) ([]domain.TaskEvent, error) {
 	if s.armed.Load() {
 		s.full.Add(1)
 	}
 	return s.Store.TaskEvents(ctx, n, after)
 }
 
-func (s *boundedReads) RecentSteps(ctx context.Context, n int64, k int) ([]plugin.Step, error) {
+func (s *boundedReads) RecentSteps(ctx context.Context, n int64, k int) ([]domain.Step, error) {
 	if int64(k) > s.widest.Load() {
 		s.widest.Store(int64(k))
 	}
 	return s.Store.RecentSteps(ctx, n, k)
 }
 
-func (s *boundedReads) EventsAt(ctx context.Context, n int64, seqs []int64) ([]plugin.TaskEvent, error) {
+func (s *boundedReads) EventsAt(ctx context.Context, n int64, seqs []int64) ([]domain.TaskEvent, error) {
 	if int64(len(seqs)) > s.mostEvents.Load() {
 		s.mostEvents.Store(int64(len(seqs)))
 	}
@@ -59,7 +60,7 @@ func (s *boundedReads) EventsAt(ctx context.Context, n int64, seqs []int64) ([]p
 func TestIterationReadsABoundedHistory(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		var st *boundedReads
-		f := newFixture(t, func(t testing.TB) plugin.Store {
+		f := newFixture(t, func(t testing.TB) domain.Store {
 			st = &boundedReads{Store: open(t)}
 			return st
 		})
@@ -82,7 +83,7 @@ func TestIterationReadsABoundedHistory(t *testing.T) {
 		st.armed.Store(true)
 		for i := 0; i < 50; i++ {
 			if !f.step("test") {
-				if f.task(n).Status != plugin.StatusWaiting {
+				if f.task(n).Status != domain.StatusWaiting {
 					break
 				}
 				if _, err := f.svc.Answer(f.ctx, n, "u1", "MIT"); err != nil {
@@ -90,7 +91,7 @@ func TestIterationReadsABoundedHistory(t *testing.T) {
 				}
 			}
 		}
-		if got := f.task(n); got.Status != plugin.StatusCompleted || got.Iteration != 40 {
+		if got := f.task(n); got.Status != domain.StatusCompleted || got.Iteration != 40 {
 			t.Fatalf("task = %s at iteration %d: %s", got.Status, got.Iteration, got.Error)
 		}
 		reqs := f.model.Requests()
@@ -106,7 +107,7 @@ func TestIterationReadsABoundedHistory(t *testing.T) {
 			}
 		}
 
-		retried, err := f.svc.Retry(f.ctx, n, plugin.NewTask{RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1", Context: "now in French"})
+		retried, err := f.svc.Retry(f.ctx, n, domain.NewTask{RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1", Context: "now in French"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -61,19 +62,19 @@ func (e *ModelFailure) Unwrap() error { return e.Err }
 // the stale counter — not a crash — ends a task that cannot go on. A
 // model that cannot be used at all is not the task's doing: Run returns a
 // *ModelFailure and no outcome.
-func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, error) {
+func (it *Iterator) Run(ctx context.Context, task domain.Task) (domain.Outcome, error) {
 	rt := it.Runtime
 	// The iteration's view of the task's files: what its tool writes is
 	// kept here and committed with the outcome, under the lease.
-	files := plugin.NewFileView(rt.Store(), task.Number)
-	finish := func(o plugin.Outcome) (plugin.Outcome, error) {
+	files := domain.NewFileView(rt.Store(), task.Number)
+	finish := func(o domain.Outcome) (domain.Outcome, error) {
 		o.Now = rt.Clock().Now()
-		if len(o.Step.Result) > plugin.MaxResultBytes {
-			o.Step.Result = clipBytes(o.Step.Result, plugin.MaxResultBytes)
+		if len(o.Step.Result) > domain.MaxResultBytes {
+			o.Step.Result = clipBytes(o.Step.Result, domain.MaxResultBytes)
 		}
 		for i := range o.Steps { // each call of a tools reply is a step, kept to the same size
-			if len(o.Steps[i].Result) > plugin.MaxResultBytes {
-				o.Steps[i].Result = clipBytes(o.Steps[i].Result, plugin.MaxResultBytes)
+			if len(o.Steps[i].Result) > domain.MaxResultBytes {
+				o.Steps[i].Result = clipBytes(o.Steps[i].Result, domain.MaxResultBytes)
 			}
 		}
 		return o, nil
@@ -81,7 +82,7 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, 
 	turn := &Turn{Task: task, Runtime: rt, it: it, files: files}
 	if task.ApprovalGranted {
 		// A person approved the call this task asked to make: run exactly
-		// that, with no new model call (plugin.ToolRan).
+		// that, with no new model call (domain.ToolRan).
 		o := turn.Outcome()
 		o.Approved = true
 		o.Step.Action, o.Step.Params = task.ApprovalAction, json.RawMessage(task.ApprovalParams)
@@ -105,7 +106,7 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, 
 	if err != nil {
 		var mf *ModelFailure
 		if errors.As(err, &mf) {
-			return plugin.Outcome{}, err
+			return domain.Outcome{}, err
 		}
 		o = turn.Outcome()
 		turn.Fail(&o, "", err.Error())
@@ -117,7 +118,7 @@ func (it *Iterator) Run(ctx context.Context, task plugin.Task) (plugin.Outcome, 
 // records its result in o; when it fails it returns why and false. The
 // changes it made to the files go into o whether it failed or not, as they
 // would on a disk: a command that exits 1 may still have written.
-func (it *Iterator) runTool(ctx context.Context, task plugin.Task, files *plugin.FileView, o *plugin.Outcome) (string, bool) {
+func (it *Iterator) runTool(ctx context.Context, task domain.Task, files *domain.FileView, o *domain.Outcome) (string, bool) {
 	t := task
 	res, err := it.Runtime.RunAction(ctx, o.Step.Action, &plugin.Call{Task: &t, Params: o.Step.Params, Files: files})
 	o.Files = files.Changes()
@@ -141,14 +142,14 @@ func (it *Iterator) runTool(ctx context.Context, task plugin.Task, files *plugin
 
 // approvalRequest is the 🔐 message asking the task's room to approve a
 // tool call.
-func approvalRequest(task plugin.Task, action string, params json.RawMessage) (plugin.Notification, error) {
+func approvalRequest(task domain.Task, action string, params json.RawMessage) (domain.Notification, error) {
 	payload, err := json.Marshal(map[string]string{"kind": "approval", "text": action + " " + string(params), "task_name": task.Name,
-		"call": plugin.AskedApprovalID(task, action, params)})
+		"call": domain.AskedApprovalID(task, action, params)})
 	if err != nil {
-		return plugin.Notification{}, fmt.Errorf("approval request: %w", err)
+		return domain.Notification{}, fmt.Errorf("approval request: %w", err)
 	}
-	return plugin.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: plugin.NotifyMessage, Payload: payload,
-		Asks: plugin.WaitApproval}, nil
+	return domain.Notification{Room: task.RoomID, TaskNumber: task.Number, Category: domain.NotifyMessage, Payload: payload,
+		Asks: domain.WaitApproval}, nil
 }
 
 // load reads what a turn knows of its task's past, in reads bounded
@@ -163,7 +164,7 @@ func (it *Iterator) load(ctx context.Context, turn *Turn) error {
 	if err != nil {
 		return fmt.Errorf("steps of task #%d: %w", task.Number, err)
 	}
-	digest, ok := plugin.ParseDigest(task.Digest)
+	digest, ok := domain.ParseDigest(task.Digest)
 	if !ok {
 		// A task from before digests: fold its events, as every
 		// iteration of it did.
@@ -171,7 +172,7 @@ func (it *Iterator) load(ctx context.Context, turn *Turn) error {
 		if err != nil {
 			return fmt.Errorf("events of task #%d: %w", task.Number, err)
 		}
-		digest = plugin.DigestOf(events)
+		digest = domain.DigestOf(events)
 	}
 	shown := digest.Answers[max(0, len(digest.Answers)-it.History.withDefaults().Answers):]
 	answered, err := st.EventsAt(ctx, task.Number, shown)
@@ -199,7 +200,7 @@ func (it *Iterator) load(ctx context.Context, turn *Turn) error {
 // remembers of its goal and latest step (docs/memory.md). Memory is an aid:
 // when recall fails, the iteration goes on without it, and says so in the
 // log.
-func (it *Iterator) recall(ctx context.Context, task plugin.Task, steps []plugin.Step) string {
+func (it *Iterator) recall(ctx context.Context, task domain.Task, steps []domain.Step) string {
 	if it.Memory == nil {
 		return ""
 	}
@@ -224,7 +225,7 @@ const continuedSteps = 10
 // outcome, its last steps and what the person who retried it added (in
 // created, the retry's created event). It is part of the prompt's stable
 // prefix.
-func continuation(ctx context.Context, st plugin.Store, number int64, created []plugin.TaskEvent) (string, error) {
+func continuation(ctx context.Context, st domain.Store, number int64, created []domain.TaskEvent) (string, error) {
 	old, err := st.GetTask(ctx, number)
 	if err != nil {
 		return "", fmt.Errorf("the task #%d continues: %w", number, err)
@@ -251,8 +252,8 @@ func continuation(ctx context.Context, st plugin.Store, number int64, created []
 			fmt.Fprintf(&b, "\n- step %d: %s %s %s", s.Iteration, firstNonEmpty(s.Action, "(no action)"), clip(string(s.Params), 140), mark)
 		}
 	}
-	if len(created) > 0 && created[0].Type == plugin.EventCreated {
-		var p plugin.EventPayload
+	if len(created) > 0 && created[0].Type == domain.EventCreated {
+		var p domain.EventPayload
 		if json.Unmarshal(created[0].Payload, &p) == nil {
 			if c, _ := p.Detail["context"].(string); c != "" {
 				fmt.Fprintf(&b, "\nThe person who asked to continue it adds: %s", clip(c, 2000))
@@ -265,7 +266,7 @@ func continuation(ctx context.Context, st plugin.Store, number int64, created []
 // StressTemperature is base plus StressStep for every failed step at the
 // end of steps, at most 1: a model that keeps failing is nudged off its
 // rut, and back to base after a success.
-func StressTemperature(base float64, steps []plugin.Step) float64 {
+func StressTemperature(base float64, steps []domain.Step) float64 {
 	t := base
 	for i := len(steps) - 1; i >= 0 && !steps[i].Success; i-- {
 		t += StressStep
@@ -275,7 +276,7 @@ func StressTemperature(base float64, steps []plugin.Step) float64 {
 
 // sameStep reports whether a decision repeats step: the same action with
 // the same params, as JSON values.
-func sameStep(step plugin.Step, action string, params json.RawMessage) bool {
+func sameStep(step domain.Step, action string, params json.RawMessage) bool {
 	if step.Action != action {
 		return false
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // magentic is Magentic-One's orchestrator on ElGraph's magentic template
@@ -35,7 +35,7 @@ const (
 	maxPlanChars = 2000
 )
 
-func ledgerOf(t plugin.Task) Ledger {
+func ledgerOf(t domain.Task) Ledger {
 	l := Ledger{Facts: []string{}}
 	if t.Ledger != "" {
 		_ = json.Unmarshal([]byte(t.Ledger), &l) // a ledger this strategy did not write starts afresh
@@ -101,7 +101,7 @@ const replanNote = "Replan: you chose the same agent too many times in a row, so
 // stall, in which case o is the claim's outcome: a replan step (the
 // first; a is not handed the step, the supervisor replans on its next
 // turn) or the stalemate (the second).
-func (tt *teamTurn) stall(o *plugin.Outcome, led *Ledger, st *teamState, a Agent) bool {
+func (tt *teamTurn) stall(o *domain.Outcome, led *Ledger, st *teamState, a Agent) bool {
 	if led.Chosen == a.Name {
 		led.Stalls++
 	} else {
@@ -118,7 +118,7 @@ func (tt *teamTurn) stall(o *plugin.Outcome, led *Ledger, st *teamState, a Agent
 	_ = json.Unmarshal(o.Step.Params, &instr)
 	params, _ := json.Marshal(map[string]string{"chosen": a.Name, "instruction": instr.Instruction})
 	o.Step.Params, o.Step.Success = params, true
-	o.Phase = plugin.RoleSupervisor
+	o.Phase = domain.RoleSupervisor
 	if st.Replanned {
 		o.Step.Action = a.Name
 		o.Step.Result = fmt.Sprintf("not handed on: %s was chosen %d times in a row again after the replan", a.Name, times)

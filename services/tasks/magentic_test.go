@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
-func ledgerOfTask(t *testing.T, task plugin.Task) tasks.Ledger {
+func ledgerOfTask(t *testing.T, task domain.Task) tasks.Ledger {
 	t.Helper()
 	var l tasks.Ledger
 	if err := json.Unmarshal([]byte(task.Ledger), &l); err != nil {
@@ -30,7 +30,7 @@ func TestMagenticStallReplansOnceThenStalemate(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, nil)
-		n := f.createAs(plugin.StrategyMagentic, "Compare the three queue libraries").Number
+		n := f.createAs(domain.StrategyMagentic, "Compare the three queue libraries").Number
 		progress := 0
 		research := func() {
 			progress += 10
@@ -53,13 +53,13 @@ func TestMagenticStallReplansOnceThenStalemate(t *testing.T) {
 		led := ledgerOfTask(t, got)
 		steps := f.steps(n)
 		last := steps[len(steps)-1]
-		if last.Role != plugin.RoleSupervisor || last.Action != "replan" || !strings.Contains(last.Result, "researcher was chosen 3 times in a row") {
+		if last.Role != domain.RoleSupervisor || last.Action != "replan" || !strings.Contains(last.Result, "researcher was chosen 3 times in a row") {
 			t.Fatalf("the stall's step = %+v; want the supervisor's replan", last)
 		}
 		if led.Stalls != 0 || led.Chosen != "" || led.Plan != "1. research 2. write" || strings.Join(led.Facts, ";") != "River is a Go queue" {
 			t.Fatalf("ledger after the stall = %+v; want stalls reset, facts and plan kept", led)
 		}
-		if got.Phase != plugin.RoleSupervisor || got.Status != plugin.StatusRunning {
+		if got.Phase != domain.RoleSupervisor || got.Status != domain.StatusRunning {
 			t.Fatalf("after the stall: %s, phase %q", got.Status, got.Phase)
 		}
 		reqs := fake.Requests()
@@ -88,7 +88,7 @@ func TestMagenticStallReplansOnceThenStalemate(t *testing.T) {
 		fake.Reply(magReply("researcher", "Even more", nil, "")) // a second stall
 		f.stepsN(4, "w")
 		got = f.task(n)
-		if got.Status != plugin.StatusStalemate || !strings.Contains(got.Error, "researcher 3 times in a row again after replanning") {
+		if got.Status != domain.StatusStalemate || !strings.Contains(got.Error, "researcher 3 times in a row again after replanning") {
 			t.Fatalf("task = %s %q; want stalemate for the second stall", got.Status, got.Error)
 		}
 		want := "supervisor,researcher,supervisor,researcher,supervisor,supervisor,researcher,supervisor,researcher,supervisor"
@@ -105,7 +105,7 @@ func TestMagenticReplanNeedsAPlan(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, func(o *tasks.Options) { o.Team.MaxStalls = 1 })
-		n := f.createAs(plugin.StrategyMagentic, "Write the report").Number
+		n := f.createAs(domain.StrategyMagentic, "Write the report").Number
 		fake.Reply(magReply("writer", "Write", nil, "1. write"))
 		fake.Reply(note("a", 10, "continue"))
 		fake.Reply(magReply("writer", "Write more", nil, "")) // stall: max_stalls 1
@@ -135,13 +135,13 @@ func TestMagenticStallOnTheLastDecisionEndsTheTask(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, func(o *tasks.Options) { o.Team.MaxStalls, o.Team.MaxSteps = 1, 2 })
-		n := f.createAs(plugin.StrategyMagentic, "Write the report").Number
+		n := f.createAs(domain.StrategyMagentic, "Write the report").Number
 		fake.Reply(magReply("writer", "Write", nil, "1. write"))
 		fake.Reply(note("a", 10, "continue"))
 		fake.Reply(magReply("writer", "Write more", nil, "")) // decision 2 of 2, a stall
 		f.stepsN(3, "w")
 		got := f.task(n)
-		if got.Status != plugin.StatusStalemate || !strings.Contains(got.Error, "max_steps") {
+		if got.Status != domain.StatusStalemate || !strings.Contains(got.Error, "max_steps") {
 			t.Fatalf("task = %s %q; want stalemate at max_steps", got.Status, got.Error)
 		}
 		if reqs := len(fake.Requests()); reqs != 3 {
@@ -157,7 +157,7 @@ func TestMagenticLedgerStaysBounded(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, nil)
-		n := f.createAs(plugin.StrategyMagentic, "Gather facts").Number
+		n := f.createAs(domain.StrategyMagentic, "Gather facts").Number
 		var facts []string
 		for i := range 50 {
 			facts = append(facts, fmt.Sprintf("fact %d %s", i, strings.Repeat("x", 400)))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -32,8 +33,8 @@ func (m *memoryFake) Section(_ context.Context, ask plugin.MemoryAsk) (string, e
 // task's room for its goal; the next iteration's recall is for the goal
 // and the latest step.
 func TestEveryStrategysPromptRecalls(t *testing.T) {
-	for _, strategy := range []string{plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, plugin.StrategyReview,
-		plugin.StrategySupervisor, plugin.StrategyMagentic, plugin.StrategyGroupChat} {
+	for _, strategy := range []string{domain.StrategyLoop, domain.StrategyReact, domain.StrategyTools, domain.StrategyReview,
+		domain.StrategySupervisor, domain.StrategyMagentic, domain.StrategyGroupChat} {
 		t.Run(strategy, func(t *testing.T) {
 			f := newFixture(t, teststore.SQLite)
 			mem := &memoryFake{}
@@ -41,7 +42,7 @@ func TestEveryStrategysPromptRecalls(t *testing.T) {
 			f.model.Default(func(_ context.Context, req plugin.ModelRequest) (plugin.ModelResponse, error) {
 				return plugin.ModelResponse{Text: testkit.DecisionJSON("list_files", nil, 10, "continue")}, nil
 			})
-			n := f.create("Check the staging database runbook", func(in *plugin.NewTask) {
+			n := f.create("Check the staging database runbook", func(in *domain.NewTask) {
 				in.Strategy, in.RoomID = strategy, "discord:C1"
 			}).Number
 			f.step("test")
@@ -79,7 +80,7 @@ func promptText(req plugin.ModelRequest) string {
 // TestPromptMemorySection: the section stands after the history, before
 // the iteration line; with no memory there is none.
 func TestPromptMemorySection(t *testing.T) {
-	task := plugin.Task{Number: 7, Name: "Build auth", Goal: "Build the login.", MaxIterations: 50}
+	task := domain.Task{Number: 7, Name: "Build auth", Goal: "Build the login.", MaxIterations: 50}
 	without, err := tasks.BuildIterationPrompt(tasks.PromptInput{System: "s", Task: task})
 	if err != nil {
 		t.Fatal(err)
@@ -105,23 +106,23 @@ func TestIterationMemoryStaysBounded(t *testing.T) {
 	})
 	huge := strings.Repeat("The staging database migration needs care. ", 20000) // ~880 KB
 	for i := range 3 {
-		if _, err := f.store.AddDocument(f.ctx, plugin.Document{Title: strings.Repeat("Staging ", 100) + string(rune('A'+i)), Room: "discord:C1", CreatedAt: t0}, huge); err != nil {
+		if _, err := f.store.AddDocument(f.ctx, domain.Document{Title: strings.Repeat("Staging ", 100) + string(rune('A'+i)), Room: "discord:C1", CreatedAt: t0}, huge); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var facts []plugin.Fact
+	var facts []domain.Fact
 	for i := range 300 {
-		m, _, err := f.store.SaveMemory(f.ctx, plugin.Memory{Platform: "discord", MessageID: strconv.Itoa(i), Room: "discord:C1", AuthorID: "U1", AuthorName: "ann",
+		m, _, err := f.store.SaveMemory(f.ctx, domain.Memory{Platform: "discord", MessageID: strconv.Itoa(i), Room: "discord:C1", AuthorID: "U1", AuthorName: "ann",
 			Text: strings.Repeat("the staging database migration ", 200), CreatedAt: t0})
 		if err != nil {
 			t.Fatal(err)
 		}
-		facts = append(facts, plugin.Fact{Room: "discord:C1", About: "discord:U1", Text: "staging database fact " + strconv.Itoa(i) + " " + strings.Repeat("x", 1500), Sources: []int64{m.ID}})
+		facts = append(facts, domain.Fact{Room: "discord:C1", About: "discord:U1", Text: "staging database fact " + strconv.Itoa(i) + " " + strings.Repeat("x", 1500), Sources: []int64{m.ID}})
 	}
 	if _, err := f.store.SaveFacts(f.ctx, facts); err != nil {
 		t.Fatal(err)
 	}
-	f.create("Plan the staging database migration", func(in *plugin.NewTask) { in.RoomID = "discord:C1" })
+	f.create("Plan the staging database migration", func(in *domain.NewTask) { in.RoomID = "discord:C1" })
 	f.step("test")
 	reqs := f.model.Requests()
 	if len(reqs) != 1 {

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestMixedStrategiesShareTheQueueFairly: five tasks of five strategies on
@@ -17,19 +17,19 @@ func TestMixedStrategiesShareTheQueueFairly(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, nil)
-		strategies := []string{plugin.StrategyLoop, plugin.StrategyReact, plugin.StrategyTools, plugin.StrategyReview, plugin.StrategySupervisor}
+		strategies := []string{domain.StrategyLoop, domain.StrategyReact, domain.StrategyTools, domain.StrategyReview, domain.StrategySupervisor}
 		numbers := make([]int64, len(strategies))
 		for i, s := range strategies {
-			numbers[i] = f.createAs(s, "Write part "+s, func(in *plugin.NewTask) { in.MaxIterations, in.MaxStaleIterations = 100, 100 }).Number
+			numbers[i] = f.createAs(s, "Write part "+s, func(in *domain.NewTask) { in.MaxIterations, in.MaxStaleIterations = 100, 100 }).Number
 		}
 		// reply queues claim k of the task of strategy s, in the order a
 		// fair queue serves them.
 		reply := func(s string, k int) {
 			file := fmt.Sprintf(`{"path":"%s-%d.md","content":"x"}`, s, k)
 			switch s {
-			case plugin.StrategyLoop:
+			case domain.StrategyLoop:
 				fake.Reply(note(fmt.Sprintf("loop-%d", k), 5*(k+1), "continue"))
-			case plugin.StrategyReact:
+			case domain.StrategyReact:
 				switch k % 3 {
 				case 0:
 					fake.Reply(`{"thought": "write the next part"}`)
@@ -38,15 +38,15 @@ func TestMixedStrategiesShareTheQueueFairly(t *testing.T) {
 				default:
 					fake.Reply(fmt.Sprintf(`{"observation": "written", "progress": %d, "status": "continue"}`, 5*(k+1)))
 				}
-			case plugin.StrategyTools:
+			case domain.StrategyTools:
 				fake.ReplyToolCalls("", testkit.OpenAIToolCall{ID: fmt.Sprintf("call_%d", k), Name: "write_file", Arguments: file})
-			case plugin.StrategyReview:
+			case domain.StrategyReview:
 				if k == 0 {
 					fake.Reply(`{"thought": "small enough", "decision": "execute", "plan": "write it"}`)
 				} else {
 					fake.Reply(note(fmt.Sprintf("review-%d", k), 5*(k+1), "continue"))
 				}
-			case plugin.StrategySupervisor:
+			case domain.StrategySupervisor:
 				if k%2 == 0 {
 					fake.Reply(supReply("writer", "write the next part"))
 				} else {
@@ -72,7 +72,7 @@ func TestMixedStrategiesShareTheQueueFairly(t *testing.T) {
 		}
 		for j, n := range numbers {
 			task := f.task(n)
-			if task.Status != plugin.StatusRunning || task.Iteration != rounds {
+			if task.Status != domain.StatusRunning || task.Iteration != rounds {
 				t.Errorf("%s task #%d: %s after %d claims (%s); want running after %d", strategies[j], n, task.Status, task.Iteration, task.Error, rounds)
 			}
 			for _, s := range f.steps(n) {

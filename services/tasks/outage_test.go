@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/postgres"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/plugin"
@@ -108,7 +109,7 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	var numbers []int64
 	for i := range 12 {
-		task, err := a.svc.Create(ctx, plugin.NewTask{Goal: fmt.Sprintf("task %d", i), RequestorID: "u1", MaxTokens: new(int64)})
+		task, err := a.svc.Create(ctx, domain.NewTask{Goal: fmt.Sprintf("task %d", i), RequestorID: "u1", MaxTokens: new(int64)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +130,7 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 		for {
 			task, err := b.store.GetTask(ctx, n)
 			if err == nil && task.Status.Terminal() {
-				if task.Status != plugin.StatusCompleted {
+				if task.Status != domain.StatusCompleted {
 					t.Fatalf("task #%d ended %s after %d iterations; want completed", n, task.Status, task.Iteration)
 				}
 				break
@@ -142,9 +143,9 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	}
 	for _, n := range numbers {
 		var (
-			row   plugin.Task
-			evs   []plugin.TaskEvent
-			steps []plugin.Step
+			row   domain.Task
+			evs   []domain.TaskEvent
+			steps []domain.Step
 		)
 		// A pooled connection killed while idle fails its first query:
 		// reads, like the API's, are simply asked again.
@@ -158,7 +159,7 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 			steps, err = a.store.Steps(ctx, n)
 			return err
 		})
-		if v := plugin.Check(row, evs, len(steps)); len(v) > 0 {
+		if v := domain.Check(row, evs, len(steps)); len(v) > 0 {
 			t.Fatalf("check of #%d after the outage: %v", n, v)
 		}
 		// One commit per claim: no two iterations under one fence; and
@@ -166,10 +167,10 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 		// is found in on its next try).
 		fences := map[int64]bool{}
 		for _, e := range evs {
-			if e.Type == plugin.EventResultRejected {
+			if e.Type == domain.EventResultRejected {
 				t.Fatalf("task #%d has a result_rejected event under fence %d: a result of the outage taken for a late one", n, e.Fence)
 			}
-			if e.Type != plugin.EventIterated {
+			if e.Type != domain.EventIterated {
 				continue
 			}
 			if fences[e.Fence] {
@@ -188,9 +189,9 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	// for the benchmarks; this says that it happens.
 	time.Sleep(500 * time.Millisecond) // the listeners' reconnect backoff
 	created := time.Now()
-	var task plugin.Task
+	var task domain.Task
 	readAgain(t, func() (err error) {
-		task, err = a.store.CreateTask(ctx, plugin.NewTask{Goal: "after the outage", Now: created})
+		task, err = a.store.CreateTask(ctx, domain.NewTask{Goal: "after the outage", Now: created})
 		return err
 	})
 	for {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/prompts"
 )
@@ -108,7 +109,7 @@ type Tool struct {
 // ToolsOf lists the runtime's tool actions that task may use
 // (ActionInfo.OffersTo), sorted by name so the prompt's fixed part does
 // not change with registration order.
-func ToolsOf(rt *plugin.Runtime, task plugin.Task) []Tool {
+func ToolsOf(rt *plugin.Runtime, task domain.Task) []Tool {
 	var tools []Tool
 	for _, a := range rt.Actions() {
 		info := a.Info()
@@ -129,11 +130,11 @@ func ToolsOf(rt *plugin.Runtime, task plugin.Task) []Tool {
 type PromptInput struct {
 	System string // the character's system prompt
 	Tools  []Tool
-	Task   plugin.Task
+	Task   domain.Task
 	// Steps are the task's latest steps, in order: all of them, or the
 	// History.Window latest. Older counts the steps before them.
-	Steps   []plugin.Step
-	Older   plugin.Digest
+	Steps   []domain.Step
+	Older   domain.Digest
 	Answers []string // answers to the task's questions and subtask outcomes, in order
 	// Memory is the "Relevant memory" section (plugin.Recaller), shown
 	// after the history: it changes with the latest step, so it is not
@@ -271,7 +272,7 @@ func systemPrompt(tmpl, system string, tools []Tool) (string, error) {
 // the call that reads on. The note's offset counts characters of the
 // result alone, as read_result does, so the error shown before it does not
 // shift it.
-func showResult(s plugin.Step, limit int, readable bool) (shown, more string) {
+func showResult(s domain.Step, limit int, readable bool) (shown, more string) {
 	if limit <= 0 {
 		return resultText(s), ""
 	}
@@ -328,7 +329,7 @@ func thousands(n int) string {
 	return s
 }
 
-func resultText(s plugin.Step) string {
+func resultText(s domain.Step) string {
 	switch {
 	case s.Error != "" && s.Result != "":
 		return s.Error + " " + s.Result
@@ -382,10 +383,10 @@ func clip(s string, n int) string {
 
 // answersFrom collects, in order, the answers a task was resumed with and
 // the outcomes of the subtasks it waited on.
-func answersFrom(events []plugin.TaskEvent) []string {
+func answersFrom(events []domain.TaskEvent) []string {
 	var out []string
 	for _, ev := range events {
-		if a, ok := plugin.EventAnswer(ev); ok {
+		if a, ok := domain.EventAnswer(ev); ok {
 			out = append(out, a)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -23,10 +24,10 @@ var testTools = []tasks.Tool{
 }
 
 // history makes n realistic steps, each with a sizeable result.
-func history(n int) []plugin.Step {
-	var steps []plugin.Step
+func history(n int) []domain.Step {
+	var steps []domain.Step
 	for i := 1; i <= n; i++ {
-		steps = append(steps, plugin.Step{
+		steps = append(steps, domain.Step{
 			Iteration: i, Action: "write_file", Thought: "Next I write part " + fmt.Sprint(i),
 			Params: json.RawMessage(fmt.Sprintf(`{"path":"src/part%d.go","content":"%s"}`, i, strings.Repeat("x", 400))),
 			Result: strings.Repeat(fmt.Sprintf("line %d of the output\n", i), 40), Success: i%7 != 0,
@@ -38,7 +39,7 @@ func history(n int) []plugin.Step {
 
 func promptAt(t testing.TB, iteration int) []plugin.ChatMessage {
 	t.Helper()
-	task := plugin.Task{Number: 7, Name: "Build auth", Goal: "Build the login and logout endpoints with tests.", Iteration: iteration, MaxIterations: 50, Progress: iteration}
+	task := domain.Task{Number: 7, Name: "Build auth", Goal: "Build the login and logout endpoints with tests.", Iteration: iteration, MaxIterations: 50, Progress: iteration}
 	msgs, err := tasks.BuildIterationPrompt(tasks.PromptInput{System: "You are Taskloom.", Tools: testTools, Task: task, Steps: history(iteration), Answers: []string{"use JWT"}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,8 +168,8 @@ var readTools = append([]tasks.Tool{{Name: "read_result", Description: "Read a s
 func TestPromptShowsTheLatestResultLonger(t *testing.T) {
 	t.Parallel()
 	long, recent := longText(200_000), tasks.DefaultHistory.RecentChars
-	step := func(i int, result, errText string) plugin.Step {
-		return plugin.Step{Iteration: i, Action: "read_file", Params: json.RawMessage(`{"path":"big.txt"}`), Result: result, Error: errText, Success: errText == ""}
+	step := func(i int, result, errText string) domain.Step {
+		return domain.Step{Iteration: i, Action: "read_file", Params: json.RawMessage(`{"path":"big.txt"}`), Result: result, Error: errText, Success: errText == ""}
 	}
 	note := func(step, offset, left int) string {
 		return fmt.Sprintf("\n[… %s more characters: read_result {\"step\": %d, \"offset\": %d}]", commas(left), step, offset)
@@ -176,26 +177,26 @@ func TestPromptShowsTheLatestResultLonger(t *testing.T) {
 	cases := []struct {
 		name  string
 		tools []tasks.Tool
-		steps []plugin.Step
+		steps []domain.Step
 		step  int    // the step whose result is checked
 		want  string // its result as shown, note included
 	}{
-		{"latest cut at a page", readTools, []plugin.Step{step(1, "x", ""), step(2, long, "")}, 2,
+		{"latest cut at a page", readTools, []domain.Step{step(1, "x", ""), step(2, long, "")}, 2,
 			runes(long, tasks.ResultPage) + note(2, tasks.ResultPage, 200_000-tasks.ResultPage)},
-		{"older cut at RecentChars", readTools, []plugin.Step{step(1, long, ""), step(2, "x", "")}, 1,
+		{"older cut at RecentChars", readTools, []domain.Step{step(1, long, ""), step(2, "x", "")}, 1,
 			runes(long, recent) + note(1, recent, 200_000-recent)},
 		{"a latest result a note longer than a page is shown whole", readTools,
-			[]plugin.Step{step(1, runes(long, tasks.ResultPage+160), "")}, 1, runes(long, tasks.ResultPage+160)},
-		{"a result that fits is not cut", readTools, []plugin.Step{step(3, runes(long, 5000), "")}, 3, runes(long, 5000)},
+			[]domain.Step{step(1, runes(long, tasks.ResultPage+160), "")}, 1, runes(long, tasks.ResultPage+160)},
+		{"a result that fits is not cut", readTools, []domain.Step{step(3, runes(long, 5000), "")}, 3, runes(long, 5000)},
 		{"the offset counts the result alone, after the error", readTools,
-			[]plugin.Step{step(4, long, "the tool reported a failure"), step(5, "x", "")}, 4,
+			[]domain.Step{step(4, long, "the tool reported a failure"), step(5, "x", "")}, 4,
 			"the tool reported a failure " + runes(long, recent-28) + note(4, recent-28, 200_000-recent+28)},
-		{"without read_result the note only counts", testTools, []plugin.Step{step(6, long, "")}, 6,
+		{"without read_result the note only counts", testTools, []domain.Step{step(6, long, "")}, 6,
 			runes(long, tasks.ResultPage) + "\n[… 192,000 more characters not shown]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			task := plugin.Task{Number: 3, Name: "Read", Goal: "Read big.txt.", Iteration: len(c.steps), MaxIterations: 50}
+			task := domain.Task{Number: 3, Name: "Read", Goal: "Read big.txt.", Iteration: len(c.steps), MaxIterations: 50}
 			msgs, err := tasks.BuildIterationPrompt(tasks.PromptInput{Tools: c.tools, Task: task, Steps: c.steps})
 			if err != nil {
 				t.Fatal(err)
@@ -229,13 +230,13 @@ func tail(s string) string {
 // iteration 5, and its fixed part does not change.
 func TestPromptStaysBoundedWithLongResults(t *testing.T) {
 	t.Parallel()
-	long := longText(plugin.MaxResultBytes / 3)
+	long := longText(domain.MaxResultBytes / 3)
 	build := func(it int) []plugin.ChatMessage {
 		steps := history(it)
 		for i := range steps {
 			steps[i].Result = long
 		}
-		task := plugin.Task{Number: 7, Name: "Build auth", Goal: "Build the login and logout endpoints with tests.", Iteration: it, MaxIterations: 50, Progress: it}
+		task := domain.Task{Number: 7, Name: "Build auth", Goal: "Build the login and logout endpoints with tests.", Iteration: it, MaxIterations: 50, Progress: it}
 		msgs, err := tasks.BuildIterationPrompt(tasks.PromptInput{System: "You are Taskloom.", Tools: readTools, Task: task, Steps: steps, Answers: []string{"use JWT"}})
 		if err != nil {
 			t.Fatal(err)
@@ -317,7 +318,7 @@ func TestReadingALongFileBack(t *testing.T) {
 				t.Fatal("the task did not finish in 30 iterations")
 			}
 		}
-		if got := f.task(n); got.Status != plugin.StatusCompleted {
+		if got := f.task(n); got.Status != domain.StatusCompleted {
 			t.Fatalf("task = %s: %s", got.Status, got.Error)
 		}
 		steps := f.steps(n)
@@ -376,7 +377,7 @@ func TestReadingALongFileBack(t *testing.T) {
 // every age.
 func TestPromptFromTheWindowIsThePromptFromEveryStep(t *testing.T) {
 	t.Parallel()
-	task := plugin.Task{Number: 7, Name: "Build auth", Goal: "Build the login and logout endpoints with tests.", MaxIterations: 100}
+	task := domain.Task{Number: 7, Name: "Build auth", Goal: "Build the login and logout endpoints with tests.", MaxIterations: 100}
 	for n := 0; n <= 70; n++ {
 		all := history(n)
 		for i := range all {
@@ -384,7 +385,7 @@ func TestPromptFromTheWindowIsThePromptFromEveryStep(t *testing.T) {
 				all[i].Action = "" // a step with no action
 			}
 		}
-		var d plugin.Digest
+		var d domain.Digest
 		for _, s := range all {
 			d.AddStep(s)
 		}
@@ -517,7 +518,7 @@ func measurePrompts(t testing.TB, open teststore.Opener, iterations int, tool pl
 		return plugin.ModelResponse{Text: testkit.DecisionJSON("fetch_page", map[string]int{"n": it}, min(it, 99), "continue")}, nil
 	})
 	n := f.create("Survey the pages of the site one by one and write down what each says about leases and fences.",
-		func(in *plugin.NewTask) { in.MaxIterations = iterations }).Number
+		func(in *domain.NewTask) { in.MaxIterations = iterations }).Number
 	for f.step("test") {
 	}
 	if got := f.task(n); got.Iteration != iterations {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/taskloom/taskloom/adapters/postgres"
 	"github.com/taskloom/taskloom/adapters/storetest"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/app"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
@@ -115,7 +116,7 @@ func (q *rawQueue) step(ctx context.Context, owner string) (bool, error) {
 		}
 		q.led.Claimed(number, fence, k, start, time.Now())
 	}
-	now := plugin.UTC(time.Now())
+	now := domain.UTC(time.Now())
 	tag, err := q.pool.Exec(ctx, rawCommit, number, fence, now, int(fence%100))
 	if err != nil {
 		return false, fmt.Errorf("raw commit: %w", err)
@@ -173,7 +174,7 @@ func newBenchReplica(tb testing.TB, url string, model plugin.Model, led *storete
 	if err := st.Migrate(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	var store plugin.Store = st
+	var store domain.Store = st
 	if led != nil {
 		store = &ledgerStore{Store: st, led: led}
 	}
@@ -241,7 +242,7 @@ func newRound(tb testing.TB, pool *pgxpool.Pool, reps []*benchReplica, n int) (r
 		tb.Fatal(err)
 	}
 	// Taskloom's tasks of the last round end the way tasks end.
-	old, err := reps[0].store.ListTasks(ctx, plugin.TaskFilter{Statuses: []plugin.Status{plugin.StatusQueued, plugin.StatusRunning}})
+	old, err := reps[0].store.ListTasks(ctx, domain.TaskFilter{Statuses: []domain.Status{domain.StatusQueued, domain.StatusRunning}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func newRound(tb testing.TB, pool *pgxpool.Pool, reps []*benchReplica, n int) (r
 		}
 	}
 	for i := range n {
-		t, err := reps[i%len(reps)].svc.Create(ctx, plugin.NewTask{Goal: fmt.Sprintf("bench %d", i), MaxIterations: 1000, MaxStaleIterations: 1000})
+		t, err := reps[i%len(reps)].svc.Create(ctx, domain.NewTask{Goal: fmt.Sprintf("bench %d", i), MaxIterations: 1000, MaxStaleIterations: 1000})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -473,11 +474,11 @@ func BenchmarkQueueFairness(b *testing.B) {
 
 // ledgerStore records Taskloom's claims and releases in a ledger.
 type ledgerStore struct {
-	plugin.Store
+	domain.Store
 	led *storetest.Ledger
 }
 
-func (s *ledgerStore) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, error) {
+func (s *ledgerStore) ClaimTask(ctx context.Context, c domain.Claim) (domain.Task, error) {
 	start := time.Now()
 	t, err := s.Store.ClaimTask(ctx, c)
 	if err == nil {
@@ -486,7 +487,7 @@ func (s *ledgerStore) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Tas
 	return t, err
 }
 
-func (s *ledgerStore) UpdateTask(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
+func (s *ledgerStore) UpdateTask(ctx context.Context, number int64, fn domain.MutateFunc) (domain.Task, error) {
 	t, err := s.Store.UpdateTask(ctx, number, fn)
 	if err == nil {
 		s.released(t, time.Now())
@@ -496,9 +497,9 @@ func (s *ledgerStore) UpdateTask(ctx context.Context, number int64, fn plugin.Mu
 
 // UpdateTaskAndClaim records the commit's release, and its claim as one
 // that began with the call.
-func (s *ledgerStore) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.MutateFunc, next plugin.Claim) (plugin.Task, plugin.Task, error) {
+func (s *ledgerStore) UpdateTaskAndClaim(ctx context.Context, number int64, fn domain.MutateFunc, next domain.Claim) (domain.Task, domain.Task, error) {
 	start := time.Now()
-	t, c, err := s.Store.(plugin.NextClaimer).UpdateTaskAndClaim(ctx, number, fn, next)
+	t, c, err := s.Store.(domain.NextClaimer).UpdateTaskAndClaim(ctx, number, fn, next)
 	end := time.Now()
 	if t.Number != 0 {
 		s.released(t, end)
@@ -510,8 +511,8 @@ func (s *ledgerStore) UpdateTaskAndClaim(ctx context.Context, number int64, fn p
 }
 
 // released records t's commit, returned at end, if it left t claimable.
-func (s *ledgerStore) released(t plugin.Task, end time.Time) {
-	if t.LeaseOwner == "" && (t.Status == plugin.StatusQueued || t.Status == plugin.StatusRunning) {
+func (s *ledgerStore) released(t domain.Task, end time.Time) {
+	if t.LeaseOwner == "" && (t.Status == domain.StatusQueued || t.Status == domain.StatusRunning) {
 		s.led.Released(t.Number, t.Fence, t.LastProcessedAt, end)
 	}
 }
@@ -547,7 +548,7 @@ func BenchmarkQueuePickup(b *testing.B) {
 		for i := range samples {
 			time.Sleep(20 * time.Millisecond) // let the worker go idle
 			start := time.Now()
-			t, err := c.via.svc.Create(ctx, plugin.NewTask{Goal: fmt.Sprintf("pickup %s %d", c.name, i)})
+			t, err := c.via.svc.Create(ctx, domain.NewTask{Goal: fmt.Sprintf("pickup %s %d", c.name, i)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -599,7 +600,7 @@ func BenchmarkQueueIdleRSS(b *testing.B) {
 		        'Done: the logs of service ' || g || ' were read and summed up.', 1, 4
 		 FROM generate_series(1, $1::int) AS g`,
 		`INSERT INTO task_events (task_number, sequence, type, payload, actor, fence, time)
-		 SELECT t.number, s, (ARRAY['` + plugin.EventCreated + `', '` + plugin.EventClaimed + `', '` + plugin.EventIterated + `', '` + plugin.EventIterated + `'])[s],
+		 SELECT t.number, s, (ARRAY['` + domain.EventCreated + `', '` + domain.EventClaimed + `', '` + domain.EventIterated + `', '` + domain.EventIterated + `'])[s],
 		        '{"changes": {"status": "completed", "progress": 100}}', 'worker', 1, now()
 		 FROM tasks t, generate_series(1, 4) AS s WHERE $1::int > 0`,
 		`INSERT INTO task_steps (task_number, iteration, thought, action, params, result, success, progress, time)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -68,12 +69,12 @@ var (
 )
 
 // Claim takes the task's next phase.
-func (react) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
+func (react) Claim(ctx context.Context, t *Turn) (domain.Outcome, error) {
 	st := readReactState(t.Task.State)
 	switch t.Task.Phase {
-	case plugin.RoleAction:
+	case domain.RoleAction:
 		return reactAct(ctx, t, st)
-	case plugin.RoleObservation:
+	case domain.RoleObservation:
 		return reactObserve(ctx, t, st)
 	default:
 		return reactThink(ctx, t, st)
@@ -92,7 +93,7 @@ func readReactState(raw string) reactState {
 }
 
 // reactNext ends o's claim with the task at phase, keeping st.
-func reactNext(o *plugin.Outcome, phase string, st reactState) {
+func reactNext(o *domain.Outcome, phase string, st reactState) {
 	raw, err := json.Marshal(st)
 	if err != nil {
 		raw = []byte(`{}`) // a struct of strings, ints and a bool always encodes
@@ -101,21 +102,21 @@ func reactNext(o *plugin.Outcome, phase string, st reactState) {
 }
 
 // reactThink is a THOUGHT claim: no tools, no progress estimate.
-func reactThink(ctx context.Context, t *Turn, st reactState) (plugin.Outcome, error) {
+func reactThink(ctx context.Context, t *Turn, st reactState) (domain.Outcome, error) {
 	o := t.Outcome()
-	o.Step.Role, o.Unjudged, o.Cycle = plugin.RoleThought, true, st.Cycle
+	o.Step.Role, o.Unjudged, o.Cycle = domain.RoleThought, true, st.Cycle
 	notes := []string{reactCycleNote(t, st)}
 	if st.Observation != "" {
 		notes = append(notes, "Your observation at the end of the last cycle: "+st.Observation)
 	}
 	temp := reactReasonTemperature
 	resp, err := t.Ask(ctx, &o, Request{
-		Role: plugin.RoleThought, System: "react_thought.tmpl", Tools: []Tool{}, Notes: notes,
+		Role: domain.RoleThought, System: "react_thought.tmpl", Tools: []Tool{}, Notes: notes,
 		Instruction: `Think about the next step. Reply with {"thought": "…"}.`,
 		Schema:      reactThoughtSchema, Temperature: &temp,
 	})
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	thought, err := parseThought(resp.Text)
 	st = reactState{Cycle: st.Cycle, Thought: thought}
@@ -125,28 +126,28 @@ func reactThink(ctx context.Context, t *Turn, st reactState) (plugin.Outcome, er
 	} else {
 		o.Step.Thought, o.Step.Success = thought, true
 	}
-	reactNext(&o, plugin.RoleAction, st)
+	reactNext(&o, domain.RoleAction, st)
 	return o, nil
 }
 
 // reactAct is an ACTION claim: one tool call, or the final answer that
 // completes the task. It estimates no progress.
-func reactAct(ctx context.Context, t *Turn, st reactState) (plugin.Outcome, error) {
+func reactAct(ctx context.Context, t *Turn, st reactState) (domain.Outcome, error) {
 	o := t.Outcome()
-	o.Step.Role, o.Unjudged, o.Cycle = plugin.RoleAction, true, st.Cycle
+	o.Step.Role, o.Unjudged, o.Cycle = domain.RoleAction, true, st.Cycle
 	note := "You have no thought for this cycle: choose from where the task stands."
 	if st.Thought != "" {
 		note = "Your thought for this cycle: " + st.Thought
 	}
 	temp := reactActTemperature
 	resp, err := t.Ask(ctx, &o, Request{
-		Role: plugin.RoleAction, System: "react_action.tmpl", Notes: []string{reactCycleNote(t, st), note},
+		Role: domain.RoleAction, System: "react_action.tmpl", Notes: []string{reactCycleNote(t, st), note},
 		Instruction: `Carry out your thought with one tool call, or give the final answer if the goal is met. ` +
 			`Reply with {"action": "…", "params": {…}} or {"final_answer": "…"}.`,
 		Schema: reactActionSchema, Temperature: &temp,
 	})
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	st.Step, st.Action, st.Repeated = 0, "", false
 	mv, err := parseReactAction(resp.Text)
@@ -156,24 +157,24 @@ func reactAct(ctx context.Context, t *Turn, st reactState) (plugin.Outcome, erro
 		t.Fail(&o, "", "the model's reply is not a usable action: "+err.Error())
 	case mv.final != "":
 		o.Step.Success, o.Step.Result = true, mv.final
-		o.Verdict, o.Summary = plugin.VerdictDone, mv.final
+		o.Verdict, o.Summary = domain.VerdictDone, mv.final
 		return o, nil
 	default:
-		if prev, ok := lastStepOf(t.Steps, plugin.RoleAction); ok && sameStep(prev, mv.action, mv.params) {
+		if prev, ok := lastStepOf(t.Steps, domain.RoleAction); ok && sameStep(prev, mv.action, mv.params) {
 			st.Repeated = true
 		}
 		st.Step, st.Action = t.Task.Iteration+1, mv.action
 		t.Act(ctx, &o, mv.action, mv.params)
 	}
-	reactNext(&o, plugin.RoleObservation, st)
+	reactNext(&o, domain.RoleObservation, st)
 	return o, nil
 }
 
 // reactObserve is an OBSERVATION claim: the cycle's judged claim, which
 // estimates progress and may end the task done or stuck.
-func reactObserve(ctx context.Context, t *Turn, st reactState) (plugin.Outcome, error) {
+func reactObserve(ctx context.Context, t *Turn, st reactState) (domain.Outcome, error) {
 	o := t.Outcome()
-	o.Step.Role, o.Cycle = plugin.RoleObservation, st.Cycle
+	o.Step.Role, o.Cycle = domain.RoleObservation, st.Cycle
 	notes := []string{reactCycleNote(t, st)}
 	if st.Thought != "" {
 		notes = append(notes, "Your thought for this cycle: "+st.Thought)
@@ -185,13 +186,13 @@ func reactObserve(ctx context.Context, t *Turn, st reactState) (plugin.Outcome, 
 	}
 	temp := reactReasonTemperature
 	resp, err := t.Ask(ctx, &o, Request{
-		Role: plugin.RoleObservation, System: "react_observation.tmpl", Tools: []Tool{}, Notes: notes,
+		Role: domain.RoleObservation, System: "react_observation.tmpl", Tools: []Tool{}, Notes: notes,
 		Instruction: `Observe what the action's result shows and judge how far the task has come. ` +
 			`Reply with {"observation": "…", "progress": <0-100>, "status": "continue" | "done" | "stuck"}.`,
 		Schema: reactObservationSchema, Temperature: &temp,
 	})
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	obs, err := parseObservation(resp.Text)
 	if err != nil {
@@ -202,13 +203,13 @@ func reactObserve(ctx context.Context, t *Turn, st reactState) (plugin.Outcome, 
 		o.Step.Thought, o.Step.Success = obs.text, true
 		o.Progress, o.Verdict, o.Repeated = obs.progress, obs.status, st.Repeated
 		switch obs.status {
-		case plugin.VerdictDone:
+		case domain.VerdictDone:
 			o.Summary = obs.text
-		case plugin.VerdictStuck:
+		case domain.VerdictStuck:
 			o.Reason = obs.text
 		}
 	}
-	reactNext(&o, plugin.RoleThought, reactState{Cycle: st.Cycle + 1, Observation: obs.text})
+	reactNext(&o, domain.RoleThought, reactState{Cycle: st.Cycle + 1, Observation: obs.text})
 	return o, nil
 }
 
@@ -219,13 +220,13 @@ func reactCycleNote(t *Turn, st reactState) string {
 }
 
 // lastStepOf is the latest of steps in role.
-func lastStepOf(steps []plugin.Step, role string) (plugin.Step, bool) {
+func lastStepOf(steps []domain.Step, role string) (domain.Step, bool) {
 	for i := len(steps) - 1; i >= 0; i-- {
 		if steps[i].Role == role {
 			return steps[i], true
 		}
 	}
-	return plugin.Step{}, false
+	return domain.Step{}, false
 }
 
 // parseThought reads a thought: {"thought": …}, fenced or embedded, or
@@ -235,7 +236,7 @@ func parseThought(text string) (string, error) {
 	var raw struct {
 		Thought any `json:"thought"`
 	}
-	if err := plugin.DecodeJSONObject(text, &raw); err != nil {
+	if err := domain.DecodeJSONObject(text, &raw); err != nil {
 		if s := strings.TrimSpace(text); s != "" && !strings.Contains(s, "{") {
 			return s, nil
 		}
@@ -262,7 +263,7 @@ func parseReactAction(text string) (reactMove, error) {
 		Params      json.RawMessage `json:"params"`
 		FinalAnswer any             `json:"final_answer"`
 	}
-	if err := plugin.DecodeJSONObject(text, &raw); err != nil {
+	if err := domain.DecodeJSONObject(text, &raw); err != nil {
 		return reactMove{}, fmt.Errorf("%w: %v", ErrBadDecision, err)
 	}
 	if s := textOf(raw.FinalAnswer); s != "" {
@@ -286,7 +287,7 @@ func parseReactAction(text string) (reactMove, error) {
 type observation struct {
 	text     string
 	progress int
-	status   plugin.Verdict
+	status   domain.Verdict
 }
 
 // parseObservation reads {"observation", "progress", "status"}, with
@@ -297,7 +298,7 @@ func parseObservation(text string) (observation, error) {
 		Progress    json.RawMessage `json:"progress"`
 		Status      string          `json:"status"`
 	}
-	if err := plugin.DecodeJSONObject(text, &raw); err != nil {
+	if err := domain.DecodeJSONObject(text, &raw); err != nil {
 		return observation{}, fmt.Errorf("%w: %v", ErrBadDecision, err)
 	}
 	obs := observation{text: textOf(raw.Observation)}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/openai"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -113,8 +114,8 @@ func TestReactCycles(t *testing.T) {
 		fake := testkit.NewOpenAI(t)
 		f := newNotifiedFixture(t, open, fake, nil)
 		const goal = "Write two notes and check they are there"
-		n := f.create(goal, func(in *plugin.NewTask) {
-			in.Strategy, in.RoomID, in.Platform, in.MaxIterations = plugin.StrategyReact, "chat:C1", "chat", 2
+		n := f.create(goal, func(in *domain.NewTask) {
+			in.Strategy, in.RoomID, in.Platform, in.MaxIterations = domain.StrategyReact, "chat:C1", "chat", 2
 		}).Number
 
 		fake.Reply(`{"thought":"Start with the first note."}`)
@@ -126,7 +127,7 @@ func TestReactCycles(t *testing.T) {
 
 		f.step("test")
 		got := f.task(n)
-		if got.Phase != plugin.RoleAction || got.Progress != 0 || got.StaleCounter != 0 || got.Iteration != 1 || got.Status != plugin.StatusRunning {
+		if got.Phase != domain.RoleAction || got.Progress != 0 || got.StaleCounter != 0 || got.Iteration != 1 || got.Status != domain.StatusRunning {
 			t.Fatalf("after the thought: phase %q progress %d stale %d iteration %d %s", got.Phase, got.Progress, got.StaleCounter, got.Iteration, got.Status)
 		}
 		msg := f.flush()
@@ -135,14 +136,14 @@ func TestReactCycles(t *testing.T) {
 		}
 
 		f.step("test")
-		if got := f.task(n); got.Phase != plugin.RoleObservation || got.Progress != 0 || got.StaleCounter != 0 {
+		if got := f.task(n); got.Phase != domain.RoleObservation || got.Progress != 0 || got.StaleCounter != 0 {
 			t.Fatalf("after the action: phase %q progress %d stale %d", got.Phase, got.Progress, got.StaleCounter)
 		}
 		if data, err := f.file(n, "notes/a.md"); err != nil || data != "A" {
 			t.Fatalf("notes/a.md = %q, %v; the action's tool did not run", data, err)
 		}
 		f.step("test")
-		if got := f.task(n); got.Phase != plugin.RoleThought || got.Progress != 40 || got.Status != plugin.StatusRunning {
+		if got := f.task(n); got.Phase != domain.RoleThought || got.Progress != 40 || got.Status != domain.StatusRunning {
 			t.Fatalf("after the observation: phase %q progress %d %s", got.Phase, got.Progress, got.Status)
 		}
 		msg = f.flush()
@@ -156,7 +157,7 @@ func TestReactCycles(t *testing.T) {
 			f.step("test")
 		}
 		got = f.task(n)
-		if got.Status != plugin.StatusStalemate || got.Iteration != 6 || got.Progress != 60 || got.Error != "reached the limit of 2 iterations" {
+		if got.Status != domain.StatusStalemate || got.Iteration != 6 || got.Progress != 60 || got.Error != "reached the limit of 2 iterations" {
 			t.Fatalf("after two cycles: %s iteration %d progress %d error %q; want a stalemate at the limit of 2 cycles", got.Status, got.Iteration, got.Progress, got.Error)
 		}
 		if f.step("test") {
@@ -213,7 +214,7 @@ func TestReactEndings(t *testing.T) {
 		tests := []struct {
 			name    string
 			replies []string
-			status  plugin.Status
+			status  domain.Status
 			claims  int
 			summary string
 			errText string
@@ -221,21 +222,21 @@ func TestReactEndings(t *testing.T) {
 			{"final answer", []string{
 				`{"thought":"The goal needs nothing but an answer."}`,
 				`{"final_answer":"The answer is 42."}`,
-			}, plugin.StatusCompleted, 2, "The answer is 42.", ""},
+			}, domain.StatusCompleted, 2, "The answer is 42.", ""},
 			{"done at an observation", []string{
 				`Plain words are a thought too.`,
 				"```json\n{\"action\":\"list_files\",\"params\":null}\n```",
 				`{"observation":"Everything is in place.","progress":"100%","status":"done"}`,
-			}, plugin.StatusCompleted, 3, "Everything is in place.", ""},
+			}, domain.StatusCompleted, 3, "Everything is in place.", ""},
 			{"stuck at an observation", []string{
 				`{"thought":"Look for the server."}`,
 				`{"action":"http_get","params":{"url":"http://127.0.0.1:1/"}}`,
 				`{"observation":"The server cannot be reached from here.","progress":5,"status":"stuck"}`,
-			}, plugin.StatusFailed, 3, "", "The server cannot be reached from here."},
+			}, domain.StatusFailed, 3, "", "The server cannot be reached from here."},
 			{"flat observations", []string{
 				`{"thought":"a"}`, `{"action":"list_files","params":{}}`, `{"observation":"nothing yet","progress":0,"status":"continue"}`,
 				`{"thought":"b"}`, `not an action at all`, `{"observation":"still nothing","progress":0,"status":"continue"}`,
-			}, plugin.StatusStalemate, 6, "", "no progress in 2 iterations"},
+			}, domain.StatusStalemate, 6, "", "no progress in 2 iterations"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -244,8 +245,8 @@ func TestReactEndings(t *testing.T) {
 				for _, r := range tt.replies {
 					fake.Reply(r)
 				}
-				n := f.create("Find the answer", func(in *plugin.NewTask) {
-					in.Strategy, in.MaxStaleIterations = plugin.StrategyReact, 2
+				n := f.create("Find the answer", func(in *domain.NewTask) {
+					in.Strategy, in.MaxStaleIterations = domain.StrategyReact, 2
 				}).Number
 				for i := range tt.claims {
 					f.step("test")
@@ -260,7 +261,7 @@ func TestReactEndings(t *testing.T) {
 				}
 				if tt.name == "flat observations" {
 					steps := f.steps(n)
-					if bad := steps[4]; bad.Role != plugin.RoleAction || bad.Success || !strings.Contains(bad.Error, "not a usable action") {
+					if bad := steps[4]; bad.Role != domain.RoleAction || bad.Success || !strings.Contains(bad.Error, "not a usable action") {
 						t.Errorf("the unusable action's step = %+v", bad)
 					}
 				}

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
 // review is taskcore's strategy (docs/strategies.md). A task moves through phases
 // — analysis, then execution or decomposition into subtasks, then review —
-// along the rows of plugin.ReviewTransitions, one row at most per claim,
+// along the rows of domain.ReviewTransitions, one row at most per claim,
 // so the event log shows each move and `taskloom check` verifies it:
 //
 //   - analysis (role analysis) decides to execute, with a plan, or to
@@ -37,7 +38,7 @@ import (
 // Only the agent estimates progress, so analysis and review claims are
 // unjudged: they leave progress and the stale counter alone. The first
 // claim of an agent's attempt that runs its step restarts progress from
-// its estimate (plugin.Outcome.Restart), since a reviewer who sent the
+// its estimate (domain.Outcome.Restart), since a reviewer who sent the
 // work back has said the earlier estimate was too high; the agent's
 // other claims are judged as the loop's, and its done resets the stale counter
 // as the loop's done would.
@@ -46,10 +47,10 @@ type review struct{}
 // reviewAttempts are how many attempts each phase of a review task has
 // (docs/strategies.md).
 var reviewAttempts = map[string]int{
-	plugin.PhaseAnalysis:      3,
-	plugin.PhaseDecomposition: 2,
-	plugin.PhaseExecution:     4,
-	plugin.PhaseReview:        3,
+	domain.PhaseAnalysis:      3,
+	domain.PhaseDecomposition: 2,
+	domain.PhaseExecution:     4,
+	domain.PhaseReview:        3,
 }
 
 // reviewState is what a review task keeps between claims (its State).
@@ -75,7 +76,7 @@ type reviewState struct {
 
 // reviewStateOf reads a task's State; what cannot be read is a state
 // with nothing in it.
-func reviewStateOf(t plugin.Task) reviewState {
+func reviewStateOf(t domain.Task) reviewState {
 	var st reviewState
 	if t.State != "" {
 		_ = json.Unmarshal([]byte(t.State), &st)
@@ -109,26 +110,26 @@ type reviewTurn struct {
 	st    reviewState
 }
 
-func (review) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
-	r := &reviewTurn{Turn: t, phase: plugin.ReviewPhase(t.Task.Phase), st: reviewStateOf(t.Task)}
-	if r.st.Attempts[plugin.PhaseAnalysis] == 0 {
-		r.st.Attempts[plugin.PhaseAnalysis] = 1 // the task's first claim begins its first analysis
+func (review) Claim(ctx context.Context, t *Turn) (domain.Outcome, error) {
+	r := &reviewTurn{Turn: t, phase: domain.ReviewPhase(t.Task.Phase), st: reviewStateOf(t.Task)}
+	if r.st.Attempts[domain.PhaseAnalysis] == 0 {
+		r.st.Attempts[domain.PhaseAnalysis] = 1 // the task's first claim begins its first analysis
 	}
 	switch r.phase {
-	case plugin.PhaseAnalysis:
+	case domain.PhaseAnalysis:
 		return r.analyse(ctx)
-	case plugin.PhaseExecution, plugin.PhaseDecomposition:
+	case domain.PhaseExecution, domain.PhaseDecomposition:
 		return r.work(ctx)
-	case plugin.PhaseReview:
+	case domain.PhaseReview:
 		return r.review(ctx)
 	}
 	o := r.Outcome()
-	o.Verdict, o.Reason = plugin.VerdictStuck, fmt.Sprintf("a review task cannot go on from the phase %q", r.phase)
+	o.Verdict, o.Reason = domain.VerdictStuck, fmt.Sprintf("a review task cannot go on from the phase %q", r.phase)
 	return r.finish(o), nil
 }
 
 // finish records the claim's phase and state in o.
-func (r *reviewTurn) finish(o plugin.Outcome) plugin.Outcome {
+func (r *reviewTurn) finish(o domain.Outcome) domain.Outcome {
 	if o.Phase == "" {
 		o.Phase = r.phase
 	}
@@ -140,22 +141,22 @@ func (r *reviewTurn) finish(o plugin.Outcome) plugin.Outcome {
 // begins an attempt of to. When to has no attempt left the row is not
 // taken: o fails the task, naming the phase, and the task stays where it
 // was.
-func (r *reviewTurn) enter(o *plugin.Outcome, to string) bool {
-	if _, ok := plugin.ReviewTransition(r.phase, to); !ok {
-		o.Verdict, o.Reason = plugin.VerdictStuck, fmt.Sprintf("the review table has no move from %s to %s", r.phase, to)
+func (r *reviewTurn) enter(o *domain.Outcome, to string) bool {
+	if _, ok := domain.ReviewTransition(r.phase, to); !ok {
+		o.Verdict, o.Reason = domain.VerdictStuck, fmt.Sprintf("the review table has no move from %s to %s", r.phase, to)
 		return false
 	}
 	if reason, ok := r.attemptLeft(to); !ok {
-		o.Verdict, o.Reason, o.Phase = plugin.VerdictStuck, reason, r.phase
+		o.Verdict, o.Reason, o.Phase = domain.VerdictStuck, reason, r.phase
 		return false
 	}
-	if to != plugin.PhaseDone {
+	if to != domain.PhaseDone {
 		r.st.Attempts[to]++
 	}
 	if to != r.phase {
 		r.st.Stuck = ""
 	}
-	r.st.Fresh = to == plugin.PhaseExecution || to == plugin.PhaseDecomposition
+	r.st.Fresh = to == domain.PhaseExecution || to == domain.PhaseDecomposition
 	o.Phase = to
 	return true
 }
@@ -177,12 +178,12 @@ func (r *reviewTurn) notes() []string {
 	var n []string
 	if r.st.Plan != "" {
 		label := "The plan from the analysis:"
-		if r.phase == plugin.PhaseAnalysis {
+		if r.phase == domain.PhaseAnalysis {
 			label = "The plan of the previous analysis:"
 		}
 		n = append(n, label+"\n"+r.st.Plan)
 	}
-	if r.phase == plugin.PhaseReview && r.st.Work != "" {
+	if r.phase == domain.PhaseReview && r.st.Work != "" {
 		n = append(n, "What the agent says it did:\n"+r.st.Work)
 	}
 	if r.st.Notes != "" {
@@ -203,19 +204,19 @@ const (
 
 // analyse is the analysis role's claim: it decides to execute, or to
 // decompose into subtasks, which it creates.
-func (r *reviewTurn) analyse(ctx context.Context) (plugin.Outcome, error) {
+func (r *reviewTurn) analyse(ctx context.Context) (domain.Outcome, error) {
 	o := r.Outcome()
-	o.Step.Role, o.Unjudged = plugin.RoleAnalysis, true
-	resp, err := r.Ask(ctx, &o, Request{Role: plugin.RoleAnalysis, System: "review_analysis_system.tmpl",
+	o.Step.Role, o.Unjudged = domain.RoleAnalysis, true
+	resp, err := r.Ask(ctx, &o, Request{Role: domain.RoleAnalysis, System: "review_analysis_system.tmpl",
 		Notes: r.notes(), Instruction: analysisInstruction, Schema: analysisSchema})
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	a, err := ParseAnalysis(resp.Text)
 	if err != nil {
 		o.Step.Result = clip(resp.Text, 2000)
 		r.Fail(&o, "", "the model's reply is not a usable analysis: "+err.Error())
-		r.enter(&o, plugin.PhaseAnalysis)
+		r.enter(&o, domain.PhaseAnalysis)
 		return r.finish(o), nil
 	}
 	o.Step.Thought = a.Thought
@@ -225,7 +226,7 @@ func (r *reviewTurn) analyse(ctx context.Context) (plugin.Outcome, error) {
 	}
 	o.Step.Action, o.Step.Success = AnalysisExecute, true
 	o.Step.Result = "Plan: " + firstNonEmpty(a.Plan, "(none given)")
-	if r.enter(&o, plugin.PhaseExecution) {
+	if r.enter(&o, domain.PhaseExecution) {
 		r.st.Plan = a.Plan
 	}
 	return r.finish(o), nil
@@ -237,10 +238,10 @@ func (r *reviewTurn) analyse(ctx context.Context) (plugin.Outcome, error) {
 // create_subtask that needs a person's approval (docs/security.md) stops the
 // calls: the task waits for that approval, and the subtasks after it are
 // left to the agent of the decomposition.
-func (r *reviewTurn) decompose(ctx context.Context, o *plugin.Outcome, a AnalysisReply) {
-	if reason, ok := r.attemptLeft(plugin.PhaseDecomposition); !ok {
+func (r *reviewTurn) decompose(ctx context.Context, o *domain.Outcome, a AnalysisReply) {
+	if reason, ok := r.attemptLeft(domain.PhaseDecomposition); !ok {
 		o.Step.Action, o.Step.Success, o.Step.Result = AnalysisDecompose, true, "Subtasks: "+subtaskGoals(a.Subtasks)
-		o.Verdict, o.Reason = plugin.VerdictStuck, reason
+		o.Verdict, o.Reason = domain.VerdictStuck, reason
 		return
 	}
 	var lines []string
@@ -251,8 +252,8 @@ func (r *reviewTurn) decompose(ctx context.Context, o *plugin.Outcome, a Analysi
 			panic(err) // two strings: always encodes
 		}
 		ok := r.Act(ctx, o, "create_subtask", params)
-		if o.Wait == plugin.WaitApproval {
-			r.enter(o, plugin.PhaseDecomposition)
+		if o.Wait == domain.WaitApproval {
+			r.enter(o, domain.PhaseDecomposition)
 			r.st.Plan = a.Plan
 			return
 		}
@@ -270,28 +271,28 @@ func (r *reviewTurn) decompose(ctx context.Context, o *plugin.Outcome, a Analysi
 	o.Step.Action, o.Step.Params, o.Step.Result = "create_subtask", raw, strings.Join(lines, "\n")
 	if created == 0 {
 		o.Step.Success, o.Step.Error = false, "none of the subtasks could be created"
-		r.enter(o, plugin.PhaseAnalysis)
+		r.enter(o, domain.PhaseAnalysis)
 		return
 	}
 	o.Step.Success, o.Step.Error = true, ""
-	o.Progress, o.Verdict, o.Wait = r.Task.Progress, plugin.VerdictContinue, plugin.WaitSubtasks
-	r.enter(o, plugin.PhaseDecomposition)
+	o.Progress, o.Verdict, o.Wait = r.Task.Progress, domain.VerdictContinue, domain.WaitSubtasks
+	r.enter(o, domain.PhaseDecomposition)
 	r.st.Plan = a.Plan
 }
 
 // work is the agent's claim in execution or decomposition: the loop's
 // decision and its tool, except that done hands the work to review and
 // stuck begins another attempt of the phase.
-func (r *reviewTurn) work(ctx context.Context) (plugin.Outcome, error) {
+func (r *reviewTurn) work(ctx context.Context) (domain.Outcome, error) {
 	o := r.Outcome()
-	o.Step.Role = plugin.RoleAgent
+	o.Step.Role = domain.RoleAgent
 	instruction := executeInstruction
-	if r.phase == plugin.PhaseDecomposition {
+	if r.phase == domain.PhaseDecomposition {
 		instruction = combineInstruction
 	}
-	resp, err := r.Ask(ctx, &o, Request{Role: plugin.RoleAgent, Notes: r.notes(), Instruction: instruction, Schema: DecisionSchema})
+	resp, err := r.Ask(ctx, &o, Request{Role: domain.RoleAgent, Notes: r.notes(), Instruction: instruction, Schema: DecisionSchema})
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	d, err := ParseDecision(resp.Text)
 	if err != nil {
@@ -301,20 +302,20 @@ func (r *reviewTurn) work(ctx context.Context) (plugin.Outcome, error) {
 	}
 	r.Decide(ctx, &o, d)
 	switch o.Verdict {
-	case plugin.VerdictDone:
-		o.Verdict, o.Summary = plugin.VerdictContinue, ""
+	case domain.VerdictDone:
+		o.Verdict, o.Summary = domain.VerdictContinue, ""
 		o.Progress, o.Restart = max(o.Progress, r.Task.Progress), true
-		if r.enter(&o, plugin.PhaseReview) {
+		if r.enter(&o, domain.PhaseReview) {
 			r.st.Work = d.Summary
 		}
-	case plugin.VerdictStuck:
+	case domain.VerdictStuck:
 		reason := o.Reason
-		o.Verdict, o.Reason, o.Unjudged = plugin.VerdictContinue, "", true
+		o.Verdict, o.Reason, o.Unjudged = domain.VerdictContinue, "", true
 		if r.enter(&o, r.phase) {
 			r.st.Stuck = firstNonEmpty(reason, "no reason given")
 		}
 	default:
-		if r.st.Fresh && (o.Step.Success || o.Wait == plugin.WaitApproval) {
+		if r.st.Fresh && (o.Step.Success || o.Wait == domain.WaitApproval) {
 			o.Restart, r.st.Fresh = true, false
 		}
 	}
@@ -322,34 +323,34 @@ func (r *reviewTurn) work(ctx context.Context) (plugin.Outcome, error) {
 }
 
 // review is the reviewer's claim: one verdict on the work.
-func (r *reviewTurn) review(ctx context.Context) (plugin.Outcome, error) {
+func (r *reviewTurn) review(ctx context.Context) (domain.Outcome, error) {
 	o := r.Outcome()
-	o.Step.Role, o.Unjudged = plugin.RoleReviewer, true
-	resp, err := r.Ask(ctx, &o, Request{Role: plugin.RoleReviewer, System: "review_reviewer_system.tmpl", Tools: []Tool{},
+	o.Step.Role, o.Unjudged = domain.RoleReviewer, true
+	resp, err := r.Ask(ctx, &o, Request{Role: domain.RoleReviewer, System: "review_reviewer_system.tmpl", Tools: []Tool{},
 		Notes: r.notes(), Instruction: reviewInstruction, Schema: reviewSchema})
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	v, err := ParseReview(resp.Text)
 	if err != nil {
 		o.Step.Result = clip(resp.Text, 2000)
 		r.Fail(&o, "", "the model's reply is not a usable review: "+err.Error())
-		r.enter(&o, plugin.PhaseReview)
+		r.enter(&o, domain.PhaseReview)
 		return r.finish(o), nil
 	}
 	o.Step.Thought, o.Step.Action, o.Step.Success = v.Thought, v.Verdict, true
 	o.Step.Result = firstNonEmpty(v.Notes, v.Summary, v.Verdict)
 	switch v.Verdict {
 	case ReviewApprove:
-		if r.enter(&o, plugin.PhaseDone) {
-			o.Verdict, o.Summary = plugin.VerdictDone, firstNonEmpty(v.Summary, r.st.Work, v.Notes, "The reviewer approved the work.")
+		if r.enter(&o, domain.PhaseDone) {
+			o.Verdict, o.Summary = domain.VerdictDone, firstNonEmpty(v.Summary, r.st.Work, v.Notes, "The reviewer approved the work.")
 		}
 	case ReviewChangesRequested:
-		if r.enter(&o, plugin.PhaseExecution) {
+		if r.enter(&o, domain.PhaseExecution) {
 			r.st.Verdict, r.st.Notes = v.Verdict, v.Notes
 		}
 	case ReviewWrongApproach:
-		if r.enter(&o, plugin.PhaseAnalysis) {
+		if r.enter(&o, domain.PhaseAnalysis) {
 			r.st.Verdict, r.st.Notes = v.Verdict, v.Notes
 		}
 	}
@@ -394,7 +395,7 @@ func ParseAnalysis(text string) (AnalysisReply, error) {
 		Plan     json.RawMessage `json:"plan"`
 		Subtasks json.RawMessage `json:"subtasks"`
 	}
-	if err := plugin.DecodeJSONObject(text, &raw); err != nil {
+	if err := domain.DecodeJSONObject(text, &raw); err != nil {
 		return AnalysisReply{}, fmt.Errorf("%w: %v", ErrBadAnalysis, err)
 	}
 	a := AnalysisReply{Thought: strings.TrimSpace(raw.Thought)}
@@ -513,7 +514,7 @@ func ParseReview(text string) (ReviewReply, error) {
 		Notes   json.RawMessage `json:"notes"`
 		Summary string          `json:"summary"`
 	}
-	if err := plugin.DecodeJSONObject(text, &raw); err != nil {
+	if err := domain.DecodeJSONObject(text, &raw); err != nil {
 		return ReviewReply{}, fmt.Errorf("%w: %v", ErrBadReview, err)
 	}
 	v := ReviewReply{Thought: strings.TrimSpace(raw.Thought), Summary: strings.TrimSpace(raw.Summary)}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -42,7 +42,7 @@ func rvWrite(path, content string, progress int, status string) string {
 // rvCreate creates a task of the review strategy.
 func rvCreate(f *fixture, goal string) int64 {
 	f.t.Helper()
-	return f.create(goal, func(in *plugin.NewTask) { in.Strategy = plugin.StrategyReview }).Number
+	return f.create(goal, func(in *domain.NewTask) { in.Strategy = domain.StrategyReview }).Number
 }
 
 // rvServe serves n claims, each of which must find a task.
@@ -64,7 +64,7 @@ func rvPhases(f *fixture, n int64) []string {
 	}
 	var out []string
 	for _, ev := range evs {
-		var p plugin.EventPayload
+		var p domain.EventPayload
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			f.t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func rvRoles(t *testing.T, reqs []testkit.OpenAIRequest, goal string, roles ...s
 	}
 }
 
-func rvStepRoles(steps []plugin.Step) []string {
+func rvStepRoles(steps []domain.Step) []string {
 	var out []string
 	for _, s := range steps {
 		out = append(out, s.Role)
@@ -150,12 +150,12 @@ func TestReviewChangesRequestedThenApproved(t *testing.T) {
 		fake.Reply(rvVerdict("approve", "", "haiku.md holds a three-line haiku."))
 
 		rvServe(f, 1)
-		if got := f.task(n); got.Phase != plugin.PhaseExecution || got.Progress != 0 || got.StaleCounter != 0 {
+		if got := f.task(n); got.Phase != domain.PhaseExecution || got.Progress != 0 || got.StaleCounter != 0 {
 			t.Fatalf("after the analysis: phase %q, progress %d, stale %d", got.Phase, got.Progress, got.StaleCounter)
 		}
 		rvServe(f, 3)
 		got := f.task(n)
-		if got.Phase != plugin.PhaseExecution || got.Progress != 100 || got.Status != plugin.StatusRunning {
+		if got.Phase != domain.PhaseExecution || got.Progress != 100 || got.Status != domain.StatusRunning {
 			t.Fatalf("after changes were requested: phase %q, %s %d%%", got.Phase, got.Status, got.Progress)
 		}
 		rvServe(f, 1)
@@ -167,7 +167,7 @@ func TestReviewChangesRequestedThenApproved(t *testing.T) {
 		rvServe(f, 2)
 
 		got = f.task(n)
-		if got.Status != plugin.StatusCompleted || got.Summary != "haiku.md holds a three-line haiku." || got.Phase != plugin.PhaseDone || got.Progress != 100 {
+		if got.Status != domain.StatusCompleted || got.Summary != "haiku.md holds a three-line haiku." || got.Phase != domain.PhaseDone || got.Progress != 100 {
 			t.Fatalf("task = %s %d%% phase %q %q (%s); want completed with the reviewer's summary", got.Status, got.Progress, got.Phase, got.Summary, got.Error)
 		}
 		if p := rvPhases(f, n); !slices.Equal(p, []string{"execution", "review", "execution", "review", "done"}) {
@@ -229,12 +229,12 @@ func TestReviewWrongApproachGoesBackToAnalysis(t *testing.T) {
 		fake.Reply(rvVerdict("approve", "", "compare.md compares them in a table."))
 
 		rvServe(f, 3)
-		if got := f.task(n); got.Phase != plugin.PhaseAnalysis || got.Status != plugin.StatusRunning {
+		if got := f.task(n); got.Phase != domain.PhaseAnalysis || got.Status != domain.StatusRunning {
 			t.Fatalf("after wrong_approach: phase %q, %s", got.Phase, got.Status)
 		}
 		rvServe(f, 3)
 		got := f.task(n)
-		if got.Status != plugin.StatusCompleted || got.Summary != "compare.md compares them in a table." {
+		if got.Status != domain.StatusCompleted || got.Summary != "compare.md compares them in a table." {
 			t.Fatalf("task = %s %q (%s)", got.Status, got.Summary, got.Error)
 		}
 		if p := rvPhases(f, n); !slices.Equal(p, []string{"execution", "review", "analysis", "execution", "review", "done"}) {
@@ -272,12 +272,12 @@ func TestReviewExecutionRunsOutOfAttempts(t *testing.T) {
 			}
 			rvServe(f, 4) // the analysis and three stuck attempts
 			got := f.task(n)
-			if got.Status != plugin.StatusRunning || got.Phase != plugin.PhaseExecution || rvAttempts(f, n)["execution"] != 4 {
+			if got.Status != domain.StatusRunning || got.Phase != domain.PhaseExecution || rvAttempts(f, n)["execution"] != 4 {
 				t.Fatalf("after three stuck attempts: %s phase %q attempts %v (%s)", got.Status, got.Phase, rvAttempts(f, n), got.Error)
 			}
 			rvServe(f, 1)
 			got = f.task(n)
-			if got.Status != plugin.StatusFailed || got.Error != "the execution phase ran out of attempts (4 of 4)" || got.Phase != plugin.PhaseExecution {
+			if got.Status != domain.StatusFailed || got.Error != "the execution phase ran out of attempts (4 of 4)" || got.Phase != domain.PhaseExecution {
 				t.Fatalf("task = %s phase %q %q; want failed naming the execution phase", got.Status, got.Phase, got.Error)
 			}
 			reqs := fake.Requests()
@@ -301,12 +301,12 @@ func TestReviewExecutionRunsOutOfAttempts(t *testing.T) {
 			}
 			fake.Reply(rvWrite("try.md", "xxxx", 100, "done"))
 			rvServe(f, 7)
-			if got := f.task(n); got.Status != plugin.StatusRunning || rvAttempts(f, n)["review"] != 3 || rvAttempts(f, n)["execution"] != 4 {
+			if got := f.task(n); got.Status != domain.StatusRunning || rvAttempts(f, n)["review"] != 3 || rvAttempts(f, n)["execution"] != 4 {
 				t.Fatalf("after three reviews: %s attempts %v (%s)", got.Status, rvAttempts(f, n), got.Error)
 			}
 			rvServe(f, 1)
 			got := f.task(n)
-			if got.Status != plugin.StatusFailed || got.Error != "the review phase ran out of attempts (3 of 3)" || got.Phase != plugin.PhaseExecution {
+			if got.Status != domain.StatusFailed || got.Error != "the review phase ran out of attempts (3 of 3)" || got.Phase != domain.PhaseExecution {
 				t.Fatalf("task = %s phase %q %q; want failed naming the review phase", got.Status, got.Phase, got.Error)
 			}
 			f.check()
@@ -328,7 +328,7 @@ func TestReviewDecomposition(t *testing.T) {
 			tasks.SubtaskPlan{Goal: "Write the client", Name: "Client"}, tasks.SubtaskPlan{Goal: "Write the server"}))
 		rvServe(f, 1)
 		got := f.task(n)
-		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitSubtasks || got.Phase != plugin.PhaseDecomposition {
+		if got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitSubtasks || got.Phase != domain.PhaseDecomposition {
 			t.Fatalf("after the analysis: %s on %q, phase %q; want waiting on subtasks in decomposition", got.Status, got.WaitingOn, got.Phase)
 		}
 		first := f.steps(n)[0]
@@ -337,19 +337,19 @@ func TestReviewDecomposition(t *testing.T) {
 		}
 		for _, c := range []int64{2, 3} {
 			child := f.task(c)
-			if child.ParentNumber != n || child.Strategy != plugin.StrategyLoop {
+			if child.ParentNumber != n || child.Strategy != domain.StrategyLoop {
 				t.Fatalf("subtask #%d: parent %d, strategy %q", c, child.ParentNumber, child.Strategy)
 			}
 		}
 
 		fake.Reply(testkit.DecisionJSON("none", nil, 100, "done")) // the client
 		rvServe(f, 1)
-		if got := f.task(n); got.Status != plugin.StatusWaiting {
+		if got := f.task(n); got.Status != domain.StatusWaiting {
 			t.Fatalf("the parent is %s with a subtask still running", got.Status)
 		}
 		fake.Reply(testkit.DecisionJSON("none", nil, 100, "done")) // the server
 		rvServe(f, 1)
-		if got := f.task(n); got.Status != plugin.StatusQueued {
+		if got := f.task(n); got.Status != domain.StatusQueued {
 			t.Fatalf("the parent is %s after its last subtask ended; want queued", got.Status)
 		}
 		fake.Reply(rvWrite("README.md", "client and server", 90, "done"))
@@ -357,7 +357,7 @@ func TestReviewDecomposition(t *testing.T) {
 		rvServe(f, 2)
 
 		got = f.task(n)
-		if got.Status != plugin.StatusCompleted || got.Summary != "Both halves are written." {
+		if got.Status != domain.StatusCompleted || got.Summary != "Both halves are written." {
 			t.Fatalf("task = %s %q (%s)", got.Status, got.Summary, got.Error)
 		}
 		if p := rvPhases(f, n); !slices.Equal(p, []string{"decomposition", "review", "done"}) {
@@ -404,7 +404,7 @@ func TestReviewUnusableReplies(t *testing.T) {
 		rvServe(f, 1)
 		got := f.task(n)
 		steps := f.steps(n)
-		if got.Status != plugin.StatusRunning || got.Phase != plugin.PhaseAnalysis || steps[0].Success || !strings.Contains(steps[0].Error, "not a usable analysis") || got.StaleCounter != 0 {
+		if got.Status != domain.StatusRunning || got.Phase != domain.PhaseAnalysis || steps[0].Success || !strings.Contains(steps[0].Error, "not a usable analysis") || got.StaleCounter != 0 {
 			t.Fatalf("after a reply that is no analysis: %s phase %q stale %d, step %+v", got.Status, got.Phase, got.StaleCounter, steps[0])
 		}
 		if a := rvAttempts(f, n); a["analysis"] != 2 {
@@ -412,13 +412,13 @@ func TestReviewUnusableReplies(t *testing.T) {
 		}
 		rvServe(f, 2)
 		got = f.task(n)
-		if got.Phase != plugin.PhaseExecution || got.StaleCounter != 1 || f.steps(n)[2].Success {
+		if got.Phase != domain.PhaseExecution || got.StaleCounter != 1 || f.steps(n)[2].Success {
 			t.Fatalf("after a reply that is no decision: phase %q stale %d", got.Phase, got.StaleCounter)
 		}
 		rvServe(f, 2)
 		got = f.task(n)
 		steps = f.steps(n)
-		if got.Phase != plugin.PhaseReview || got.Status != plugin.StatusRunning || steps[4].Success || !strings.Contains(steps[4].Error, "not a usable review") {
+		if got.Phase != domain.PhaseReview || got.Status != domain.StatusRunning || steps[4].Success || !strings.Contains(steps[4].Error, "not a usable review") {
 			t.Fatalf("after a reply that is no review: %s phase %q, step %+v", got.Status, got.Phase, steps[4])
 		}
 		if a := rvAttempts(f, n); a["review"] != 2 {
@@ -426,7 +426,7 @@ func TestReviewUnusableReplies(t *testing.T) {
 		}
 		rvServe(f, 3)
 		got = f.task(n)
-		if got.Status != plugin.StatusCompleted || got.Summary != "notes.md has a title." {
+		if got.Status != domain.StatusCompleted || got.Summary != "notes.md has a title." {
 			t.Fatalf("task = %s %q (%s)", got.Status, got.Summary, got.Error)
 		}
 		if p := rvPhases(f, n); !slices.Equal(p, []string{"analysis", "execution", "review", "execution", "review", "done"}) {
@@ -449,10 +449,10 @@ func TestCheckRejectsACorruptedReviewPhase(t *testing.T) {
 		f.check()
 
 		// Straight from execution to done, skipping the review.
-		_, err := f.store.UpdateTask(f.ctx, n, func(cur plugin.Task) (plugin.Mutation, error) {
+		_, err := f.store.UpdateTask(f.ctx, n, func(cur domain.Task) (domain.Mutation, error) {
 			after := cur
-			after.Phase = plugin.PhaseDone
-			return plugin.Change(cur, after, plugin.EventIterated, "w", f.clk.Now(), nil)
+			after.Phase = domain.PhaseDone
+			return domain.Change(cur, after, domain.EventIterated, "w", f.clk.Now(), nil)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -462,7 +462,7 @@ func TestCheckRejectsACorruptedReviewPhase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := plugin.Check(row, evs, len(f.steps(n)))
+		v := domain.Check(row, evs, len(f.steps(n)))
 		if len(v) != 1 || !strings.Contains(v[0].Problem, "moves the review phase from execution to \"done\", which is not a transition of the review table") {
 			t.Fatalf("check = %v; want the phase change reported", v)
 		}

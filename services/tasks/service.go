@@ -51,7 +51,7 @@ func (s *Service) writeContext(parent context.Context) (context.Context, context
 // NotifyFunc derives the outbox rows a task change causes; the service
 // writes them in the same transaction as the change. The notification
 // service provides it.
-type NotifyFunc func(before, after plugin.Task, m *plugin.Mutation) []plugin.Notification
+type NotifyFunc func(before, after domain.Task, m *domain.Mutation) []domain.Notification
 
 // Options configure the task service.
 type Options struct {
@@ -143,7 +143,7 @@ var _ domain.TaskControl = (*Service)(nil)
 type Service struct {
 	opts  Options
 	rt    *plugin.Runtime
-	store plugin.Store
+	store domain.Store
 	clk   clock.Clock
 	log   *slog.Logger
 	it    *Iterator
@@ -212,7 +212,7 @@ func defaultOwner() string {
 }
 
 // Store is the store the service works on.
-func (s *Service) Store() plugin.Store { return s.store }
+func (s *Service) Store() domain.Store { return s.store }
 
 // Name implements plugin.Service.
 func (s *Service) Name() string { return "tasks" }
@@ -370,7 +370,7 @@ func (s *Service) Step(ctx context.Context, owner string) (bool, error) {
 // step is Step; with w, it runs the task w claimed with its last commit,
 // if it holds one, and claims w's next task with this commit.
 func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, error) {
-	var task plugin.Task
+	var task domain.Task
 	var leaseLeft time.Duration // what is left of an adopted task's lease
 	if w != nil && w.next.Number == 0 && w.unsure {
 		if err := w.adopt(ctx); err != nil {
@@ -378,7 +378,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 		}
 	}
 	if w != nil && w.next.Number != 0 {
-		task, w.next = w.next, plugin.Task{}
+		task, w.next = w.next, domain.Task{}
 		leaseLeft, w.nextBudget = w.nextBudget, 0
 		if blocked, _ := s.model.blocked(s.clk.Now()); blocked {
 			// The model stopped answering since the claim: the task
@@ -391,13 +391,13 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 			return false, nil
 		}
 		var err error
-		task, err = s.store.ClaimTask(ctx, plugin.Claim{Owner: owner, Now: start, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock})
-		if err == nil || errors.Is(err, plugin.ErrNoTask) {
+		task, err = s.store.ClaimTask(ctx, domain.Claim{Owner: owner, Now: start, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock})
+		if err == nil || errors.Is(err, domain.ErrNoTask) {
 			s.opts.Metrics.Claim(s.clk.Now().Sub(start))
 		}
 		if err != nil {
 			s.model.abandon()
-			if errors.Is(err, plugin.ErrNoTask) {
+			if errors.Is(err, domain.ErrNoTask) {
 				return false, nil
 			}
 			if w != nil && !domainError(err) {
@@ -441,16 +441,16 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 // release gives task, claimed and not run or not finished, back
 // untouched (an iteration "released"). A lease lost meanwhile leaves
 // nothing to give back.
-func (s *Service) release(ctx context.Context, task plugin.Task) error {
+func (s *Service) release(ctx context.Context, task domain.Task) error {
 	wctx, cancel := s.writeContext(ctx)
 	defer cancel()
 	err := s.persist(wctx, func() error {
-		_, err := s.mutate(wctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
-			return plugin.Released(t, task.LeaseOwner, task.Fence, s.clk.Now())
+		_, err := s.mutate(wctx, task.Number, func(t domain.Task) (domain.Mutation, error) {
+			return domain.Released(t, task.LeaseOwner, task.Fence, s.clk.Now())
 		})
 		return err
 	})
-	if err != nil && !errors.Is(err, plugin.ErrStaleFence) {
+	if err != nil && !errors.Is(err, domain.ErrStaleFence) {
 		s.opts.Metrics.Iteration("error")
 		return fmt.Errorf("release task #%d: %w", task.Number, err)
 	}
@@ -459,14 +459,14 @@ func (s *Service) release(ctx context.Context, task plugin.Task) error {
 }
 
 // A Worker serves tasks one iteration at a time as one owner, as each of
-// the service's workers does. When the store is a plugin.NextClaimer, the
+// the service's workers does. When the store is a domain.NextClaimer, the
 // commit of each iteration claims the worker's next task in the same
 // transaction (docs/PERFORMANCE.md: one commit an iteration instead of two), and
 // its next Step runs that task. A Worker is not safe for concurrent use.
 type Worker struct {
 	s     *Service
 	owner string
-	next  plugin.Task // claimed with the last commit and not yet run
+	next  domain.Task // claimed with the last commit and not yet run
 	// nextBudget, when not zero, bounds the iteration of next: what is
 	// left of an adopted task's lease, less the margin a commit needs.
 	nextBudget time.Duration
@@ -499,7 +499,7 @@ func (w *Worker) Release(ctx context.Context) error {
 		return nil
 	}
 	task := w.next
-	w.next, w.nextBudget = plugin.Task{}, 0
+	w.next, w.nextBudget = domain.Task{}, 0
 	return w.s.release(ctx, task)
 }
 
@@ -514,8 +514,8 @@ func (w *Worker) Release(ctx context.Context) error {
 // taken over meanwhile leaves nothing to give back), and the worker
 // claims afresh.
 func (w *Worker) adopt(ctx context.Context) error {
-	held, err := w.s.store.ListTasks(ctx, plugin.TaskFilter{LeaseOwner: w.owner,
-		Statuses: []plugin.Status{plugin.StatusRunning}, Order: plugin.OrderQueue, Limit: 2})
+	held, err := w.s.store.ListTasks(ctx, domain.TaskFilter{LeaseOwner: w.owner,
+		Statuses: []domain.Status{domain.StatusRunning}, Order: domain.OrderQueue, Limit: 2})
 	if err != nil {
 		return fmt.Errorf("look for a task claimed without an answer: %w", err)
 	}
@@ -564,7 +564,7 @@ func (s *Service) ModelState() string { return s.model.state() }
 // again: after a backoff for a transient failure, at the next probe for a
 // permanent one, which also puts the replica on hold — one log line and
 // one message to each room with active tasks.
-func (s *Service) modelFailed(ctx context.Context, task plugin.Task, mf *ModelFailure) error {
+func (s *Service) modelFailed(ctx context.Context, task domain.Task, mf *ModelFailure) error {
 	now := s.clk.Now()
 	var next time.Time
 	reason := mf.Err.Error()
@@ -580,15 +580,15 @@ func (s *Service) modelFailed(ctx context.Context, task plugin.Task, mf *ModelFa
 	}
 	s.opts.Metrics.ModelUp(false)
 	s.opts.Metrics.Iteration("model_unavailable")
-	var after plugin.Task
+	var after domain.Task
 	err := s.persist(ctx, func() error {
 		var err error
-		after, err = s.mutate(ctx, task.Number, func(t plugin.Task) (plugin.Mutation, error) {
-			return plugin.ModelUnavailable(t, task.LeaseOwner, task.Fence, now, next, reason)
+		after, err = s.mutate(ctx, task.Number, func(t domain.Task) (domain.Mutation, error) {
+			return domain.ModelUnavailable(t, task.LeaseOwner, task.Fence, now, next, reason)
 		})
 		return err
 	})
-	if errors.Is(err, plugin.ErrStaleFence) || errors.Is(err, plugin.ErrTerminal) {
+	if errors.Is(err, domain.ErrStaleFence) || errors.Is(err, domain.ErrTerminal) {
 		return nil // the lease was lost meanwhile: nothing of ours to give back
 	}
 	if err != nil {
@@ -601,7 +601,7 @@ func (s *Service) modelFailed(ctx context.Context, task plugin.Task, mf *ModelFa
 // announceHold tells each room with active tasks, once, that they are on
 // hold.
 func (s *Service) announceHold(ctx context.Context, reason string, err error) {
-	tasks, lerr := s.store.ListTasks(ctx, plugin.TaskFilter{Statuses: active})
+	tasks, lerr := s.store.ListTasks(ctx, domain.TaskFilter{Statuses: active})
 	if lerr != nil {
 		s.log.Error("cannot list the rooms to tell of the hold", "err", lerr)
 		return
@@ -621,7 +621,7 @@ func (s *Service) announceHold(ctx context.Context, reason string, err error) {
 		}
 		seen[t.RoomID] = true
 		payload, _ := json.Marshal(map[string]string{"text": text})
-		if _, err := s.store.Enqueue(ctx, plugin.Notification{Room: t.RoomID, Category: plugin.NotifyMessage,
+		if _, err := s.store.Enqueue(ctx, domain.Notification{Room: t.RoomID, Category: domain.NotifyMessage,
 			Payload: payload, CreatedAt: s.clk.Now()}); err != nil {
 			s.log.Error("cannot tell a room of the hold", "room", t.RoomID, "err", err)
 		}
@@ -631,23 +631,23 @@ func (s *Service) announceHold(ctx context.Context, reason string, err error) {
 // commit applies an outcome, or records its rejection when the lease was
 // lost meanwhile. With w, unless the service is stopping or the model's
 // breaker keeps it from claiming, the same transaction claims w's next
-// task (plugin.NextClaimer).
-func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outcome, w *Worker) error {
-	apply := func(t plugin.Task) (plugin.Mutation, error) {
+// task (domain.NextClaimer).
+func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outcome, w *Worker) error {
+	apply := func(t domain.Task) (domain.Mutation, error) {
 		if o.Approved {
-			return plugin.ToolRan(t, o)
+			return domain.ToolRan(t, o)
 		}
-		return plugin.Iterated(t, o)
+		return domain.Iterated(t, o)
 	}
-	var ahead *plugin.Claim
-	nc, ok := s.store.(plugin.NextClaimer)
+	var ahead *domain.Claim
+	nc, ok := s.store.(domain.NextClaimer)
 	if w != nil && ok && !s.isStopping() {
 		now := s.clk.Now()
 		if allowed, _ := s.model.allow(now); allowed {
-			ahead = &plugin.Claim{Owner: w.owner, Now: now, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock}
+			ahead = &domain.Claim{Owner: w.owner, Now: now, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock}
 		}
 	}
-	var after, next plugin.Task
+	var after, next domain.Task
 	var claimErr error
 	tries := 0
 	err := s.persist(ctx, func() error {
@@ -680,7 +680,7 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 		w.next = next
 		defer s.emit(ctx, plugin.TaskChanged, next)
 	}
-	if tries > 1 && errors.Is(err, plugin.ErrStaleFence) {
+	if tries > 1 && errors.Is(err, domain.ErrStaleFence) {
 		// The store may have taken an earlier try whose answer was lost
 		// with its connection: then the result is in, not late.
 		if s.landed(ctx, claimed, o) {
@@ -691,14 +691,14 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 			return nil
 		}
 	}
-	if errors.Is(err, plugin.ErrStaleFence) || errors.Is(err, plugin.ErrTerminal) {
+	if errors.Is(err, domain.ErrStaleFence) || errors.Is(err, domain.ErrTerminal) {
 		s.log.Warn("late iteration result rejected", "task", claimed.Number, "fence", o.Fence, "owner", o.Owner, "err", err)
 		s.opts.Metrics.Iteration("rejected")
-		if errors.Is(err, plugin.ErrStaleFence) {
+		if errors.Is(err, domain.ErrStaleFence) {
 			s.opts.Metrics.LeaseLost()
 		}
-		_, rerr := s.mutate(ctx, claimed.Number, func(t plugin.Task) (plugin.Mutation, error) {
-			return plugin.Rejected(t, o, err)
+		_, rerr := s.mutate(ctx, claimed.Number, func(t domain.Task) (domain.Mutation, error) {
+			return domain.Rejected(t, o, err)
 		})
 		if rerr != nil {
 			return fmt.Errorf("record rejected result of task #%d: %w", claimed.Number, rerr)
@@ -720,10 +720,10 @@ func (s *Service) commit(ctx context.Context, claimed plugin.Task, o plugin.Outc
 
 // commitFailed records that o, the result of the iteration claimed on
 // claimed, could not be written for reason, and gives the task back to run
-// that iteration again — or, the plugin.MaxCommitFailures-th time, fails
+// that iteration again — or, the domain.MaxCommitFailures-th time, fails
 // it with the reason. The count is in the task's recent events, so it
 // holds across workers and replicas.
-func (s *Service) commitFailed(claimed plugin.Task, o plugin.Outcome, reason error) error {
+func (s *Service) commitFailed(claimed domain.Task, o domain.Outcome, reason error) error {
 	if s.hardCtx != nil && s.hardCtx.Err() != nil {
 		// Stopping past its deadline: the commit was cut short, not
 		// refused; the task's lease gives it back.
@@ -735,9 +735,9 @@ func (s *Service) commitFailed(claimed plugin.Task, o plugin.Outcome, reason err
 	if err != nil {
 		return fmt.Errorf("count the failed commits of task #%d: %w", claimed.Number, err)
 	}
-	failures := plugin.CommitFailures(evs, claimed.Iteration+1) + 1
+	failures := domain.CommitFailures(evs, claimed.Iteration+1) + 1
 	o.Now = s.clk.Now()
-	record := func(t plugin.Task) (plugin.Mutation, error) { return plugin.CommitFailed(t, o, reason, failures) }
+	record := func(t domain.Task) (domain.Mutation, error) { return domain.CommitFailed(t, o, reason, failures) }
 	t, err := s.mutate(ctx, claimed.Number, record)
 	if err != nil && !domainError(err) {
 		return fmt.Errorf("record the failed commit of task #%d: %w", claimed.Number, err)
@@ -759,19 +759,19 @@ func (s *Service) commitFailed(claimed plugin.Task, o plugin.Outcome, reason err
 // looks for the failed commits of the same iteration: each failure is a
 // claim and a commit_failed event, so the last MaxCommitFailures fit with
 // room for others between them.
-const recentCommitEvents = 8 * plugin.MaxCommitFailures
+const recentCommitEvents = 8 * domain.MaxCommitFailures
 
 // landed reports whether the task's event log shows o committed: its
 // iteration (or the approved call's run) under o's fence, after the
 // claim. The row cannot say: once the commit is in, anyone may claim the
 // task again.
-func (s *Service) landed(ctx context.Context, claimed plugin.Task, o plugin.Outcome) bool {
+func (s *Service) landed(ctx context.Context, claimed domain.Task, o domain.Outcome) bool {
 	evs, err := s.store.TaskEvents(ctx, claimed.Number, claimed.EventSeq)
 	if err != nil {
 		return false
 	}
 	for _, e := range evs {
-		if e.Fence == o.Fence && (e.Type == plugin.EventIterated || e.Type == plugin.EventToolRan) {
+		if e.Fence == o.Fence && (e.Type == domain.EventIterated || e.Type == domain.EventToolRan) {
 			return true
 		}
 	}
@@ -814,8 +814,8 @@ func (s *Service) persist(ctx context.Context, write func() error) error {
 // domainError reports whether err is the task's doing rather than the
 // store's: trying again would change nothing.
 func domainError(err error) bool {
-	for _, e := range []error{plugin.ErrStaleFence, plugin.ErrTerminal, plugin.ErrInvalidState, plugin.ErrInvalid,
-		plugin.ErrNotFound, plugin.ErrLimit, plugin.ErrNoTask} {
+	for _, e := range []error{domain.ErrStaleFence, domain.ErrTerminal, domain.ErrInvalidState, domain.ErrInvalid,
+		domain.ErrNotFound, domain.ErrLimit, domain.ErrNoTask} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -824,8 +824,8 @@ func domainError(err error) bool {
 }
 
 // outcome names an iteration's result by the status it left the task in.
-func outcome(st plugin.Status) string {
-	if st == plugin.StatusRunning {
+func outcome(st domain.Status) string {
+	if st == domain.StatusRunning {
 		return "continued"
 	}
 	return string(st)
@@ -833,13 +833,13 @@ func outcome(st plugin.Status) string {
 
 // mutate runs a transition through the store, adding the notifications
 // the change causes to the same transaction.
-func (s *Service) mutate(ctx context.Context, number int64, fn plugin.MutateFunc) (plugin.Task, error) {
+func (s *Service) mutate(ctx context.Context, number int64, fn domain.MutateFunc) (domain.Task, error) {
 	return s.store.UpdateTask(ctx, number, s.notifying(fn))
 }
 
 // notifying is fn with the notifications its change causes added.
-func (s *Service) notifying(fn plugin.MutateFunc) plugin.MutateFunc {
-	return func(cur plugin.Task) (plugin.Mutation, error) {
+func (s *Service) notifying(fn domain.MutateFunc) domain.MutateFunc {
+	return func(cur domain.Task) (domain.Mutation, error) {
 		m, err := fn(cur)
 		if err != nil {
 			return m, err
@@ -869,26 +869,26 @@ func (s *Service) isStopping() bool {
 // afterChange tells subscribers and wakes workers for a task back in the
 // queue. A task that ended may have resumed its parent in the same
 // transaction (see adapters/sqlstore): subscribers hear of the parent too.
-func (s *Service) afterChange(ctx context.Context, t plugin.Task) {
+func (s *Service) afterChange(ctx context.Context, t domain.Task) {
 	switch {
 	case t.Status.Terminal():
 		s.emit(ctx, plugin.TaskEnded, t)
 		if t.ParentNumber != 0 {
 			if parent, err := s.store.GetTask(ctx, t.ParentNumber); err == nil {
 				s.emit(ctx, plugin.TaskChanged, parent)
-				if parent.Status == plugin.StatusQueued {
+				if parent.Status == domain.StatusQueued {
 					s.Wake()
 				}
 			}
 		}
 	default:
 		s.emit(ctx, plugin.TaskChanged, t)
-		if t.Status == plugin.StatusQueued {
+		if t.Status == domain.StatusQueued {
 			s.Wake()
 		}
 	}
 }
 
-func (s *Service) emit(ctx context.Context, typ plugin.EventType, t plugin.Task) {
+func (s *Service) emit(ctx context.Context, typ plugin.EventType, t domain.Task) {
 	s.rt.Emit(ctx, plugin.Event{Type: typ, Task: &t})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/demo"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -27,7 +28,7 @@ type fixture struct {
 	t     testing.TB
 	ctx   context.Context
 	clk   *clock.Fake
-	store plugin.Store
+	store domain.Store
 	rt    *plugin.Runtime
 	model *testkit.ScriptedModel
 	svc   *tasks.Service
@@ -51,9 +52,9 @@ func newFixture(t testing.TB, open teststore.Opener) *fixture {
 	return f
 }
 
-func (f *fixture) create(goal string, mod ...func(*plugin.NewTask)) plugin.Task {
+func (f *fixture) create(goal string, mod ...func(*domain.NewTask)) domain.Task {
 	f.t.Helper()
-	in := plugin.NewTask{Goal: goal, RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1"}
+	in := domain.NewTask{Goal: goal, RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1"}
 	for _, m := range mod {
 		m(&in)
 	}
@@ -76,7 +77,7 @@ func (f *fixture) step(owner string) bool {
 	return did
 }
 
-func (f *fixture) task(n int64) plugin.Task {
+func (f *fixture) task(n int64) domain.Task {
 	f.t.Helper()
 	task, err := f.store.GetTask(f.ctx, n)
 	if err != nil {
@@ -92,7 +93,7 @@ func (f *fixture) file(n int64, path string) (string, error) {
 	return string(data), err
 }
 
-func (f *fixture) steps(n int64) []plugin.Step {
+func (f *fixture) steps(n int64) []domain.Step {
 	f.t.Helper()
 	s, err := f.store.Steps(f.ctx, n)
 	if err != nil {
@@ -104,7 +105,7 @@ func (f *fixture) steps(n int64) []plugin.Step {
 // check runs taskloom check's verification on every task.
 func (f *fixture) check() {
 	f.t.Helper()
-	all, err := f.store.ListTasks(f.ctx, plugin.TaskFilter{})
+	all, err := f.store.ListTasks(f.ctx, domain.TaskFilter{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func (f *fixture) check() {
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		if v := plugin.Check(task, evs, len(f.steps(task.Number))); len(v) > 0 {
+		if v := domain.Check(task, evs, len(f.steps(task.Number))); len(v) > 0 {
 			f.t.Fatalf("check: %v", v)
 		}
 	}
@@ -168,7 +169,7 @@ func TestIterationOutcomes(t *testing.T) {
 			maxIter  int
 			script   func(m *testkit.ScriptedModel)
 			steps    int
-			status   plugin.Status
+			status   domain.Status
 			progress int
 			errText  string
 		}{
@@ -176,18 +177,18 @@ func TestIterationOutcomes(t *testing.T) {
 				for range 4 {
 					m.Decide("list_files", nil, 20, "continue")
 				}
-			}, 4, plugin.StatusStalemate, 20, "no progress in 3 iterations"},
-			{"max iterations", 3, func(m *testkit.ScriptedModel) { m.Default(rising) }, 3, plugin.StatusStalemate, 6, "reached the limit of 3 iterations"},
+			}, 4, domain.StatusStalemate, 20, "no progress in 3 iterations"},
+			{"max iterations", 3, func(m *testkit.ScriptedModel) { m.Default(rising) }, 3, domain.StatusStalemate, 6, "reached the limit of 3 iterations"},
 			{"done", 50, func(m *testkit.ScriptedModel) {
 				m.Decide("write_file", map[string]string{"path": "out/result.txt", "content": "hello"}, 60, "done")
-			}, 1, plugin.StatusCompleted, 100, ""},
-			{"stuck", 50, func(m *testkit.ScriptedModel) { m.Decide("none", nil, 10, "stuck") }, 1, plugin.StatusFailed, 10, "scripted stuck"},
+			}, 1, domain.StatusCompleted, 100, ""},
+			{"stuck", 50, func(m *testkit.ScriptedModel) { m.Decide("none", nil, 10, "stuck") }, 1, domain.StatusFailed, 10, "scripted stuck"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				f := newFixture(t, open)
 				tt.script(f.model)
-				n := f.create("Build auth", func(in *plugin.NewTask) { in.MaxIterations = tt.maxIter }).Number
+				n := f.create("Build auth", func(in *domain.NewTask) { in.MaxIterations = tt.maxIter }).Number
 				for range tt.steps {
 					f.step("test")
 				}
@@ -239,7 +240,7 @@ func TestBadModelRepliesAreFailedSteps(t *testing.T) {
 				n := f.create("x").Number
 				f.step("test")
 				got := f.task(n)
-				if got.Status != plugin.StatusRunning || got.Iteration != 1 || got.StaleCounter != 1 || got.Progress != 0 {
+				if got.Status != domain.StatusRunning || got.Iteration != 1 || got.StaleCounter != 1 || got.Progress != 0 {
 					t.Fatalf("task = %+v", got)
 				}
 				s := f.steps(n)
@@ -284,7 +285,7 @@ func TestModelTimeoutReleasesTheTask(t *testing.T) {
 		if s := f.steps(n); len(s) != 0 {
 			t.Fatalf("steps = %+v, want none", s)
 		}
-		if got := f.task(n); got.LeaseOwner != "" || got.Status != plugin.StatusRunning || got.Iteration != 0 || got.NextAttemptAt.IsZero() {
+		if got := f.task(n); got.LeaseOwner != "" || got.Status != domain.StatusRunning || got.Iteration != 0 || got.NextAttemptAt.IsZero() {
 			t.Fatalf("task = %+v, want released unchanged with a next attempt time", got)
 		}
 		f.check()
@@ -321,11 +322,11 @@ func TestLateResultAfterLeaseLossIsRejected(t *testing.T) {
 		}
 		evs, _ := f.store.TaskEvents(f.ctx, n, 0)
 		last := evs[len(evs)-1]
-		var p plugin.EventPayload
+		var p domain.EventPayload
 		if err := json.Unmarshal(last.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		if last.Type != plugin.EventResultRejected || last.Actor != "A" || p.Detail["stale_fence"] != float64(1) || p.Detail["estimate"] != float64(90) || len(p.Changes) != 0 {
+		if last.Type != domain.EventResultRejected || last.Actor != "A" || p.Detail["stale_fence"] != float64(1) || p.Detail["estimate"] != float64(90) || len(p.Changes) != 0 {
 			t.Fatalf("last event = %s %s %s", last.Type, last.Actor, last.Payload)
 		}
 		// A's post belonged to the rejected result: it was not sent.
@@ -341,7 +342,7 @@ func TestTaskOfADeadReplicaIsTakenAfterItsLease(t *testing.T) {
 		f := newFixture(t, open)
 		f.model.Default(rising)
 		n := f.create("x").Number
-		if _, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "dead", Now: f.clk.Now(), Lease: lease}); err != nil {
+		if _, err := f.store.ClaimTask(f.ctx, domain.Claim{Owner: "dead", Now: f.clk.Now(), Lease: lease}); err != nil {
 			t.Fatal(err)
 		}
 		// The replica dies here, holding the lease.
@@ -365,10 +366,10 @@ func TestAskUserWaitsForTheAnswer(t *testing.T) {
 		f.model.Decide("ask_user", map[string]string{"question": "JWT or sessions?"}, 10, "continue")
 		n := f.create("Build auth").Number
 		f.step("test")
-		if got := f.task(n); got.Status != plugin.StatusWaiting {
+		if got := f.task(n); got.Status != domain.StatusWaiting {
 			t.Fatalf("status = %s", got.Status)
 		}
-		room, rows, err := f.store.ClaimRoom(f.ctx, plugin.RoomClaim{Owner: "n", Now: f.clk.Now(), Lease: time.Minute})
+		room, rows, err := f.store.ClaimRoom(f.ctx, domain.RoomClaim{Owner: "n", Now: f.clk.Now(), Lease: time.Minute})
 		if err != nil || room != "console" || len(rows) != 1 || !strings.Contains(string(rows[0].Payload), "JWT or sessions?") {
 			t.Fatalf("question not in the outbox: %q %+v %v", room, rows, err)
 		}
@@ -384,7 +385,7 @@ func TestAskUserWaitsForTheAnswer(t *testing.T) {
 		if last := reqs[len(reqs)-1].Messages[1].Content; !strings.Contains(last, "use JWT") {
 			t.Fatalf("the answer is not in the next prompt:\n%s", last)
 		}
-		if got := f.task(n); got.Status != plugin.StatusCompleted {
+		if got := f.task(n); got.Status != domain.StatusCompleted {
 			t.Fatalf("status = %s", got.Status)
 		}
 		f.check()
@@ -397,7 +398,7 @@ func TestSubtaskParentWaitsForChildren(t *testing.T) {
 		f.model.Decide("create_subtask", map[string]string{"goal": "Write the login tests"}, 10, "continue")
 		parent := f.create("Build auth").Number
 		f.step("test")
-		if got := f.task(parent); got.Status != plugin.StatusWaiting {
+		if got := f.task(parent); got.Status != domain.StatusWaiting {
 			t.Fatalf("parent status = %s", got.Status)
 		}
 		child := f.task(2)
@@ -406,7 +407,7 @@ func TestSubtaskParentWaitsForChildren(t *testing.T) {
 		}
 		f.model.Decide("none", nil, 100, "done") // the child
 		f.step("test")
-		if got := f.task(parent); got.Status != plugin.StatusQueued {
+		if got := f.task(parent); got.Status != domain.StatusQueued {
 			t.Fatalf("parent not resumed after its child ended: %s", got.Status)
 		}
 		f.model.Decide("none", nil, 100, "done") // the parent
@@ -445,10 +446,10 @@ func TestActiveTaskLimitPerRequestor(t *testing.T) {
 		f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, MaxActivePerUser: 2})
 		f.create("a")
 		f.create("b")
-		if _, err := f.svc.Create(f.ctx, plugin.NewTask{Goal: "c", RequestorID: "u1"}); err == nil || !strings.Contains(err.Error(), "you already have 2 tasks") {
+		if _, err := f.svc.Create(f.ctx, domain.NewTask{Goal: "c", RequestorID: "u1"}); err == nil || !strings.Contains(err.Error(), "you already have 2 tasks") {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := f.svc.Create(f.ctx, plugin.NewTask{Goal: "c", RequestorID: "u2"}); err != nil {
+		if _, err := f.svc.Create(f.ctx, domain.NewTask{Goal: "c", RequestorID: "u2"}); err != nil {
 			t.Fatalf("another requestor was refused: %v", err)
 		}
 	})
@@ -469,7 +470,7 @@ func TestWorkersDrainOnStop(t *testing.T) {
 		}
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			n, err := f.store.CountTasks(f.ctx, plugin.TaskFilter{Statuses: []plugin.Status{plugin.StatusCompleted}})
+			n, err := f.store.CountTasks(f.ctx, domain.TaskFilter{Statuses: []domain.Status{domain.StatusCompleted}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -502,7 +503,7 @@ func TestDemoModelRunsATaskToCompletion(t *testing.T) {
 			}
 		}
 		got := f.task(n)
-		if got.Status != plugin.StatusCompleted || steps < 5 || steps > 8 || !strings.Contains(got.Summary, "demo model") {
+		if got.Status != domain.StatusCompleted || steps < 5 || steps > 8 || !strings.Contains(got.Summary, "demo model") {
 			t.Fatalf("after %d iterations: %+v", steps, got)
 		}
 		for _, s := range f.steps(n) {

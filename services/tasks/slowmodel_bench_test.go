@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/openai"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // The slow-model target of docs/PERFORMANCE.md: with a model that takes
@@ -51,14 +51,14 @@ func BenchmarkSlowModel(b *testing.B) {
 	rep := newBenchReplica(b, benchDB(b), model, nil, slowWorkers)
 	var numbers []int64
 	for i := range slowTasks {
-		t, err := rep.svc.Create(ctx, plugin.NewTask{Goal: fmt.Sprintf("slow %d", i), MaxIterations: 100_000, MaxStaleIterations: 100_000})
+		t, err := rep.svc.Create(ctx, domain.NewTask{Goal: fmt.Sprintf("slow %d", i), MaxIterations: 100_000, MaxStaleIterations: 100_000})
 		if err != nil {
 			b.Fatal(err)
 		}
 		numbers = append(numbers, t.Number)
 	}
 	iterations := func() (sum, low, high int) {
-		list, err := rep.store.ListTasks(ctx, plugin.TaskFilter{})
+		list, err := rep.store.ListTasks(ctx, domain.TaskFilter{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
@@ -37,7 +38,7 @@ func TestWorkerGivesBackItsHeldTaskOnStop(t *testing.T) {
 		s := New(Options{Runtime: rt, Lease: time.Minute, Workers: 1, Owner: "r"})
 		var numbers []int64
 		for _, goal := range []string{"A", "B"} {
-			task, err := s.Create(ctx, plugin.NewTask{Goal: goal, RequestorID: "u1", Platform: "console", RoomID: "console"})
+			task, err := s.Create(ctx, domain.NewTask{Goal: goal, RequestorID: "u1", Platform: "console", RoomID: "console"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,15 +80,15 @@ func TestWorkerGivesBackItsHeldTaskOnStop(t *testing.T) {
 // hungStore is a store whose writes hang until their context ends, as a
 // database that stopped answering does.
 type hungStore struct {
-	plugin.Store
+	domain.Store
 	writing chan struct{} // closed at the first write that hangs
 	once    sync.Once
 }
 
-func (h *hungStore) UpdateTask(ctx context.Context, n int64, fn plugin.MutateFunc) (plugin.Task, error) {
+func (h *hungStore) UpdateTask(ctx context.Context, n int64, fn domain.MutateFunc) (domain.Task, error) {
 	h.once.Do(func() { close(h.writing) })
 	<-ctx.Done()
-	return plugin.Task{}, ctx.Err()
+	return domain.Task{}, ctx.Err()
 }
 
 // TestStopKeepsItsDeadline: a commit hanging on a store that stopped
@@ -107,7 +108,7 @@ func TestStopKeepsItsDeadline(t *testing.T) {
 	if err := rt.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Store.CreateTask(ctx, plugin.NewTask{Goal: "A", RequestorID: "u1", Platform: "console", RoomID: "console", Now: clk.Now()}); err != nil {
+	if _, err := store.Store.CreateTask(ctx, domain.NewTask{Goal: "A", RequestorID: "u1", Platform: "console", RoomID: "console", Now: clk.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	s := New(Options{Runtime: rt, Lease: time.Minute, Workers: 1, Owner: "r"})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/plugin"
 )
@@ -23,14 +24,14 @@ import (
 // A Strategy is shared by every worker: Claim must be safe for
 // concurrent use.
 type Strategy interface {
-	Claim(ctx context.Context, turn *Turn) (plugin.Outcome, error)
+	Claim(ctx context.Context, turn *Turn) (domain.Outcome, error)
 }
 
 // StrategyFunc adapts a function to a Strategy.
-type StrategyFunc func(ctx context.Context, turn *Turn) (plugin.Outcome, error)
+type StrategyFunc func(ctx context.Context, turn *Turn) (domain.Outcome, error)
 
 // Claim calls f.
-func (f StrategyFunc) Claim(ctx context.Context, turn *Turn) (plugin.Outcome, error) {
+func (f StrategyFunc) Claim(ctx context.Context, turn *Turn) (domain.Outcome, error) {
 	return f(ctx, turn)
 }
 
@@ -38,13 +39,13 @@ func (f StrategyFunc) Claim(ctx context.Context, turn *Turn) (plugin.Outcome, er
 // docs/strategies.md lists them.
 func builtinStrategies() []namedStrategy {
 	return []namedStrategy{
-		{plugin.StrategyLoop, loop{}},
-		{plugin.StrategyReact, react{}},
-		{plugin.StrategyTools, nativeTools{}},
-		{plugin.StrategyReview, review{}},
-		{plugin.StrategySupervisor, supervisor{}},
-		{plugin.StrategyMagentic, magentic()},
-		{plugin.StrategyGroupChat, groupChat{}},
+		{domain.StrategyLoop, loop{}},
+		{domain.StrategyReact, react{}},
+		{domain.StrategyTools, nativeTools{}},
+		{domain.StrategyReview, review{}},
+		{domain.StrategySupervisor, supervisor{}},
+		{domain.StrategyMagentic, magentic()},
+		{domain.StrategyGroupChat, groupChat{}},
 	}
 }
 
@@ -85,7 +86,7 @@ func (ss strategies) check(name string) error {
 		return nil
 	}
 	if _, ok := ss.byName[name]; !ok {
-		return fmt.Errorf("create task: %w: %s", plugin.ErrInvalid, plugin.UnknownStrategy(name, ss.names))
+		return fmt.Errorf("create task: %w: %s", domain.ErrInvalid, domain.UnknownStrategy(name, ss.names))
 	}
 	return nil
 }
@@ -96,11 +97,11 @@ func (ss strategies) check(name string) error {
 // outcome they are given, so a strategy composes them and returns it.
 type Turn struct {
 	// Task is the task as claimed.
-	Task plugin.Task
+	Task domain.Task
 	// Steps are the task's latest steps, oldest first: the window the
 	// prompt shows (History.Window), not every step — an iteration reads
 	// no more of a task however old it is (docs/PERFORMANCE.md).
-	Steps []plugin.Step
+	Steps []domain.Step
 	// Answers are the answers the task was resumed with and the outcomes
 	// of the subtasks it waited on, oldest first.
 	Answers []string
@@ -110,14 +111,14 @@ type Turn struct {
 	it     *Iterator
 	system string // the character's system prompt, with a retry's context
 	memory string // the "Relevant memory" section; "" for none
-	files  *plugin.FileView
-	older  plugin.Digest // what the task's steps before Steps count
+	files  *domain.FileView
+	older  domain.Digest // what the task's steps before Steps count
 }
 
 // Outcome starts the claim's outcome: the lease it commits under, the
 // task's progress, the verdict continue.
-func (t *Turn) Outcome() plugin.Outcome {
-	return plugin.Outcome{Owner: t.Task.LeaseOwner, Fence: t.Task.Fence, Progress: t.Task.Progress, Verdict: plugin.VerdictContinue}
+func (t *Turn) Outcome() domain.Outcome {
+	return domain.Outcome{Owner: t.Task.LeaseOwner, Fence: t.Task.Fence, Progress: t.Task.Progress, Verdict: domain.VerdictContinue}
 }
 
 // Request is what a strategy asks the model on its turn. The zero
@@ -186,7 +187,7 @@ func (t *Turn) Temperature() float64 { return StressTemperature(t.it.Temperature
 // Ask makes the claim's model call for r and counts its tokens in o. A
 // model that could not be used at all is a *ModelFailure, which the
 // strategy returns as is: the task is released unchanged.
-func (t *Turn) Ask(ctx context.Context, o *plugin.Outcome, r Request) (plugin.ModelResponse, error) {
+func (t *Turn) Ask(ctx context.Context, o *domain.Outcome, r Request) (plugin.ModelResponse, error) {
 	msgs, err := t.Messages(r)
 	if err != nil {
 		return plugin.ModelResponse{}, fmt.Errorf("prompt of task #%d: %w", t.Task.Number, err)
@@ -196,7 +197,7 @@ func (t *Turn) Ask(ctx context.Context, o *plugin.Outcome, r Request) (plugin.Mo
 
 // Call makes the claim's model call with messages a strategy built
 // itself, and counts its tokens in o; see Ask.
-func (t *Turn) Call(ctx context.Context, o *plugin.Outcome, req plugin.ModelRequest, role string, temperature *float64) (plugin.ModelResponse, error) {
+func (t *Turn) Call(ctx context.Context, o *domain.Outcome, req plugin.ModelRequest, role string, temperature *float64) (plugin.ModelResponse, error) {
 	rt := t.Runtime
 	temp := t.Temperature()
 	if temperature != nil {
@@ -225,22 +226,22 @@ func (t *Turn) Call(ctx context.Context, o *plugin.Outcome, req plugin.ModelRequ
 
 // Fail records a failed step in o: its progress does not count, so the
 // stale counter — not a crash — ends a task that cannot go on.
-func (t *Turn) Fail(o *plugin.Outcome, action, reason string) {
+func (t *Turn) Fail(o *domain.Outcome, action, reason string) {
 	o.Step.Action, o.Step.Success, o.Step.Error = action, false, reason
-	o.Progress, o.Verdict = t.Task.Progress, plugin.VerdictContinue
+	o.Progress, o.Verdict = t.Task.Progress, domain.VerdictContinue
 }
 
 // Decide applies a loop decision to o — its thought, progress, verdict
 // and summary, the stall guard — and runs its tool (Act). A strategy
 // whose role answers with the loop's decision (loop, review's execution, an
 // agent) ends its claim with it.
-func (t *Turn) Decide(ctx context.Context, o *plugin.Outcome, d Decision) {
+func (t *Turn) Decide(ctx context.Context, o *domain.Outcome, d Decision) {
 	o.Step.Thought, o.Step.Action, o.Step.Params = d.Thought, d.Action, d.Params
 	o.Progress, o.Verdict, o.Summary = d.Progress, d.Status, d.Summary
 	if n := len(t.Steps); n > 0 && d.Action != "" && sameStep(t.Steps[n-1], d.Action, d.Params) {
 		o.Repeated = true // the stall guard: the same step again is no progress
 	}
-	if d.Status == plugin.VerdictStuck {
+	if d.Status == domain.VerdictStuck {
 		o.Reason = firstNonEmpty(d.Summary, d.Thought)
 	}
 	if d.Action == "" {
@@ -256,7 +257,7 @@ func (t *Turn) Decide(ctx context.Context, o *plugin.Outcome, d Decision) {
 // tool that needs a person's approval is not run: the task waits for the
 // approval with the call kept as asked (docs/security.md). Act reports whether
 // the tool ran and succeeded.
-func (t *Turn) Act(ctx context.Context, o *plugin.Outcome, action string, params json.RawMessage) bool {
+func (t *Turn) Act(ctx context.Context, o *domain.Outcome, action string, params json.RawMessage) bool {
 	o.Step.Action, o.Step.Params = action, params
 	if a, ok := t.Runtime.Action(action); !ok || !a.Info().OffersTo(t.Task) {
 		t.Fail(o, action, fmt.Sprintf("%q is not a tool this task can use", action))
@@ -268,7 +269,7 @@ func (t *Turn) Act(ctx context.Context, o *plugin.Outcome, action string, params
 			t.Fail(o, action, err.Error())
 			return false
 		}
-		o.Wait, o.Verdict = plugin.WaitApproval, plugin.VerdictContinue
+		o.Wait, o.Verdict = domain.WaitApproval, domain.VerdictContinue
 		o.Notifications = append(o.Notifications, n)
 		return false
 	}
@@ -282,12 +283,12 @@ func (t *Turn) Act(ctx context.Context, o *plugin.Outcome, action string, params
 // loop is the plain iteration: one decision, one tool.
 type loop struct{}
 
-func (loop) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
+func (loop) Claim(ctx context.Context, t *Turn) (domain.Outcome, error) {
 	o := t.Outcome()
-	o.Step.Role = plugin.RoleAgent
+	o.Step.Role = domain.RoleAgent
 	resp, err := t.Ask(ctx, &o, Request{Schema: DecisionSchema})
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	d, err := ParseDecision(resp.Text)
 	if err != nil {
@@ -305,7 +306,7 @@ var errNoStrategy = errors.New("this replica has no such strategy")
 
 func strategyName(s string) string {
 	if strings.TrimSpace(s) == "" {
-		return plugin.StrategyLoop
+		return domain.StrategyLoop
 	}
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -34,7 +35,7 @@ func TestSubtaskOfARerunIterationIsCreatedOnce(t *testing.T) {
 		if did := f.step("test"); !did {
 			t.Fatal("nothing served")
 		}
-		kids, err := f.store.ListTasks(f.ctx, plugin.TaskFilter{ParentNumber: parent})
+		kids, err := f.store.ListTasks(f.ctx, domain.TaskFilter{ParentNumber: parent})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func TestSubtaskOfARerunIterationIsCreatedOnce(t *testing.T) {
 		if len(steps) != 1 || !strings.Contains(steps[0].Result, `created subtask #2 "Write the login tests"`) {
 			t.Fatalf("the parent's steps: %+v; want one, naming its child", steps)
 		}
-		if got := f.task(parent); got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitSubtasks {
+		if got := f.task(parent); got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitSubtasks {
 			t.Fatalf("parent = %s on %q; want waiting on its subtask", got.Status, got.WaitingOn)
 		}
 		f.check()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -22,21 +23,21 @@ import (
 // With a ledger it is magentic (see magentic.go).
 type supervisor struct{ magentic bool }
 
-func (s supervisor) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
+func (s supervisor) Claim(ctx context.Context, t *Turn) (domain.Outcome, error) {
 	tt := newTeamTurn(t)
 	switch phase := t.Task.Phase; phase {
-	case "", plugin.RoleSupervisor:
+	case "", domain.RoleSupervisor:
 		return tt.decide(ctx, s.magentic)
 	default:
 		a, ok := tt.team.agent(phase)
 		if !ok {
 			// The team changed while the task waited for this agent.
 			o := tt.Outcome()
-			o.Step.Role = plugin.RoleSupervisor
+			o.Step.Role = domain.RoleSupervisor
 			tt.Fail(&o, phase, fmt.Sprintf("the supervisor handed the step to %q, which is no longer one of the agents (%s); it chooses again", phase, tt.team.listed()))
 			st := tt.state
 			st.Instruction = ""
-			o.Phase, o.State = plugin.RoleSupervisor, st.encode()
+			o.Phase, o.State = domain.RoleSupervisor, st.encode()
 			return o, nil
 		}
 		return tt.supervised(ctx, a)
@@ -77,7 +78,7 @@ func ParseSupervisorDecision(text string) (SupervisorDecision, error) {
 		Facts       json.RawMessage `json:"facts"`
 		Plan        json.RawMessage `json:"plan"`
 	}
-	if err := plugin.DecodeJSONObject(text, &raw); err != nil {
+	if err := domain.DecodeJSONObject(text, &raw); err != nil {
 		return SupervisorDecision{}, fmt.Errorf("%w: %v", ErrBadSupervisorDecision, err)
 	}
 	d := SupervisorDecision{Thought: strings.TrimSpace(raw.Thought), Instruction: strings.TrimSpace(raw.Instruction),
@@ -165,9 +166,9 @@ func supervisorSchema(tm team, ledger bool) *plugin.JSONSchema {
 // as one without progress, as the loop's does. Every reply counts toward
 // max_steps; the agent step after the last one allowed ends the task in
 // stalemate unless it is DONE.
-func (tt *teamTurn) decide(ctx context.Context, magentic bool) (plugin.Outcome, error) {
+func (tt *teamTurn) decide(ctx context.Context, magentic bool) (domain.Outcome, error) {
 	o := tt.Outcome()
-	o.Step.Role, o.Unjudged = plugin.RoleSupervisor, true
+	o.Step.Role, o.Unjudged = domain.RoleSupervisor, true
 	st := tt.state
 	st.Decisions++
 	var led Ledger
@@ -179,17 +180,17 @@ func (tt *teamTurn) decide(ctx context.Context, magentic bool) (plugin.Outcome, 
 			notes = append(notes, replanNote)
 		}
 	}
-	resp, err := tt.ask(ctx, &o, Request{Role: plugin.RoleSupervisor, Tools: []Tool{}, History: &SupervisorHistory, Notes: tt.notes(SupervisorHistory, notes...),
+	resp, err := tt.ask(ctx, &o, Request{Role: domain.RoleSupervisor, Tools: []Tool{}, History: &SupervisorHistory, Notes: tt.notes(SupervisorHistory, notes...),
 		Instruction: "Choose the agent that takes the next step and tell it what to do, or answer DONE with a summary when the goal is met.",
 		Schema:      supervisorSchema(tt.team, magentic)},
 		"supervisor_system.tmpl", map[string]any{"Agents": tt.team.views(), "Magentic": magentic})
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
-	fail := func(action, reason string) (plugin.Outcome, error) {
+	fail := func(action, reason string) (domain.Outcome, error) {
 		o.Unjudged = false // a bad reply is a step without progress
 		tt.Fail(&o, action, reason)
-		o.Phase, o.State = plugin.RoleSupervisor, st.encode()
+		o.Phase, o.State = domain.RoleSupervisor, st.encode()
 		if st.Decisions >= tt.team.MaxSteps {
 			o.Stalemate = tt.maxStepsReason()
 		}
@@ -221,8 +222,8 @@ func (tt *teamTurn) decide(ctx context.Context, magentic bool) (plugin.Outcome, 
 	}
 	if d.Next == NextDone {
 		o.Step.Action, o.Step.Success, o.Step.Result = NextDone, true, "the supervisor says the goal is met"
-		o.Verdict, o.Summary = plugin.VerdictDone, firstNonEmpty(d.Summary, d.Instruction, d.Thought)
-		o.Phase, o.State = plugin.RoleSupervisor, st.encode()
+		o.Verdict, o.Summary = domain.VerdictDone, firstNonEmpty(d.Summary, d.Instruction, d.Thought)
+		o.Phase, o.State = domain.RoleSupervisor, st.encode()
 		return o, nil
 	}
 	if magentic {
@@ -247,18 +248,18 @@ func (tt *teamTurn) decide(ctx context.Context, magentic bool) (plugin.Outcome, 
 // turn: the supervisor's instruction is in its prompt. An agent's done or
 // stuck is its report to the supervisor, who decides the task's end; the
 // turn goes back to the supervisor either way.
-func (tt *teamTurn) supervised(ctx context.Context, a Agent) (plugin.Outcome, error) {
+func (tt *teamTurn) supervised(ctx context.Context, a Agent) (domain.Outcome, error) {
 	note := fmt.Sprintf("The supervisor hands this step to you, %s, with the instruction:\n%s", a.Name, firstNonEmpty(tt.state.Instruction, "(none: work toward the goal)"))
 	instruction := fmt.Sprintf("Take one step toward that instruction as %s: one action with one of your tools, or status \"done\" (or \"stuck\") with a summary for the supervisor when you have carried it out (or cannot).", a.Name)
 	o, d, err := tt.agentStep(ctx, a, note, instruction)
 	if err != nil {
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	reportBack(&o, d)
 	st := tt.state
 	st.Instruction = ""
-	o.Phase, o.State = plugin.RoleSupervisor, st.encode()
-	if st.Decisions >= tt.team.MaxSteps && o.Verdict == plugin.VerdictContinue {
+	o.Phase, o.State = domain.RoleSupervisor, st.encode()
+	if st.Decisions >= tt.team.MaxSteps && o.Verdict == domain.VerdictContinue {
 		o.Stalemate = tt.maxStepsReason()
 	}
 	return o, nil

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
 )
 
@@ -22,7 +22,7 @@ func TestSupervisorRoutesResearcherThenWriter(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, nil)
-		n := f.createAs(plugin.StrategySupervisor, "Compare the three queue libraries").Number
+		n := f.createAs(domain.StrategySupervisor, "Compare the three queue libraries").Number
 		fake.Reply(supReply("researcher", "List what the workspace holds"))
 		fake.Reply(testkit.DecisionJSON("list_files", nil, 20, "continue"))
 		fake.Reply(supReply("writer", "Write the comparison to report.md"))
@@ -36,7 +36,7 @@ func TestSupervisorRoutesResearcherThenWriter(t *testing.T) {
 		}
 		f.stepsN(4, "w")
 		got = f.task(n)
-		if got.Status != plugin.StatusCompleted || got.Summary != "The comparison is in report.md." || got.Progress != 100 {
+		if got.Status != domain.StatusCompleted || got.Summary != "The comparison is in report.md." || got.Progress != 100 {
 			t.Fatalf("task = %s %d%% %q (%s); want completed with the supervisor's summary", got.Status, got.Progress, got.Summary, got.Error)
 		}
 		steps := f.steps(n)
@@ -85,18 +85,18 @@ func TestSupervisorMaxSteps(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, func(o *tasks.Options) { o.Team.MaxSteps = 2 })
-		n := f.createAs(plugin.StrategySupervisor, "Keep going").Number
+		n := f.createAs(domain.StrategySupervisor, "Keep going").Number
 		for i := range 2 {
 			fake.Reply(supReply("writer", "more"))
 			fake.Reply(note(string(rune('a'+i)), 10*(i+1), "continue"))
 		}
 		f.stepsN(3, "w")
-		if got := f.task(n); got.Status != plugin.StatusRunning {
+		if got := f.task(n); got.Status != domain.StatusRunning {
 			t.Fatalf("task ended early: %s %s", got.Status, got.Error)
 		}
 		f.stepsN(1, "w")
 		got := f.task(n)
-		if got.Status != plugin.StatusStalemate || !strings.Contains(got.Error, "2 decisions (max_steps)") {
+		if got.Status != domain.StatusStalemate || !strings.Contains(got.Error, "2 decisions (max_steps)") {
 			t.Fatalf("task = %s %q; want stalemate for max_steps", got.Status, got.Error)
 		}
 		if len(f.steps(n)) != 4 || fake.Pending() != 0 {
@@ -114,7 +114,7 @@ func TestSupervisorBadDecisions(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, nil)
-		n := f.createAs(plugin.StrategySupervisor, "Write the report").Number
+		n := f.createAs(domain.StrategySupervisor, "Write the report").Number
 		fake.Reply("I think the writer should go next.")                         // 1: no JSON
 		fake.Reply("```json\n" + supReply("Writer", "Write it") + "\n```")       // 2: fenced
 		fake.Reply(note("a", 10, "continue"))                                    // 3: writer
@@ -154,7 +154,7 @@ func TestSupervisorBadDecisions(t *testing.T) {
 			t.Errorf("the unusable reply is not kept in the step: %q", steps[0].Result)
 		}
 		got := f.task(n)
-		if got.Phase != plugin.RoleSupervisor || got.StaleCounter != 1 || got.Status != plugin.StatusRunning {
+		if got.Phase != domain.RoleSupervisor || got.StaleCounter != 1 || got.Status != domain.StatusRunning {
 			t.Fatalf("task = %s phase %q stale %d; want running, the supervisor's turn, one failed decision since progress", got.Status, got.Phase, got.StaleCounter)
 		}
 		f.check()
@@ -172,7 +172,7 @@ func TestLeaseLostAroundASupervisorDecision(t *testing.T) {
 		fake := testkit.NewOpenAI(t)
 		client, g := gatedClient(fake)
 		f := newTeamFixture(t, open, fake, client, nil)
-		n := f.createAs(plugin.StrategySupervisor, "Write the report").Number
+		n := f.createAs(domain.StrategySupervisor, "Write the report").Number
 
 		// late runs A's claim, held at the model past its lease, while B
 		// takes the task; then lets A's answer come back.
@@ -194,7 +194,7 @@ func TestLeaseLostAroundASupervisorDecision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if last := evs[len(evs)-1]; last.Type != plugin.EventResultRejected || last.Actor != "A" {
+			if last := evs[len(evs)-1]; last.Type != domain.EventResultRejected || last.Actor != "A" {
 				t.Fatalf("last event = %s by %s; want A's result rejected", last.Type, last.Actor)
 			}
 		}
@@ -226,7 +226,7 @@ func TestLeaseLostAroundASupervisorDecision(t *testing.T) {
 			t.Fatalf("roles = %s", r)
 		}
 		st := stateOfTask(t, got)
-		if got.Phase != plugin.RoleSupervisor || st["instruction"] != nil || st["decisions"] != float64(2) || got.Progress != 30 {
+		if got.Phase != domain.RoleSupervisor || st["instruction"] != nil || st["decisions"] != float64(2) || got.Progress != 30 {
 			t.Fatalf("after the lost step: phase %q state %s progress %d", got.Phase, got.State, got.Progress)
 		}
 		if _, err := f.file(n, "a.md"); err == nil {
@@ -238,7 +238,7 @@ func TestLeaseLostAroundASupervisorDecision(t *testing.T) {
 		fake.Reply(doneReply("done"))
 		f.stepsN(1, "C")
 		reqs = fake.Requests()
-		if roleLine(reqs[len(reqs)-1]) != plugin.RoleSupervisor || f.task(n).Status != plugin.StatusCompleted {
+		if roleLine(reqs[len(reqs)-1]) != domain.RoleSupervisor || f.task(n).Status != domain.StatusCompleted {
 			t.Fatalf("the claim after the writer's step was %q, task %s", roleLine(reqs[len(reqs)-1]), f.task(n).Status)
 		}
 		f.check()
@@ -308,7 +308,7 @@ func TestAgentRepeatingItsOwnStepIsNoProgress(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newTeamFixture(t, open, fake, nil, nil)
-		n := f.createAs(plugin.StrategySupervisor, "Look around").Number
+		n := f.createAs(domain.StrategySupervisor, "Look around").Number
 		for i := range 2 {
 			fake.Reply(supReply("researcher", "List the files"))
 			fake.Reply(testkit.DecisionJSON("list_files", nil, 20*(i+1), "continue"))

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -23,7 +24,7 @@ import (
 // succeed. The role is agent.
 //
 // A claim writes a step per call, in the order they ran, under the
-// claim's iteration (plugin.Step.Call tells them apart, from 0): each has
+// claim's iteration (domain.Step.Call tells them apart, from 0): each has
 // its call's tool as action, its arguments as params, its own result and
 // success, so a timeline shows that a write succeeded even when the read
 // after it failed. The first also keeps the reply's text as its thought.
@@ -77,9 +78,9 @@ type callResult struct {
 }
 
 // Claim makes one request with native tools and runs the reply's calls.
-func (nativeTools) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
+func (nativeTools) Claim(ctx context.Context, t *Turn) (domain.Outcome, error) {
 	o := t.Outcome()
-	o.Step.Role = plugin.RoleAgent
+	o.Step.Role = domain.RoleAgent
 	st := readToolsState(t.Task.State)
 	tools := ToolsOf(t.Runtime, t.Task)
 	specs := make([]plugin.ToolSpec, 0, len(tools)+1)
@@ -92,18 +93,18 @@ func (nativeTools) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
 
 	msgs, err := t.nativeMessages(tools, st)
 	if err != nil {
-		return plugin.Outcome{}, fmt.Errorf("prompt of task #%d: %w", t.Task.Number, err)
+		return domain.Outcome{}, fmt.Errorf("prompt of task #%d: %w", t.Task.Number, err)
 	}
 	temp := stressed(t.it.Temperature, st.Stress)
-	resp, err := t.Call(ctx, &o, plugin.ModelRequest{Messages: msgs, Tools: specs}, plugin.RoleAgent, &temp)
+	resp, err := t.Call(ctx, &o, plugin.ModelRequest{Messages: msgs, Tools: specs}, domain.RoleAgent, &temp)
 	if err != nil {
 		if errors.Is(err, plugin.ErrToolsUnsupported) {
 			reason := "The model does not support tool calling, which the tools strategy needs: create the task again with another strategy, such as loop or react (" + clip(modelSays(err), 300) + ")."
 			t.Fail(&o, "", reason)
-			o.Verdict, o.Reason = plugin.VerdictStuck, reason
+			o.Verdict, o.Reason = domain.VerdictStuck, reason
 			return o, nil
 		}
-		return plugin.Outcome{}, err
+		return domain.Outcome{}, err
 	}
 	st.Pending = ""
 	if len(resp.ToolCalls) == 0 {
@@ -112,7 +113,7 @@ func (nativeTools) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
 			t.Fail(&o, "", "the model's reply has neither a tool call nor a final answer")
 		} else {
 			o.Step.Success, o.Step.Result = true, answer
-			o.Verdict, o.Summary = plugin.VerdictDone, answer
+			o.Verdict, o.Summary = domain.VerdictDone, answer
 		}
 		o.State = st.encode()
 		return o, nil
@@ -123,7 +124,7 @@ func (nativeTools) Claim(ctx context.Context, t *Turn) (plugin.Outcome, error) {
 }
 
 // runCalls runs the calls of resp in order and records them in o's step.
-func (t *Turn) runCalls(ctx context.Context, o *plugin.Outcome, st *toolsState, resp plugin.ModelResponse) {
+func (t *Turn) runCalls(ctx context.Context, o *domain.Outcome, st *toolsState, resp plugin.ModelResponse) {
 	calls := resp.ToolCalls
 	records := make([]callRecord, len(calls))
 	results := make([]callResult, 0, len(calls))
@@ -154,28 +155,28 @@ func (t *Turn) runCalls(ctx context.Context, o *plugin.Outcome, st *toolsState, 
 				res = callResult{err: err.Error()}
 			} else {
 				co := t.Outcome()
-				co.Step.Role = plugin.RoleAgent
+				co.Step.Role = domain.RoleAgent
 				ok := t.Act(ctx, &co, c.Name, params)
 				if co.Files != nil {
 					o.Files = co.Files // a view's changes so far, this call's included
 				}
 				o.Notifications = append(o.Notifications, co.Notifications...)
 				o.Subtasks = append(o.Subtasks, co.Subtasks...)
-				if co.Wait == plugin.WaitApproval {
+				if co.Wait == domain.WaitApproval {
 					// The call waits for a person: the claim ends on it, as
 					// Turn.Act's one call would, and what ran before it is
 					// kept for the next request.
 					st.Pending = pendingBefore(records[:i], results, calls[i+1:], t.it.History)
 					st.Stress = stressAfter(st.Stress, failed, 0)
-					o.Step, o.Wait = co.Step, plugin.WaitApproval
-					o.Step.Role = plugin.RoleAgent
-					o.Progress, o.Verdict = t.Task.Progress, plugin.VerdictContinue
+					o.Step, o.Wait = co.Step, domain.WaitApproval
+					o.Step.Role = domain.RoleAgent
+					o.Progress, o.Verdict = t.Task.Progress, domain.VerdictContinue
 					if reported {
 						o.Progress = estimate
 					}
 					return
 				}
-				if co.Wait != plugin.WaitNone && o.Wait == plugin.WaitNone {
+				if co.Wait != domain.WaitNone && o.Wait == domain.WaitNone {
 					o.Wait = co.Wait
 				}
 				res = callResult{ok: ok, result: co.Step.Result, err: co.Step.Error}
@@ -189,14 +190,14 @@ func (t *Turn) runCalls(ctx context.Context, o *plugin.Outcome, st *toolsState, 
 	st.Stress = stressAfter(st.Stress, failed, len(calls))
 
 	// A step per call, in the order they ran (plugin/toolsteps.go).
-	steps := make([]plugin.Step, len(records))
+	steps := make([]domain.Step, len(records))
 	for i, r := range records {
-		steps[i] = plugin.Step{Action: r.Name, Params: r.Arguments, Role: plugin.RoleAgent,
+		steps[i] = domain.Step{Action: r.Name, Params: r.Arguments, Role: domain.RoleAgent,
 			Success: results[i].ok, Result: results[i].result, Error: results[i].err}
 	}
 	steps[0].Thought = strings.TrimSpace(resp.Text)
 	o.Step, o.Steps = steps[0], steps[1:]
-	o.Progress, o.Verdict = t.Task.Progress, plugin.VerdictContinue
+	o.Progress, o.Verdict = t.Task.Progress, domain.VerdictContinue
 	if reported {
 		o.Progress = estimate
 	}
@@ -335,7 +336,7 @@ func pendingBefore(ran []callRecord, results []callResult, notRun []plugin.ToolC
 
 // callsOf reads the calls of the latest claim of steps, when it was a
 // tools claim's (claimAt).
-func callsOf(steps []plugin.Step) ([]callRecord, bool) {
+func callsOf(steps []domain.Step) ([]callRecord, bool) {
 	from, ok := claimAt(steps, len(steps))
 	if !ok {
 		return nil, false
@@ -352,7 +353,7 @@ func callsOf(steps []plugin.Step) ([]callRecord, bool) {
 // start, and whether they are a tools claim's calls, each the agent's and
 // naming a tool (a final answer or a failed reply runs none), the
 // iteration's first call among them.
-func claimAt(steps []plugin.Step, end int) (int, bool) {
+func claimAt(steps []domain.Step, end int) (int, bool) {
 	if end <= 0 {
 		return 0, false
 	}
@@ -365,7 +366,7 @@ func claimAt(steps []plugin.Step, end int) (int, bool) {
 		return from, false // the window cut the claim: its first calls are not here
 	}
 	for _, s := range steps[from:end] {
-		if s.Role != plugin.RoleAgent || s.Action == "" || s.Action == "none" {
+		if s.Role != domain.RoleAgent || s.Action == "" || s.Action == "none" {
 			return from, false
 		}
 	}
@@ -374,7 +375,7 @@ func claimAt(steps []plugin.Step, end int) (int, bool) {
 
 // callID is the ID a rebuilt conversation gives the call of step s,
 // unique within the task.
-func callID(s plugin.Step) string {
+func callID(s domain.Step) string {
 	return fmt.Sprintf("call_%d_%d", s.Iteration, s.Call+1)
 }
 
@@ -420,7 +421,7 @@ func (t *Turn) nativeMessages(tools []Tool, st toolsState) ([]plugin.ChatMessage
 	head := *t
 	head.Steps = older
 	msgs, err := head.Messages(Request{
-		Role: plugin.RoleAgent, System: "tools_system.tmpl", Tools: tools, Notes: notes,
+		Role: domain.RoleAgent, System: "tools_system.tmpl", Tools: tools, Notes: notes,
 		Instruction: "Call the tools the next step needs, and report_progress when your estimate changes; when the goal is met, answer without a tool call.",
 	})
 	if err != nil {
@@ -449,7 +450,7 @@ func (t *Turn) nativeMessages(tools []Tool, st toolsState) ([]plugin.ChatMessage
 // claimMessages is a tools claim's steps as the conversation they were:
 // the assistant message with its calls, then each call's result in a tool
 // message, cut to limit characters with a note saying how to read on.
-func claimMessages(steps []plugin.Step, limit int, readable bool) []plugin.ChatMessage {
+func claimMessages(steps []domain.Step, limit int, readable bool) []plugin.ChatMessage {
 	asked := plugin.ChatMessage{Role: plugin.RoleAssistant, Content: steps[0].Thought}
 	for _, s := range steps {
 		asked.ToolCalls = append(asked.ToolCalls, plugin.ToolCall{ID: callID(s), Name: s.Action, Arguments: argumentsText(s.Params)})
@@ -464,7 +465,7 @@ func claimMessages(steps []plugin.Step, limit int, readable bool) []plugin.ChatM
 // showCall is what the tool message of step s's call says (callBody), its
 // result cut to limit characters; the note of a cut result points
 // read_result at the step's whole result.
-func showCall(s plugin.Step, limit int, readable bool) string {
+func showCall(s domain.Step, limit int, readable bool) string {
 	res := callResult{ok: s.Success, result: s.Result, err: s.Error}
 	if limit <= 0 {
 		return callBody(res)

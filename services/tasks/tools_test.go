@@ -9,6 +9,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
@@ -61,7 +62,7 @@ func TestToolsCalls(t *testing.T) {
 		fake := testkit.NewOpenAI(t)
 		f := newNotifiedFixture(t, open, fake, nil, echoTool{})
 		const goal = "Write notes/a.md and read it back"
-		n := f.create(goal, func(in *plugin.NewTask) { in.Strategy = plugin.StrategyTools }).Number
+		n := f.create(goal, func(in *domain.NewTask) { in.Strategy = domain.StrategyTools }).Number
 
 		fake.ReplyToolCalls("Writing, then reading back.",
 			testkit.OpenAIToolCall{ID: "call_write", Name: "write_file", Arguments: `{"path":"notes/a.md","content":"alpha"}`},
@@ -77,7 +78,7 @@ func TestToolsCalls(t *testing.T) {
 
 		f.step("test")
 		got := f.task(n)
-		if got.Progress != 40 || got.Status != plugin.StatusRunning || got.StaleCounter != 0 {
+		if got.Progress != 40 || got.Status != domain.StatusRunning || got.StaleCounter != 0 {
 			t.Fatalf("after the first reply: %s progress %d stale %d", got.Status, got.Progress, got.StaleCounter)
 		}
 		// A step per call, in the order they ran, under the claim's
@@ -87,7 +88,7 @@ func TestToolsCalls(t *testing.T) {
 			t.Fatalf("%d steps after the first reply, want 3: %+v", len(steps), steps)
 		}
 		for i, want := range []string{"write_file", "read_file", "report_progress"} {
-			if s := steps[i]; s.Iteration != 1 || s.Call != i || s.Action != want || !s.Success || s.Role != plugin.RoleAgent {
+			if s := steps[i]; s.Iteration != 1 || s.Call != i || s.Action != want || !s.Success || s.Role != domain.RoleAgent {
 				t.Errorf("step %d = %+v; want call %d of iteration 1, %s, succeeded, as the agent", i, s, i, want)
 			}
 		}
@@ -117,7 +118,7 @@ func TestToolsCalls(t *testing.T) {
 		}
 		f.step("test")
 		got = f.task(n)
-		if got.Status != plugin.StatusCompleted || got.Progress != 100 || got.Summary != "notes/a.md holds alpha, written and read back." || got.Iteration != 4 {
+		if got.Status != domain.StatusCompleted || got.Progress != 100 || got.Summary != "notes/a.md holds alpha, written and read back." || got.Iteration != 4 {
 			t.Fatalf("after the final answer: %s progress %d summary %q iteration %d", got.Status, got.Progress, got.Summary, got.Iteration)
 		}
 		if f.step("test") {
@@ -175,10 +176,10 @@ func TestToolsUnsupported(t *testing.T) {
 		fake := testkit.NewOpenAI(t)
 		fake.RejectTools()
 		f := newNotifiedFixture(t, open, fake, nil)
-		n := f.create("Call some tools", func(in *plugin.NewTask) { in.Strategy = plugin.StrategyTools }).Number
+		n := f.create("Call some tools", func(in *domain.NewTask) { in.Strategy = domain.StrategyTools }).Number
 		f.step("test")
 		got := f.task(n)
-		if got.Status != plugin.StatusFailed || !strings.Contains(got.Error, "does not support tool calling") ||
+		if got.Status != domain.StatusFailed || !strings.Contains(got.Error, "does not support tool calling") ||
 			!strings.Contains(got.Error, "another strategy") || !strings.Contains(got.Error, "does not support tools") {
 			t.Fatalf("task = %s, error %q; want failed saying the model does not support tool calling", got.Status, got.Error)
 		}
@@ -195,7 +196,7 @@ func TestToolsUnsupported(t *testing.T) {
 		fake.Reply(testkit.DecisionJSON("none", nil, 100, "done"))
 		m := f.create("Just answer").Number
 		f.step("test")
-		if got := f.task(m); got.Status != plugin.StatusCompleted {
+		if got := f.task(m); got.Status != domain.StatusCompleted {
 			t.Errorf("a loop task after it = %s", got.Status)
 		}
 		f.check()
@@ -210,7 +211,7 @@ func TestToolsApproval(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
 		f := newNotifiedFixture(t, open, fake, func(o *tasks.Options) { o.ApproveTools = []string{"write_file"} })
-		n := f.create("Deploy", func(in *plugin.NewTask) { in.Strategy = plugin.StrategyTools }).Number
+		n := f.create("Deploy", func(in *domain.NewTask) { in.Strategy = domain.StrategyTools }).Number
 		fake.ReplyToolCalls("",
 			testkit.OpenAIToolCall{ID: "call_list", Name: "list_files", Arguments: `{}`},
 			testkit.OpenAIToolCall{ID: "call_write", Name: "write_file", Arguments: `{"path":"deploy.sh","content":"echo hi"}`},
@@ -219,8 +220,8 @@ func TestToolsApproval(t *testing.T) {
 
 		f.step("test")
 		got := f.task(n)
-		if got.Status != plugin.StatusWaiting || got.WaitingOn != plugin.WaitApproval || got.ApprovalAction != "write_file" || got.ApprovalRole != plugin.RoleAgent {
-			t.Fatalf("task = %s on %q for %q as %q; want waiting on approval of write_file, asked as %q", got.Status, got.WaitingOn, got.ApprovalAction, got.ApprovalRole, plugin.RoleAgent)
+		if got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitApproval || got.ApprovalAction != "write_file" || got.ApprovalRole != domain.RoleAgent {
+			t.Fatalf("task = %s on %q for %q as %q; want waiting on approval of write_file, asked as %q", got.Status, got.WaitingOn, got.ApprovalAction, got.ApprovalRole, domain.RoleAgent)
 		}
 		if _, err := f.svc.Approve(f.ctx, n, "u1", ""); err != nil {
 			t.Fatal(err)
@@ -238,13 +239,13 @@ func TestToolsApproval(t *testing.T) {
 		if !strings.Contains(user, "these calls of the same reply ran:\n- list_files {} → ok") || !strings.Contains(user, "not run: read_file") {
 			t.Errorf("the request after the approval does not say what ran before it:\n%s", user)
 		}
-		if got := f.task(n); got.Status != plugin.StatusCompleted || got.Summary != "Deployed." {
+		if got := f.task(n); got.Status != domain.StatusCompleted || got.Summary != "Deployed." {
 			t.Errorf("task = %s %q", got.Status, got.Summary)
 		}
 		// The approved call is the agent's, as the calls before it are.
 		for _, st := range f.steps(n) {
-			if st.Action != "" && st.Action != "none" && st.Role != plugin.RoleAgent {
-				t.Errorf("step %d (%s) has the role %q, want %q", st.Iteration, st.Action, st.Role, plugin.RoleAgent)
+			if st.Action != "" && st.Action != "none" && st.Role != domain.RoleAgent {
+				t.Errorf("step %d (%s) has the role %q, want %q", st.Iteration, st.Action, st.Role, domain.RoleAgent)
 			}
 		}
 		f.check()

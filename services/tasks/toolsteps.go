@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // StepLabel is how prompts, chat and the CLI name a step: its iteration,
 // "7", and for the further calls of a tools reply of several, which are
-// steps of the same iteration (plugin.Step.Call), the call's number from
+// steps of the same iteration (domain.Step.Call), the call's number from
 // 1 after a dot: "7.2" is the second call of iteration 7, whose first is
 // "7".
-func StepLabel(s plugin.Step) string {
+func StepLabel(s domain.Step) string {
 	if s.Call <= 0 {
 		return strconv.Itoa(s.Iteration)
 	}

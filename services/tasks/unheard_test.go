@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/postgres"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/plugin"
 	"github.com/taskloom/taskloom/services/tasks"
@@ -24,7 +25,7 @@ import (
 // that can lose COMMIT answers.
 func unheardFixture(t *testing.T) (*fixture, *testkit.PostgresProxy) {
 	var proxy *testkit.PostgresProxy
-	f := newFixture(t, func(t testing.TB) plugin.Store {
+	f := newFixture(t, func(t testing.TB) domain.Store {
 		var url string
 		proxy, url = testkit.ProxyPostgres(t, testkit.PostgresURL(t))
 		st, err := postgres.Open(context.Background(), url)
@@ -79,9 +80,9 @@ func (f *fixture) finish(done <-chan stepResult) (bool, error) {
 
 // drivenChange runs change (a Create, a Pause…), moving the fake clock
 // on meanwhile.
-func (f *fixture) drivenChange(change func() (plugin.Task, error)) (plugin.Task, error) {
+func (f *fixture) drivenChange(change func() (domain.Task, error)) (domain.Task, error) {
 	type result struct {
-		task plugin.Task
+		task domain.Task
 		err  error
 	}
 	done := make(chan result, 1)
@@ -130,7 +131,7 @@ func (f *fixture) rejected(n int64) int {
 	}
 	c := 0
 	for _, e := range evs {
-		if e.Type == plugin.EventResultRejected {
+		if e.Type == domain.EventResultRejected {
 			c++
 		}
 	}
@@ -145,7 +146,7 @@ func (f *fixture) iteratedFence(n int64) int64 {
 		f.t.Fatal(err)
 	}
 	for _, e := range evs {
-		if e.Type == plugin.EventIterated {
+		if e.Type == domain.EventIterated {
 			return e.Fence
 		}
 	}
@@ -275,7 +276,7 @@ func TestClaimWithoutAnswerWhoseLeaseEndedIsNotAdopted(t *testing.T) {
 	}
 	var fences []int64
 	for _, e := range evs {
-		if e.Type == plugin.EventIterated {
+		if e.Type == domain.EventIterated {
 			fences = append(fences, e.Fence)
 		}
 	}
@@ -293,7 +294,7 @@ func TestReleaseGivesBackATaskClaimedWithoutAnswer(t *testing.T) {
 	if err := w.Release(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.task(a); got.LeaseOwner != "" || got.Iteration != 0 || got.Status != plugin.StatusRunning {
+	if got := f.task(a); got.LeaseOwner != "" || got.Iteration != 0 || got.Status != domain.StatusRunning {
 		t.Fatalf("A after Release: owner %q, iteration %d, %s; want given back untouched", got.LeaseOwner, got.Iteration, got.Status)
 	}
 	if did := f.step("other"); !did {
@@ -326,7 +327,7 @@ func TestCommitWithoutAnswerClaimedAgainIsNotLate(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	other, err := f.store.ClaimTask(f.ctx, plugin.Claim{Owner: "other", Now: f.clk.Now(), Lease: lease})
+	other, err := f.store.ClaimTask(f.ctx, domain.Claim{Owner: "other", Now: f.clk.Now(), Lease: lease})
 	if err != nil || other.Number != a {
 		t.Fatalf("another worker's claim: #%d, %v; want A, given back by the commit that went unanswered", other.Number, err)
 	}
@@ -349,8 +350,8 @@ func TestCommitWithoutAnswerClaimedAgainIsNotLate(t *testing.T) {
 func TestCreateWithoutAnswerIsNotMadeTwice(t *testing.T) {
 	f, proxy := unheardFixture(t)
 	proxy.LoseAnswers(1, "INSERT INTO tasks")
-	task, err := f.drivenChange(func() (plugin.Task, error) {
-		return f.svc.Create(f.ctx, plugin.NewTask{Goal: "Build auth", RequestorID: "u1", Platform: "console", RoomID: "console"})
+	task, err := f.drivenChange(func() (domain.Task, error) {
+		return f.svc.Create(f.ctx, domain.NewTask{Goal: "Build auth", RequestorID: "u1", Platform: "console", RoomID: "console"})
 	})
 	if proxy.Lost() != 1 {
 		t.Fatalf("%d answers lost, want 1", proxy.Lost())
@@ -358,7 +359,7 @@ func TestCreateWithoutAnswerIsNotMadeTwice(t *testing.T) {
 	if err != nil || task.Number != 1 || task.Goal != "Build auth" {
 		t.Fatalf("Create = #%d %q, %v; want task #1, made once", task.Number, task.Goal, err)
 	}
-	all, err := f.store.ListTasks(f.ctx, plugin.TaskFilter{})
+	all, err := f.store.ListTasks(f.ctx, domain.TaskFilter{})
 	if err != nil || len(all) != 1 {
 		t.Fatalf("%d tasks, %v; want the one task", len(all), err)
 	}
@@ -373,11 +374,11 @@ func TestPauseWithoutAnswerIsReportedDone(t *testing.T) {
 	f, proxy := unheardFixture(t)
 	n := f.create("Build auth").Number
 	proxy.LoseAnswers(1, "UPDATE tasks SET")
-	task, err := f.drivenChange(func() (plugin.Task, error) { return f.svc.Pause(f.ctx, n, "u1") })
+	task, err := f.drivenChange(func() (domain.Task, error) { return f.svc.Pause(f.ctx, n, "u1") })
 	if proxy.Lost() != 1 {
 		t.Fatalf("%d answers lost, want 1", proxy.Lost())
 	}
-	if err != nil || task.Number != n || task.Status != plugin.StatusPaused {
+	if err != nil || task.Number != n || task.Status != domain.StatusPaused {
 		t.Fatalf("Pause = #%d %s, %v; want #%d paused, no error", task.Number, task.Status, err, n)
 	}
 	evs, err := f.store.TaskEvents(f.ctx, n, 0)
@@ -386,7 +387,7 @@ func TestPauseWithoutAnswerIsReportedDone(t *testing.T) {
 	}
 	pauses := 0
 	for _, e := range evs {
-		if e.Type == plugin.EventPaused {
+		if e.Type == domain.EventPaused {
 			pauses++
 		}
 	}
@@ -407,7 +408,7 @@ func TestPauseWithoutAnswerThenCanceledIsReportedDone(t *testing.T) {
 	n := f.create("Build auth").Number
 	proxy.LoseAnswers(1, "UPDATE tasks SET")
 	task, err := f.pauseThenCancel(t, n, func() bool { return proxy.Lost() > 0 })
-	if err != nil || task.Number != n || task.Status != plugin.StatusCanceled {
+	if err != nil || task.Number != n || task.Status != domain.StatusCanceled {
 		t.Fatalf("Pause = #%d %s, %v; want #%d as u2 left it (canceled), no error", task.Number, task.Status, err, n)
 	}
 	if got, want := f.changes(n), []string{"paused by u1", "canceled by u2"}; !slices.Equal(got, want) {
@@ -433,7 +434,7 @@ func TestPauseLostOnItsWayIsTriedOnTheTaskAsItIsNow(t *testing.T) {
 	if got, want := f.changes(n), []string{"canceled by u2"}; !slices.Equal(got, want) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
-	if got := f.task(n); got.Status != plugin.StatusCanceled {
+	if got := f.task(n); got.Status != domain.StatusCanceled {
 		t.Fatalf("task #%d is %s, want canceled", n, got.Status)
 	}
 	f.check()
@@ -443,10 +444,10 @@ func TestPauseLostOnItsWayIsTriedOnTheTaskAsItIsNow(t *testing.T) {
 // (failed reports that it did), and u2 cancel n while Pause waits to try
 // again; then it moves the fake clock on until Pause returns, and returns
 // what it did.
-func (f *fixture) pauseThenCancel(t *testing.T, n int64, failed func() bool) (plugin.Task, error) {
+func (f *fixture) pauseThenCancel(t *testing.T, n int64, failed func() bool) (domain.Task, error) {
 	t.Helper()
 	type result struct {
-		task plugin.Task
+		task domain.Task
 		err  error
 	}
 	done := make(chan result, 1)
@@ -479,7 +480,7 @@ func (f *fixture) changes(n int64) []string {
 	var out []string
 	for _, e := range evs {
 		switch e.Type {
-		case plugin.EventPaused, plugin.EventResumed, plugin.EventCanceled:
+		case domain.EventPaused, domain.EventResumed, domain.EventCanceled:
 			out = append(out, string(e.Type)+" by "+e.Actor)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/domain"
 )
 
 // DefaultAnswerTimeout is how long a question waits for an answer
@@ -69,7 +69,7 @@ func (s *Service) Prune(ctx context.Context) (int64, error) {
 // resumed. Another replica doing the same at once is harmless: the second
 // answer is refused.
 func (s *Service) ExpireQuestions(ctx context.Context) (int, error) {
-	waiting, err := s.store.ListTasks(ctx, plugin.TaskFilter{Statuses: []plugin.Status{plugin.StatusWaiting}})
+	waiting, err := s.store.ListTasks(ctx, domain.TaskFilter{Statuses: []domain.Status{domain.StatusWaiting}})
 	if err != nil {
 		return 0, fmt.Errorf("list waiting tasks: %w", err)
 	}
@@ -77,11 +77,11 @@ func (s *Service) ExpireQuestions(ctx context.Context) (int, error) {
 	text := fmt.Sprintf("No answer came within %s.", FormatDuration(s.opts.AnswerTimeout))
 	n := 0
 	for _, t := range waiting {
-		if t.WaitingOn != plugin.WaitAnswer || now.Sub(t.LastProcessedAt) < s.opts.AnswerTimeout {
+		if t.WaitingOn != domain.WaitAnswer || now.Sub(t.LastProcessedAt) < s.opts.AnswerTimeout {
 			continue
 		}
 		_, err := s.Answer(ctx, t.Number, "system", text)
-		if errors.Is(err, plugin.ErrInvalidState) || errors.Is(err, plugin.ErrTerminal) {
+		if errors.Is(err, domain.ErrInvalidState) || errors.Is(err, domain.ErrTerminal) {
 			continue // answered, paused or ended meanwhile
 		}
 		if err != nil {

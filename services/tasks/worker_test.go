@@ -8,25 +8,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
 )
 
 // claimCounter is a store that counts the claims made on their own
-// (ClaimTask), and still claims with a commit (plugin.NextClaimer).
+// (ClaimTask), and still claims with a commit (domain.NextClaimer).
 type claimCounter struct {
-	plugin.Store
+	domain.Store
 	claims atomic.Int64
 }
 
-func (s *claimCounter) ClaimTask(ctx context.Context, c plugin.Claim) (plugin.Task, error) {
+func (s *claimCounter) ClaimTask(ctx context.Context, c domain.Claim) (domain.Task, error) {
 	s.claims.Add(1)
 	return s.Store.ClaimTask(ctx, c)
 }
 
-func (s *claimCounter) UpdateTaskAndClaim(ctx context.Context, number int64, fn plugin.MutateFunc, next plugin.Claim) (plugin.Task, plugin.Task, error) {
-	return s.Store.(plugin.NextClaimer).UpdateTaskAndClaim(ctx, number, fn, next)
+func (s *claimCounter) UpdateTaskAndClaim(ctx context.Context, number int64, fn domain.MutateFunc, next domain.Claim) (domain.Task, domain.Task, error) {
+	return s.Store.(domain.NextClaimer).UpdateTaskAndClaim(ctx, number, fn, next)
 }
 
 // TestWorkerClaimsWithItsCommit: a worker claims on its own only its
@@ -35,7 +36,7 @@ func (s *claimCounter) UpdateTaskAndClaim(ctx context.Context, number int64, fn 
 func TestWorkerClaimsWithItsCommit(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		var counter *claimCounter
-		f := newFixture(t, func(t testing.TB) plugin.Store {
+		f := newFixture(t, func(t testing.TB) domain.Store {
 			counter = &claimCounter{Store: open(t)}
 			return counter
 		})
@@ -64,7 +65,7 @@ func TestWorkerClaimsWithItsCommit(t *testing.T) {
 		if err := w.Release(f.ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.task(1); got.LeaseOwner != "" || got.Fence != 3 || got.Iteration != 2 || got.Status != plugin.StatusRunning {
+		if got := f.task(1); got.LeaseOwner != "" || got.Fence != 3 || got.Iteration != 2 || got.Status != domain.StatusRunning {
 			t.Errorf("task #1 after Release: owner %q, fence %d, iteration %d, %s; want given back untouched", got.LeaseOwner, got.Fence, got.Iteration, got.Status)
 		}
 		if n := len(f.model.Requests()); n != 6 {

@@ -1,5 +1,5 @@
 -- Tasks, their steps and events, chat memories and the notification outbox
--- (docs/tasks.md). Every column of plugin.Task is a column here; times are NULL
+-- (docs/tasks.md). Every column of domain.Task is a column here; times are NULL
 -- when unset.
 
 CREATE TABLE tasks (

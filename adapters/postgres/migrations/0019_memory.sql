@@ -1,6 +1,6 @@
 -- Recall (docs/memory.md): chat messages, facts and knowledge passages are
 -- searched by full text in the store, each kind in a scope: the room up
--- to its second colon (plugin.RoomScope), so a channel and its threads
+-- to its second colon (domain.RoomScope), so a channel and its threads
 -- share what was said there and a DM keeps its own.
 
 -- Messages: their scope, and a tsvector of their text. The generated

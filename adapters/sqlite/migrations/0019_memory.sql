@@ -1,6 +1,6 @@
 -- Recall (docs/memory.md), as adapters/postgres/migrations/0019: chat
 -- messages, facts and knowledge passages searched by full text, each kind
--- in a scope (plugin.RoomScope: the room up to its second colon). The
+-- in a scope (domain.RoomScope: the room up to its second colon). The
 -- text indexes are FTS5 tables over the rows (external content), kept by
 -- triggers; porter stemming stands for PostgreSQL's 'english'.
 

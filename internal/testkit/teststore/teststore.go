@@ -11,17 +11,17 @@ import (
 
 	"github.com/taskloom/taskloom/adapters/postgres"
 	"github.com/taskloom/taskloom/adapters/sqlite"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // Opener opens a fresh, migrated store closed at the end of the test.
-type Opener func(t testing.TB) plugin.Store
+type Opener func(t testing.TB) domain.Store
 
 // SQLite opens a store in a new SQLite file: a copy of a file every
 // migration was applied to once per test process (the stores' own
 // conformance suites also migrate from an empty file).
-func SQLite(t testing.TB) plugin.Store {
+func SQLite(t testing.TB) domain.Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "taskloom.db")
 	sqliteTemplate.CopyTo(t, path)
@@ -39,7 +39,7 @@ var sqliteTemplate = testkit.MigratedFile{Open: func(ctx context.Context, path s
 }}
 
 // Postgres opens a store in a new PostgreSQL database.
-func Postgres(t testing.TB) plugin.Store {
+func Postgres(t testing.TB) domain.Store {
 	t.Helper()
 	return PostgresAt(t, testkit.PostgresURL(t))
 }
@@ -47,7 +47,7 @@ func Postgres(t testing.TB) plugin.Store {
 // PostgresAt is a migrated store on the PostgreSQL database at url (from
 // testkit.PostgresURL), closed when t ends: for a test that also reaches
 // that database past the store.
-func PostgresAt(t testing.TB, url string) plugin.Store {
+func PostgresAt(t testing.TB, url string) domain.Store {
 	t.Helper()
 	st, err := postgres.Open(context.Background(), url)
 	if err != nil {
@@ -56,7 +56,7 @@ func PostgresAt(t testing.TB, url string) plugin.Store {
 	return migrated(t, st)
 }
 
-func migrated(t testing.TB, st plugin.Store) plugin.Store {
+func migrated(t testing.TB, st domain.Store) domain.Store {
 	t.Helper()
 	t.Cleanup(func() { st.Close() })
 	if err := st.Migrate(context.Background()); err != nil {
