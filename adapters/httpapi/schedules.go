@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -165,36 +166,10 @@ func (a *API) getSchedule(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, scheduleDetail{Schedule: sc, Events: evs})
 }
 
-func (a *API) deleteSchedule(w http.ResponseWriter, r *http.Request) {
-	sched, ok := a.schedules(w)
-	if !ok {
-		return
-	}
-	id, ok := scheduleID(w, r)
-	if !ok {
-		return
-	}
-	who, err := requestor(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	var none struct{}
-	if err := decodeOptional(w, r, &none); err != nil {
-		a.badBody(w, r, err)
-		return
-	}
-	sc, err := sched.Delete(r.Context(), id, apiCaller(who))
-	if err != nil {
-		a.failSchedule(w, r, id, err)
-		return
-	}
-	a.log.Info("schedule deleted via API", "schedule", id, "actor", who)
-	WriteJSON(w, http.StatusOK, sc)
-}
-
-// pauseSchedule answers POST /api/schedules/{id}/pause and /resume.
-func (a *API) pauseSchedule(paused bool) http.HandlerFunc {
+// changeSchedule answers a request that changes one schedule — DELETE
+// /api/schedules/{id}, POST /api/schedules/{id}/pause and /resume — with
+// change, made for the caller; done says what it did, for the log.
+func (a *API) changeSchedule(done string, change func(ctx context.Context, sched domain.ScheduleControl, id int64, who domain.ScheduleCaller) (domain.Schedule, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sched, ok := a.schedules(w)
 		if !ok {
@@ -214,12 +189,23 @@ func (a *API) pauseSchedule(paused bool) http.HandlerFunc {
 			a.badBody(w, r, err)
 			return
 		}
-		sc, err := sched.Pause(r.Context(), id, paused, apiCaller(who))
+		sc, err := change(r.Context(), sched, id, apiCaller(who))
 		if err != nil {
 			a.failSchedule(w, r, id, err)
 			return
 		}
-		a.log.Info("schedule paused or resumed via API", "schedule", id, "paused", paused, "actor", who)
+		a.log.Info("schedule "+done+" via API", "schedule", id, "actor", who)
 		WriteJSON(w, http.StatusOK, sc)
+	}
+}
+
+func deleteSchedule(ctx context.Context, sched domain.ScheduleControl, id int64, who domain.ScheduleCaller) (domain.Schedule, error) {
+	return sched.Delete(ctx, id, who)
+}
+
+// pauseSchedule pauses (paused) or resumes a schedule.
+func pauseSchedule(paused bool) func(context.Context, domain.ScheduleControl, int64, domain.ScheduleCaller) (domain.Schedule, error) {
+	return func(ctx context.Context, sched domain.ScheduleControl, id int64, who domain.ScheduleCaller) (domain.Schedule, error) {
+		return sched.Pause(ctx, id, paused, who)
 	}
 }

@@ -30,17 +30,9 @@ func writeFiles(ctx context.Context, tx Tx, task int64, changes []domain.FileCha
 	for _, f := range files {
 		sizes[f.Path] = f.Size
 	}
-	var written []string
-	for _, c := range changes {
-		if clean, err := domain.CleanFilePath(c.Path); err != nil || clean != c.Path {
-			return fmt.Errorf("file %q: %w: not a clean relative path", c.Path, domain.ErrInvalid)
-		}
-		if c.Delete {
-			delete(sizes, c.Path)
-			continue
-		}
-		sizes[c.Path] = int64(len(c.Data))
-		written = append(written, c.Path)
+	written, err := applyChanges(sizes, changes)
+	if err != nil {
+		return err
 	}
 	if err := domain.CheckFileLimits(sizes, written); err != nil {
 		return fmt.Errorf("files: %w", err)
@@ -82,17 +74,9 @@ type FileChecker interface {
 // writes.
 func writeFilesChecked(ctx context.Context, fc FileChecker, tx Tx, task int64, changes []domain.FileChange, now time.Time) error {
 	sizes := map[string]int64{}
-	var written []string
-	for _, c := range changes {
-		if clean, err := domain.CleanFilePath(c.Path); err != nil || clean != c.Path {
-			return fmt.Errorf("file %q: %w: not a clean relative path", c.Path, domain.ErrInvalid)
-		}
-		if c.Delete {
-			delete(sizes, c.Path)
-			continue
-		}
-		sizes[c.Path] = int64(len(c.Data))
-		written = append(written, c.Path)
+	written, err := applyChanges(sizes, changes)
+	if err != nil {
+		return err
 	}
 	// Only each file's own size: the changes alone are no task's files.
 	for _, p := range written {
@@ -100,7 +84,6 @@ func writeFilesChecked(ctx context.Context, fc FileChecker, tx Tx, task int64, c
 			return fmt.Errorf("files: %w", err)
 		}
 	}
-	var err error
 	for _, c := range changes {
 		if c.Delete {
 			err = tx.DeleteFile(ctx, task, c.Path)
@@ -203,4 +186,23 @@ func ScanFile(row Row, extra ...any) (domain.TaskFile, error) {
 // does (SQL collations differ).
 func SortFiles(files []domain.TaskFile) {
 	slices.SortFunc(files, func(a, b domain.TaskFile) int { return domain.ComparePaths(a.Path, b.Path) })
+}
+
+// applyChanges applies changes to sizes, the size of each file by path,
+// and returns the paths written, in order; a path that is not clean is
+// refused.
+func applyChanges(sizes map[string]int64, changes []domain.FileChange) ([]string, error) {
+	var written []string
+	for _, c := range changes {
+		if clean, err := domain.CleanFilePath(c.Path); err != nil || clean != c.Path {
+			return nil, fmt.Errorf("file %q: %w: not a clean relative path", c.Path, domain.ErrInvalid)
+		}
+		if c.Delete {
+			delete(sizes, c.Path)
+			continue
+		}
+		sizes[c.Path] = int64(len(c.Data))
+		written = append(written, c.Path)
+	}
+	return written, nil
 }
