@@ -479,8 +479,18 @@ func TestDashboardDecides(t *testing.T) {
 		poll(`document.querySelector('#d-name').textContent === "Check the admin page"`),
 		chromedp.WaitVisible(chromedp.CSS("#d-deny-reason")),
 		poll(`document.querySelector('#d-call').textContent.includes('"url": "https://example.com/admin"')`),
-		chromedp.SendKeys(chromedp.CSS("#d-deny-reason"), "not the admin pages"),
-		chromedp.Click(chromedp.CSS(`#d-decide button[data-action="deny"]`)),
+		// The reason and the press in one turn of the page's loop: the
+		// event stream may redraw the panel between two commands of the
+		// browser, which then act on a node that is gone.
+		poll(`(() => {
+			const reason = document.querySelector('#d-deny-reason');
+			const deny = document.querySelector('#d-decide button[data-action="deny"]');
+			if (!reason || !deny || reason.offsetParent === null || deny.disabled) return false;
+			reason.value = "not the admin pages";
+			reason.dispatchEvent(new Event("input", { bubbles: true }));
+			deny.click();
+			return true;
+		})()`),
 		poll(chip+` === "Queued"`),
 		poll(`document.querySelector('#d-decide').hidden`),
 	)

@@ -95,7 +95,10 @@ func newEnvCore(t *testing.T, mode string, wrap func(domain.Store) domain.Store,
 		slackfake.WithUser(slackfake.User{ID: carol, Name: "carol", Admin: true}),
 		slackfake.WithUser(slackfake.User{ID: dave, Name: "dave", Owner: true}),
 	)
-	vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir()}
+	// The facts evaluator arms a timer on the fake clock for each room's
+	// message; the tests that count the clock's waiters turn it on
+	// themselves.
+	vars := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_FACTS": "false"}
 	for k, v := range extra {
 		vars[k] = v
 	}

@@ -95,9 +95,19 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.done != nil {
 		return errors.New("schedule service already started")
 	}
-	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
 	s.done = make(chan struct{})
-	go s.loop(ctx)
+	// Start returns once the loop has fired what was due and waits for
+	// the next due time: a clock's waiters are then the loop's for good
+	// (a test on a fake clock counts them before it moves the clock).
+	armed := make(chan struct{})
+	go s.loop(loopCtx, armed)
+	select {
+	case <-armed:
+	case <-s.done:
+	case <-ctx.Done():
+	}
 	s.log.Info("schedule service started", "min_interval", s.opts.MinInterval, "max_sleep", s.opts.MaxSleep)
 	return nil
 }
@@ -128,7 +138,7 @@ func (s *Service) Wake() {
 	}
 }
 
-func (s *Service) loop(ctx context.Context) {
+func (s *Service) loop(ctx context.Context, armed chan<- struct{}) {
 	defer close(s.done)
 	for ctx.Err() == nil {
 		wait := s.opts.MaxSleep
@@ -160,6 +170,10 @@ func (s *Service) loop(ctx context.Context) {
 		if reached() {
 			t.Stop()
 			continue
+		}
+		if armed != nil {
+			close(armed)
+			armed = nil
 		}
 		select {
 		case <-ctx.Done():
