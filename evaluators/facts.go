@@ -64,8 +64,7 @@ type Facts struct {
 	mu    sync.Mutex
 	rooms map[string]*factsRoom
 	wake  chan struct{}
-	stop  context.CancelFunc
-	done  chan struct{}
+	loop  plugin.Loop
 }
 
 // factsRoom is where the evaluator stands in one room.
@@ -144,34 +143,25 @@ func (f *Facts) nudge() {
 func (f *Facts) Name() string { return "facts" }
 
 // Start runs the loop that reads rooms when they are due.
-func (f *Facts) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
+func (f *Facts) Start(ctx context.Context) error {
 	f.mu.Lock()
-	f.wake, f.stop, f.done = make(chan struct{}, 1), cancel, make(chan struct{})
+	f.wake = make(chan struct{}, 1)
 	f.mu.Unlock()
-	go f.loop(ctx)
+	if err := f.loop.Go(ctx, func(ctx context.Context, ready func()) { ready(); f.run(ctx) }); err != nil {
+		return fmt.Errorf("start facts: %w", err)
+	}
 	return nil
 }
 
 // Stop ends the loop, waiting for a request under way to give up.
 func (f *Facts) Stop(ctx context.Context) error {
-	f.mu.Lock()
-	stop, done := f.stop, f.done
-	f.mu.Unlock()
-	if stop == nil {
-		return nil
+	if err := f.loop.Stop(ctx); err != nil {
+		return fmt.Errorf("stop facts: %w", err)
 	}
-	stop()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop facts: %w", ctx.Err())
-	}
+	return nil
 }
 
-func (f *Facts) loop(ctx context.Context) {
-	defer close(f.done)
+func (f *Facts) run(ctx context.Context) {
 	clk := f.Runtime.Clock()
 	for {
 		due, next := f.due(clk.Now())

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/taskloom/taskloom/domain"
@@ -61,10 +60,7 @@ type Service struct {
 	clk   clock.Clock
 	log   *slog.Logger
 	wake  chan struct{}
-
-	mu   sync.Mutex
-	stop context.CancelFunc
-	done chan struct{}
+	loop  plugin.Loop
 }
 
 var (
@@ -90,23 +86,11 @@ func (s *Service) Name() string { return "schedules" }
 
 // Start runs the loop until Stop.
 func (s *Service) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done != nil {
-		return errors.New("schedule service already started")
-	}
-	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	s.stop = stop
-	s.done = make(chan struct{})
 	// Start returns once the loop has fired what was due and waits for
 	// the next due time: a clock's waiters are then the loop's for good
 	// (a test on a fake clock counts them before it moves the clock).
-	armed := make(chan struct{})
-	go s.loop(loopCtx, armed)
-	select {
-	case <-armed:
-	case <-s.done:
-	case <-ctx.Done():
+	if err := s.loop.Go(ctx, s.run); err != nil {
+		return fmt.Errorf("schedule service: %w", err)
 	}
 	s.log.Info("schedule service started", "min_interval", s.opts.MinInterval, "max_sleep", s.opts.MaxSleep)
 	return nil
@@ -115,19 +99,10 @@ func (s *Service) Start(ctx context.Context) error {
 // Stop ends the loop: a firing in flight is one transaction, which
 // commits or not.
 func (s *Service) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	stop, done := s.stop, s.done
-	s.mu.Unlock()
-	if stop == nil {
-		return nil
+	if err := s.loop.Stop(ctx); err != nil {
+		return fmt.Errorf("schedule service: %w", err)
 	}
-	stop()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("schedule service: %w", ctx.Err())
-	}
+	return nil
 }
 
 // Wake makes the loop look at the schedules again: one changed.
@@ -138,8 +113,10 @@ func (s *Service) Wake() {
 	}
 }
 
-func (s *Service) loop(ctx context.Context, armed chan<- struct{}) {
-	defer close(s.done)
+// run is the loop: it fires what is due, then sleeps until the next due
+// time, a change (Wake) or MaxSleep, whichever comes first; armed is
+// called once it first sleeps.
+func (s *Service) run(ctx context.Context, armed func()) {
 	for ctx.Err() == nil {
 		wait := s.opts.MaxSleep
 		var next time.Time
@@ -171,10 +148,7 @@ func (s *Service) loop(ctx context.Context, armed chan<- struct{}) {
 			t.Stop()
 			continue
 		}
-		if armed != nil {
-			close(armed)
-			armed = nil
-		}
+		armed()
 		select {
 		case <-ctx.Done():
 		case <-s.wake:
