@@ -57,6 +57,26 @@ func (a *API) failSchedule(w http.ResponseWriter, r *http.Request, id int64, err
 }
 
 // scheduleID reads the {id} of the path.
+// scheduleTarget reads what a request about one schedule needs: the
+// scheduler, the schedule's id in the path and who asks; false when it
+// answered the request already, with what is wrong.
+func (a *API) scheduleTarget(w http.ResponseWriter, r *http.Request) (domain.ScheduleControl, int64, string, bool) {
+	sched, ok := a.schedules(w)
+	if !ok {
+		return nil, 0, "", false
+	}
+	id, ok := scheduleID(w, r)
+	if !ok {
+		return nil, 0, "", false
+	}
+	who, err := requestor(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return nil, 0, "", false
+	}
+	return sched, id, who, true
+}
+
 func scheduleID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	raw := r.PathValue("id")
 	n, err := strconv.ParseInt(raw, 10, 64)
@@ -137,17 +157,8 @@ func (a *API) listSchedules(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) getSchedule(w http.ResponseWriter, r *http.Request) {
-	sched, ok := a.schedules(w)
+	sched, id, who, ok := a.scheduleTarget(w, r)
 	if !ok {
-		return
-	}
-	id, ok := scheduleID(w, r)
-	if !ok {
-		return
-	}
-	who, err := requestor(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	sc, err := sched.Get(r.Context(), id, apiCaller(who))
@@ -171,17 +182,8 @@ func (a *API) getSchedule(w http.ResponseWriter, r *http.Request) {
 // change, made for the caller; done says what it did, for the log.
 func (a *API) changeSchedule(done string, change func(ctx context.Context, sched domain.ScheduleControl, id int64, who domain.ScheduleCaller) (domain.Schedule, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sched, ok := a.schedules(w)
+		sched, id, who, ok := a.scheduleTarget(w, r)
 		if !ok {
-			return
-		}
-		id, ok := scheduleID(w, r)
-		if !ok {
-			return
-		}
-		who, err := requestor(r)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		var none struct{}
