@@ -307,6 +307,10 @@ type Outbox interface {
 	MarkSent(ctx context.Context, owner string, ids []int64, sent []RoomProgress) error
 	// Release gives claimed rows back, to be retried at retryAt.
 	Release(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) error
+	// GiveBack gives claimed rows back unsent, due at due, counting no
+	// attempt: a send held back by the platform's rate limits, or by a
+	// shutdown, did not fail.
+	GiveBack(ctx context.Context, owner string, ids []int64, due time.Time) error
 	// RenewClaim extends owner's claim on the rows of ids to until, while
 	// their message is being sent. ErrStaleFence when one of them is no
 	// longer owner's (its claim expired and another sender took it), and

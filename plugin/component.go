@@ -67,9 +67,11 @@ type SentMessage struct {
 }
 
 // RateLimitedError is a platform's "too many requests": try again after
-// RetryAfter.
+// RetryAfter. Global says the limit is the bot's across all rooms (a
+// Discord global rate limit), not the room's alone.
 type RateLimitedError struct {
 	RetryAfter time.Duration
+	Global     bool
 	Err        error
 }
 

@@ -35,7 +35,7 @@ func (a *Adapter) Edit(ctx context.Context, room, messageID string, m plugin.Out
 	// Discord's bucket for edits is the channel's messages route with no
 	// message ID, as discordgo keys it.
 	if wait := a.bucketWait(discordgo.EndpointChannelMessage(channel, "")); wait > 0 {
-		return &plugin.RateLimitedError{RetryAfter: wait, Err: errors.New("discord: the channel's rate limit for edits is exhausted")}
+		return a.markGlobal(&plugin.RateLimitedError{RetryAfter: wait, Err: errors.New("discord: the channel's rate limit for edits is exhausted")})
 	}
 	comps := a.controls(ctx, m.Approvals, slices.Concat(m.Tasks, m.Ended))
 	if comps == nil {
@@ -46,7 +46,7 @@ func (a *Adapter) Edit(ctx context.Context, room, messageID string, m plugin.Out
 		ID: messageID, Channel: channel, Content: &content, Components: &comps, AllowedMentions: noMentions(),
 	}, discordgo.WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("discord: edit message %s in %s: %w", messageID, room, editError(err))
+		return a.markGlobal(fmt.Errorf("discord: edit message %s in %s: %w", messageID, room, editError(err)))
 	}
 	return nil
 }

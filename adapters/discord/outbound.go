@@ -47,7 +47,8 @@ type partialSend struct {
 // *plugin.RateLimitedError and nothing is retried here; when a later part
 // fails, the retry of the same message sends only what is left.
 func (a *Adapter) Send(ctx context.Context, room string, m plugin.Outgoing) (plugin.SentMessage, error) {
-	return a.send(ctx, room, m, "", time.Time{})
+	out, err := a.send(ctx, room, m, "", time.Time{})
+	return out, a.markGlobal(err)
 }
 
 // SendOnce delivers a notification's message as Send does, each part with
@@ -65,7 +66,32 @@ func (a *Adapter) SendOnce(ctx context.Context, room string, m plugin.Outgoing, 
 	if key == "" {
 		return plugin.SentMessage{}, fmt.Errorf("discord: send to %s: no delivery key", room)
 	}
-	return a.send(ctx, room, m, key, since)
+	out, err := a.send(ctx, room, m, key, since)
+	return out, a.markGlobal(err)
+}
+
+// Limits implements plugin.Limited with Discord's published limits, kept
+// to with a margin for the clocks of both ends: 50 requests a second per
+// bot, paced at 45; 5 messages in 5 s per channel, paced over 5.5 s.
+func (a *Adapter) Limits() plugin.Limits {
+	return plugin.Limits{
+		Global: plugin.Window{N: 45, Span: time.Second},
+		Room:   plugin.Window{N: 5, Span: 5500 * time.Millisecond},
+	}
+}
+
+// globalProbe is a bucket no request uses: its wait is the global one.
+const globalProbe = "taskloom:global"
+
+// markGlobal marks a rate limit as the bot's across all channels when
+// discordgo holds every request (after a 429 with X-RateLimit-Global),
+// so that the notification service pauses the platform, not the room.
+func (a *Adapter) markGlobal(err error) error {
+	var rl *plugin.RateLimitedError
+	if errors.As(err, &rl) && a.bucketWait(globalProbe) > 0 {
+		rl.Global = true
+	}
+	return err
 }
 
 // send delivers m, its parts with nonces of key when key is set; since is

@@ -276,6 +276,10 @@ SET claimed_by = '', claim_expires_at = NULL, attempts = attempts + 1,
     next_attempt_at = $3, last_error = $4
 WHERE id = ANY($1) AND claimed_by = $2`
 
+	sqlGiveBack = `
+UPDATE notifications SET claimed_by = '', claim_expires_at = NULL, next_attempt_at = $3
+WHERE id = ANY($1) AND claimed_by = $2`
+
 	// The rows of ids $1 that owner $2 holds and has not given up on.
 	claimedBy = `id = ANY($1) AND claimed_by = $2 AND status = 'pending'`
 

@@ -686,6 +686,10 @@ func (t *txn) ReleaseClaimed(ctx context.Context, owner string, ids []int64, ret
 	return t.exec(ctx, sqlRelease, ids, owner, timeArg(retryAt), reason)
 }
 
+func (t *txn) GiveBackClaimed(ctx context.Context, owner string, ids []int64, due time.Time) (int64, error) {
+	return t.exec(ctx, sqlGiveBack, ids, owner, timeArg(due))
+}
+
 func (t *txn) RenewClaimed(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error) {
 	return t.exec(ctx, sqlRenewClaim, ids, owner, timeArg(until))
 }

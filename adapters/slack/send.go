@@ -78,6 +78,19 @@ func (a *Adapter) Send(ctx context.Context, roomName string, m plugin.Outgoing) 
 	return plugin.SentMessage{IDs: ids}, nil
 }
 
+// Limits implements plugin.Limited with Slack's published limits for
+// chat.postMessage, kept to with a margin: about one message a second per
+// channel, with short bursts allowed (a channel's threads count with it),
+// paced at three in 3.3 s; and
+// a workspace-wide limit Slack gives only as "several hundred messages a
+// minute", paced at 300 a minute in bursts of at most 20.
+func (a *Adapter) Limits() plugin.Limits {
+	return plugin.Limits{
+		Global: plugin.Window{N: 20, Span: 4 * time.Second},
+		Room:   plugin.Window{N: 3, Span: 3300 * time.Millisecond},
+	}
+}
+
 // NotificationEventType is the metadata event type of the notification
 // messages SendOnce posts; the payload holds the message's key, the part
 // and the number of parts.

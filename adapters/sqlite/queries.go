@@ -156,6 +156,10 @@ SET claimed_by = '', claim_expires_at = NULL, attempts = attempts + 1,
     next_attempt_at = ?3, last_error = ?4
 WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
 
+	sqlGiveBack = `
+UPDATE notifications SET claimed_by = '', claim_expires_at = NULL, next_attempt_at = ?3
+WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
+
 	// The rows of ids ?1 (a JSON array) that owner ?2 holds and has not
 	// given up on.
 	claimedBy = `id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2 AND status = 'pending'`
@@ -204,7 +208,7 @@ WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
 var writeStatements = []string{
 	sqlGetTask, sqlInsertTask, sqlUpdateTask, sqlCountActive, sqlChildren, sqlClaimPick, sqlClaimTask,
 	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlPickRoom, sqlClaimRoom, sqlMarkSent,
-	sqlUpsertRoomProgress, sqlRelease, sqlRenewClaim, sqlMarkSending, sqlFail,
+	sqlUpsertRoomProgress, sqlRelease, sqlGiveBack, sqlRenewClaim, sqlMarkSending, sqlFail,
 	sqlLockNotification, sqlRetryNotification,
 }
 

@@ -141,6 +141,14 @@ func (t dialectTx) DeleteSent(ctx context.Context, owner string, ids []int64) (i
 	return res.RowsAffected()
 }
 
+func (t dialectTx) GiveBackClaimed(ctx context.Context, owner string, ids []int64, due time.Time) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, sqlGiveBack, jsonList(ids), owner, timeArg(due))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 func (t dialectTx) ReleaseClaimed(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) (int64, error) {
 	res, err := t.tx.ExecContext(ctx, sqlRelease, jsonList(ids), owner, timeArg(retryAt), reason)
 	if err != nil {

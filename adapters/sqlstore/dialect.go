@@ -82,6 +82,10 @@ type Tx interface {
 	// due again at retryAt, counting a failed attempt with reason; it says
 	// how many it released.
 	ReleaseClaimed(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) (int64, error)
+	// GiveBackClaimed gives the rows of ids that owner still holds back,
+	// due again at due, with their attempts and last error unchanged; it
+	// says how many it gave back.
+	GiveBackClaimed(ctx context.Context, owner string, ids []int64, due time.Time) (int64, error)
 	// RenewClaimed moves the claim expiry of the pending rows of ids that
 	// owner holds to until; it says how many it renewed.
 	RenewClaimed(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error)

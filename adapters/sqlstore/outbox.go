@@ -142,6 +142,13 @@ func (c Core) Release(ctx context.Context, owner string, ids []int64, retryAt ti
 	})
 }
 
+// GiveBack implements domain.Outbox.
+func (c Core) GiveBack(ctx context.Context, owner string, ids []int64, due time.Time) error {
+	return c.someClaimed(ctx, "give back", owner, ids, func(tx Tx, ids []int64) (int64, error) {
+		return tx.GiveBackClaimed(ctx, owner, ids, domain.UTC(due))
+	})
+}
+
 // someClaimed runs an update of owner's claimed rows and commits what it
 // touched; the rows of ids it did not touch (no longer owner's) are
 // reported with domain.ErrStaleFence.

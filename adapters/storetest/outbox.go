@@ -188,6 +188,35 @@ func testOutboxRelease(t *testing.T, s domain.Store) {
 	}
 }
 
+// testOutboxGiveBack: rows given back unsent are due again at the time
+// given, for any sender, with no attempt counted and the last error kept.
+func testOutboxGiveBack(t *testing.T, s domain.Store) {
+	n1 := enqueue(t, s, "room-a", domain.NotifyProgress, t0)
+	_, ids := claimRoom(t, s, domain.RoomClaim{Owner: "sender-1", Now: at(time.Second), Lease: time.Minute})
+	if err := s.Release(t.Context(), "sender-1", ids, at(2*time.Second), "502 Bad Gateway"); err != nil {
+		t.Fatal(err)
+	}
+	_, ids = claimRoom(t, s, domain.RoomClaim{Owner: "sender-1", Now: at(2 * time.Second), Lease: time.Minute})
+	due := at(7 * time.Second)
+	if err := s.GiveBack(t.Context(), "sender-1", ids, due); err != nil {
+		t.Fatalf("GiveBack: %v", err)
+	}
+	if room, ids := claimRoom(t, s, domain.RoomClaim{Owner: "sender-2", Now: due.Add(-time.Microsecond), Lease: time.Minute}); room != "" {
+		t.Errorf("claimed %s %v before the time it was given back for", room, ids)
+	}
+	_, ns, err := s.ClaimRoom(t.Context(), domain.RoomClaim{Owner: "sender-2", Now: due, Lease: time.Minute})
+	if err != nil || len(ns) != 1 {
+		t.Fatalf("claim at the due time = %v, %v", ns, err)
+	}
+	if n := ns[0]; n.ID != n1.ID || n.Attempts != 1 || n.LastError != "502 Bad Gateway" {
+		t.Errorf("given-back notification = %+v, want attempts 1 and the last error kept", n)
+	}
+	// Only the holder gives rows back.
+	if err := s.GiveBack(t.Context(), "sender-1", []int64{n1.ID}, due); !errors.Is(err, domain.ErrStaleFence) {
+		t.Errorf("GiveBack by a sender that lost the rows: %v, want ErrStaleFence", err)
+	}
+}
+
 func testOutboxCategories(t *testing.T, s domain.Store) {
 	enqueue(t, s, "room-a", domain.NotifyProgress, t0)
 	b1 := enqueue(t, s, "room-b", domain.NotifyProgress, at(time.Second))

@@ -115,6 +115,7 @@ func Run(t *testing.T, stores Stores) {
 		{"OutboxClaimExclusive", testOutboxClaimExclusive},
 		{"OutboxClaimExpiry", testOutboxClaimExpiry},
 		{"OutboxRelease", testOutboxRelease},
+		{"OutboxGiveBack", testOutboxGiveBack},
 		{"OutboxCategories", testOutboxCategories},
 		{"OutboxClaimLimit", testOutboxClaimLimit},
 		{"OutboxRoom", testOutboxRoom},

@@ -182,6 +182,9 @@ func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task 
 	card, err := s.store.TaskCard(ctx, room, task)
 	switch {
 	case err == nil:
+		if err := s.pace(ctx, room, false); err != nil {
+			return false, s.failed(ctx, room, rows, err)
+		}
 		err := s.guarded(ctx, "edit the card in", room, ids, func(ctx context.Context) error {
 			return ed.Edit(ctx, room, card.MessageID, msg)
 		})
@@ -214,6 +217,9 @@ func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int
 		// An earlier attempt may have posted the card: post its bytes,
 		// which the platform recognises; the next flush edits it.
 		msg, shown = first, firstShown
+	}
+	if err := s.pace(ctx, room, true); err != nil {
+		return false, s.failed(ctx, room, rows, err)
 	}
 	key, since := rows[0].DeliveryKey, firstAttempt(rows)
 	if key == "" {

@@ -110,6 +110,9 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []domain
 		s.opts.Metrics.NotificationFailed(platformName)
 		return false, s.failed(ctx, room, rows, fmt.Errorf("no platform is connected for room %s", room))
 	}
+	if err := s.pace(ctx, room, true); err != nil {
+		return false, s.failed(ctx, room, rows, err)
+	}
 	key, since := rows[0].DeliveryKey, firstAttempt(rows)
 	if key == "" {
 		key = deliveryKey(ids)
@@ -167,7 +170,8 @@ func (s *Service) send(ctx context.Context, p plugin.Platform, room string, m pl
 // guarded runs call, one platform call about the rows of ids (a send, a
 // card's edit), as send describes: under a deadline, with the claim
 // renewed, canceled with errClaimLost when a renewal fails. what names
-// the call in its errors ("send to").
+// the call in its errors ("send to"). A 429 pauses the room, or the
+// whole platform, in its pacer for the Retry-After.
 func (s *Service) guarded(ctx context.Context, what, room string, ids []int64, call func(context.Context) error) error {
 	sendCtx, lose := context.WithCancelCause(ctx)
 	defer lose(nil)
@@ -180,6 +184,10 @@ func (s *Service) guarded(ctx context.Context, what, room string, ids []int64, c
 	cancel()
 	close(done)
 	wg.Wait()
+	var rl *plugin.RateLimitedError
+	if p := s.pacer(room); p != nil && errors.As(err, &rl) {
+		p.pause(room, s.clk.Now().Add(max(rl.RetryAfter, time.Second)), rl.Global)
+	}
 	switch cause := context.Cause(sendCtx); {
 	case err == nil:
 		return nil
@@ -189,6 +197,47 @@ func (s *Service) guarded(ctx context.Context, what, room string, ids []int64, c
 		return fmt.Errorf("%s %s: no answer within %s: %w", what, room, s.opts.SendTimeout, err)
 	}
 	return err
+}
+
+// pacer is the pacer of room's platform, nil when the platform publishes
+// no limits (or none is connected).
+func (s *Service) pacer(room string) *pacer {
+	name := domain.RoomPlatform(room)
+	s.pacersMu.Lock()
+	defer s.pacersMu.Unlock()
+	if p, ok := s.pacers[name]; ok {
+		return p
+	}
+	platform, ok := s.rt.Platform(room)
+	if !ok {
+		return nil
+	}
+	var p *pacer
+	if l, ok := platform.(plugin.Limited); ok {
+		p = newPacer(l.Limits(), s.opts.MaxPaceWait)
+	}
+	s.pacers[name] = p
+	return p
+}
+
+// pace waits, on the clock, for the pacer of room's platform to let a
+// request to room go (a post, or an edit when post is false), or returns a *heldBack when the room must be sent
+// later. It is called before a send is begun (BeginSend), so a send held
+// back is not taken for one that may have reached the platform.
+func (s *Service) pace(ctx context.Context, room string, post bool) error {
+	p := s.pacer(room)
+	if p == nil {
+		return nil
+	}
+	now := s.clk.Now()
+	at, ok := p.reserve(room, now, post)
+	if !ok {
+		return &heldBack{room: room, until: at}
+	}
+	if wait := at.Sub(now); wait > 0 {
+		return clock.Sleep(ctx, s.clk, wait)
+	}
+	return nil
 }
 
 // renew extends the claim on ids every Lease/3 until done, and cancels
@@ -228,6 +277,18 @@ func (s *Service) renew(ctx context.Context, done <-chan struct{}, lose context.
 // GiveUpAfter, they are given up on (failed, with the reason); the others
 // are released to be retried after a backoff.
 func (s *Service) failed(ctx context.Context, room string, rows []domain.Notification, cause error) error {
+	var held *heldBack
+	switch {
+	case errors.As(cause, &held):
+		return s.giveBack(ctx, room, rows, held.until)
+	case ctx.Err() != nil:
+		// Stopping: the send was canceled, not refused. Its rows are due
+		// at once for the next start or another replica; one that may
+		// have reached the platform carries its key.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackTimeout)
+		defer cancel()
+		return s.giveBack(gctx, room, rows, s.clk.Now())
+	}
 	now := s.clk.Now()
 	permanent := undeliverable(cause)
 	var dead, retry []domain.Notification
@@ -275,6 +336,16 @@ func (s *Service) release(ctx context.Context, room string, rows []domain.Notifi
 	s.log.Warn("notification not delivered; will retry", "room", room, "rows", len(rows), "attempts", attempts+1, "retry_in", wait, "err", cause)
 	if err := s.store.Release(ctx, s.opts.Owner, idsOf(rows), s.now().Add(wait), cause.Error()); err != nil {
 		return fmt.Errorf("release notifications of %s: %w", room, err)
+	}
+	return nil
+}
+
+// giveBack gives rows back unsent, due at due on the runtime's clock,
+// counting no attempt (domain.Outbox.GiveBack).
+func (s *Service) giveBack(ctx context.Context, room string, rows []domain.Notification, due time.Time) error {
+	at := s.now().Add(due.Sub(s.clk.Now()))
+	if err := s.store.GiveBack(ctx, s.opts.Owner, idsOf(rows), at); err != nil {
+		return fmt.Errorf("give back notifications of %s: %w", room, err)
 	}
 	return nil
 }

@@ -31,7 +31,11 @@ const (
 	// DefaultGiveUpAfter is how long a notification may keep failing
 	// before it becomes a dead letter (docs/security.md).
 	DefaultGiveUpAfter = 24 * time.Hour
-	roomsPerFlush      = 1000
+	// DefaultSenders is how many rooms a flush sends to at once.
+	DefaultSenders = 8
+	roomsPerFlush  = 1000
+	// giveBackTimeout bounds giving rows back when a send was canceled.
+	giveBackTimeout = 5 * time.Second
 )
 
 // Options configure the notification service.
@@ -63,6 +67,14 @@ type Options struct {
 	// Metrics, when set, counts deliveries by platform (internal/metrics
 	// implements it).
 	Metrics Metrics
+	// Senders is how many rooms a flush sends to at once, each room by
+	// one sender; DefaultSenders when zero. Platforms that publish their
+	// limits (plugin.Limited) are paced across all senders.
+	Senders int
+	// MaxPaceWait is the longest a send waits for a platform's global
+	// limit before its room is given back for later; DefaultMaxPaceWait
+	// when zero.
+	MaxPaceWait time.Duration
 }
 
 // Metrics receives the notification service's measurements. Its methods
@@ -103,6 +115,9 @@ type Service struct {
 	// skew is the store's clock minus Runtime's, in nanoseconds, as the
 	// last flush read it (StoreClock).
 	skew atomic.Int64
+
+	pacersMu sync.Mutex
+	pacers   map[string]*pacer // by platform name; nil for one without limits
 }
 
 var _ plugin.Service = (*Service)(nil)
@@ -130,12 +145,19 @@ func New(opts Options) *Service {
 	if opts.Metrics == nil {
 		opts.Metrics = noMetrics{}
 	}
+	if opts.Senders <= 0 {
+		opts.Senders = DefaultSenders
+	}
+	if opts.MaxPaceWait <= 0 {
+		opts.MaxPaceWait = DefaultMaxPaceWait
+	}
 	rt := opts.Runtime
 	s := &Service{
 		opts: opts, rt: rt, store: rt.Store(), clk: rt.Clock(),
-		log:   rt.Logger().With("service", "notifications"),
-		sched: cron.Every(opts.Interval),
-		poke:  make(chan struct{}, 1),
+		log:    rt.Logger().With("service", "notifications"),
+		sched:  cron.Every(opts.Interval),
+		poke:   make(chan struct{}, 1),
+		pacers: map[string]*pacer{},
 	}
 	// Terminal changes and task posts go out at once.
 	rt.Subscribe(plugin.TaskEnded, func(context.Context, plugin.Event) { s.Poke() })
@@ -211,11 +233,11 @@ func (s *Service) loop(ctx context.Context) {
 			return
 		case <-s.poke:
 			t.Stop()
-			if _, err := s.FlushUrgent(ctx); err != nil {
+			if _, err := s.flush(ctx, urgent, s.stop); err != nil {
 				s.log.Error("sending urgent notifications failed", "err", err)
 			}
 		case <-t.C():
-			if _, err := s.Flush(ctx); err != nil {
+			if _, err := s.flush(ctx, nil, s.stop); err != nil {
 				s.log.Error("flushing notifications failed", "err", err)
 			}
 			next = s.sched.Next(s.clk.Now())
@@ -225,13 +247,16 @@ func (s *Service) loop(ctx context.Context) {
 
 // Flush sends every room with due notifications one message each, and
 // reports how many rooms got one.
-func (s *Service) Flush(ctx context.Context) (int, error) { return s.flush(ctx, nil) }
+func (s *Service) Flush(ctx context.Context) (int, error) { return s.flush(ctx, nil, nil) }
 
 // FlushUrgent does the same for rooms with a due terminal notification or
 // task post, folding in whatever else those rooms have pending.
 func (s *Service) FlushUrgent(ctx context.Context) (int, error) {
-	return s.flush(ctx, []string{domain.NotifyTerminal, domain.NotifyMessage})
+	return s.flush(ctx, urgent, nil)
 }
+
+// urgent are the categories that go out at once.
+var urgent = []string{domain.NotifyTerminal, domain.NotifyMessage}
 
 // now is the time claims are measured by: Runtime's clock, moved onto
 // the store's when StoreClock is set.
@@ -239,7 +264,14 @@ func (s *Service) now() time.Time {
 	return s.clk.Now().Add(time.Duration(s.skew.Load()))
 }
 
-func (s *Service) flush(ctx context.Context, categories []string) (int, error) {
+// flush claims rooms with due rows of categories (any when empty) and
+// sends them, Senders rooms at a time, until none is due, ctx ends or
+// halt is closed (the service is stopping: rooms not claimed yet are left
+// to Stop's last flush, or to the next start or another replica). A room
+// is claimed by one sender at a time; when only rooms being sent to have
+// rows left, the flush waits for a sender to finish and claims again, so
+// a room's backlog goes out message after message within one flush.
+func (s *Service) flush(ctx context.Context, categories []string, halt <-chan struct{}) (int, error) {
 	if s.opts.StoreClock {
 		t, err := s.store.Now(ctx)
 		if err != nil {
@@ -247,26 +279,85 @@ func (s *Service) flush(ctx context.Context, categories []string) (int, error) {
 		}
 		s.skew.Store(int64(t.Sub(s.clk.Now())))
 	}
-	sent := 0
+	var (
+		sent     atomic.Int64
+		inflight atomic.Int64
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		errs     []error
+		slots    = make(chan struct{}, s.opts.Senders)
+		finished = make(chan struct{}, s.opts.Senders)
+	)
+	defer wg.Wait()
+	report := func() (int, error) {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return int(sent.Load()), errors.Join(errs...)
+	}
 	for range roomsPerFlush {
+		select {
+		case slots <- struct{}{}:
+		case <-halt:
+			return report()
+		case <-ctx.Done():
+			n, err := report()
+			return n, errors.Join(ctx.Err(), err)
+		}
+		select {
+		case <-halt:
+			return report()
+		default:
+		}
+		busy := inflight.Load() > 0 // read before the claim: see below
 		room, rows, err := s.store.ClaimRoom(ctx, domain.RoomClaim{
 			Owner: s.opts.Owner, Now: s.now(), Lease: s.opts.Lease, Categories: categories,
 		})
 		if err != nil {
-			return sent, fmt.Errorf("claim room: %w", err)
+			<-slots
+			n, errd := report()
+			return n, errors.Join(fmt.Errorf("claim room: %w", err), errd)
 		}
 		if room == "" {
-			return sent, nil
+			<-slots
+			if !busy {
+				return report() // nothing due, and no room held by this flush
+			}
+			// The rooms left may be the ones being sent to: claim again
+			// once a sender is done. (A sender that finished before the
+			// claim left a signal too, and costs one more claim.)
+			select {
+			case <-finished:
+			case <-halt:
+				return report()
+			case <-ctx.Done():
+				n, err := report()
+				return n, errors.Join(ctx.Err(), err)
+			}
+			continue
 		}
-		ok, err := s.deliver(ctx, room, rows)
-		if err != nil {
-			return sent, err
-		}
-		if ok {
-			sent++
-		}
+		inflight.Add(1)
+		wg.Go(func() {
+			defer func() {
+				<-slots
+				inflight.Add(-1)
+				select {
+				case finished <- struct{}{}:
+				default:
+				}
+			}()
+			ok, err := s.deliver(ctx, room, rows)
+			if ok {
+				sent.Add(1)
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
 	}
-	return sent, nil
+	return report()
 }
 
 // payload shapes.

@@ -1,0 +1,28 @@
+package plugin
+
+import "time"
+
+// Limits are the rate limits a platform publishes for a bot's requests,
+// which the notification service keeps to instead of learning them from
+// 429s (docs/PERFORMANCE.md, "Fan-out"). Each limit is a sliding window:
+// at most N requests in any span of Window. A zero N is no limit.
+type Limits struct {
+	// Global bounds the bot's requests across all rooms (Discord: 50 a
+	// second per bot; Slack: a workspace-wide limit of some hundreds of
+	// messages a minute).
+	Global Window
+	// Room bounds the messages posted in one room (Discord: 5 in 5 s per
+	// channel; Slack: about 1 a second per channel).
+	Room Window
+}
+
+// Window is "at most N in any span of Span".
+type Window struct {
+	N    int
+	Span time.Duration
+}
+
+// Limited is a Platform that publishes its rate limits.
+type Limited interface {
+	Limits() Limits
+}

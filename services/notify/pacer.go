@@ -1,0 +1,165 @@
+package notify
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/taskloom/taskloom/domain"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// DefaultMaxPaceWait is the longest a sender waits for the platform's
+// global limit before giving the room back to be sent later.
+const DefaultMaxPaceWait = 2 * time.Second
+
+// pacer keeps one platform's requests within its published limits
+// (plugin.Limits) and within the pauses its 429s ask for, so that rooms
+// flushed at once wait their turn instead of being refused.
+//
+// A request to a room whose own window is full is not waited for: the
+// room is given back, due when the window has room (a sender is not held
+// for seconds by one busy room). A request that must wait for the global
+// window waits, when that is within maxWait, and is given back otherwise.
+//
+// A room's window is its channel's (domain.RoomScope): Slack counts a
+// thread's messages with its channel's.
+//
+// It paces one process: replicas sharing a bot token share its limits
+// too, and fall back on the pauses their 429s ask for.
+type pacer struct {
+	lim     plugin.Limits
+	maxWait time.Duration
+
+	mu         sync.Mutex
+	global     window
+	rooms      map[string]*window
+	pausedAll  time.Time
+	pausedRoom map[string]time.Time
+	sweepAt    int // the number of rooms at which the next sweep runs
+}
+
+func newPacer(lim plugin.Limits, maxWait time.Duration) *pacer {
+	return &pacer{lim: lim, maxWait: maxWait, rooms: map[string]*window{}, pausedRoom: map[string]time.Time{}, sweepAt: 64}
+}
+
+// window is a sliding-window log: the times of the latest bookings, at
+// most the window's N, oldest first from next once it is full.
+type window struct {
+	times []time.Time
+	next  int
+}
+
+// free is the earliest time at or after now at which w takes one more
+// booking under lim.
+func (w *window) free(lim plugin.Window, now time.Time) time.Time {
+	if lim.N <= 0 || len(w.times) < lim.N {
+		return now
+	}
+	return later(now, w.times[w.next].Add(lim.Span))
+}
+
+// book records a request at at, which is never before the one booked
+// before it.
+func (w *window) book(lim plugin.Window, at time.Time) {
+	switch {
+	case lim.N <= 0:
+	case len(w.times) < lim.N:
+		w.times = append(w.times, at)
+	default:
+		w.times[w.next] = at
+		w.next = (w.next + 1) % lim.N
+	}
+}
+
+// newest is the latest booking, zero when there is none.
+func (w *window) newest() time.Time {
+	if len(w.times) == 0 {
+		return time.Time{}
+	}
+	return w.times[(w.next+len(w.times)-1)%len(w.times)]
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// reserve books a request to room at the time it may go, when that is
+// within maxWait of now, and returns it. Otherwise it books nothing and
+// returns, with ok false, when the room may be tried again. A post counts
+// in the room's window; an edit (post false) only in the global one, as
+// both platforms count edits apart from new messages.
+func (p *pacer) reserve(room string, now time.Time, post bool) (at time.Time, ok bool) {
+	room = domain.RoomScope(room)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rw := p.rooms[room]
+	roomAt := later(now, p.pausedRoom[room])
+	if rw != nil && post {
+		roomAt = later(roomAt, rw.free(p.lim.Room, now))
+	}
+	if roomAt.After(now) {
+		return roomAt, false
+	}
+	at = later(p.global.free(p.lim.Global, now), p.pausedAll)
+	if at.Sub(now) > p.maxWait {
+		return at, false
+	}
+	p.global.book(p.lim.Global, at)
+	if p.lim.Room.N > 0 && post {
+		if rw == nil {
+			rw = &window{}
+			p.rooms[room] = rw
+		}
+		rw.book(p.lim.Room, at)
+	}
+	p.sweep(now)
+	return at, true
+}
+
+// pause holds requests to room, or to every room when global, until
+// until: what a 429's Retry-After asks.
+func (p *pacer) pause(room string, until time.Time, global bool) {
+	room = domain.RoomScope(room)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if global {
+		p.pausedAll = later(p.pausedAll, until)
+		return
+	}
+	p.pausedRoom[room] = later(p.pausedRoom[room], until)
+}
+
+// sweep forgets rooms whose windows and pauses are over, once there are
+// twice as many as after the last sweep: memory follows the rooms
+// recently sent to, not every room ever sent to.
+func (p *pacer) sweep(now time.Time) {
+	if len(p.rooms)+len(p.pausedRoom) < p.sweepAt {
+		return
+	}
+	for room, w := range p.rooms {
+		if !w.newest().Add(p.lim.Room.Span).After(now) {
+			delete(p.rooms, room)
+		}
+	}
+	for room, until := range p.pausedRoom {
+		if !until.After(now) {
+			delete(p.pausedRoom, room)
+		}
+	}
+	p.sweepAt = max(64, 2*(len(p.rooms)+len(p.pausedRoom)))
+}
+
+// heldBack is a request the pacer put off until a later time: not a
+// failed delivery, and counted as no attempt.
+type heldBack struct {
+	room  string
+	until time.Time
+}
+
+func (e *heldBack) Error() string {
+	return fmt.Sprintf("%s: held back by the platform's rate limits until %s", e.room, e.until.Format(time.RFC3339Nano))
+}
