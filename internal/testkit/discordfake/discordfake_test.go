@@ -870,3 +870,52 @@ func TestSnowflakesTellTheirTime(t *testing.T) {
 		last = id
 	}
 }
+
+// TestEnforceLimits: with limits enforced, a channel's sixth message
+// within its window is refused with a 429 of scope "user" and the
+// channel's bucket headers count down as discordgo reads them; requests
+// beyond the global limit in one second are refused with a global 429,
+// whatever their channel. Throttled counts the refusals.
+func TestEnforceLimits(t *testing.T) {
+	t.Parallel()
+	srv := discordfake.New(t)
+	for _, c := range []string{"1", "2", "3"} {
+		srv.AddChannel(c, guildID)
+	}
+	srv.EnforceLimits(discordfake.Limits{Global: 8, PerChannel: 5, ChannelWindow: time.Minute})
+	post := func(channel string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL()+"api/v9/channels/"+channel+"/messages", bytes.NewReader([]byte(`{"content":"x"}`)))
+		req.Header.Set("Authorization", "Bot "+srv.Token())
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for i := range 5 {
+		resp := post("1")
+		if resp.StatusCode != 200 || resp.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(4-i) || resp.Header.Get("X-RateLimit-Limit") != "5" {
+			t.Fatalf("message %d: %d, remaining %q", i+1, resp.StatusCode, resp.Header.Get("X-RateLimit-Remaining"))
+		}
+	}
+	if resp := post("1"); resp.StatusCode != 429 || resp.Header.Get("X-RateLimit-Scope") != "user" || resp.Header.Get("X-RateLimit-Global") != "" {
+		t.Fatalf("sixth message in the channel: %d %v", resp.StatusCode, resp.Header)
+	}
+	// Five made; three more go in other channels, the ninth is global.
+	for _, c := range []string{"2", "2", "3"} {
+		if resp := post(c); resp.StatusCode != 200 {
+			t.Fatalf("message to %s: %d", c, resp.StatusCode)
+		}
+	}
+	resp := post("3")
+	if resp.StatusCode != 429 || resp.Header.Get("X-RateLimit-Global") != "true" || resp.Header.Get("X-RateLimit-Scope") != "global" {
+		t.Fatalf("ninth request in a second: %d %v", resp.StatusCode, resp.Header)
+	}
+	if got := srv.Throttled(); got != 2 {
+		t.Errorf("Throttled = %d, want 2", got)
+	}
+}

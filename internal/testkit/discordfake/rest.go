@@ -40,6 +40,8 @@ type Call struct {
 	// Status is what the fake answered.
 	Status int
 	Time   time.Time
+
+	bucket *bucketState // the enforced channel bucket, for the headers
 }
 
 // Decode decodes the call's JSON body into v.
@@ -155,6 +157,17 @@ func (s *Server) takeFault(c *Call) *fault {
 
 type callKey struct{}
 
+// admit asks the enforced limits, if any, whether c may go.
+func (s *Server) admit(c *Call) (*fault, *bucketState) {
+	s.mu.Lock()
+	lm := s.limits
+	s.mu.Unlock()
+	if lm == nil {
+		return nil, nil
+	}
+	return lm.admit(c, time.Now())
+}
+
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == gatewayPath || r.URL.Path == gatewayPath+"/" {
 		s.serveGateway(w, r)
@@ -173,7 +186,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(sw, aerr)
 	} else if f := s.takeFault(c); f != nil {
 		writeFault(sw, f, c)
+	} else if f, state := s.admit(c); f != nil {
+		writeFault(sw, f, c)
 	} else {
+		c.bucket = state
 		s.mux.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
 	}
 	c.Status = sw.status
@@ -319,7 +335,12 @@ func (s *Server) routes() {
 		bucket := bucketHash(method, path)
 		s.mux.HandleFunc(method+" "+apiPrefix+path, func(w http.ResponseWriter, r *http.Request) {
 			c := r.Context().Value(callKey{}).(*Call)
-			setRateLimitHeaders(w.Header(), bucket, 4, time.Second)
+			if b := c.bucket; b != nil {
+				setRateLimitHeaders(w.Header(), bucket, b.remaining, b.resetAfter)
+				w.Header().Set("X-RateLimit-Limit", strconv.Itoa(b.limit))
+			} else {
+				setRateLimitHeaders(w.Header(), bucket, 4, time.Second)
+			}
 			// Interaction callbacks and webhook-token routes are
 			// authorised by their token, as on Discord.
 			if auth && c.Authorization != "Bot "+s.cfg.token {

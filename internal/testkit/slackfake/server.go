@@ -134,6 +134,7 @@ type Server struct {
 	calls        []Call
 	messages     []*Message
 	faults       map[string][]fault
+	limits       *limiter // nil until EnforceLimits
 	responseURLs map[string]*responseURL
 	tickets      map[string]bool
 	conns        []*socketConn

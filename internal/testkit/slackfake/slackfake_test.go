@@ -513,3 +513,39 @@ func TestMetadataAndHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestEnforceLimits: with limits enforced, a post beyond a channel's
+// window is a 429 that slack-go reads as a RateLimitedError with the wait
+// left; a thread counts with its channel, other channels are not held,
+// and the workspace limit holds every channel.
+func TestEnforceLimits(t *testing.T) {
+	s := slackfake.New(t)
+	ctx := context.Background()
+	api := client(s, s.BotToken())
+	s.EnforceLimits(slackfake.Limits{PerChannel: 2, ChannelWindow: time.Minute, Workspace: 4, WorkspaceWindow: time.Minute})
+	post := func(channel string, opts ...slack.MsgOption) error {
+		_, _, err := api.PostMessageContext(ctx, channel, append(opts, slack.MsgOptionText("x", false))...)
+		return err
+	}
+	if err := post("C1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := post("C1", slack.MsgOptionTS("1.000001")); err != nil {
+		t.Fatal(err)
+	}
+	var rl *slack.RateLimitedError
+	if err := post("C1"); !errors.As(err, &rl) || rl.RetryAfter < 59*time.Second {
+		t.Fatalf("third post in C1: %v, want a RateLimitedError of about a minute", err)
+	}
+	for _, c := range []string{"C2", "C3"} {
+		if err := post(c); err != nil {
+			t.Fatalf("post in %s: %v", c, err)
+		}
+	}
+	if err := post("C4"); !errors.As(err, &rl) {
+		t.Fatalf("fifth post in the workspace: %v, want a RateLimitedError", err)
+	}
+	if got := s.Throttled(); got != 2 {
+		t.Errorf("Throttled = %d, want 2", got)
+	}
+}

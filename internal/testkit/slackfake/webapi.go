@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -45,9 +46,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	call := Call{Method: method, Token: token, Params: params, Status: http.StatusOK, Time: s.cfg.now()}
 
 	s.mu.Lock()
-	if fs := s.faults[method]; len(fs) > 0 {
-		f := fs[0]
-		s.faults[method] = fs[1:]
+	f, limited := s.limitLocked(method, params, time.Now())
+	if fs := s.faults[method]; len(fs) > 0 || limited {
+		if !limited {
+			f = fs[0]
+			s.faults[method] = fs[1:]
+		}
 		call.Status, call.Error = f.status, f.errCode
 		s.calls = append(s.calls, call)
 		s.notifyLocked()
