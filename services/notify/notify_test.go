@@ -410,7 +410,8 @@ func (s *stuck) Send(ctx context.Context, _ string, _ plugin.Outgoing) (plugin.S
 }
 
 // TestStopDoesNotWaitOutAStuckSend: Stop returns when its context ends,
-// canceling a send that hangs; the notification stays in the outbox.
+// canceling a send that hangs; the notification stays in the outbox,
+// given back for the next replica at once.
 func TestStopDoesNotWaitOutAStuckSend(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		st := open(t)
@@ -441,6 +442,23 @@ func TestStopDoesNotWaitOutAStuckSend(t *testing.T) {
 		}
 		if n, err := st.Pending(t.Context()); err != nil || n != 1 {
 			t.Fatalf("pending = %d, %v; want the unsent notification kept", n, err)
+		}
+		// Given back at once, not held to the end of the claim's lease,
+		// and not counted as a failed attempt: the next replica sends it
+		// now.
+		if p := list(t, st, domain.NotificationPending); len(p) != 1 || p[0].Attempts != 0 {
+			t.Fatalf("after the shutdown, pending = %+v; want one row with no attempt counted", p)
+		}
+		next := &room{name: "chat"}
+		rt2 := plugin.New(plugin.Options{Store: st, Clock: clock.NewFake(t0), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := rt2.Register(&plugin.Plugin{Name: "chat", Platforms: []plugin.Platform{next}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt2.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := notify.New(notify.Options{Runtime: rt2, Owner: "b"}).Flush(t.Context()); err != nil || n != 1 {
+			t.Fatalf("the next replica's flush delivered %d, %v; want the given-back message", n, err)
 		}
 	})
 }

@@ -1,0 +1,189 @@
+package notify_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/domain"
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// limitedRoom is the recording platform with published limits: it notes
+// when, on the fake clock, each message went out.
+type limitedRoom struct {
+	*room
+	clk *clock.Fake
+	lim plugin.Limits
+
+	mu    sync.Mutex
+	times []time.Time
+	by    map[string][]time.Time
+}
+
+func (l *limitedRoom) Limits() plugin.Limits { return l.lim }
+
+func (l *limitedRoom) Send(ctx context.Context, roomID string, m plugin.Outgoing) (plugin.SentMessage, error) {
+	l.mu.Lock()
+	now := l.clk.Now()
+	l.times = append(l.times, now)
+	if l.by == nil {
+		l.by = map[string][]time.Time{}
+	}
+	l.by[roomID] = append(l.by[roomID], now)
+	l.mu.Unlock()
+	return l.room.Send(ctx, roomID, m)
+}
+
+// within reports the most messages sent in any span of d.
+func mostWithin(times []time.Time, d time.Duration) int {
+	most := 0
+	for i := range times {
+		n := 0
+		for _, u := range times[i:] {
+			if u.Sub(times[i]) < d {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// flushAdvancing runs f's flush while moving the fake clock on in small
+// steps whenever a sender waits on it, until the flush returns. A sender
+// woken by a step may run a step or two later: the times a platform
+// records lag the pacer's by that much.
+func flushAdvancing(t *testing.T, f *fixture) int {
+	t.Helper()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := f.svc.Flush(f.ctx)
+		done <- result{n, err}
+	}()
+	ctx := ctxFor(t)
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			return r.n
+		case <-ctx.Done():
+			t.Fatal("the flush did not end")
+		default:
+		}
+		if f.clk.Waiters() > 0 {
+			f.clk.Advance(5 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Microsecond) // let the senders run
+	}
+}
+
+// TestFanOutKeepsToThePublishedLimits: 30 rooms with news at once go out
+// in one flush, concurrently, never more than the global window allows,
+// each room's message once, with no failed attempt.
+func TestFanOutKeepsToThePublishedLimits(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		clk := clock.NewFake(t0)
+		var lr *limitedRoom
+		f := newFixture(t, st, "a", func(s *setup) {
+			s.clk = clk
+			s.platforms = func(*plugin.Runtime) []plugin.Platform {
+				lr = &limitedRoom{room: &room{name: "chat"}, clk: clk, lim: plugin.Limits{
+					Global: plugin.Window{N: 4, Span: time.Second},
+					Room:   plugin.Window{N: 1, Span: 10 * time.Second},
+				}}
+				return []plugin.Platform{lr}
+			}
+		})
+		const rooms = 30
+		var numbers []int64
+		for i := range rooms {
+			task, err := f.tasks.Create(f.ctx, domain.NewTask{Goal: "Build auth", RoomID: fmt.Sprintf("chat:R%02d", i),
+				RequestorID: fmt.Sprintf("u%d", i), Now: clk.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			numbers = append(numbers, task.Number)
+		}
+		for _, n := range numbers {
+			f.iterate(n, 10, domain.VerdictContinue, true)
+		}
+		if got := flushAdvancing(t, f); got != rooms {
+			t.Fatalf("the flush delivered to %d rooms, want %d", got, rooms)
+		}
+		lr.mu.Lock()
+		times, by := lr.times, lr.by
+		lr.mu.Unlock()
+		// 50 ms less than the window: the steps a woken sender may lag.
+		if most := mostWithin(times, 950*time.Millisecond); most > 4 {
+			t.Errorf("%d messages went out within one second; the platform takes 4", most)
+		}
+		for room, ts := range by {
+			if len(ts) != 1 {
+				t.Errorf("%s got %d messages", room, len(ts))
+			}
+		}
+		if spent := times[len(times)-1].Sub(t0); spent > rooms/4*time.Second+time.Second {
+			t.Errorf("the last room waited %s; the limits force %s", spent, rooms/4*time.Second)
+		}
+		noPending(t, st)
+	})
+}
+
+// TestHeldBackRoomIsNotAFailure: a room whose window is full when its
+// task ends keeps its terminal message, due when the window has room,
+// with no attempt counted; it goes out then.
+func TestHeldBackRoomIsNotAFailure(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		clk := clock.NewFake(t0)
+		var lr *limitedRoom
+		f := newFixture(t, st, "a", func(s *setup) {
+			s.clk = clk
+			s.platforms = func(*plugin.Runtime) []plugin.Platform {
+				lr = &limitedRoom{room: &room{name: "chat"}, clk: clk, lim: plugin.Limits{
+					Room: plugin.Window{N: 1, Span: 10 * time.Second},
+				}}
+				return []plugin.Platform{lr}
+			}
+		})
+		n := f.create("chat:R1", "Build auth").Number
+		f.iterate(n, 10, domain.VerdictContinue, true)
+		if got := f.flush(); got != 1 {
+			t.Fatalf("first flush delivered %d", got)
+		}
+		clk.Advance(time.Second)
+		f.iterate(n, 100, domain.VerdictDone, true)
+		if got, err := f.svc.FlushUrgent(f.ctx); err != nil || got != 0 {
+			t.Fatalf("the urgent flush within the room's window delivered %d, %v", got, err)
+		}
+		pending := list(t, st, domain.NotificationPending)
+		if len(pending) == 0 {
+			t.Fatal("the terminal message was not kept")
+		}
+		for _, p := range pending {
+			if p.Attempts != 0 || !p.NextAttemptAt.Equal(t0.Add(10*time.Second)) {
+				t.Errorf("held back: attempts %d, due %s; want 0, at the window's end", p.Attempts, p.NextAttemptAt.Sub(t0))
+			}
+		}
+		clk.Advance(9 * time.Second)
+		if got := f.flush(); got != 1 {
+			t.Fatalf("at the window's end the flush delivered %d", got)
+		}
+		if msgs := lr.messages(); len(msgs) != 2 {
+			t.Errorf("messages = %q", msgs)
+		}
+		noPending(t, st)
+	})
+}

@@ -1,0 +1,83 @@
+package notify
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/plugin"
+)
+
+var p0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+
+// TestPacerKeepsToBothWindows: requests go at once up to the global
+// window, then each at the time the window has room again, waited for
+// within maxWait; a room whose own window is full is put off to the time
+// it has room, with nothing booked; edits count only globally.
+func TestPacerKeepsToBothWindows(t *testing.T) {
+	p := newPacer(plugin.Limits{
+		Global: plugin.Window{N: 3, Span: time.Second},
+		Room:   plugin.Window{N: 2, Span: 5 * time.Second},
+	}, 2*time.Second)
+	steps := []struct {
+		room   string
+		post   bool
+		now    time.Duration
+		at     time.Duration
+		booked bool
+	}{
+		{"discord:a", true, 0, 0, true},
+		{"discord:a", true, 0, 0, true},
+		{"discord:a", true, 0, 5 * time.Second, false},                 // a's window is full until 5 s
+		{"discord:a", false, 0, 0, true},                               // an edit is not a post
+		{"discord:b", true, 0, time.Second, true},                      // the global window: wait for the first to age
+		{"discord:c", true, 100 * time.Millisecond, time.Second, true}, // the second's slot
+		{"discord:d", true, 100 * time.Millisecond, time.Second, true}, // the third's
+		{"discord:e", true, 100 * time.Millisecond, 2 * time.Second, true},
+		{"discord:f", true, 100 * time.Millisecond, 2 * time.Second, true},
+		{"discord:g", true, 100 * time.Millisecond, 2 * time.Second, true},
+		{"discord:h", true, 100 * time.Millisecond, 3 * time.Second, false}, // beyond maxWait: given back
+		{"discord:a:thread", true, 5 * time.Second, 5 * time.Second, true},  // a thread counts with its channel
+	}
+	for i, s := range steps {
+		at, ok := p.reserve(s.room, p0.Add(s.now), s.post)
+		if got := at.Sub(p0); got != s.at || ok != s.booked {
+			t.Fatalf("step %d (%s at %s): %s, %v; want %s, %v", i, s.room, s.now, got, ok, s.at, s.booked)
+		}
+	}
+}
+
+// TestPacerPauses: a room's 429 holds that room only; a global one holds
+// every room; both end at their time.
+func TestPacerPauses(t *testing.T) {
+	p := newPacer(plugin.Limits{Global: plugin.Window{N: 100, Span: time.Second}}, 2*time.Second)
+	p.pause("slack:C1:1.5", p0.Add(10*time.Second), false)
+	if at, ok := p.reserve("slack:C1", p0, true); ok || at != p0.Add(10*time.Second) {
+		t.Errorf("a paused room: %s, %v", at.Sub(p0), ok)
+	}
+	if _, ok := p.reserve("slack:C2", p0, true); !ok {
+		t.Error("another room was held by a room's pause")
+	}
+	p.pause("slack:C2", p0.Add(time.Second), true)
+	if at, ok := p.reserve("slack:C3", p0, true); !ok || at != p0.Add(time.Second) {
+		t.Errorf("under a global pause of 1 s: %s, %v; want to wait 1 s", at.Sub(p0), ok)
+	}
+	if at, ok := p.reserve("slack:C1", p0.Add(10*time.Second), true); !ok || at != p0.Add(10*time.Second) {
+		t.Errorf("after the room's pause: %s, %v", at.Sub(p0), ok)
+	}
+}
+
+// TestPacerForgetsIdleRooms: the pacer's memory follows the rooms sent to
+// within a window, not every room ever sent to.
+func TestPacerForgetsIdleRooms(t *testing.T) {
+	p := newPacer(plugin.Limits{Room: plugin.Window{N: 5, Span: 5 * time.Second}}, 2*time.Second)
+	for i := range 10_000 {
+		now := p0.Add(time.Duration(i) * 10 * time.Millisecond) // 100 rooms a second
+		if _, ok := p.reserve(fmt.Sprintf("discord:%d", i), now, true); !ok {
+			t.Fatalf("room %d held back", i)
+		}
+	}
+	if n := len(p.rooms); n > 2*500+64 {
+		t.Errorf("the pacer remembers %d rooms; 500 were sent to in the last window", n)
+	}
+}
