@@ -286,6 +286,7 @@ func (s *Service) failed(ctx context.Context, room string, rows []domain.Notific
 	var held *heldBack
 	switch {
 	case errors.As(cause, &held):
+		s.holdUntil(held.until, false)
 		return s.giveBack(ctx, room, rows, held.until)
 	case ctx.Err() != nil:
 		// Stopping: the send was canceled, not refused. Its rows are due

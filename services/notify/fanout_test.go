@@ -11,6 +11,7 @@ import (
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
 	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/notify"
 )
 
 // limitedRoom is the recording platform with published limits: it notes
@@ -186,4 +187,63 @@ func TestHeldBackRoomIsNotAFailure(t *testing.T) {
 		}
 		noPending(t, st)
 	})
+}
+
+// TestHeldBackRoomIsSentWhenDue: the service's loop wakes for a room the
+// pacer put off when it is due, not at its next flush a minute later.
+func TestHeldBackRoomIsSentWhenDue(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		clk := clock.NewFake(t0)
+		var lr *limitedRoom
+		f := newFixture(t, st, "a", func(s *setup) {
+			s.clk = clk
+			s.platforms = func(*plugin.Runtime) []plugin.Platform {
+				lr = &limitedRoom{room: &room{name: "chat"}, clk: clk, lim: plugin.Limits{
+					Room: plugin.Window{N: 1, Span: 10 * time.Second},
+				}}
+				return []plugin.Platform{lr}
+			}
+			s.opts = func(o *notify.Options) { o.Interval = time.Minute }
+		})
+		n := f.create("chat:R1", "Build auth").Number
+		f.iterate(n, 10, domain.VerdictContinue, true)
+		if got := f.flush(); got != 1 {
+			t.Fatalf("first flush delivered %d", got)
+		}
+		ctx := ctxFor(t)
+		if err := f.svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.svc.Stop(context.Background()) })
+		if err := clk.BlockUntil(ctx, 1); err != nil { // the loop waits for its minute
+			t.Fatal(err)
+		}
+		f.iterate(n, 100, domain.VerdictDone, true)
+		f.svc.Poke() // the terminal message: held back until 10 s
+		eventually(t, func() bool {
+			p := list(t, st, domain.NotificationPending)
+			return len(p) > 0 && p[0].NextAttemptAt.Equal(t0.Add(10*time.Second))
+		})
+		if err := clk.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(10 * time.Second)
+		if msgs, err := lr.waitMessages(ctx, 2); err != nil {
+			t.Fatalf("%v: %q", err, msgs)
+		}
+	})
+}
+
+// eventually polls cond until it holds or the test's time runs out.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	ctx := ctxFor(t)
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("condition not met in time")
+		case <-time.After(time.Millisecond):
+		}
+	}
 }

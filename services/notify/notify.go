@@ -118,6 +118,30 @@ type Service struct {
 
 	pacersMu sync.Mutex
 	pacers   map[string]*pacer // by platform name; nil for one without limits
+	// held is the earliest time a room the pacer put off is due again,
+	// on Runtime's clock; zero when none is.
+	held time.Time
+}
+
+// heldUntil is the earliest time a room put off by the pacer is due.
+func (s *Service) heldUntil() time.Time {
+	s.pacersMu.Lock()
+	defer s.pacersMu.Unlock()
+	return s.held
+}
+
+// holdUntil notes that a room put off by the pacer is due at t, so that
+// the loop flushes then rather than at its next tick; reset clears what
+// was noted first (a flush is about to claim every due room).
+func (s *Service) holdUntil(t time.Time, reset bool) {
+	s.pacersMu.Lock()
+	defer s.pacersMu.Unlock()
+	if reset {
+		s.held = time.Time{}
+	}
+	if !t.IsZero() && (s.held.IsZero() || t.Before(s.held)) {
+		s.held = t
+	}
 }
 
 var _ plugin.Service = (*Service)(nil)
@@ -226,7 +250,11 @@ func (s *Service) loop(ctx context.Context) {
 	defer close(s.done)
 	next := s.sched.Next(s.clk.Now())
 	for {
-		t := s.clk.NewTimer(next.Sub(s.clk.Now()))
+		at := next
+		if held := s.heldUntil(); !held.IsZero() && held.Before(at) {
+			at = held // a room the pacer put off is due before the next flush
+		}
+		t := s.clk.NewTimer(at.Sub(s.clk.Now()))
 		select {
 		case <-s.stop:
 			t.Stop()
@@ -237,10 +265,13 @@ func (s *Service) loop(ctx context.Context) {
 				s.log.Error("sending urgent notifications failed", "err", err)
 			}
 		case <-t.C():
+			s.holdUntil(time.Time{}, true)
 			if _, err := s.flush(ctx, nil, s.stop); err != nil {
 				s.log.Error("flushing notifications failed", "err", err)
 			}
-			next = s.sched.Next(s.clk.Now())
+			if now := s.clk.Now(); !now.Before(next) {
+				next = s.sched.Next(now)
+			}
 		}
 	}
 }
