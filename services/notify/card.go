@@ -182,11 +182,10 @@ func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task 
 	card, err := s.store.TaskCard(ctx, room, task)
 	switch {
 	case err == nil:
-		turn, err := s.pace(room, false)
-		if err != nil {
+		if err := s.pace(room, false); err != nil {
 			return false, s.failed(ctx, room, rows, err)
 		}
-		err = s.guarded(ctx, "edit the card in", room, ids, turn, func(ctx context.Context) error {
+		err := s.guarded(ctx, "edit the card in", room, ids, false, func(ctx context.Context) error {
 			return ed.Edit(ctx, room, card.MessageID, msg)
 		})
 		switch {
@@ -219,8 +218,7 @@ func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int
 		// which the platform recognises; the next flush edits it.
 		msg, shown = first, firstShown
 	}
-	turn, err := s.pace(room, true)
-	if err != nil {
+	if err := s.pace(room, true); err != nil {
 		return false, s.failed(ctx, room, rows, err)
 	}
 	key, since := rows[0].DeliveryKey, firstAttempt(rows)
@@ -234,7 +232,7 @@ func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int
 		}
 		return false, fmt.Errorf("begin posting the card of task #%d to %s: %w", task, room, err)
 	}
-	out, err := s.send(ctx, ed, room, msg, key, since, ids, turn)
+	out, err := s.send(ctx, ed, room, msg, key, since, ids)
 	if err != nil {
 		s.opts.Metrics.NotificationFailed(platformName)
 		if errors.Is(err, errClaimLost) {

@@ -110,8 +110,7 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []domain
 		s.opts.Metrics.NotificationFailed(platformName)
 		return false, s.failed(ctx, room, rows, fmt.Errorf("no platform is connected for room %s", room))
 	}
-	turn, err := s.pace(room, true)
-	if err != nil {
+	if err := s.pace(room, true); err != nil {
 		return false, s.failed(ctx, room, rows, err)
 	}
 	key, since := rows[0].DeliveryKey, firstAttempt(rows)
@@ -125,7 +124,7 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []domain
 		}
 		return false, fmt.Errorf("begin sending to %s: %w", room, err)
 	}
-	if _, err := s.send(ctx, platform, room, msg, key, since, ids, turn); err != nil {
+	if _, err := s.send(ctx, platform, room, msg, key, since, ids); err != nil {
 		s.opts.Metrics.NotificationFailed(platformName)
 		if errors.Is(err, errClaimLost) {
 			// The rows are another sender's now; it sends the message
@@ -154,9 +153,9 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []domain
 // renewal fails — another sender took the rows, or the store cannot say —
 // the send is canceled with errClaimLost rather than risk two senders
 // posting at once; whoever sends the rows next uses the same key.
-func (s *Service) send(ctx context.Context, p plugin.Platform, room string, m plugin.Outgoing, key string, since time.Time, ids []int64, turn time.Time) (plugin.SentMessage, error) {
+func (s *Service) send(ctx context.Context, p plugin.Platform, room string, m plugin.Outgoing, key string, since time.Time, ids []int64) (plugin.SentMessage, error) {
 	var out plugin.SentMessage
-	err := s.guarded(ctx, "send to", room, ids, turn, func(ctx context.Context) error {
+	err := s.guarded(ctx, "send to", room, ids, true, func(ctx context.Context) error {
 		var err error
 		if once, ok := p.(OnceSender); ok {
 			out, err = once.SendOnce(ctx, room, m, key, since)
@@ -171,14 +170,13 @@ func (s *Service) send(ctx context.Context, p plugin.Platform, room string, m pl
 // guarded runs call, one platform call about the rows of ids (a send, a
 // card's edit), as send describes: under a deadline, with the claim
 // renewed, canceled with errClaimLost when a renewal fails; first it
-// waits for turn, its time by the platform's pacer (pace). what names
+// waits for its turn by the platform's pacer (a post's, or an edit's when
+// post is false). what names
 // the call in its errors ("send to"). A 429 pauses the room, or the
 // whole platform, in its pacer for the Retry-After.
-func (s *Service) guarded(ctx context.Context, what, room string, ids []int64, turn time.Time, call func(context.Context) error) error {
-	if wait := turn.Sub(s.clk.Now()); wait > 0 {
-		if err := clock.Sleep(ctx, s.clk, wait); err != nil {
-			return fmt.Errorf("%s %s: waiting for its turn: %w", what, room, err)
-		}
+func (s *Service) guarded(ctx context.Context, what, room string, ids []int64, post bool, call func(context.Context) error) error {
+	if err := s.turn(ctx, room, post); err != nil {
+		return fmt.Errorf("%s %s: waiting for its turn: %w", what, room, err)
 	}
 	sendCtx, lose := context.WithCancelCause(ctx)
 	defer lose(nil)
@@ -227,23 +225,39 @@ func (s *Service) pacer(room string) *pacer {
 	return p
 }
 
-// pace books with the pacer of room's platform a request to room (a
-// post, or an edit when post is false) and returns its turn, which
-// guarded waits for; or it returns a *heldBack when the room must be sent
-// later. It is called before a send is begun (BeginSend), so that a send
-// held back is not taken for one that may have reached the platform; the
-// wait comes after, right before the request.
-func (s *Service) pace(room string, post bool) (time.Time, error) {
-	now := s.clk.Now()
+// pace asks the pacer of room's platform whether a request to room (a
+// post, or an edit when post is false) may go soon, and returns a
+// *heldBack when the room must be sent later. It is asked before a send
+// is begun (BeginSend), so that a send held back is not taken for one
+// that may have reached the platform; the request's time is booked, and
+// waited for, right before it is made (guarded).
+func (s *Service) pace(room string, post bool) error {
 	p := s.pacer(room)
 	if p == nil {
-		return now, nil
+		return nil
 	}
-	at, ok := p.reserve(room, now, post)
+	if at, ok := p.admit(room, s.clk.Now(), post); !ok {
+		return &heldBack{room: room, until: at}
+	}
+	return nil
+}
+
+// turn books a request to room with its platform's pacer and waits for
+// its time.
+func (s *Service) turn(ctx context.Context, room string, post bool) error {
+	p := s.pacer(room)
+	if p == nil {
+		return nil
+	}
+	now := s.clk.Now()
+	at, ok := p.book(room, now, post)
 	if !ok {
-		return time.Time{}, &heldBack{room: room, until: at}
+		return &heldBack{room: room, until: at}
 	}
-	return at, nil
+	if wait := at.Sub(now); wait > 0 {
+		return clock.Sleep(ctx, s.clk, wait)
+	}
+	return nil
 }
 
 // renew extends the claim on ids every Lease/3 until done, and cancels

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,4 +247,36 @@ func eventually(t *testing.T, cond func() bool) {
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// TestStopSendsWhatPeopleWaitFor: Stop sends an ended task's message and
+// leaves progress batches in the outbox for the next start, so that a
+// backlog does not hold a shutdown.
+func TestStopSendsWhatPeopleWaitFor(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		f := newFixture(t, st, "a", func(s *setup) { s.opts = func(o *notify.Options) { o.Interval = time.Hour } })
+		running := f.create("chat:R1", "Watch the build").Number
+		ended := f.create("chat:R2", "Ship it").Number
+		f.iterate(running, 10, domain.VerdictContinue, true)
+		f.iterate(ended, 100, domain.VerdictDone, true)
+		if err := f.svc.Start(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.Stop(ctxFor(t)); err != nil {
+			t.Fatal(err)
+		}
+		msgs := f.out.messages()
+		if len(msgs) != 1 || !strings.HasPrefix(msgs[0], "chat:R2|") {
+			t.Fatalf("messages at shutdown = %q; want the ended task's only", msgs)
+		}
+		for _, p := range list(t, st, domain.NotificationPending) {
+			if p.Room != "chat:R1" || p.Attempts != 0 {
+				t.Errorf("left pending: %+v; want R1's progress, never attempted", p)
+			}
+		}
+		if n, _ := st.Pending(f.ctx); n == 0 {
+			t.Error("R1's progress was not kept")
+		}
+	})
 }

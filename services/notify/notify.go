@@ -215,9 +215,13 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the schedule, then sends what is pending, within ctx: when
-// ctx ends first, a send still running is canceled (its rows stay in the
-// outbox for the next start or another replica) and Stop returns.
+// Stop ends the schedule, then sends what people are waiting for — ended
+// tasks, posts, questions and approvals — within ctx. Progress batches
+// still pending stay in the outbox for the next start or another replica,
+// so a shutdown with a backlog (a thousand rooms paced by a platform's
+// limits) does not run out its deadline sending them. When ctx ends
+// first, a send still running is canceled, its rows given back due at
+// once, and Stop returns.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	stop, done, cancel := s.stop, s.done, s.cancel
@@ -240,7 +244,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		return fmt.Errorf("notification service: a send was canceled at shutdown: %w", ctx.Err())
 	}
 	cancel()
-	if _, err := s.Flush(ctx); err != nil {
+	if _, err := s.flush(ctx, urgent, nil); err != nil {
 		return fmt.Errorf("notification service: last flush: %w", err)
 	}
 	return nil

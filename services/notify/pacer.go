@@ -87,29 +87,40 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// reserve books a request to room at the time it may go, when that is
-// within maxWait of now, and returns it. Otherwise it books nothing and
-// returns, with ok false, when the room may be tried again. A post counts
-// in the room's window; an edit (post false) only in the global one, as
-// both platforms count edits apart from new messages.
-func (p *pacer) reserve(room string, now time.Time, post bool) (at time.Time, ok bool) {
+// admit reports whether a request to room may go within maxWait of now,
+// booking nothing; when it may not, it returns when to try again. A post
+// counts in the room's window; an edit (post false) only in the global
+// one, as both platforms count edits apart from new messages.
+func (p *pacer) admit(room string, now time.Time, post bool) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	roomAt, at := p.freeLocked(domain.RoomScope(room), now, post)
+	switch {
+	case roomAt.After(now):
+		return roomAt, false
+	case at.Sub(now) > p.maxWait:
+		return at, false
+	}
+	return at, true
+}
+
+// book books a request to room at the earliest time the global window
+// allows and returns it: the time the request goes, which the caller
+// waits for. It is called right before the request, so that the time
+// booked is the time sent. When the room's own window has filled since
+// admit (another thread of the same channel), it books nothing and
+// returns when the room has room, with ok false.
+func (p *pacer) book(room string, now time.Time, post bool) (time.Time, bool) {
 	room = domain.RoomScope(room)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rw := p.rooms[room]
-	roomAt := later(now, p.pausedRoom[room])
-	if rw != nil && post {
-		roomAt = later(roomAt, rw.free(p.lim.Room, now))
-	}
+	roomAt, at := p.freeLocked(room, now, post)
 	if roomAt.After(now) {
 		return roomAt, false
 	}
-	at = later(p.global.free(p.lim.Global, now), p.pausedAll)
-	if at.Sub(now) > p.maxWait {
-		return at, false
-	}
 	p.global.book(p.lim.Global, at)
 	if p.lim.Room.N > 0 && post {
+		rw := p.rooms[room]
 		if rw == nil {
 			rw = &window{}
 			p.rooms[room] = rw
@@ -118,6 +129,16 @@ func (p *pacer) reserve(room string, now time.Time, post bool) (at time.Time, ok
 	}
 	p.sweep(now)
 	return at, true
+}
+
+// freeLocked is when the room's window and the global one have room for
+// a request at or after now, pauses included.
+func (p *pacer) freeLocked(room string, now time.Time, post bool) (roomAt, globalAt time.Time) {
+	roomAt = later(now, p.pausedRoom[room])
+	if rw := p.rooms[room]; rw != nil && post {
+		roomAt = later(roomAt, rw.free(p.lim.Room, now))
+	}
+	return roomAt, later(p.global.free(p.lim.Global, now), p.pausedAll)
 }
 
 // pause holds requests to room, or to every room when global, until

@@ -10,6 +10,15 @@ import (
 
 var p0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 
+// reserve asks p as the service does: whether the request may go soon
+// (before the send is begun), then books it (right before it is made).
+func reserve(p *pacer, room string, now time.Time, post bool) (time.Time, bool) {
+	if at, ok := p.admit(room, now, post); !ok {
+		return at, false
+	}
+	return p.book(room, now, post)
+}
+
 // TestPacerKeepsToBothWindows: requests go at once up to the global
 // window, then each at the time the window has room again, waited for
 // within maxWait; a room whose own window is full is put off to the time
@@ -40,7 +49,7 @@ func TestPacerKeepsToBothWindows(t *testing.T) {
 		{"discord:a:thread", true, 5 * time.Second, 5 * time.Second, true},  // a thread counts with its channel
 	}
 	for i, s := range steps {
-		at, ok := p.reserve(s.room, p0.Add(s.now), s.post)
+		at, ok := reserve(p, s.room, p0.Add(s.now), s.post)
 		if got := at.Sub(p0); got != s.at || ok != s.booked {
 			t.Fatalf("step %d (%s at %s): %s, %v; want %s, %v", i, s.room, s.now, got, ok, s.at, s.booked)
 		}
@@ -52,17 +61,17 @@ func TestPacerKeepsToBothWindows(t *testing.T) {
 func TestPacerPauses(t *testing.T) {
 	p := newPacer(plugin.Limits{Global: plugin.Window{N: 100, Span: time.Second}}, 2*time.Second)
 	p.pause("slack:C1:1.5", p0.Add(10*time.Second), false)
-	if at, ok := p.reserve("slack:C1", p0, true); ok || at != p0.Add(10*time.Second) {
+	if at, ok := reserve(p, "slack:C1", p0, true); ok || at != p0.Add(10*time.Second) {
 		t.Errorf("a paused room: %s, %v", at.Sub(p0), ok)
 	}
-	if _, ok := p.reserve("slack:C2", p0, true); !ok {
+	if _, ok := reserve(p, "slack:C2", p0, true); !ok {
 		t.Error("another room was held by a room's pause")
 	}
 	p.pause("slack:C2", p0.Add(time.Second), true)
-	if at, ok := p.reserve("slack:C3", p0, true); !ok || at != p0.Add(time.Second) {
+	if at, ok := reserve(p, "slack:C3", p0, true); !ok || at != p0.Add(time.Second) {
 		t.Errorf("under a global pause of 1 s: %s, %v; want to wait 1 s", at.Sub(p0), ok)
 	}
-	if at, ok := p.reserve("slack:C1", p0.Add(10*time.Second), true); !ok || at != p0.Add(10*time.Second) {
+	if at, ok := reserve(p, "slack:C1", p0.Add(10*time.Second), true); !ok || at != p0.Add(10*time.Second) {
 		t.Errorf("after the room's pause: %s, %v", at.Sub(p0), ok)
 	}
 }
@@ -73,11 +82,29 @@ func TestPacerForgetsIdleRooms(t *testing.T) {
 	p := newPacer(plugin.Limits{Room: plugin.Window{N: 5, Span: 5 * time.Second}}, 2*time.Second)
 	for i := range 10_000 {
 		now := p0.Add(time.Duration(i) * 10 * time.Millisecond) // 100 rooms a second
-		if _, ok := p.reserve(fmt.Sprintf("discord:%d", i), now, true); !ok {
+		if _, ok := reserve(p, fmt.Sprintf("discord:%d", i), now, true); !ok {
 			t.Fatalf("room %d held back", i)
 		}
 	}
 	if n := len(p.rooms); n > 2*500+64 {
 		t.Errorf("the pacer remembers %d rooms; 500 were sent to in the last window", n)
+	}
+}
+
+// TestPacerBookChecksTheRoomAgain: two threads of one channel admitted at
+// once share the channel's window; the second to book is put off rather
+// than sent beyond it.
+func TestPacerBookChecksTheRoomAgain(t *testing.T) {
+	p := newPacer(plugin.Limits{Room: plugin.Window{N: 1, Span: time.Second}}, 2*time.Second)
+	for _, room := range []string{"slack:C1:1.1", "slack:C1:2.2"} {
+		if _, ok := p.admit(room, p0, true); !ok {
+			t.Fatalf("%s not admitted", room)
+		}
+	}
+	if at, ok := p.book("slack:C1:1.1", p0, true); !ok || !at.Equal(p0) {
+		t.Fatalf("first booking: %s, %v", at.Sub(p0), ok)
+	}
+	if at, ok := p.book("slack:C1:2.2", p0, true); ok || !at.Equal(p0.Add(time.Second)) {
+		t.Fatalf("second booking in the channel: %s, %v; want put off 1 s", at.Sub(p0), ok)
 	}
 }
