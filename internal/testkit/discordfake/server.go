@@ -177,7 +177,7 @@ type Server struct {
 	responses    []InteractionResponse
 	calls        []Call
 	faults       []*fault
-	limits       *limiter // nil until EnforceLimits
+	limits       *limiter            // nil until EnforceLimits
 	nonces       map[string]*Message // author and nonce → the message created with them
 	denied       map[string]bool     // channels the bot has lost access to
 	deniedPerms  map[string]int64    // channel → permissions an overwrite denies there
