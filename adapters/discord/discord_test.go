@@ -369,6 +369,36 @@ func TestSendReturnsRateLimitsAtOnce(t *testing.T) {
 	}
 }
 
+// TestGlobalRateLimitIsMarkedGlobal: a 429 Discord marks global is the
+// bot's across all channels: the error says so, and so does the error of
+// a send to another channel while discordgo holds every request; a
+// channel's own 429 is not global.
+func TestGlobalRateLimitIsMarkedGlobal(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t)
+	other := "1100000000000000099"
+	srv.AddChannel(other, guildID)
+	b := start(t, srv)
+	path := "/channels/" + channelID + "/messages"
+
+	srv.RateLimitNext("POST", path, 1, time.Millisecond, false)
+	_, err := b.ad.Send(b.ctx, "discord:"+channelID, plugin.Outgoing{Text: "hello"})
+	var rl *plugin.RateLimitedError
+	if !errors.As(err, &rl) || rl.Global {
+		t.Fatalf("a channel's 429 = %v (global %v), want a rate limit not global", err, rl != nil && rl.Global)
+	}
+	srv.RateLimitNext("POST", path, 1, 1500*time.Millisecond, true)
+	time.Sleep(5 * time.Millisecond) // the channel's 1 ms bucket reset
+	_, err = b.ad.Send(b.ctx, "discord:"+channelID, plugin.Outgoing{Text: "hello"})
+	if !errors.As(err, &rl) || !rl.Global {
+		t.Fatalf("a global 429 = %v, want a global rate limit", err)
+	}
+	_, err = b.ad.Send(b.ctx, "discord:"+other, plugin.Outgoing{Text: "hello"})
+	if !errors.As(err, &rl) || !rl.Global {
+		t.Fatalf("a send elsewhere under the global limit = %v, want a global rate limit", err)
+	}
+}
+
 // roundTripFunc lets a test watch the adapter's requests.
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
