@@ -169,11 +169,11 @@ func (s *Service) send(ctx context.Context, p plugin.Platform, room string, m pl
 
 // guarded runs call, one platform call about the rows of ids (a send, a
 // card's edit), as send describes: under a deadline, with the claim
-// renewed, canceled with errClaimLost when a renewal fails; first it
+// renewed, canceled with errClaimLost when a renewal fails. First it
 // waits for its turn by the platform's pacer (a post's, or an edit's when
-// post is false). what names
-// the call in its errors ("send to"). A 429 pauses the room, or the
-// whole platform, in its pacer for the Retry-After.
+// post is false); a 429 pauses the room, or the whole platform, in the
+// pacer for its Retry-After. what names the call in its errors ("send
+// to").
 func (s *Service) guarded(ctx context.Context, what, room string, ids []int64, post bool, call func(context.Context) error) error {
 	if err := s.turn(ctx, room, post); err != nil {
 		return fmt.Errorf("%s %s: waiting for its turn: %w", what, room, err)
