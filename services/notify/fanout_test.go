@@ -41,7 +41,19 @@ func (l *limitedRoom) Send(ctx context.Context, roomID string, m plugin.Outgoing
 	return l.room.Send(ctx, roomID, m)
 }
 
-// within reports the most messages sent in any span of d.
+// limitedFixture is newFixture whose platform is a limitedRoom with lim,
+// on clk.
+func limitedFixture(t *testing.T, st domain.Store, clk *clock.Fake, lim plugin.Limits, with ...func(*setup)) (*fixture, *limitedRoom) {
+	t.Helper()
+	lr := &limitedRoom{room: &room{name: "chat"}, clk: clk, lim: lim}
+	with = append([]func(*setup){func(s *setup) {
+		s.clk = clk
+		s.platforms = func(*plugin.Runtime) []plugin.Platform { return []plugin.Platform{lr} }
+	}}, with...)
+	return newFixture(t, st, "a", with...), lr
+}
+
+// mostWithin reports the most messages sent in any span of d.
 func mostWithin(times []time.Time, d time.Duration) int {
 	most := 0
 	for i := range times {
@@ -97,16 +109,9 @@ func TestFanOutKeepsToThePublishedLimits(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		st := open(t)
 		clk := clock.NewFake(t0)
-		var lr *limitedRoom
-		f := newFixture(t, st, "a", func(s *setup) {
-			s.clk = clk
-			s.platforms = func(*plugin.Runtime) []plugin.Platform {
-				lr = &limitedRoom{room: &room{name: "chat"}, clk: clk, lim: plugin.Limits{
-					Global: plugin.Window{N: 4, Span: time.Second},
-					Room:   plugin.Window{N: 1, Span: 10 * time.Second},
-				}}
-				return []plugin.Platform{lr}
-			}
+		f, lr := limitedFixture(t, st, clk, plugin.Limits{
+			Global: plugin.Window{N: 4, Span: time.Second},
+			Room:   plugin.Window{N: 1, Span: 10 * time.Second},
 		})
 		const rooms = 30
 		var numbers []int64
@@ -150,15 +155,8 @@ func TestHeldBackRoomIsNotAFailure(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		st := open(t)
 		clk := clock.NewFake(t0)
-		var lr *limitedRoom
-		f := newFixture(t, st, "a", func(s *setup) {
-			s.clk = clk
-			s.platforms = func(*plugin.Runtime) []plugin.Platform {
-				lr = &limitedRoom{room: &room{name: "chat"}, clk: clk, lim: plugin.Limits{
-					Room: plugin.Window{N: 1, Span: 10 * time.Second},
-				}}
-				return []plugin.Platform{lr}
-			}
+		f, lr := limitedFixture(t, st, clk, plugin.Limits{
+			Room: plugin.Window{N: 1, Span: 10 * time.Second},
 		})
 		n := f.create("chat:R1", "Build auth").Number
 		f.iterate(n, 10, domain.VerdictContinue, true)
@@ -196,17 +194,9 @@ func TestHeldBackRoomIsSentWhenDue(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		st := open(t)
 		clk := clock.NewFake(t0)
-		var lr *limitedRoom
-		f := newFixture(t, st, "a", func(s *setup) {
-			s.clk = clk
-			s.platforms = func(*plugin.Runtime) []plugin.Platform {
-				lr = &limitedRoom{room: &room{name: "chat"}, clk: clk, lim: plugin.Limits{
-					Room: plugin.Window{N: 1, Span: 10 * time.Second},
-				}}
-				return []plugin.Platform{lr}
-			}
-			s.opts = func(o *notify.Options) { o.Interval = time.Minute }
-		})
+		f, lr := limitedFixture(t, st, clk, plugin.Limits{
+			Room: plugin.Window{N: 1, Span: 10 * time.Second},
+		}, func(s *setup) { s.opts = func(o *notify.Options) { o.Interval = time.Minute } })
 		n := f.create("chat:R1", "Build auth").Number
 		f.iterate(n, 10, domain.VerdictContinue, true)
 		if got := f.flush(); got != 1 {
