@@ -279,6 +279,10 @@ type RoomClaim struct {
 	// Categories, when set, claim the room only if it has a due
 	// notification of one of them (terminal ones go out at once).
 	Categories []string
+	// SkipPlatforms are platforms (the room's prefix, RoomPlatform) whose
+	// rooms are not claimed: the sender cannot send to them now, as when
+	// a platform's rate limit holds every room.
+	SkipPlatforms []string
 	// Limit is the most rows one claim takes: RoomClaimRows when 0.
 	Limit int
 }

@@ -247,12 +247,14 @@ RETURNING ` + notificationCols
 
 	// sqlPickRooms lists rooms with a ready notification, the one whose
 	// oldest ready notification is oldest first: $1 now, $2 a room or ''
-	// for any, $3 categories or empty for any.
+	// for any, $3 categories or empty for any, $4 platforms whose rooms
+	// are skipped.
 	sqlPickRooms = `
 SELECT n.room FROM notifications n
 WHERE ` + notificationReady + `
   AND ($2 = '' OR n.room = $2)
   AND (cardinality($3::text[]) = 0 OR n.category = ANY($3::text[]))
+  AND split_part(n.room, ':', 1) <> ALL($4::text[])
   AND NOT ` + roomHeld + `
 GROUP BY n.room
 ORDER BY min(n.created_at) NULLS FIRST, min(n.id)

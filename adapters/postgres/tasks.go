@@ -645,8 +645,8 @@ func (t *txn) Enqueue(_ context.Context, n domain.Notification) error {
 	return nil
 }
 
-func (t *txn) ReadyRooms(ctx context.Context, now time.Time, room string, categories []string) ([]string, error) {
-	rows, err := t.query(ctx, sqlPickRooms, timeArg(now), room, append([]string{}, categories...))
+func (t *txn) ReadyRooms(ctx context.Context, now time.Time, room string, categories, skip []string) ([]string, error) {
+	rows, err := t.query(ctx, sqlPickRooms, timeArg(now), room, append([]string{}, categories...), append([]string{}, skip...))
 	if err != nil {
 		return nil, err
 	}

@@ -131,13 +131,15 @@ RETURNING ` + notificationCols
 
 	// sqlPickRoom is the room with a ready notification whose oldest ready
 	// notification is oldest: ?1 now, ?2 a room or '' for any, ?3 a JSON
-	// array of categories, empty for any. A room where a sender holds a
-	// live claim is left to it: one sender per room at a time.
+	// array of categories, empty for any, ?4 one of platforms whose rooms
+	// are skipped. A room where a sender holds a live claim is left to it:
+	// one sender per room at a time.
 	sqlPickRoom = `
 SELECT n.room FROM notifications n
 WHERE ` + notificationReady + `
   AND (?2 = '' OR n.room = ?2)
   AND (?3 = '[]' OR n.category IN (SELECT value FROM json_each(?3)))
+  AND (?4 = '[]' OR substr(n.room, 1, instr(n.room || ':', ':') - 1) NOT IN (SELECT value FROM json_each(?4)))
   AND NOT EXISTS (SELECT 1 FROM notifications h
                   WHERE h.room = n.room AND h.claimed_by <> '' AND h.claim_expires_at > ?1)
 GROUP BY n.room

@@ -110,8 +110,8 @@ func (t dialectTx) Enqueue(ctx context.Context, n domain.Notification) error {
 	return err
 }
 
-func (t dialectTx) ReadyRooms(ctx context.Context, now time.Time, room string, categories []string) ([]string, error) {
-	rows, err := t.tx.QueryContext(ctx, sqlPickRoom, timeArg(now), room, jsonList(categories))
+func (t dialectTx) ReadyRooms(ctx context.Context, now time.Time, room string, categories, skip []string) ([]string, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlPickRoom, timeArg(now), room, jsonList(categories), jsonList(skip))
 	if err != nil {
 		return nil, err
 	}

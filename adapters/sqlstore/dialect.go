@@ -64,8 +64,9 @@ type Tx interface {
 
 	// ReadyRooms lists rooms with a due notification that no sender
 	// holds, the one waiting longest first: only room when it is set, only
-	// rooms with one of categories when they are set.
-	ReadyRooms(ctx context.Context, now time.Time, room string, categories []string) ([]string, error)
+	// rooms with one of categories when they are set, and no room of the
+	// platforms of skip.
+	ReadyRooms(ctx context.Context, now time.Time, room string, categories, skip []string) ([]string, error)
 	// ClaimRoom claims the due notifications of room that ClaimRoomIDs
 	// picks, with limit, for owner until until, unless another sender holds
 	// the room or is claiming it at this moment (then it claims nothing

@@ -67,7 +67,7 @@ func (c Core) ClaimRoom(ctx context.Context, rc domain.RoomClaim) (string, []dom
 		if limit <= 0 {
 			limit = domain.RoomClaimRows
 		}
-		rooms, err := tx.ReadyRooms(ctx, now, rc.Room, rc.Categories)
+		rooms, err := tx.ReadyRooms(ctx, now, rc.Room, rc.Categories, rc.SkipPlatforms)
 		if err != nil {
 			return err
 		}

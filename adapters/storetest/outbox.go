@@ -217,6 +217,30 @@ func testOutboxGiveBack(t *testing.T, s domain.Store) {
 	}
 }
 
+// testOutboxSkipPlatforms: a claim that skips a platform passes over its
+// rooms, however long they have waited, to the next platform's; a room
+// named like a platform's prefix without its colon is not taken for it.
+func testOutboxSkipPlatforms(t *testing.T, s domain.Store) {
+	enqueue(t, s, "slack:C1", domain.NotifyProgress, t0)
+	enqueue(t, s, "slack:C2:1.5", domain.NotifyProgress, at(time.Second))
+	enqueue(t, s, "slackish:C3", domain.NotifyProgress, at(2*time.Second))
+	d := enqueue(t, s, "discord:4", domain.NotifyProgress, at(3*time.Second))
+	c := domain.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute, SkipPlatforms: []string{"slack"}}
+	if room, _ := claimRoom(t, s, c); room != "slackish:C3" {
+		t.Fatalf("first claim skipping slack = %s, want slackish:C3", room)
+	}
+	if room, ids := claimRoom(t, s, c); room != "discord:4" || !slices.Equal(ids, []int64{d.ID}) {
+		t.Fatalf("second claim = %s %v, want discord:4", room, ids)
+	}
+	if room, ids := claimRoom(t, s, c); room != "" {
+		t.Fatalf("third claim = %s %v, want none: only slack's rooms are left", room, ids)
+	}
+	c.SkipPlatforms = nil
+	if room, _ := claimRoom(t, s, c); room != "slack:C1" {
+		t.Fatalf("claim skipping nothing = %s, want slack:C1", room)
+	}
+}
+
 func testOutboxCategories(t *testing.T, s domain.Store) {
 	enqueue(t, s, "room-a", domain.NotifyProgress, t0)
 	b1 := enqueue(t, s, "room-b", domain.NotifyProgress, at(time.Second))

@@ -116,6 +116,7 @@ func Run(t *testing.T, stores Stores) {
 		{"OutboxClaimExpiry", testOutboxClaimExpiry},
 		{"OutboxRelease", testOutboxRelease},
 		{"OutboxGiveBack", testOutboxGiveBack},
+		{"OutboxSkipPlatforms", testOutboxSkipPlatforms},
 		{"OutboxCategories", testOutboxCategories},
 		{"OutboxClaimLimit", testOutboxClaimLimit},
 		{"OutboxRoom", testOutboxRoom},

@@ -225,6 +225,32 @@ func (s *Service) pacer(room string) *pacer {
 	return p
 }
 
+// saturated lists the platforms whose pacers hold every room beyond
+// MaxPaceWait: a flush claims none of their rooms, and its loop wakes
+// when the first of them has room again.
+func (s *Service) saturated() []string {
+	now := s.clk.Now()
+	s.pacersMu.Lock()
+	var names []string
+	var until time.Time
+	for name, p := range s.pacers {
+		if p == nil {
+			continue
+		}
+		if at, full := p.saturated(now); full {
+			names = append(names, name)
+			if until.IsZero() || at.Before(until) {
+				until = at
+			}
+		}
+	}
+	s.pacersMu.Unlock()
+	if len(names) > 0 {
+		s.holdUntil(until, false)
+	}
+	return names
+}
+
 // pace asks the pacer of room's platform whether a request to room (a
 // post, or an edit when post is false) may go soon, and returns a
 // *heldBack when the room must be sent later. It is asked before a send

@@ -270,3 +270,52 @@ func TestStopSendsWhatPeopleWaitFor(t *testing.T) {
 		}
 	})
 }
+
+// givingBack counts the rows given back to the outbox.
+type givingBack struct {
+	domain.Store
+	mu   sync.Mutex
+	rows int
+}
+
+func (g *givingBack) GiveBack(ctx context.Context, owner string, ids []int64, due time.Time) error {
+	g.mu.Lock()
+	g.rows += len(ids)
+	g.mu.Unlock()
+	return g.Store.GiveBack(ctx, owner, ids, due)
+}
+
+// TestSaturatedPlatformIsSkipped: once a platform's global window holds
+// every room, a flush claims none of its rooms — it does not claim and
+// give back each — and goes on to another platform's.
+func TestSaturatedPlatformIsSkipped(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := &givingBack{Store: open(t)}
+		clk := clock.NewFake(t0)
+		busy := &limitedRoom{room: &room{name: "chat"}, clk: clk, lim: plugin.Limits{Global: plugin.Window{N: 2, Span: 10 * time.Second}}}
+		other := &room{name: "other"}
+		f := newFixture(t, st, "a", func(s *setup) {
+			s.clk = clk
+			s.platforms = func(*plugin.Runtime) []plugin.Platform { return []plugin.Platform{busy, other} }
+			s.opts = func(o *notify.Options) { o.Senders = 1 }
+		})
+		for i, r := range []string{"chat:1", "chat:2", "chat:3", "chat:4", "chat:5", "other:1", "other:2"} {
+			if _, err := st.Enqueue(f.ctx, domain.Notification{Room: r, Category: domain.NotifyMessage,
+				Payload: []byte(`{"kind":"post","text":"hello"}`), CreatedAt: t0.Add(time.Duration(i-10) * time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := f.flush(); got != 4 {
+			t.Fatalf("the flush delivered %d rooms, want chat's 2 and other's 2 (chat %q, other %q, %d given back)", got, busy.messages(), other.messages(), st.rows)
+		}
+		if len(busy.messages()) != 2 || len(other.messages()) != 2 {
+			t.Errorf("chat got %q, other got %q", busy.messages(), other.messages())
+		}
+		if st.rows != 0 {
+			t.Errorf("%d rows were claimed and given back; the saturated platform's rooms should not be claimed", st.rows)
+		}
+		if n, _ := st.Pending(f.ctx); n != 3 {
+			t.Errorf("%d rows pending, want chat's last 3", n)
+		}
+	})
+}

@@ -347,6 +347,7 @@ func (s *Service) flush(ctx context.Context, categories []string, halt <-chan st
 		busy := inflight.Load() > 0 // read before the claim: see below
 		room, rows, err := s.store.ClaimRoom(ctx, domain.RoomClaim{
 			Owner: s.opts.Owner, Now: s.now(), Lease: s.opts.Lease, Categories: categories,
+			SkipPlatforms: s.saturated(),
 		})
 		if err != nil {
 			<-slots

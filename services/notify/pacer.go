@@ -131,6 +131,15 @@ func (p *pacer) book(room string, now time.Time, post bool) (time.Time, bool) {
 	return at, true
 }
 
+// saturated reports whether no request could go within maxWait of now —
+// the global window or a global pause holds every room — and until when.
+func (p *pacer) saturated(now time.Time) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, at := p.freeLocked("", now, false)
+	return at, at.Sub(now) > p.maxWait
+}
+
 // freeLocked is when the room's window and the global one have room for
 // a request at or after now, pauses included.
 func (p *pacer) freeLocked(room string, now time.Time, post bool) (roomAt, globalAt time.Time) {
