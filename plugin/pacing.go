@@ -14,6 +14,10 @@ type Limits struct {
 	// Room bounds the messages posted in one room (Discord: 5 in 5 s per
 	// channel; Slack: about 1 a second per channel).
 	Room Window
+	// Bucket names what a room's messages count in for Room: the
+	// platform's channel (a Discord thread is a channel of its own; a
+	// Slack thread counts with its channel). Nil counts each room apart.
+	Bucket func(room string) string
 }
 
 // Window is "at most N in any span of Span".

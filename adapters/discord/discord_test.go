@@ -399,6 +399,22 @@ func TestGlobalRateLimitIsMarkedGlobal(t *testing.T) {
 	}
 }
 
+// TestLimitsCountEachChannel: Discord's per-channel limit counts a
+// thread's messages in the thread, a channel of its own.
+func TestLimitsCountEachChannel(t *testing.T) {
+	t.Parallel()
+	b := start(t, newFake(t))
+	lim := b.ad.Limits()
+	for room, want := range map[string]string{"discord:1": "1", "discord:1:2": "2"} {
+		if got := lim.Bucket(room); got != want {
+			t.Errorf("Bucket(%s) = %s, want %s", room, got, want)
+		}
+	}
+	if lim.Global.N > 50 || lim.Room.N > 5 || lim.Room.Span < 5*time.Second {
+		t.Errorf("limits %+v exceed Discord's published 50/s and 5 per 5 s", lim)
+	}
+}
+
 // roundTripFunc lets a test watch the adapter's requests.
 type roundTripFunc func(*http.Request) (*http.Response, error)
 

@@ -13,6 +13,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/taskloom/taskloom/actions"
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/render"
 	"github.com/taskloom/taskloom/plugin"
@@ -88,6 +89,7 @@ func (a *Adapter) Limits() plugin.Limits {
 	return plugin.Limits{
 		Global: plugin.Window{N: 20, Span: 4 * time.Second},
 		Room:   plugin.Window{N: 3, Span: 3300 * time.Millisecond},
+		Bucket: domain.RoomScope,
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -22,8 +21,8 @@ const DefaultMaxPaceWait = 2 * time.Second
 // for seconds by one busy room). A request that must wait for the global
 // window waits, when that is within maxWait, and is given back otherwise.
 //
-// A room's window is its channel's (domain.RoomScope): Slack counts a
-// thread's messages with its channel's.
+// A room's window is its bucket's (plugin.Limits.Bucket): the channel
+// the platform counts its messages in.
 //
 // It paces one process: replicas sharing a bot token share its limits
 // too, and fall back on the pauses their 429s ask for.
@@ -87,6 +86,14 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
+// bucket is the window room's messages count in.
+func (p *pacer) bucket(room string) string {
+	if p.lim.Bucket == nil {
+		return room
+	}
+	return p.lim.Bucket(room)
+}
+
 // admit reports whether a request to room may go within maxWait of now,
 // booking nothing; when it may not, it returns when to try again. A post
 // counts in the room's window; an edit (post false) only in the global
@@ -94,7 +101,7 @@ func later(a, b time.Time) time.Time {
 func (p *pacer) admit(room string, now time.Time, post bool) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	roomAt, at := p.freeLocked(domain.RoomScope(room), now, post)
+	roomAt, at := p.freeLocked(p.bucket(room), now, post)
 	switch {
 	case roomAt.After(now):
 		return roomAt, false
@@ -111,7 +118,7 @@ func (p *pacer) admit(room string, now time.Time, post bool) (time.Time, bool) {
 // admit (another thread of the same channel), it books nothing and
 // returns when the room has room, with ok false.
 func (p *pacer) book(room string, now time.Time, post bool) (time.Time, bool) {
-	room = domain.RoomScope(room)
+	room = p.bucket(room)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	roomAt, at := p.freeLocked(room, now, post)
@@ -153,7 +160,7 @@ func (p *pacer) freeLocked(room string, now time.Time, post bool) (roomAt, globa
 // pause holds requests to room, or to every room when global, until
 // until: what a 429's Retry-After asks.
 func (p *pacer) pause(room string, until time.Time, global bool) {
-	room = domain.RoomScope(room)
+	room = p.bucket(room)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if global {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/plugin"
 )
 
@@ -27,6 +28,7 @@ func TestPacerKeepsToBothWindows(t *testing.T) {
 	p := newPacer(plugin.Limits{
 		Global: plugin.Window{N: 3, Span: time.Second},
 		Room:   plugin.Window{N: 2, Span: 5 * time.Second},
+		Bucket: domain.RoomScope,
 	}, 2*time.Second)
 	steps := []struct {
 		room   string
@@ -46,7 +48,7 @@ func TestPacerKeepsToBothWindows(t *testing.T) {
 		{"discord:f", true, 100 * time.Millisecond, 2 * time.Second, true},
 		{"discord:g", true, 100 * time.Millisecond, 2 * time.Second, true},
 		{"discord:h", true, 100 * time.Millisecond, 3 * time.Second, false}, // beyond maxWait: given back
-		{"discord:a:thread", true, 5 * time.Second, 5 * time.Second, true},  // a thread counts with its channel
+		{"discord:a:thread", true, 5 * time.Second, 5 * time.Second, true},  // a thread counts with its channel (Bucket)
 	}
 	for i, s := range steps {
 		at, ok := reserve(p, s.room, p0.Add(s.now), s.post)
@@ -59,7 +61,7 @@ func TestPacerKeepsToBothWindows(t *testing.T) {
 // TestPacerPauses: a room's 429 holds that room only; a global one holds
 // every room; both end at their time.
 func TestPacerPauses(t *testing.T) {
-	p := newPacer(plugin.Limits{Global: plugin.Window{N: 100, Span: time.Second}}, 2*time.Second)
+	p := newPacer(plugin.Limits{Global: plugin.Window{N: 100, Span: time.Second}, Bucket: domain.RoomScope}, 2*time.Second)
 	p.pause("slack:C1:1.5", p0.Add(10*time.Second), false)
 	if at, ok := reserve(p, "slack:C1", p0, true); ok || at != p0.Add(10*time.Second) {
 		t.Errorf("a paused room: %s, %v", at.Sub(p0), ok)
@@ -95,7 +97,7 @@ func TestPacerForgetsIdleRooms(t *testing.T) {
 // once share the channel's window; the second to book is put off rather
 // than sent beyond it.
 func TestPacerBookChecksTheRoomAgain(t *testing.T) {
-	p := newPacer(plugin.Limits{Room: plugin.Window{N: 1, Span: time.Second}}, 2*time.Second)
+	p := newPacer(plugin.Limits{Room: plugin.Window{N: 1, Span: time.Second}, Bucket: domain.RoomScope}, 2*time.Second)
 	for _, room := range []string{"slack:C1:1.1", "slack:C1:2.2"} {
 		if _, ok := p.admit(room, p0, true); !ok {
 			t.Fatalf("%s not admitted", room)
