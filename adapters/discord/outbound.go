@@ -72,11 +72,13 @@ func (a *Adapter) SendOnce(ctx context.Context, room string, m plugin.Outgoing, 
 
 // Limits implements plugin.Limited with Discord's published limits, kept
 // to with a margin for the clocks of both ends: 50 requests a second per
-// bot, paced at 45; 5 messages in 5 s per channel — a thread is a channel
-// of its own — paced over 5.5 s.
+// bot, paced at 9 in any 200 ms (45 a second, in bursts small enough that
+// requests made late by a busy machine do not crowd into the next
+// second); 5 messages in 5 s per channel — a thread is a channel of its
+// own — paced over 5.5 s.
 func (a *Adapter) Limits() plugin.Limits {
 	return plugin.Limits{
-		Global: plugin.Window{N: 45, Span: time.Second},
+		Global: plugin.Window{N: 9, Span: 200 * time.Millisecond},
 		Room:   plugin.Window{N: 5, Span: 5500 * time.Millisecond},
 		Bucket: func(room string) string {
 			if channel, err := channelOf(room); err == nil {
