@@ -915,7 +915,7 @@ func TestEnforceLimits(t *testing.T) {
 	if resp.StatusCode != 429 || resp.Header.Get("X-RateLimit-Global") != "true" || resp.Header.Get("X-RateLimit-Scope") != "global" {
 		t.Fatalf("ninth request in a second: %d %v", resp.StatusCode, resp.Header)
 	}
-	if got := srv.Throttled(); got != 2 {
-		t.Errorf("Throttled = %d, want 2", got)
+	if all, global := srv.Throttled(); all != 2 || global != 1 {
+		t.Errorf("Throttled = %d, %d global; want 2, 1 global", all, global)
 	}
 }

@@ -29,6 +29,7 @@ type limiter struct {
 	recent    []time.Time // the bot's requests in the last second, oldest first
 	buckets   map[string]*bucket
 	throttled int
+	global    int // of throttled, the global ones
 }
 
 // bucket is one channel's message bucket.
@@ -49,17 +50,18 @@ func (s *Server) EnforceLimits(l Limits) {
 	s.limits = &limiter{lim: l, buckets: map[string]*bucket{}}
 }
 
-// Throttled is how many requests the enforced limits answered with 429.
-func (s *Server) Throttled() int {
+// Throttled is how many requests the enforced limits answered with 429,
+// and how many of those were global.
+func (s *Server) Throttled() (all, global int) {
 	s.mu.Lock()
 	lm := s.limits
 	s.mu.Unlock()
 	if lm == nil {
-		return 0
+		return 0, 0
 	}
 	lm.mu.Lock()
 	defer lm.mu.Unlock()
-	return lm.throttled
+	return lm.throttled, lm.global
 }
 
 // admit counts c against the limits: nil when it may go (with the
@@ -78,6 +80,7 @@ func (lm *limiter) admit(c *Call, now time.Time) (*fault, *bucketState) {
 	lm.recent = lm.recent[i:]
 	if lm.lim.Global > 0 && len(lm.recent) >= lm.lim.Global {
 		lm.throttled++
+		lm.global++
 		return &fault{status: http.StatusTooManyRequests, retryAfter: lm.recent[0].Add(time.Second).Sub(now), global: true}, nil
 	}
 	var state *bucketState
