@@ -255,8 +255,8 @@ func (s *Service) saturated() []string {
 // post, or an edit when post is false) may go soon, and returns a
 // *heldBack when the room must be sent later. It is asked before a send
 // is begun (BeginSend), so that a send held back is not taken for one
-// that may have reached the platform; the request's time is booked, and
-// waited for, right before it is made (guarded).
+// that may have reached the platform; the request is booked when it is
+// made (turn, from guarded).
 func (s *Service) pace(room string, post bool) error {
 	p := s.pacer(room)
 	if p == nil {
@@ -268,22 +268,26 @@ func (s *Service) pace(room string, post bool) error {
 	return nil
 }
 
-// turn books a request to room with its platform's pacer and waits for
-// its time.
+// turn waits, on the clock, until the pacer of room's platform takes a
+// request to room, and books it then.
 func (s *Service) turn(ctx context.Context, room string, post bool) error {
 	p := s.pacer(room)
 	if p == nil {
 		return nil
 	}
-	now := s.clk.Now()
-	at, ok := p.book(room, now, post)
-	if !ok {
-		return &heldBack{room: room, until: at}
+	for {
+		now := s.clk.Now()
+		retry, ok, roomFull := p.take(room, now, post)
+		switch {
+		case ok:
+			return nil
+		case roomFull:
+			return &heldBack{room: room, until: retry}
+		}
+		if err := clock.Sleep(ctx, s.clk, retry.Sub(now)); err != nil {
+			return err
+		}
 	}
-	if wait := at.Sub(now); wait > 0 {
-		return clock.Sleep(ctx, s.clk, wait)
-	}
-	return nil
 }
 
 // renew extends the claim on ids every Lease/3 until done, and cancels

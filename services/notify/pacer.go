@@ -59,7 +59,7 @@ func (w *window) free(lim plugin.Window, now time.Time) time.Time {
 }
 
 // book records a request at at, which is never before the one booked
-// before it.
+// before it (take books at the clock's now).
 func (w *window) book(lim plugin.Window, at time.Time) {
 	switch {
 	case lim.N <= 0:
@@ -111,31 +111,35 @@ func (p *pacer) admit(room string, now time.Time, post bool) (time.Time, bool) {
 	return at, true
 }
 
-// book books a request to room at the earliest time the global window
-// allows and returns it: the time the request goes, which the caller
-// waits for. It is called right before the request, so that the time
-// booked is the time sent. When the room's own window has filled since
-// admit (another thread of the same channel), it books nothing and
-// returns when the room has room, with ok false.
-func (p *pacer) book(room string, now time.Time, post bool) (time.Time, bool) {
+// take books a request to room at now, when both its windows have room
+// now. Otherwise it books nothing and returns when to try again, and
+// whether it is the room's own window (or pause) that is full — filled
+// since admit by another thread of the same channel. A request is booked
+// only at the moment it is made, never ahead: requests that a busy
+// machine wakes late then count when they go, and cannot crowd into a
+// window they were not booked in.
+func (p *pacer) take(room string, now time.Time, post bool) (retry time.Time, ok, roomFull bool) {
 	room = p.bucket(room)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	roomAt, at := p.freeLocked(room, now, post)
-	if roomAt.After(now) {
-		return roomAt, false
+	switch {
+	case roomAt.After(now):
+		return roomAt, false, true
+	case at.After(now):
+		return at, false, false
 	}
-	p.global.book(p.lim.Global, at)
+	p.global.book(p.lim.Global, now)
 	if p.lim.Room.N > 0 && post {
 		rw := p.rooms[room]
 		if rw == nil {
 			rw = &window{}
 			p.rooms[room] = rw
 		}
-		rw.book(p.lim.Room, at)
+		rw.book(p.lim.Room, now)
 	}
 	p.sweep(now)
-	return at, true
+	return now, true, false
 }
 
 // saturated reports whether no request could go within maxWait of now —

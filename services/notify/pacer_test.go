@@ -12,12 +12,23 @@ import (
 var p0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 
 // reserve asks p as the service does: whether the request may go soon
-// (before the send is begun), then books it (right before it is made).
+// (before the send is begun), then, right before it is made, takes its
+// turn, trying again at the time take names until it goes. It returns
+// when the request went.
 func reserve(p *pacer, room string, now time.Time, post bool) (time.Time, bool) {
 	if at, ok := p.admit(room, now, post); !ok {
 		return at, false
 	}
-	return p.book(room, now, post)
+	for {
+		retry, ok, roomFull := p.take(room, now, post)
+		switch {
+		case ok:
+			return now, true
+		case roomFull:
+			return retry, false
+		}
+		now = retry
+	}
 }
 
 // TestPacerKeepsToBothWindows: requests go at once up to the global
@@ -103,10 +114,36 @@ func TestPacerBookChecksTheRoomAgain(t *testing.T) {
 			t.Fatalf("%s not admitted", room)
 		}
 	}
-	if at, ok := p.book("slack:C1:1.1", p0, true); !ok || !at.Equal(p0) {
-		t.Fatalf("first booking: %s, %v", at.Sub(p0), ok)
+	if _, ok, _ := p.take("slack:C1:1.1", p0, true); !ok {
+		t.Fatal("first take refused")
 	}
-	if at, ok := p.book("slack:C1:2.2", p0, true); ok || !at.Equal(p0.Add(time.Second)) {
-		t.Fatalf("second booking in the channel: %s, %v; want put off 1 s", at.Sub(p0), ok)
+	if at, ok, roomFull := p.take("slack:C1:2.2", p0, true); ok || !roomFull || !at.Equal(p0.Add(time.Second)) {
+		t.Fatalf("second take in the channel: %s, %v, room full %v; want put off 1 s for the room", at.Sub(p0), ok, roomFull)
+	}
+}
+
+// TestPacerCountsLateRequestsWhenTheyGo: a sender that a busy machine
+// wakes late counts in the window when its request goes, not when it was
+// due, so late requests cannot crowd the next window beyond its N.
+func TestPacerCountsLateRequestsWhenTheyGo(t *testing.T) {
+	p := newPacer(plugin.Limits{Global: plugin.Window{N: 2, Span: time.Second}}, 2*time.Second)
+	at := func(d time.Duration) time.Time { return p0.Add(d) }
+	for range 2 {
+		if _, ok, _ := p.take("discord:1", p0, true); !ok {
+			t.Fatal("a take within the window was refused")
+		}
+	}
+	if retry, ok, _ := p.take("discord:1", p0, true); ok || !retry.Equal(at(time.Second)) {
+		t.Fatalf("third take at 0: %v, %s; want to try again at 1 s", ok, retry.Sub(p0))
+	}
+	// Woken at 1.5 s instead of 1 s: it goes, and so does one more at
+	// 1.6 s; a third in that span must wait until the first of them ages.
+	for _, d := range []time.Duration{1500 * time.Millisecond, 1600 * time.Millisecond} {
+		if _, ok, _ := p.take("discord:1", at(d), true); !ok {
+			t.Fatalf("take at %s refused", d)
+		}
+	}
+	if retry, ok, _ := p.take("discord:1", at(1700*time.Millisecond), true); ok || !retry.Equal(at(2500*time.Millisecond)) {
+		t.Fatalf("take at 1.7 s: %v, %s; want to try again at 2.5 s", ok, retry.Sub(p0))
 	}
 }
