@@ -148,6 +148,9 @@ type Service struct {
 	log   *slog.Logger
 	it    *Iterator
 	model *breaker
+	// files keeps the task's files as this service's last commit of
+	// each task left them, for the task's next iteration.
+	files listings
 
 	wake chan struct{}
 
@@ -414,7 +417,8 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 		budget = min(budget, leaseLeft)
 	}
 	iterCtx, cancel := clock.WithTimeout(ctx, s.clk, budget)
-	o, runErr := s.it.Run(iterCtx, task)
+	files := s.files.view(s.store, task)
+	o, runErr := s.it.run(iterCtx, task, files)
 	cancel()
 	if ctx.Err() != nil {
 		// Shutting down mid-iteration: give the task back untouched.
@@ -435,7 +439,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 		s.log.Info("the model answers again: tasks are no longer on hold", "was", lifted)
 	}
 	s.opts.Metrics.ModelUp(true)
-	return true, s.commit(wctx, task, o, w)
+	return true, s.commit(wctx, task, o, w, files)
 }
 
 // release gives task, claimed and not run or not finished, back
@@ -631,8 +635,11 @@ func (s *Service) announceHold(ctx context.Context, reason string, err error) {
 // commit applies an outcome, or records its rejection when the lease was
 // lost meanwhile. With w, unless the service is stopping or the model's
 // breaker keeps it from claiming, the same transaction claims w's next
-// task (domain.NextClaimer).
-func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outcome, w *Worker) error {
+// task (domain.NextClaimer). files, the iteration's view of the task's
+// files, is kept for the task's next iteration when the commit goes
+// through.
+func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outcome, w *Worker, files *domain.FileView) error {
+	s.files.forget(claimed.Number)
 	apply := func(t domain.Task) (domain.Mutation, error) {
 		if o.Approved {
 			return domain.ToolRan(t, o)
@@ -713,6 +720,7 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 		}
 		return err
 	}
+	s.files.committed(after, files, o.Now)
 	s.opts.Metrics.Iteration(outcome(after.Status))
 	s.afterChange(ctx, after)
 	return nil
