@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -408,7 +409,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 			}
 			return false, fmt.Errorf("claim: %w", err)
 		}
-		s.emit(ctx, plugin.TaskChanged, task)
+		s.emitQuiet(ctx, task) // a claim enqueues no notification
 	}
 	budget := max(s.opts.Lease-leaseMargin, s.opts.Lease/2)
 	if leaseLeft > 0 {
@@ -654,6 +655,15 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 			ahead = &domain.Claim{Owner: w.owner, Now: now, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock}
 		}
 	}
+	// urgent is whether the change written enqueues a notification to
+	// send at once (the last try's, the one that committed).
+	urgent := false
+	notified := s.notifying(apply)
+	write := func(t domain.Task) (domain.Mutation, error) {
+		m, err := notified(t)
+		urgent = slices.ContainsFunc(m.Notifications, domain.Notification.Urgent)
+		return m, err
+	}
 	var after, next domain.Task
 	var claimErr error
 	tries := 0
@@ -661,10 +671,10 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 		tries++
 		var err error
 		if ahead == nil {
-			after, err = s.mutate(ctx, claimed.Number, apply)
+			after, err = s.store.UpdateTask(ctx, claimed.Number, write)
 			return err
 		}
-		after, next, err = nc.UpdateTaskAndClaim(ctx, claimed.Number, s.notifying(apply), *ahead)
+		after, next, err = nc.UpdateTaskAndClaim(ctx, claimed.Number, write, *ahead)
 		if err != nil && after.Number != 0 {
 			// The commit went through; the claim that followed it on
 			// its own did not.
@@ -685,7 +695,7 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 	}
 	if next.Number != 0 {
 		w.next = next
-		defer s.emit(ctx, plugin.TaskChanged, next)
+		defer s.emitQuiet(ctx, next)
 	}
 	if tries > 1 && errors.Is(err, domain.ErrStaleFence) {
 		// The store may have taken an earlier try whose answer was lost
@@ -693,7 +703,7 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 		if s.landed(ctx, claimed, o) {
 			if t, gerr := s.store.GetTask(ctx, claimed.Number); gerr == nil {
 				s.opts.Metrics.Iteration(outcome(t.Status))
-				s.afterChange(ctx, t)
+				s.afterChange(ctx, t, false)
 			}
 			return nil
 		}
@@ -722,7 +732,7 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 	}
 	s.files.committed(after, files, o.Now)
 	s.opts.Metrics.Iteration(outcome(after.Status))
-	s.afterChange(ctx, after)
+	s.afterChange(ctx, after, !urgent)
 	return nil
 }
 
@@ -759,7 +769,7 @@ func (s *Service) commitFailed(claimed domain.Task, o domain.Outcome, reason err
 	}
 	s.log.Error("an iteration's result could not be recorded", "task", claimed.Number, "iteration", claimed.Iteration+1,
 		"failures", failures, "task_failed", t.Status.Terminal(), "err", reason)
-	s.afterChange(ctx, t)
+	s.afterChange(ctx, t, false)
 	return nil
 }
 
@@ -877,7 +887,9 @@ func (s *Service) isStopping() bool {
 // afterChange tells subscribers and wakes workers for a task back in the
 // queue. A task that ended may have resumed its parent in the same
 // transaction (see adapters/sqlstore): subscribers hear of the parent too.
-func (s *Service) afterChange(ctx context.Context, t domain.Task) {
+// quiet says the change enqueued no notification to send at once
+// (plugin.Event.Quiet).
+func (s *Service) afterChange(ctx context.Context, t domain.Task, quiet bool) {
 	switch {
 	case t.Status.Terminal():
 		s.emit(ctx, plugin.TaskEnded, t)
@@ -889,6 +901,11 @@ func (s *Service) afterChange(ctx context.Context, t domain.Task) {
 				}
 			}
 		}
+	case quiet:
+		s.emitQuiet(ctx, t)
+		if t.Status == domain.StatusQueued {
+			s.Wake()
+		}
 	default:
 		s.emit(ctx, plugin.TaskChanged, t)
 		if t.Status == domain.StatusQueued {
@@ -899,4 +916,10 @@ func (s *Service) afterChange(ctx context.Context, t domain.Task) {
 
 func (s *Service) emit(ctx context.Context, typ plugin.EventType, t domain.Task) {
 	s.rt.Emit(ctx, plugin.Event{Type: typ, Task: &t})
+}
+
+// emitQuiet tells subscribers of t, changed by a change that enqueued no
+// notification to send at once (plugin.Event.Quiet).
+func (s *Service) emitQuiet(ctx context.Context, t domain.Task) {
+	s.rt.Emit(ctx, plugin.Event{Type: plugin.TaskChanged, Task: &t, Quiet: true})
 }
