@@ -550,7 +550,11 @@ const sqlBeginClaim = "begin isolation level repeatable read"
 // than reading every entry of the index into a bitmap and sorting the
 // rows, which the planner picks when it expects few active tasks — and
 // then each claim visits every dead entry left by the commits since the
-// last vacuum (docs/PERFORMANCE.md, "Through the binary").
+// last vacuum (docs/PERFORMANCE.md, "Through the binary"). It lasts the
+// claim's transaction, whose other statements are an iteration's writes,
+// found by key; the statements first planned there keep that plan on the
+// connection (plan_cache_mode is force_generic_plan), which for them is
+// the one they would have anyway.
 const sqlClaimPlan = "set local enable_bitmapscan = off"
 
 // UpdateTask holds the write of row back, to send it with its step and
