@@ -8,7 +8,8 @@ import (
 )
 
 // maxListedFiles bounds the files the listings of one service keep, in
-// all: past it they are dropped and listed again from the store.
+// all, each listing counting one more for itself: past it they are
+// dropped and listed again from the store.
 const maxListedFiles = 100_000
 
 // listings keeps, for each task this service committed an iteration of,
@@ -29,7 +30,7 @@ const maxListedFiles = 100_000
 type listings struct {
 	mu    sync.Mutex
 	tasks map[int64]listing
-	files int // files in tasks, all listings together
+	files int // files in tasks, all listings together, plus one a listing
 }
 
 // listing is a task's files after a commit of this service.
@@ -63,16 +64,15 @@ func (l *listings) committed(after domain.Task, files *domain.FileView, now time
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.files -= len(l.tasks[after.Number].files)
-	delete(l.tasks, after.Number)
+	l.drop(after.Number)
 	if !ok {
 		return
 	}
-	if l.tasks == nil || l.files+len(listed) > maxListedFiles {
+	if l.tasks == nil || l.files+len(listed)+1 > maxListedFiles {
 		l.tasks, l.files = map[int64]listing{}, 0
 	}
 	l.tasks[after.Number] = listing{seq: after.EventSeq, files: listed}
-	l.files += len(listed)
+	l.files += len(listed) + 1
 }
 
 // forget drops the listing of task number: its commit was not seen to go
@@ -80,6 +80,13 @@ func (l *listings) committed(after domain.Task, files *domain.FileView, now time
 func (l *listings) forget(number int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.files -= len(l.tasks[number].files)
-	delete(l.tasks, number)
+	l.drop(number)
+}
+
+// drop removes the listing of task number, if there is one; l.mu is held.
+func (l *listings) drop(number int64) {
+	if e, ok := l.tasks[number]; ok {
+		l.files -= len(e.files) + 1
+		delete(l.tasks, number)
+	}
 }
