@@ -30,7 +30,11 @@ const ImportedSuffix = ".imported"
 //
 // It is meant for start-up, after the migrations and before the task
 // service runs, but is safe at any time and when run again: a directory
-// renamed is not looked at, and a file the store has is not written. An
+// renamed is not looked at, and a file the store has is not written. (Run
+// while another replica serves the task, the files it imports may stay
+// unseen by that replica's iterations of the task until something else
+// happens to the task: a replica keeps a task's file listing from one of
+// its commits to its next claim, and the import writes no event.) An
 // error (the store could not be reached, a directory not read or renamed)
 // leaves that directory for the next start; the other directories are
 // imported all the same.

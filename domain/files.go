@@ -214,6 +214,45 @@ func NewFileView(st FileReader, task int64) *FileView {
 	return &FileView{store: st, task: task, changes: map[string]pendingChange{}}
 }
 
+// NewListedFileView is NewFileView with the store's files of task
+// already known, by path: a listing taken at the task's last commit and
+// kept since (see FileView.Committed), which spares the iteration the
+// round trip that lists them. The view only reads files; the caller must
+// not change it while the view is in use. It must be the task's files as
+// the store has them now: the caller keeps it only while nothing else can
+// have changed them.
+func NewListedFileView(st FileReader, task int64, files map[string]TaskFile) *FileView {
+	if files == nil {
+		files = map[string]TaskFile{}
+	}
+	return &FileView{store: st, task: task, changes: map[string]pendingChange{}, stored: files, loaded: true}
+}
+
+// Committed returns the task's files, by path, as the store has them
+// once the iteration's changes are committed at now, and whether the view
+// knows them: false when it never listed them (no tool looked at the
+// files and it was not opened with a listing). The map may be the one the
+// view was opened with; it must not be changed.
+func (v *FileView) Committed(now time.Time) (map[string]TaskFile, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.loaded {
+		return nil, false
+	}
+	if len(v.changes) == 0 {
+		return v.stored, true
+	}
+	out := v.current()
+	for p, c := range v.changes {
+		if !c.change.Delete {
+			f := c.file
+			f.UpdatedAt = UTC(now)
+			out[p] = f
+		}
+	}
+	return out, true
+}
+
 // load lists the stored files once. The task is leased to the iteration,
 // and only its commit writes the task's files, so the listing holds for
 // the whole iteration.

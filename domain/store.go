@@ -216,6 +216,13 @@ const (
 	NotifyMessage  = "message"  // a task's post_message or question: sent at once
 )
 
+// Urgent reports whether n is sent at once rather than with the next
+// batch: a task's end, or a message (a post, a question, an approval
+// request).
+func (n Notification) Urgent() bool {
+	return n.Category == NotifyTerminal || n.Category == NotifyMessage
+}
+
 // Notification statuses (docs/security.md).
 const (
 	// NotificationPending is waiting to be delivered, or being delivered.

@@ -337,6 +337,11 @@ type Event struct {
 	Err     error
 	Task    *domain.Task
 	Time    time.Time
+	// Quiet, on a TaskChanged, says the change enqueued no notification
+	// to send at once (domain.Notification.Urgent): a claim, an iteration
+	// that posted nothing. The notification service then does not look
+	// for one.
+	Quiet bool
 }
 
 // EventHandler receives events. It runs synchronously in the emitter's

@@ -77,8 +77,8 @@ func TestIterationStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The claim's statement, in its REPEATABLE READ transaction.
-		if q, trips := rec.take(); len(q) != 3 || q[0] != sqlBeginClaim || q[2] != "commit" || trips != 1 {
-			t.Errorf("claim %d: %d statements in %d round trips, want BEGIN, the claim and COMMIT in 1: %.300q", i+1, len(q), trips, q)
+		if q, trips := rec.take(); len(q) != 4 || q[0] != sqlBeginClaim || q[1] != sqlClaimPlan || q[3] != "commit" || trips != 1 {
+			t.Errorf("claim %d: %d statements in %d round trips, want BEGIN, the plan's setting, the claim and COMMIT in 1: %.300q", i+1, len(q), trips, q)
 		}
 		steps, err := s.RecentSteps(ctx, c.Number, 20)
 		if err != nil || len(steps) != i {
@@ -167,9 +167,9 @@ func TestIterationAheadStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		q, trips := rec.take()
-		if len(q) != 4 || q[0] != sqlBeginClaim || !strings.Contains(q[1], "'claimed'") ||
-			!strings.Contains(q[2], "INSERT INTO task_steps") || q[3] != "commit" || trips != 1 {
-			t.Errorf("iteration %d: %d statements in %d round trips, want BEGIN, the claim, the write and COMMIT in 1: %.400q", i+1, len(q), trips, q)
+		if len(q) != 5 || q[0] != sqlBeginClaim || q[1] != sqlClaimPlan || !strings.Contains(q[2], "'claimed'") ||
+			!strings.Contains(q[3], "INSERT INTO task_steps") || q[4] != "commit" || trips != 1 {
+			t.Errorf("iteration %d: %d statements in %d round trips, want BEGIN, the plan's setting, the claim, the write and COMMIT in 1: %.400q", i+1, len(q), trips, q)
 		}
 		if next.Number == c.Number || next.Number == 0 {
 			t.Fatalf("iteration %d of #%d claimed #%d, want the other task", i+1, c.Number, next.Number)
@@ -219,8 +219,8 @@ func TestFileIterationAheadStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		q, trips := rec.take()
-		if len(q) < 4 || q[0] != sqlBeginClaim || !strings.Contains(q[1], "'claimed'") || q[len(q)-1] != "commit" || trips != 1 {
-			t.Errorf("iteration %d: %d statements in %d round trips, want BEGIN, the claim, the writes and COMMIT in 1: %.600q", i+1, len(q), trips, q)
+		if len(q) < 5 || q[0] != sqlBeginClaim || q[1] != sqlClaimPlan || !strings.Contains(q[2], "'claimed'") || q[len(q)-1] != "commit" || trips != 1 {
+			t.Errorf("iteration %d: %d statements in %d round trips, want BEGIN, the plan's setting, the claim, the writes and COMMIT in 1: %.600q", i+1, len(q), trips, q)
 		}
 		for _, stmt := range q {
 			if strings.Contains(stmt, "FROM task_files") {
@@ -240,4 +240,50 @@ func TestFileIterationAheadStatements(t *testing.T) {
 	if got, err := s.TaskFiles(ctx, c.Number); err != nil || len(got) != 1 {
 		t.Errorf("after the refused write, files of #%d = %v, %v; want notes.md alone", c.Number, got, err)
 	}
+}
+
+// TestClaimWalksTheQueueIndex: in a claim's transaction the claim reads
+// the queue index in its order and stops at the head (an index scan),
+// even where the planner, with no statistics of a table whose few active
+// tasks were just created and committed many times over, would read every
+// entry of the index — live and dead — into a bitmap and sort the rows.
+func TestClaimWalksTheQueueIndex(t *testing.T) {
+	ctx := t.Context()
+	s, _ := tracedStore(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for range 64 {
+		if _, err := s.CreateTask(ctx, domain.NewTask{Goal: "one", Now: now, MaxIterations: 10, MaxStaleIterations: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 { // the commits of 640 iterations, each moving its task to the back of the queue
+		if _, err := s.pool.Exec(ctx, `UPDATE tasks SET last_processed_at = clock_timestamp()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := func(settings ...string) string {
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		for _, q := range settings {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN "+sqlClaimWithEventOnStoreClock, "w", time.Minute, int64(eventFloorSpace))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	if p := plan(sqlClaimPlan); !strings.Contains(p, "Index Scan using tasks_queue") || strings.Contains(p, "Bitmap") {
+		t.Errorf("the claim's plan in its transaction does not walk tasks_queue in order:\n%s", p)
+	}
+	t.Logf("without %q:\n%s", sqlClaimPlan, plan())
 }

@@ -401,6 +401,7 @@ func (t *txn) ClaimHead(ctx context.Context, cl domain.Claim, except int64) (sql
 		check := try < claimRetries
 		if check {
 			t.batch.Queue(sqlBeginClaim)
+			t.batch.Queue(sqlClaimPlan)
 		}
 		c := t.queueClaim(cl)
 		committed := false
@@ -453,6 +454,9 @@ func (t *txn) ClaimAhead(_ context.Context, cl domain.Claim) func() (sqlstore.Cl
 	}
 	writes := t.batch.QueuedQueries
 	t.batch.QueuedQueries = []*pgx.QueuedQuery{{SQL: begin}}
+	if check {
+		t.batch.Queue(sqlClaimPlan)
+	}
 	c := t.queueClaim(cl)
 	t.batch.QueuedQueries = append(t.batch.QueuedQueries, writes...)
 	t.begun, t.sealed = true, true
@@ -539,6 +543,19 @@ const sqlstateSerialization = "40001"
 
 // sqlBeginClaim opens a checked claim's transaction (see ClaimHead).
 const sqlBeginClaim = "begin isolation level repeatable read"
+
+// sqlClaimPlan follows sqlBeginClaim: the claim walks the queue index in
+// its order (an index scan, which stops at the first row it can take and
+// marks the dead entries it passes so that later claims skip them) rather
+// than reading every entry of the index into a bitmap and sorting the
+// rows, which the planner picks when it expects few active tasks — and
+// then each claim visits every dead entry left by the commits since the
+// last vacuum (docs/PERFORMANCE.md, "Through the binary"). It lasts the
+// claim's transaction, whose other statements are an iteration's writes,
+// found by key; the statements first planned there keep that plan on the
+// connection (plan_cache_mode is force_generic_plan), which for them is
+// the one they would have anyway.
+const sqlClaimPlan = "set local enable_bitmapscan = off"
 
 // UpdateTask holds the write of row back, to send it with its step and
 // event as one statement (writeWithEvent), or else on its own. A row

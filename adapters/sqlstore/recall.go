@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -120,14 +121,24 @@ func NewMemoryStore(db TxDB, sql RecallSQL) MemoryStore {
 // mostly those of others. A count grows stale as rows are written, which
 // only moves a word between selecting and not (recall's cost, not what it
 // may find): the counts are forgotten every forgetAfter lookups. A word in
-// no row is not remembered, since a row may have it next.
+// no row of messages or facts is not remembered, since a row may have it
+// next. A word in no passage of knowledge is remembered as absent for
+// absentFor, or until this store adds a document: a task's prompt recalls
+// knowledge every iteration, mostly of words no document has, and knowledge
+// changes only when a document is added — on another replica, it is found
+// by this one's recalls absentFor later at most.
 type wordCounts struct {
 	mu      sync.Mutex
-	rows    map[string]int // kind + "\x00" + word
+	rows    map[string]int       // kind + "\x00" + word
+	absent  map[string]time.Time // passage word → when its absence is counted again
 	lookups int
 }
 
 const forgetAfter = 20_000
+
+// absentFor is how long a word found in no passage is taken to be in
+// none without counting again.
+const absentFor = 2 * time.Second
 
 func (c *wordCounts) get(kind, word string) (int, bool) {
 	if c == nil {
@@ -137,19 +148,48 @@ func (c *wordCounts) get(kind, word string) (int, bool) {
 	defer c.mu.Unlock()
 	if c.lookups++; c.lookups > forgetAfter {
 		clear(c.rows)
+		clear(c.absent)
 		c.lookups = 0
+	}
+	if kind == domain.RecallPassage {
+		if until, ok := c.absent[word]; ok {
+			if time.Now().Before(until) {
+				return 0, true
+			}
+			delete(c.absent, word)
+		}
 	}
 	n, ok := c.rows[kind+"\x00"+word]
 	return n, ok
 }
 
 func (c *wordCounts) put(kind, word string, rows int) {
-	if c == nil || rows == 0 {
+	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if rows == 0 {
+		if kind == domain.RecallPassage {
+			if c.absent == nil {
+				c.absent = map[string]time.Time{}
+			}
+			c.absent[word] = time.Now().Add(absentFor)
+		}
+		return
+	}
 	c.rows[kind+"\x00"+word] = rows
+}
+
+// forgetAbsent forgets which words are in no passage: a document was
+// added.
+func (c *wordCounts) forgetAbsent() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.absent)
 }
 
 // maxTerms is how many distinct words of a query are searched: enough for
@@ -302,6 +342,9 @@ func (r MemoryStore) AddDocument(ctx context.Context, d domain.Document, text st
 		}
 		return nil
 	})
+	// Its words are no longer absent from knowledge (even when the
+	// transaction failed: its answer may have been lost).
+	r.counts.forgetAbsent()
 	if err != nil {
 		return domain.Document{}, fmt.Errorf("add document %q: %w", d.Title, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestQueryTerms(t *testing.T) {
@@ -45,21 +46,44 @@ func TestVectorRoundTrip(t *testing.T) {
 	}
 }
 
-// TestWordCounts: counts are remembered but for words in no row, forgotten
-// after forgetAfter lookups, and safe to share (run with -race).
+// TestWordCounts: counts are remembered but for words in no row, but
+// for a while those in no passage, forgotten after forgetAfter lookups,
+// and safe to share (run with -race).
 func TestWordCounts(t *testing.T) {
 	t.Parallel()
 	c := &wordCounts{rows: map[string]int{}}
 	c.put("passage", "tea", 12)
-	c.put("passage", "absent", 0)
+	c.put("fact", "absent", 0)
+	c.put("message", "absent", 0)
+	c.put("passage", "nowhere", 0)
 	if n, ok := c.get("passage", "tea"); !ok || n != 12 {
 		t.Errorf("tea = %d, %v; want 12", n, ok)
 	}
 	if _, ok := c.get("fact", "tea"); ok {
 		t.Error("a passage's count was a fact's")
 	}
-	if _, ok := c.get("passage", "absent"); ok {
-		t.Error("a word in no row was remembered")
+	if _, ok := c.get("fact", "absent"); ok {
+		t.Error("a word in no fact was remembered")
+	}
+	if _, ok := c.get("message", "absent"); ok {
+		t.Error("a word in no message was remembered")
+	}
+	if n, ok := c.get("passage", "nowhere"); !ok || n != 0 {
+		t.Errorf("a word in no passage = %d, %v; want it remembered as in none", n, ok)
+	}
+	if _, ok := c.get("fact", "nowhere"); ok {
+		t.Error("a word in no passage was taken to be in no fact")
+	}
+	c.forgetAbsent()
+	if _, ok := c.get("passage", "nowhere"); ok {
+		t.Error("a word in no passage still remembered after a document was added")
+	}
+	c.put("passage", "nowhere", 0)
+	c.mu.Lock()
+	c.absent["nowhere"] = time.Now().Add(-time.Millisecond)
+	c.mu.Unlock()
+	if _, ok := c.get("passage", "nowhere"); ok {
+		t.Error("a word in no passage still remembered after absentFor")
 	}
 	var wg sync.WaitGroup
 	for g := range 8 {

@@ -185,7 +185,11 @@ func New(opts Options) *Service {
 	}
 	// Terminal changes and task posts go out at once.
 	rt.Subscribe(plugin.TaskEnded, func(context.Context, plugin.Event) { s.Poke() })
-	rt.Subscribe(plugin.TaskChanged, func(context.Context, plugin.Event) { s.Poke() })
+	rt.Subscribe(plugin.TaskChanged, func(_ context.Context, ev plugin.Event) {
+		if !ev.Quiet {
+			s.Poke()
+		}
+	})
 	return s
 }
 

@@ -509,3 +509,40 @@ func TestRoomClaimsOnTheStoreClock(t *testing.T) {
 		_ = behind.Stop(ctx)
 	})
 }
+
+// TestQuietChangesDoNotPoke: a task change that enqueued nothing urgent
+// (plugin.Event.Quiet: a claim, an iteration that posted nothing) does not
+// make the service look for urgent rows; any other change does, and a row
+// due goes out at once.
+func TestQuietChangesDoNotPoke(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open(t), "a")
+		if _, err := f.store.Enqueue(f.ctx, domain.Notification{Room: "chat:1", Category: domain.NotifyMessage,
+			Payload: []byte(`{"text":"hello"}`), CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.Start(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.svc.Stop(context.Background()) })
+		task := domain.Task{Number: 1, RoomID: "chat:1", Status: domain.StatusRunning}
+		f.rt.Emit(f.ctx, plugin.Event{Type: plugin.TaskChanged, Task: &task, Quiet: true})
+		time.Sleep(300 * time.Millisecond)
+		if n, err := f.store.Pending(f.ctx); err != nil || n != 1 {
+			t.Fatalf("after a quiet change, pending = %d, %v; want the row left for the next flush", n, err)
+		}
+		f.rt.Emit(f.ctx, plugin.Event{Type: plugin.TaskChanged, Task: &task})
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			n, err := f.store.Pending(f.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after a change, %d rows still pending; want the post sent at once", n)
+			}
+		}
+	})
+}

@@ -63,10 +63,14 @@ func (e *ModelFailure) Unwrap() error { return e.Err }
 // model that cannot be used at all is not the task's doing: Run returns a
 // *ModelFailure and no outcome.
 func (it *Iterator) Run(ctx context.Context, task domain.Task) (domain.Outcome, error) {
+	return it.run(ctx, task, domain.NewFileView(it.Runtime.Store(), task.Number))
+}
+
+// run is Run with files, the iteration's view of the task's files: what
+// its tool writes is kept there and committed with the outcome, under the
+// lease.
+func (it *Iterator) run(ctx context.Context, task domain.Task, files *domain.FileView) (domain.Outcome, error) {
 	rt := it.Runtime
-	// The iteration's view of the task's files: what its tool writes is
-	// kept here and committed with the outcome, under the lease.
-	files := domain.NewFileView(rt.Store(), task.Number)
 	finish := func(o domain.Outcome) (domain.Outcome, error) {
 		o.Now = rt.Clock().Now()
 		if len(o.Step.Result) > domain.MaxResultBytes {

@@ -215,7 +215,7 @@ func (s *Service) transition(ctx context.Context, number int64, fn domain.Mutate
 	if err != nil {
 		return t, err
 	}
-	s.afterChange(ctx, t)
+	s.afterChange(ctx, t, false)
 	return t, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -148,6 +149,9 @@ type Service struct {
 	log   *slog.Logger
 	it    *Iterator
 	model *breaker
+	// files keeps the task's files as this service's last commit of
+	// each task left them, for the task's next iteration.
+	files listings
 
 	wake chan struct{}
 
@@ -405,7 +409,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 			}
 			return false, fmt.Errorf("claim: %w", err)
 		}
-		s.emit(ctx, plugin.TaskChanged, task)
+		s.emitQuiet(ctx, task) // a claim enqueues no notification
 	}
 	budget := max(s.opts.Lease-leaseMargin, s.opts.Lease/2)
 	if leaseLeft > 0 {
@@ -414,7 +418,8 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 		budget = min(budget, leaseLeft)
 	}
 	iterCtx, cancel := clock.WithTimeout(ctx, s.clk, budget)
-	o, runErr := s.it.Run(iterCtx, task)
+	files := s.files.view(s.store, task)
+	o, runErr := s.it.run(iterCtx, task, files)
 	cancel()
 	if ctx.Err() != nil {
 		// Shutting down mid-iteration: give the task back untouched.
@@ -435,7 +440,7 @@ func (s *Service) step(ctx context.Context, owner string, w *Worker) (bool, erro
 		s.log.Info("the model answers again: tasks are no longer on hold", "was", lifted)
 	}
 	s.opts.Metrics.ModelUp(true)
-	return true, s.commit(wctx, task, o, w)
+	return true, s.commit(wctx, task, o, w, files)
 }
 
 // release gives task, claimed and not run or not finished, back
@@ -631,8 +636,11 @@ func (s *Service) announceHold(ctx context.Context, reason string, err error) {
 // commit applies an outcome, or records its rejection when the lease was
 // lost meanwhile. With w, unless the service is stopping or the model's
 // breaker keeps it from claiming, the same transaction claims w's next
-// task (domain.NextClaimer).
-func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outcome, w *Worker) error {
+// task (domain.NextClaimer). files, the iteration's view of the task's
+// files, is kept for the task's next iteration when the commit goes
+// through.
+func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outcome, w *Worker, files *domain.FileView) error {
+	s.files.forget(claimed.Number)
 	apply := func(t domain.Task) (domain.Mutation, error) {
 		if o.Approved {
 			return domain.ToolRan(t, o)
@@ -647,6 +655,15 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 			ahead = &domain.Claim{Owner: w.owner, Now: now, Lease: s.opts.Lease, StoreClock: s.opts.StoreClock}
 		}
 	}
+	// urgent is whether the change written enqueues a notification to
+	// send at once (the last try's, the one that committed).
+	urgent := false
+	notified := s.notifying(apply)
+	write := func(t domain.Task) (domain.Mutation, error) {
+		m, err := notified(t)
+		urgent = slices.ContainsFunc(m.Notifications, domain.Notification.Urgent)
+		return m, err
+	}
 	var after, next domain.Task
 	var claimErr error
 	tries := 0
@@ -654,10 +671,10 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 		tries++
 		var err error
 		if ahead == nil {
-			after, err = s.mutate(ctx, claimed.Number, apply)
+			after, err = s.store.UpdateTask(ctx, claimed.Number, write)
 			return err
 		}
-		after, next, err = nc.UpdateTaskAndClaim(ctx, claimed.Number, s.notifying(apply), *ahead)
+		after, next, err = nc.UpdateTaskAndClaim(ctx, claimed.Number, write, *ahead)
 		if err != nil && after.Number != 0 {
 			// The commit went through; the claim that followed it on
 			// its own did not.
@@ -678,7 +695,7 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 	}
 	if next.Number != 0 {
 		w.next = next
-		defer s.emit(ctx, plugin.TaskChanged, next)
+		defer s.emitQuiet(ctx, next)
 	}
 	if tries > 1 && errors.Is(err, domain.ErrStaleFence) {
 		// The store may have taken an earlier try whose answer was lost
@@ -686,7 +703,7 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 		if s.landed(ctx, claimed, o) {
 			if t, gerr := s.store.GetTask(ctx, claimed.Number); gerr == nil {
 				s.opts.Metrics.Iteration(outcome(t.Status))
-				s.afterChange(ctx, t)
+				s.afterChange(ctx, t, false)
 			}
 			return nil
 		}
@@ -713,8 +730,9 @@ func (s *Service) commit(ctx context.Context, claimed domain.Task, o domain.Outc
 		}
 		return err
 	}
+	s.files.committed(after, files, o.Now)
 	s.opts.Metrics.Iteration(outcome(after.Status))
-	s.afterChange(ctx, after)
+	s.afterChange(ctx, after, !urgent)
 	return nil
 }
 
@@ -751,7 +769,7 @@ func (s *Service) commitFailed(claimed domain.Task, o domain.Outcome, reason err
 	}
 	s.log.Error("an iteration's result could not be recorded", "task", claimed.Number, "iteration", claimed.Iteration+1,
 		"failures", failures, "task_failed", t.Status.Terminal(), "err", reason)
-	s.afterChange(ctx, t)
+	s.afterChange(ctx, t, false)
 	return nil
 }
 
@@ -869,7 +887,9 @@ func (s *Service) isStopping() bool {
 // afterChange tells subscribers and wakes workers for a task back in the
 // queue. A task that ended may have resumed its parent in the same
 // transaction (see adapters/sqlstore): subscribers hear of the parent too.
-func (s *Service) afterChange(ctx context.Context, t domain.Task) {
+// quiet says the change enqueued no notification to send at once
+// (plugin.Event.Quiet).
+func (s *Service) afterChange(ctx context.Context, t domain.Task, quiet bool) {
 	switch {
 	case t.Status.Terminal():
 		s.emit(ctx, plugin.TaskEnded, t)
@@ -881,6 +901,11 @@ func (s *Service) afterChange(ctx context.Context, t domain.Task) {
 				}
 			}
 		}
+	case quiet:
+		s.emitQuiet(ctx, t)
+		if t.Status == domain.StatusQueued {
+			s.Wake()
+		}
 	default:
 		s.emit(ctx, plugin.TaskChanged, t)
 		if t.Status == domain.StatusQueued {
@@ -891,4 +916,10 @@ func (s *Service) afterChange(ctx context.Context, t domain.Task) {
 
 func (s *Service) emit(ctx context.Context, typ plugin.EventType, t domain.Task) {
 	s.rt.Emit(ctx, plugin.Event{Type: typ, Task: &t})
+}
+
+// emitQuiet tells subscribers of t, changed by a change that enqueued no
+// notification to send at once (plugin.Event.Quiet).
+func (s *Service) emitQuiet(ctx context.Context, t domain.Task) {
+	s.rt.Emit(ctx, plugin.Event{Type: plugin.TaskChanged, Task: &t, Quiet: true})
 }
