@@ -196,7 +196,7 @@ func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task 
 			s.log.Warn("card edit canceled: its claim was lost", "room", room, "task", task, "err", err)
 			return false, nil
 		case !messageGone(err):
-			s.opts.Metrics.NotificationFailed(platformName)
+			s.countFailure(ctx, platformName, err)
 			return false, s.failed(ctx, room, rows, fmt.Errorf("card of task #%d: %w", task, err))
 		}
 		s.log.Info("a task's card is gone; posting it again", "room", room, "task", task, "message", card.MessageID, "err", err)
@@ -234,7 +234,7 @@ func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int
 	}
 	out, err := s.send(ctx, ed, room, msg, key, since, ids)
 	if err != nil {
-		s.opts.Metrics.NotificationFailed(platformName)
+		s.countFailure(ctx, platformName, err)
 		if errors.Is(err, errClaimLost) {
 			s.log.Warn("card post canceled: its claim was lost", "room", room, "task", task, "key", key, "err", err)
 			return false, nil

@@ -125,7 +125,7 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []domain
 		return false, fmt.Errorf("begin sending to %s: %w", room, err)
 	}
 	if _, err := s.send(ctx, platform, room, msg, key, since, ids); err != nil {
-		s.opts.Metrics.NotificationFailed(platformName)
+		s.countFailure(ctx, platformName, err)
 		if errors.Is(err, errClaimLost) {
 			// The rows are another sender's now; it sends the message
 			// under the same key.
@@ -389,6 +389,16 @@ func (s *Service) release(ctx context.Context, room string, rows []domain.Notifi
 		return fmt.Errorf("release notifications of %s: %w", room, err)
 	}
 	return nil
+}
+
+// countFailure counts a send that failed in Metrics, unless it was held
+// back by the pacer or canceled by a shutdown: neither is a failure.
+func (s *Service) countFailure(ctx context.Context, platform string, err error) {
+	var held *heldBack
+	if errors.As(err, &held) || ctx.Err() != nil {
+		return
+	}
+	s.opts.Metrics.NotificationFailed(platform)
 }
 
 // giveBack gives rows back unsent, due at due on the runtime's clock,

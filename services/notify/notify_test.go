@@ -432,7 +432,8 @@ func TestStopDoesNotWaitOutAStuckSend(t *testing.T) {
 		if err := rt.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		svc := notify.New(notify.Options{Runtime: rt, Owner: "a"})
+		metrics := newCounts()
+		svc := notify.New(notify.Options{Runtime: rt, Owner: "a", Metrics: metrics})
 		if _, err := st.Enqueue(t.Context(), domain.Notification{Room: "chat:1", Category: domain.NotifyMessage,
 			Payload: []byte(`{"text":"hello"}`), CreatedAt: t0}); err != nil {
 			t.Fatal(err)
@@ -451,6 +452,12 @@ func TestStopDoesNotWaitOutAStuckSend(t *testing.T) {
 		}
 		if n, err := st.Pending(t.Context()); err != nil || n != 1 {
 			t.Fatalf("pending = %d, %v; want the unsent notification kept", n, err)
+		}
+		metrics.mu.Lock()
+		failed := metrics.failed["chat"]
+		metrics.mu.Unlock()
+		if failed != 0 {
+			t.Errorf("a send canceled at shutdown was counted as %d failed deliveries", failed)
 		}
 		// Given back at once, not held to the end of the claim's lease,
 		// and not counted as a failed attempt: the next replica sends it
