@@ -269,7 +269,8 @@ func (s *Service) pace(room string, post bool) error {
 }
 
 // turn waits, on the clock, until the pacer of room's platform takes a
-// request to room, and books it then.
+// request to room, and books it then. A wait in a flush of the loop that
+// Stop interrupts gives the room back.
 func (s *Service) turn(ctx context.Context, room string, post bool) error {
 	p := s.pacer(room)
 	if p == nil {
@@ -284,10 +285,37 @@ func (s *Service) turn(ctx context.Context, room string, post bool) error {
 		case roomFull:
 			return &heldBack{room: room, until: retry}
 		}
-		if err := clock.Sleep(ctx, s.clk, retry.Sub(now)); err != nil {
-			return err
+		t := s.clk.NewTimer(retry.Sub(now))
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-haltOf(ctx):
+			// The service is stopping: the rows go back due at once
+			// rather than hold the shutdown for a turn.
+			t.Stop()
+			return &heldBack{room: room, until: now}
 		}
 	}
+}
+
+type haltKey struct{}
+
+// withHalt carries halt, closed when the loop's flush is to stop, to the
+// waits for a turn of the sends it makes.
+func withHalt(ctx context.Context, halt <-chan struct{}) context.Context {
+	if halt == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, haltKey{}, halt)
+}
+
+// haltOf is the halt ctx carries, nil (never ready) when none: Stop's own
+// last flush waits for its turns.
+func haltOf(ctx context.Context) <-chan struct{} {
+	halt, _ := ctx.Value(haltKey{}).(<-chan struct{})
+	return halt
 }
 
 // renew extends the claim on ids every Lease/3 until done, and cancels

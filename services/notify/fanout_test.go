@@ -319,3 +319,46 @@ func TestSaturatedPlatformIsSkipped(t *testing.T) {
 		}
 	})
 }
+
+// TestStopDoesNotWaitForATurn: a sender of the loop's flush waiting for
+// the platform's window when Stop comes gives its room back, due at once
+// and with no attempt counted, instead of holding the shutdown.
+func TestStopDoesNotWaitForATurn(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		clk := clock.NewFake(t0)
+		f, lr := limitedFixture(t, st, clk, plugin.Limits{Global: plugin.Window{N: 1, Span: time.Second}},
+			func(s *setup) { s.opts = func(o *notify.Options) { o.Interval = time.Minute } })
+		for _, r := range []string{"chat:R1", "chat:R2"} {
+			f.iterate(f.create(r, "Watch the build").Number, 10, domain.VerdictContinue, true)
+		}
+		ctx := ctxFor(t)
+		if err := f.svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := clk.BlockUntil(ctx, 1); err != nil { // the loop's minute
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute)
+		eventually(t, func() bool { return len(lr.messages()) == 1 && clk.Waiters() == 1 }) // the other room waits its turn
+		stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := f.svc.Stop(stopCtx); err != nil {
+			t.Fatalf("Stop = %v; want it to end without waiting for the turn", err)
+		}
+		waiting := "chat:R2" // the room whose sender waited: the one not sent
+		if strings.HasPrefix(lr.messages()[0], "chat:R2|") {
+			waiting = "chat:R1"
+		}
+		pending := list(t, st, domain.NotificationPending)
+		if len(pending) == 0 {
+			t.Fatalf("%s's progress was not kept", waiting)
+		}
+		for _, p := range pending {
+			if p.Room != waiting || p.Attempts != 0 || p.NextAttemptAt.After(clk.Now()) {
+				t.Errorf("kept %s's row: attempts %d, due %s; want %s's rows due now with no attempt",
+					p.Room, p.Attempts, p.NextAttemptAt.Sub(t0), waiting)
+			}
+		}
+	})
+}

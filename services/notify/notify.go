@@ -318,6 +318,7 @@ func (s *Service) flush(ctx context.Context, categories []string, halt <-chan st
 		}
 		s.skew.Store(int64(t.Sub(s.clk.Now())))
 	}
+	ctx = withHalt(ctx, halt)
 	var (
 		sent     atomic.Int64
 		inflight atomic.Int64
