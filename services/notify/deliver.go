@@ -246,7 +246,7 @@ func (s *Service) saturated() []string {
 	}
 	s.pacersMu.Unlock()
 	if len(names) > 0 {
-		s.holdUntil(until, false)
+		s.holdUntil(until)
 	}
 	return names
 }
@@ -358,7 +358,7 @@ func (s *Service) failed(ctx context.Context, room string, rows []domain.Notific
 	var held *heldBack
 	switch {
 	case errors.As(cause, &held):
-		s.holdUntil(held.until, false)
+		s.holdUntil(held.until)
 		return s.giveBack(ctx, room, rows, held.until)
 	case ctx.Err() != nil:
 		// Stopping: the send was canceled, not refused. Its rows are due

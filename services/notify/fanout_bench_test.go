@@ -70,23 +70,6 @@ var fanOutPlatforms = []fanOutPlatform{
 			all, global := srv.Throttled()
 			if global > 0 {
 				b.Logf("%d of the %d 429s were global", global, all)
-				if os.Getenv("FANOUT_DEBUG") != "" {
-					calls := srv.Calls()
-					for i, c := range calls {
-						if c.Status != 429 {
-							continue
-						}
-						n := 0
-						kinds := map[string]int{}
-						for _, d := range calls[:i] {
-							if c.Time.Sub(d.Time) < time.Second && d.Status != 429 {
-								n++
-								kinds[d.Method+" "+strings.SplitN(d.Path, "/", 3)[1]]++
-							}
-						}
-						b.Logf("429 at %s: %d calls in the second before: %v", c.Time.Format("15:04:05.000"), n, kinds)
-					}
-				}
 			}
 			return all
 		}

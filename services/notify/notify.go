@@ -131,17 +131,21 @@ func (s *Service) heldUntil() time.Time {
 }
 
 // holdUntil notes that a room put off by the pacer is due at t, so that
-// the loop flushes then rather than at its next tick; reset clears what
-// was noted first (a flush is about to claim every due room).
-func (s *Service) holdUntil(t time.Time, reset bool) {
+// the loop flushes then rather than at its next tick.
+func (s *Service) holdUntil(t time.Time) {
 	s.pacersMu.Lock()
 	defer s.pacersMu.Unlock()
-	if reset {
-		s.held = time.Time{}
-	}
-	if !t.IsZero() && (s.held.IsZero() || t.Before(s.held)) {
+	if s.held.IsZero() || t.Before(s.held) {
 		s.held = t
 	}
+}
+
+// clearHeld forgets the rooms noted by holdUntil: a flush is about to
+// claim every room due.
+func (s *Service) clearHeld() {
+	s.pacersMu.Lock()
+	defer s.pacersMu.Unlock()
+	s.held = time.Time{}
 }
 
 var _ plugin.Service = (*Service)(nil)
@@ -273,7 +277,7 @@ func (s *Service) loop(ctx context.Context) {
 				s.log.Error("sending urgent notifications failed", "err", err)
 			}
 		case <-t.C():
-			s.holdUntil(time.Time{}, true)
+			s.clearHeld()
 			if _, err := s.flush(ctx, nil, s.stop); err != nil {
 				s.log.Error("flushing notifications failed", "err", err)
 			}
@@ -328,25 +332,26 @@ func (s *Service) flush(ctx context.Context, categories []string, halt <-chan st
 		slots    = make(chan struct{}, s.opts.Senders)
 		finished = make(chan struct{}, s.opts.Senders)
 	)
-	defer wg.Wait()
-	report := func() (int, error) {
+	// report waits for the senders and returns what they did, with cause,
+	// why the flush ended early (nil when it did not).
+	report := func(cause error) (int, error) {
 		wg.Wait()
 		mu.Lock()
 		defer mu.Unlock()
-		return int(sent.Load()), errors.Join(errs...)
+		return int(sent.Load()), errors.Join(append([]error{cause}, errs...)...)
 	}
 	for range roomsPerFlush {
 		select {
 		case slots <- struct{}{}:
 		case <-halt:
-			return report()
+			return report(nil)
 		case <-ctx.Done():
-			n, err := report()
-			return n, errors.Join(ctx.Err(), err)
+			return report(ctx.Err())
 		}
 		select {
 		case <-halt:
-			return report()
+			<-slots
+			return report(nil)
 		default:
 		}
 		busy := inflight.Load() > 0 // read before the claim: see below
@@ -356,13 +361,12 @@ func (s *Service) flush(ctx context.Context, categories []string, halt <-chan st
 		})
 		if err != nil {
 			<-slots
-			n, errd := report()
-			return n, errors.Join(fmt.Errorf("claim room: %w", err), errd)
+			return report(fmt.Errorf("claim room: %w", err))
 		}
 		if room == "" {
 			<-slots
 			if !busy {
-				return report() // nothing due, and no room held by this flush
+				return report(nil) // nothing due, and no room held by this flush
 			}
 			// The rooms left may be the ones being sent to: claim again
 			// once a sender is done. (A sender that finished before the
@@ -370,10 +374,9 @@ func (s *Service) flush(ctx context.Context, categories []string, halt <-chan st
 			select {
 			case <-finished:
 			case <-halt:
-				return report()
+				return report(nil)
 			case <-ctx.Done():
-				n, err := report()
-				return n, errors.Join(ctx.Err(), err)
+				return report(ctx.Err())
 			}
 			continue
 		}
@@ -398,7 +401,7 @@ func (s *Service) flush(ctx context.Context, categories []string, halt <-chan st
 			}
 		})
 	}
-	return report()
+	return report(nil)
 }
 
 // payload shapes.
