@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -176,19 +177,19 @@ func Load(getenv func(string) string) (Config, error) {
 		DatabaseURL:          r.str("DATABASE_URL", ""),
 		DataDir:              r.str("TASKLOOM_DATA_DIR", DefaultDataDir),
 		HTTPAddr:             r.str("TASKLOOM_HTTP_ADDR", DefaultHTTPAddr),
-		APIToken:             r.str("TASKLOOM_API_TOKEN", ""),
+		APIToken:             r.secret("TASKLOOM_API_TOKEN"),
 		PublicURL:            r.httpURL("TASKLOOM_PUBLIC_URL"),
-		OpenAIKey:            r.str("OPENAI_API_KEY", ""),
+		OpenAIKey:            r.secret("OPENAI_API_KEY"),
 		OpenAIBaseURL:        r.str("OPENAI_BASE_URL", ""),
 		OpenAIModel:          r.str("OPENAI_MODEL", DefaultOpenAIModel),
-		DiscordToken:         r.str("DISCORD_BOT_TOKEN", ""),
+		DiscordToken:         r.secret("DISCORD_BOT_TOKEN"),
 		DiscordApplicationID: r.str("DISCORD_APPLICATION_ID", ""),
 		DiscordAPIURL:        r.str("DISCORD_API_URL", DefaultDiscordAPIURL),
 		DiscordThreads:       r.boolean("TASKLOOM_DISCORD_THREADS"),
 		Console:              r.optionalBool("TASKLOOM_CONSOLE"),
-		SlackBotToken:        r.str("SLACK_BOT_TOKEN", ""),
-		SlackAppToken:        r.str("SLACK_APP_TOKEN", ""),
-		SlackSigningSecret:   r.str("SLACK_SIGNING_SECRET", ""),
+		SlackBotToken:        r.secret("SLACK_BOT_TOKEN"),
+		SlackAppToken:        r.secret("SLACK_APP_TOKEN"),
+		SlackSigningSecret:   r.secret("SLACK_SIGNING_SECRET"),
 		SlackAPIURL:          r.str("SLACK_API_URL", DefaultSlackAPIURL),
 		FlushInterval:        r.duration("TASKLOOM_FLUSH_INTERVAL", 5*time.Second, time.Second, time.Hour),
 		NotifyStyle:          r.notifyStyle("TASKLOOM_NOTIFY_STYLE"),
@@ -352,6 +353,26 @@ func (r *reader) fail(e *Error) {
 	if r.err == nil {
 		r.err = e
 	}
+}
+
+// secret reads a token, key or signing secret. One that holds white space
+// or a control character anywhere — the comment an environment file kept
+// after the value, a pasted line break, nothing but spaces — is refused:
+// used as it is, every client with the real secret would be refused (or
+// the platform would refuse the bot) with nothing saying why. The value is
+// never echoed.
+func (r *reader) secret(name string) string {
+	v := r.getenv(name)
+	if i := strings.IndexFunc(v, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }); i >= 0 {
+		what := "white space"
+		if c, _ := utf8.DecodeRuneInString(v[i:]); !unicode.IsSpace(c) {
+			what = "a control character"
+		}
+		r.fail(&Error{Var: name, Reason: fmt.Sprintf("contains %s at character %d; a secret has none (is there a comment after the value, or a line break?)",
+			what, utf8.RuneCountInString(v[:i])+1)})
+		return ""
+	}
+	return v
 }
 
 func (r *reader) str(name, def string) string {

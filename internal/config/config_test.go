@@ -77,6 +77,17 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"TASKLOOM_API_TOKEN", "s3cret"}, `TASKLOOM_API_TOKEN: is 6 characters, want at least 32`},
 		{[]string{"TASKLOOM_API_TOKEN", token[1:], "TASKLOOM_HTTP_ADDR", "0.0.0.0:8080"}, `TASKLOOM_API_TOKEN: is 31 characters`},
 		{[]string{"TASKLOOM_API_TOKEN", "hunter2"}, `TASKLOOM_API_TOKEN: is 7 characters`},
+		// An environment file's comment kept in the value: the real token
+		// would then be refused with 401 and nothing saying why.
+		{[]string{"TASKLOOM_API_TOKEN", token + "     # at least 32 characters"}, `TASKLOOM_API_TOKEN: contains white space at character 33`},
+		// Nothing but spaces is no token at all, not an empty one.
+		{[]string{"TASKLOOM_API_TOKEN", strings.Repeat(" ", 32)}, `TASKLOOM_API_TOKEN: contains white space at character 1`},
+		{[]string{"TASKLOOM_API_TOKEN", token + "\x00"}, `TASKLOOM_API_TOKEN: contains a control character`},
+		{[]string{"DISCORD_BOT_TOKEN", "abc def"}, `DISCORD_BOT_TOKEN: contains white space`},
+		{[]string{"SLACK_BOT_TOKEN", "xoxb-1\n"}, `SLACK_BOT_TOKEN: contains white space`},
+		{[]string{"SLACK_APP_TOKEN", "xapp-1 # socket mode"}, `SLACK_APP_TOKEN: contains white space`},
+		{[]string{"SLACK_SIGNING_SECRET", "\tabc"}, `SLACK_SIGNING_SECRET: contains white space`},
+		{[]string{"OPENAI_API_KEY", "sk-1 sk-2"}, `OPENAI_API_KEY: contains white space`},
 		{[]string{"OPENAI_BASE_URL", "localhost:11434"}, `OPENAI_BASE_URL="localhost:11434": want an http:// or https:// URL`},
 		{[]string{"DISCORD_API_URL", "discord"}, `DISCORD_API_URL`},
 		{[]string{"SLACK_APP_TOKEN", "xoxb-1"}, `SLACK_APP_TOKEN: an app-level token starts with xapp-`},
@@ -122,7 +133,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: err = %v, want one line containing %q", tt.env, err, tt.want)
 		}
-		if err != nil && strings.Contains(err.Error(), "hunter2") {
+		if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), token)) {
 			t.Errorf("%v: error leaks a password: %v", tt.env, err)
 		}
 	}
