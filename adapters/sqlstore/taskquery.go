@@ -51,7 +51,9 @@ func TaskQuery(d QueryDialect, f domain.TaskFilter, count bool) (string, []any) 
 		where = append(where, "parent_number = "+arg(f.ParentNumber))
 	}
 	if f.Query != "" {
-		p := d.Lower + "(" + arg("%"+EscapeLike(f.Query)+"%") + ")"
+		// Cleaned as stored text is: PostgreSQL refuses a NUL or invalid
+		// UTF-8 in a parameter, and stored text has neither.
+		p := d.Lower + "(" + arg("%"+EscapeLike(domain.CleanText(f.Query))+"%") + ")"
 		where = append(where, "("+d.Lower+"(name) LIKE "+p+` ESCAPE '\' OR `+d.Lower+"(goal) LIKE "+p+` ESCAPE '\')`)
 	}
 	order := "number"

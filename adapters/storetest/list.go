@@ -159,6 +159,12 @@ func testSearch(t *testing.T, s domain.Store) {
 		{"rename", []int64{3, 4}},
 		{"100", []int64{2, 7}},
 		{"zebra", nil},
+		// A NUL, which PostgreSQL refuses in text, finds nothing rather
+		// than failing the search (a crafted query got a 500 once);
+		// invalid UTF-8 likewise.
+		{"deploy\x00", nil},
+		{"\x00", nil},
+		{"\xff", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
