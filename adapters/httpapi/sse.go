@@ -40,7 +40,8 @@ const streamRetryAfter = 5 * time.Second
 // for other replicas' every Poll.
 //
 // At most MaxStreams streams are open at once, and one client (see
-// streamClient) holds at most MaxStreamsPerClient of them; past that a
+// streamClient) holds at most MaxStreamsPerClient of them, one address at
+// most half of MaxStreams whatever requestors it names; past that a
 // client gets 503 (the server is full) or 429 (its share is), with
 // Retry-After, before anything is read from the store.
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
@@ -59,6 +60,13 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(streamRetryAfter/time.Second)))
 		writeError(w, http.StatusTooManyRequests,
 			fmt.Sprintf("you have %d event streams open, the most one client may: close one (a tab of the dashboard) and try again", a.o.MaxStreamsPerClient))
+		return
+	case slotHostFull:
+		n := hostShare(a.o.MaxStreams, a.o.MaxStreamsPerClient)
+		a.log.Warn("event stream refused: the address holds its share", "per_address", n, "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(int(streamRetryAfter/time.Second)))
+		writeError(w, http.StatusTooManyRequests,
+			fmt.Sprintf("%d event streams are open from your address, the most one address may, whatever requestors it names: close one and try again", n))
 		return
 	}
 	defer release()

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -88,5 +89,32 @@ func TestEventStreamShare(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRotatingNamesKeepToTheAddressShare: a holder of the token who names
+// a new requestor at every request gets a share per name, but one address
+// holds at most half of the server's streams in all, so a script rotating
+// names cannot lock every dashboard and CLI out of their live view.
+func TestRotatingNamesKeepToTheAddressShare(t *testing.T) {
+	f := tokenFixture(t, teststore.SQLite, func(o *httpapi.APIOptions) { o.MaxStreams, o.MaxStreamsPerClient = 10, 2 })
+	ts := httptest.NewServer(f.srv)
+	t.Cleanup(ts.Close)
+	open := func(who string) *stream {
+		return openStream(t, ts.URL, "", "Authorization", "Bearer "+testToken, httpapi.RequestorHeader, who)
+	}
+	var held []*stream
+	for i := range 5 { // half of 10, across three names
+		s := open(fmt.Sprintf("name-%d", i/2))
+		s.ready()
+		held = append(held, s)
+	}
+	over := open("name-9")
+	if over.resp.StatusCode != http.StatusTooManyRequests || over.resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a sixth stream from one address under a new name = %d, want 429 with Retry-After", over.resp.StatusCode)
+	}
+	var e struct{ Error string }
+	if err := json.NewDecoder(over.resp.Body).Decode(&e); err != nil || !strings.Contains(e.Error, "5 event streams are open from your address") {
+		t.Fatalf("429 body: %q, %v", e.Error, err)
 	}
 }
