@@ -302,7 +302,7 @@ func TestRetryCommand(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		k := newChat(t, open)
 		k.expect("ann", "create task Build auth", "#1")
-		k.expect("bob", "retry #1", "Task #1 has not ended (it is queued); only an ended task can be retried.")
+		k.expect("ann", "retry #1", "Task #1 has not ended (it is queued); only an ended task can be retried.")
 		k.expect("bob", "retry", "Which task? Say `retry #3`")
 		k.expect("bob", "retry #7", "There is no task #7 here.")
 		k.expect("ann", "cancel #1", "canceled")
@@ -310,17 +310,57 @@ func TestRetryCommand(t *testing.T) {
 		if n := k.count(); n != 1 {
 			t.Fatalf("%d tasks after refused retries, want 1", n)
 		}
-		k.expect("bob", "retry #1 use JWT this time", `Created task #2 "Build auth", continuing #1`)
+		k.expect("ann", "retry #1 use JWT this time", `Created task #2 "Build auth", continuing #1 with its files. I'll post progress here.`)
 		got, err := k.store.GetTask(k.ctx, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.ContinuesNumber != 1 || got.RequestorID != "bob" || got.Goal != "Build auth" {
+		if got.ContinuesNumber != 1 || got.RequestorID != "ann" || got.Goal != "Build auth" {
 			t.Fatalf("retry = %+v", got)
 		}
 		evs, _ := k.store.TaskEvents(k.ctx, 2, 0)
 		if len(evs) == 0 || !strings.Contains(string(evs[0].Payload), "use JWT this time") {
 			t.Fatalf("the retry's context is not in its created event: %v", evs)
+		}
+	})
+}
+
+// TestRetryIsTheRequestors: a retry carries the old task's files, so only
+// its requestor and admins may ask for one, and the new task runs in the
+// old one's room, never where the asker happens to be. Bob, in channel B,
+// must not get alice's files from channel A by saying `retry #1`.
+func TestRetryIsTheRequestors(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		inRoom := func(r string) func(*plugin.Message) { return func(m *plugin.Message) { m.Room = r } }
+		k.expect("alice", "create task Set up payroll", "#1", inRoom("discord:CA"))
+		if _, err := k.store.ImportTaskFiles(k.ctx, 1, []domain.FileChange{{Path: "payroll.env", Data: []byte("PASSWORD=hunter2")}}, k.clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		k.expect("alice", "cancel #1", "canceled", inRoom("discord:CA"))
+
+		k.expect("bob", "retry #1", "Only the person who created task #1, or an admin, can retry it.", inRoom("discord:CB"))
+		if n := k.count(); n != 1 {
+			t.Fatalf("%d tasks after bob's retry, want 1: nothing is made", n)
+		}
+
+		// Alice herself, from another channel: the new task runs where
+		// task #1 ran.
+		k.expect("alice", "retry #1", "continuing #1 with its files. I'll post progress where task #1 ran.", inRoom("discord:CB"))
+		// An admin may, and it too runs in channel A.
+		k.expect("boss", "retry #1", "continuing #1", inRoom("discord:CB"))
+		for _, n := range []int64{2, 3} {
+			got, err := k.store.GetTask(k.ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.RoomID != "discord:CA" || got.ContinuesNumber != 1 {
+				t.Errorf("task #%d in room %q continuing #%d, want discord:CA continuing #1", n, got.RoomID, got.ContinuesNumber)
+			}
+		}
+		files, err := k.store.TaskFiles(k.ctx, 2)
+		if err != nil || len(files) != 1 {
+			t.Fatalf("the retry's files = %v, %v; want task #1's", files, err)
 		}
 	})
 }

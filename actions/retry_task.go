@@ -15,8 +15,12 @@ import (
 
 // RetryTask continues an ended task: `retry #3 [more context]` creates a
 // new task with the same goal, the old task's files and a summary of its
-// run (docs/tasks.md). Anyone who may see the old task may retry it; the new
-// one is theirs, and their limits apply.
+// run (docs/tasks.md). Like every control, it is the old task's
+// requestor's or an admin's: a retry carries the old task's files, which
+// may hold what its requestor did not mean for anyone else. The new task
+// runs in the old one's room, whoever asks and wherever, so those files and
+// that run never reach another room; it is the asker's, and their limits
+// apply.
 type RetryTask struct{ *Chat }
 
 var (
@@ -53,10 +57,18 @@ func (a RetryTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result
 	if missing != nil || err != nil {
 		return derefResult(missing), err
 	}
-	t, err := a.Tasks.Retry(ctx, old.Number, domain.NewTask{
-		RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room, WorkspaceID: WorkspaceOf(msg),
+	if !a.mayControl(msg, old) {
+		return fail("Only the person who created task #%d, or an admin, can retry it.", old.Number)
+	}
+	in := domain.NewTask{
+		RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room, WorkspaceID: old.WorkspaceID,
 		Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(), Context: strings.TrimSpace(p.Text),
-	})
+	}
+	elsewhere := old.RoomID != "" && old.RoomID != msg.Room
+	if old.RoomID != "" {
+		in.RoomID, in.Platform = old.RoomID, domain.RoomPlatform(old.RoomID)
+	}
+	t, err := a.Tasks.Retry(ctx, old.Number, in)
 	f := render.ForPlatform(msg.Platform)
 	switch {
 	case errors.Is(err, tasks.ErrNotEnded):
@@ -67,9 +79,13 @@ func (a RetryTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result
 	case err != nil:
 		return plugin.Result{}, err
 	}
+	where := "here"
+	if elsewhere {
+		where = fmt.Sprintf("where task #%d ran", old.Number)
+	}
 	return plugin.Result{
 		Success: true, TaskNumber: t.Number,
-		Text: fmt.Sprintf("🔁 Created task #%d %s, continuing #%d with its files. I'll post progress here.",
-			t.Number, quoted(f, t.Name), old.Number),
+		Text: fmt.Sprintf("🔁 Created task #%d %s, continuing #%d with its files. I'll post progress %s.",
+			t.Number, quoted(f, t.Name), old.Number, where),
 	}, nil
 }
