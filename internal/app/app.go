@@ -68,6 +68,16 @@ type Options struct {
 	TuneGC bool
 }
 
+// exitCode is how a command that failed with err exits: ExitUsage when a
+// setting is at fault (a *config.Error names it), ExitFailed otherwise.
+func exitCode(err error) int {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return ExitUsage
+	}
+	return ExitFailed
+}
+
 // Exit codes.
 const (
 	ExitOK     = 0
@@ -240,7 +250,7 @@ func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, fl
 		f, path, err := openLogFile(cfg.DataDir)
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "taskloom: %v\n", &config.Error{Var: "TASKLOOM_DATA_DIR", Reason: err.Error()})
-			return ExitFailed
+			return ExitUsage
 		}
 		defer f.Close()
 		fmt.Fprintf(o.Stderr, "taskloom: the log goes to %s while you chat here\n", path)
@@ -303,7 +313,7 @@ func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, fl
 	if err := serve(ctx, cfg, log, o, sandbox); err != nil {
 		// Said once, as the last line, not logged as well.
 		fmt.Fprintf(o.Stderr, "taskloom: %v\n", err)
-		return ExitFailed
+		return exitCode(err)
 	}
 	return ExitOK
 }
@@ -424,7 +434,7 @@ func runMigrate(ctx context.Context, cfg config.Config, log *slog.Logger, o Opti
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "taskloom migrate: %v\n", err)
-		return ExitFailed
+		return exitCode(err)
 	}
 	defer st.Close()
 	fmt.Fprintln(o.Stdout, "migrations applied; the schema is up to date")
@@ -437,7 +447,7 @@ func runPrune(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "taskloom prune: %v\n", err)
-		return ExitFailed
+		return exitCode(err)
 	}
 	defer st.Close()
 	n, err := st.PruneMemories(ctx, time.Now().Add(-cfg.Retention))
@@ -454,7 +464,7 @@ func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "taskloom check: %v\n", err)
-		return ExitFailed
+		return exitCode(err)
 	}
 	defer st.Close()
 	var checked, bad int
@@ -587,7 +597,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 	character := plugin.DefaultCharacter()
 	if cfg.Character != "" {
 		if character, err = plugin.LoadCharacter(cfg.Character); err != nil {
-			return err
+			return &config.Error{Var: "TASKLOOM_CHARACTER", Value: cfg.Character, Reason: err.Error()}
 		}
 	}
 	core := NewCore(CoreOptions{Config: cfg, Store: st, Model: model, Character: character, Clock: clk, Logger: log, Owner: replicaName(), Sandbox: sandbox,
@@ -654,7 +664,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, o Options, 
 // task workspaces an earlier version kept on disk.
 func openData(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clock) (domain.Store, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+		return nil, &config.Error{Var: "TASKLOOM_DATA_DIR", Value: cfg.DataDir, Reason: "cannot create the data directory: " + err.Error()}
 	}
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {

@@ -123,6 +123,44 @@ func TestBadConfigurationIsOneLine(t *testing.T) {
 	}
 }
 
+// TestBadSettingsFoundAtStartUp: a setting that is well formed but wrong
+// — a file that is not there, a tool no plugin has, a database no one
+// answers at, a data directory that cannot be made — stops serve with
+// exit 2 and, last, one line naming the variable, as a malformed one does:
+// an operator reading a failed unit's status sees what to change.
+func TestBadSettingsFoundAtStartUp(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"TASKLOOM_CHARACTER": "/no/such/character.json"}, "TASKLOOM_CHARACTER="},
+		{map[string]string{"TASKLOOM_CHARACTER": file}, "TASKLOOM_CHARACTER="},
+		{map[string]string{"TASKLOOM_APPROVE_TOOLS": "frobnicate"}, "TASKLOOM_APPROVE_TOOLS="},
+		{map[string]string{"DATABASE_URL": "postgres://nobody@127.0.0.1:1/taskloom?connect_timeout=2"}, "DATABASE_URL: cannot open the PostgreSQL store"},
+		{map[string]string{"TASKLOOM_DATA_DIR": filepath.Join(file, "data")}, "TASKLOOM_DATA_DIR="},
+	} {
+		if tt.env["TASKLOOM_DATA_DIR"] == "" {
+			tt.env["TASKLOOM_DATA_DIR"] = t.TempDir()
+		}
+		tt.env["TASKLOOM_HTTP_ADDR"] = "127.0.0.1:0"
+		tt.env["TASKLOOM_CONSOLE"] = "false"
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var stderrBuf syncBuffer
+		code := app.Main(ctx, app.Options{Args: []string{"serve"}, Getenv: envOf(tt.env), Stdout: io.Discard, Stderr: &stderrBuf})
+		cancel()
+		lines := strings.Split(strings.TrimSpace(stderrBuf.String()), "\n")
+		last := lines[len(lines)-1]
+		if code != app.ExitUsage || !strings.HasPrefix(last, "taskloom: ") || !strings.Contains(last, tt.want) {
+			t.Errorf("serve with %v: exit %d, last line %q; want %d and one line containing %q\n%s", tt.env, code, last, app.ExitUsage, tt.want, stderrBuf.String())
+		}
+	}
+}
+
 // apiToken is a TASKLOOM_API_TOKEN long enough for serve to accept.
 const apiToken = "test-api-token-0123456789abcdef0123456789"
 

@@ -162,11 +162,14 @@ type Error struct {
 	Reason string
 }
 
+// Error is one line, whatever the reason wraps (a driver's error may run
+// over several).
 func (e *Error) Error() string {
+	reason := strings.Join(strings.Fields(e.Reason), " ")
 	if e.Value == "" {
-		return fmt.Sprintf("%s: %s", e.Var, e.Reason)
+		return fmt.Sprintf("%s: %s", e.Var, reason)
 	}
-	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Reason)
+	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, reason)
 }
 
 // Load reads the configuration through getenv (os.Getenv in production)
