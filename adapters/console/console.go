@@ -110,6 +110,10 @@ func (c *Console) handle(ctx context.Context, text string) {
 		AuthorName:  c.User,
 		Text:        text,
 		Mentioned:   true,
+		// The terminal is the operator's, who started the service and
+		// reaches the API on loopback as well: one person with the CLI
+		// and the dashboard, who may control what those made.
+		Admin: true,
 	}
 	err := c.Runtime.HandleMessage(ctx, msg, func(_ context.Context, r plugin.Response) error {
 		c.print(r.Text)

@@ -385,6 +385,46 @@ func TestConsoleThroughAPipe(t *testing.T) {
 	}
 }
 
+// TestOneLocalOperator: on one machine the console, the CLI and the
+// dashboard are one person, the operator who runs the service: a task
+// made through the API (by `taskloom tasks create` or the dashboard) is
+// the console's to pause and cancel, where before the console was refused
+// as though someone else had made it.
+func TestOneLocalOperator(t *testing.T) {
+	t.Parallel()
+	in, typer := io.Pipe()
+	out := &syncBuffer{}
+	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_CONSOLE": "true"}
+	srv := launch(t, env, func(o *app.Options) { o.Stdin, o.Stdout = in, out })
+	defer func() { typer.Close(); srv.stop(); srv.wait(t, app.ShutdownTimeout+5*time.Second) }()
+	resp, err := http.Post(srv.base+"/api/tasks", "application/json", strings.NewReader(`{"goal": "made from the dashboard"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create through the API = %d", resp.StatusCode)
+	}
+	waitOut := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the console never said %q:\n%s", want, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if _, err := io.WriteString(typer, "pause #1\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitOut(`Task #1 "Made from the dashboard" paused`)
+	if _, err := io.WriteString(typer, "cancel #1\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitOut(`Task #1 "Made from the dashboard" canceled`)
+}
+
 // served is a `taskloom serve` running in the test: its base URL, what
 // it logs, and how to stop it (SIGTERM) and learn its exit code.
 type served struct {
