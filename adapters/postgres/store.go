@@ -123,14 +123,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
-		done := map[int]bool{}
-		for _, v := range applied {
-			done[v] = true
+		todo, err := sqlstore.ToApply(files, applied)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
 		}
-		for _, m := range files {
-			if done[m.Version] {
-				continue
-			}
+		for _, m := range todo {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("migrate: apply %s: %w", m.Name, err)
 			}

@@ -22,7 +22,14 @@ func open(t *testing.T) *Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, storetest.Stores{Empty: func(t *testing.T) domain.Store { return open(t) }})
+	storetest.Run(t, storetest.Stores{
+		Empty: func(t *testing.T) domain.Store { return open(t) },
+		Exec: func(t *testing.T, s domain.Store, q string) {
+			if _, err := s.(*Store).pool.Exec(t.Context(), q); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
 }
 
 // TestClaimUsesQueueIndex checks that the claim reads the partial index

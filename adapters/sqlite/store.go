@@ -146,22 +146,23 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
-		done := map[int]bool{}
+		var applied []int
 		for rows.Next() {
 			var v int
 			if err := rows.Scan(&v); err != nil {
 				rows.Close()
 				return fmt.Errorf("migrate: %w", err)
 			}
-			done[v] = true
+			applied = append(applied, v)
 		}
 		if err := rows.Close(); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
-		for _, m := range files {
-			if done[m.Version] {
-				continue
-			}
+		todo, err := sqlstore.ToApply(files, applied)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		for _, m := range todo {
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return fmt.Errorf("migrate: apply %s: %w", m.Name, err)
 			}

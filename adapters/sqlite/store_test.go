@@ -35,6 +35,11 @@ func TestStore(t *testing.T) {
 			migrated.CopyTo(t, path)
 			return openAt(t, path)
 		},
+		Exec: func(t *testing.T, s domain.Store, q string) {
+			if _, err := s.(*Store).write.ExecContext(t.Context(), q); err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Migration is one schema migration of a store: migrations/NNNN_name.sql.
@@ -42,6 +44,33 @@ func MigrationFiles(fsys fs.FS) ([]Migration, error) {
 	for i := 1; i < len(out); i++ {
 		if out[i].Version == out[i-1].Version {
 			return nil, fmt.Errorf("migrations %s and %s have the same version", out[i-1].Name, out[i].Name)
+		}
+	}
+	return out, nil
+}
+
+// ToApply returns the migrations of files that applied (the versions the
+// database recorded) lacks, in order, or a *domain.NewerSchemaError when applied
+// holds a version newer than every file: the one decision both stores'
+// Migrate make before applying anything.
+func ToApply(files []Migration, applied []int) ([]Migration, error) {
+	known := 0
+	if len(files) > 0 {
+		known = files[len(files)-1].Version
+	}
+	done := map[int]bool{}
+	newest := 0
+	for _, v := range applied {
+		done[v] = true
+		newest = max(newest, v)
+	}
+	if newest > known {
+		return nil, &domain.NewerSchemaError{Database: newest, Known: known}
+	}
+	var out []Migration
+	for _, m := range files {
+		if !done[m.Version] {
+			out = append(out, m)
 		}
 	}
 	return out, nil

@@ -27,6 +27,9 @@ type Stores struct {
 	// which the suite does when it is nil. The tests of Migrate itself
 	// always start from Empty.
 	Migrated func(t *testing.T) domain.Store
+	// Exec runs a statement on s's database, past the store: how the
+	// suite plays a newer Taskloom's migration.
+	Exec func(t *testing.T, s domain.Store, query string)
 }
 
 // Run runs the conformance suite, each test on a new store it migrates.
@@ -149,6 +152,12 @@ func Run(t *testing.T, stores Stores) {
 	// The tests of Migrate get an empty store.
 	t.Run("MigrateTwice", func(t *testing.T) { testMigrateTwice(t, stores.Empty(t)) })
 	t.Run("MigrateConcurrently", func(t *testing.T) { testMigrateConcurrently(t, stores.Empty(t)) })
+	t.Run("MigrateRefusesANewerSchema", func(t *testing.T) {
+		if stores.Exec == nil {
+			t.Fatal("Stores.Exec is not set: the schema guard goes untested")
+		}
+		testMigrateRefusesANewerSchema(t, stores.Empty(t), stores.Exec)
+	})
 	open := stores.Migrated
 	if open == nil {
 		open = stores.Empty

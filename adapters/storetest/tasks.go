@@ -33,6 +33,25 @@ func testMigrateTwice(t *testing.T, s domain.Store) {
 	}
 }
 
+// testMigrateRefusesANewerSchema: a database a newer Taskloom migrated —
+// the rollback an operator makes after an upgrade, or an old replica left
+// beside upgraded ones — is refused, naming both schema versions, and
+// Migrate changes nothing in it.
+func testMigrateRefusesANewerSchema(t *testing.T, s domain.Store, exec func(*testing.T, domain.Store, string)) {
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	before := create(t, s, newTask("Kept by the newer version"))
+	exec(t, s, "INSERT INTO schema_migrations (version) VALUES (9999)")
+	err := s.Migrate(t.Context())
+	var newer *domain.NewerSchemaError
+	if !errors.As(err, &newer) || newer.Database != 9999 || newer.Known <= 0 || newer.Known >= 9999 ||
+		!strings.Contains(err.Error(), "version 9999") || !strings.Contains(err.Error(), fmt.Sprintf("up to %d", newer.Known)) {
+		t.Fatalf("Migrate on a newer schema = %v; want a *domain.NewerSchemaError naming 9999 and this binary's version", err)
+	}
+	sameTask(t, "task after the refusal", get(t, s, before.Number), before)
+}
+
 // testMigrateConcurrently migrates an empty store from four goroutines
 // at once, as replicas that start together do: each migration is
 // applied once and every call succeeds.
