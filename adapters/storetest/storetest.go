@@ -152,6 +152,13 @@ func Run(t *testing.T, stores Stores) {
 	// The tests of Migrate get an empty store.
 	t.Run("MigrateTwice", func(t *testing.T) { testMigrateTwice(t, stores.Empty(t)) })
 	t.Run("MigrateConcurrently", func(t *testing.T) { testMigrateConcurrently(t, stores.Empty(t)) })
+	t.Run("DumpRoundTrip", func(t *testing.T) {
+		s := stores.Empty(t)
+		if err := s.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		testDumpRoundTrip(t, s, stores.Empty)
+	})
 	t.Run("MigrateRefusesANewerSchema", func(t *testing.T) {
 		if stores.Exec == nil {
 			t.Fatal("Stores.Exec is not set: the schema guard goes untested")
