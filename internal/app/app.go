@@ -96,6 +96,7 @@ arguments or configuration.`
 // each overrides its variable when given.
 type serviceFlags struct {
 	character, dataDir, httpAddr string
+	out, in                      string // export's and import's file
 }
 
 func (f *serviceFlags) add(c *cobra.Command) {
@@ -168,6 +169,10 @@ func command(o Options) *cobra.Command {
 		{Use: "migrate", Short: "apply database migrations and exit"},
 		{Use: "check", Short: "replay every task's event log and verify it against the tasks table"},
 		{Use: "prune", Short: "delete chat memories older than TASKLOOM_RETENTION (task events are kept)"},
+		{Use: "export", Short: "write the whole store as a dump (JSON Lines) to --out or stdout",
+			Long: "Writes every task with its events, steps and files, the schedules, memory, knowledge and pending notifications, from one consistent snapshot, also while replicas serve. The store is the one serve uses: DATABASE_URL, or SQLite in TASKLOOM_DATA_DIR. Moving stores: docs/deploy.md."},
+		{Use: "import", Short: "load a dump from --in or stdin into a new, empty store",
+			Long: "Migrates the store serve uses (DATABASE_URL, or SQLite in TASKLOOM_DATA_DIR) and loads the dump into it, keeping numbers, ids and times, in one transaction; then checks every task's events. Refuses a store that holds anything, and a dump cut short or written by a newer Taskloom."},
 		{Use: "doctor", Short: "check the store, the model, the platforms and the sandbox, changing nothing",
 			Long: "Runs every check serve makes at start and prints a table: the store (opened, not migrated), the model's endpoint (GET /models), each platform configured (its token), the sandbox when something needs it. Exits 1 when one failed."},
 	} {
@@ -178,6 +183,12 @@ func command(o Options) *cobra.Command {
 			c.Long = "The store is the one serve uses: DATABASE_URL, or SQLite in TASKLOOM_DATA_DIR."
 		}
 		flags.add(c)
+		switch c.Use {
+		case "export":
+			c.Flags().StringVar(&flags.out, "out", "", "the file to write (default: standard output)")
+		case "import":
+			c.Flags().StringVar(&flags.in, "in", "", "the file to read (default: standard input)")
+		}
 		root.AddCommand(c)
 	}
 	root.AddCommand(&cobra.Command{
@@ -309,6 +320,10 @@ func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, fl
 		return runPrune(ctx, cfg, log, o)
 	case "doctor":
 		return runDoctor(ctx, cfg, log, o)
+	case "export":
+		return runExport(ctx, cfg, log, o, flags.out)
+	case "import":
+		return runImport(ctx, cfg, log, o, flags.in)
 	}
 	if err := serve(ctx, cfg, log, o, sandbox); err != nil {
 		// Said once, as the last line, not logged as well.
@@ -405,6 +420,19 @@ func VersionOf(bi *debug.BuildInfo, version, revision string) string {
 // openStore opens (and migrates) PostgreSQL when DATABASE_URL is set, the
 // embedded SQLite store in the data directory otherwise.
 func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (domain.Store, error) {
+	st, err := openUnmigrated(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return st, nil
+}
+
+// openUnmigrated opens the configured store as it is.
+func openUnmigrated(ctx context.Context, cfg config.Config, log *slog.Logger) (domain.Store, error) {
 	var (
 		st  domain.Store
 		err error
@@ -422,10 +450,6 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (domain
 			return nil, &config.Error{Var: "TASKLOOM_DATA_DIR", Reason: "cannot open the SQLite store " + path + ": " + err.Error()}
 		}
 		log.Info("store: embedded SQLite", "path", path)
-	}
-	if err := st.Migrate(ctx); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	return st, nil
 }
@@ -467,11 +491,17 @@ func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 		return exitCode(err)
 	}
 	defer st.Close()
+	return checkStore(ctx, st, o, "taskloom check")
+}
+
+// checkStore replays every task's events against its row, prints what
+// does not match and a last line of counts, and returns the exit code.
+func checkStore(ctx context.Context, st domain.Store, o Options, who string) int {
 	var checked, bad int
 	for after := int64(0); ; {
 		tasks, err := st.ListTasks(ctx, domain.TaskFilter{AfterNumber: after, Limit: 500})
 		if err != nil {
-			fmt.Fprintf(o.Stderr, "taskloom check: list tasks: %v\n", err)
+			fmt.Fprintf(o.Stderr, "%s: list tasks: %v\n", who, err)
 			return ExitFailed
 		}
 		if len(tasks) == 0 {
@@ -481,12 +511,12 @@ func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 			after = t.Number
 			evs, err := st.TaskEvents(ctx, t.Number, 0)
 			if err != nil {
-				fmt.Fprintf(o.Stderr, "taskloom check: events of task #%d: %v\n", t.Number, err)
+				fmt.Fprintf(o.Stderr, "%s: events of task #%d: %v\n", who, t.Number, err)
 				return ExitFailed
 			}
 			steps, err := st.Steps(ctx, t.Number)
 			if err != nil {
-				fmt.Fprintf(o.Stderr, "taskloom check: steps of task #%d: %v\n", t.Number, err)
+				fmt.Fprintf(o.Stderr, "%s: steps of task #%d: %v\n", who, t.Number, err)
 				return ExitFailed
 			}
 			checked++
@@ -503,7 +533,7 @@ func runCheck(ctx context.Context, cfg config.Config, log *slog.Logger, o Option
 	if uc, ok := st.(unownedCounter); ok {
 		steps, events, err := uc.Unowned(ctx)
 		if err != nil {
-			fmt.Fprintf(o.Stderr, "taskloom check: %v\n", err)
+			fmt.Fprintf(o.Stderr, "%s: %v\n", who, err)
 			return ExitFailed
 		}
 		if unowned = steps+events > 0; unowned {
