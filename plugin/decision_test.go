@@ -64,7 +64,7 @@ func TestPipelineRefusesAModelsPickOfADecision(t *testing.T) {
 	if strings.Contains(prompt, "- approve_task:") || !strings.Contains(prompt, "- list_tasks:") {
 		t.Fatalf("the actions offered to the model:\n%s", prompt)
 	}
-	if !strings.Contains(prompt, "tell them what to type, one of: `approve #2`") {
+	if !strings.Contains(prompt, "tell them what to type (with the right number), one of: `approve #2`") {
 		t.Fatalf("the prompt does not say what the person may type:\n%s", prompt)
 	}
 	got = f.send(t, plugin.Message{Text: "go ahead", Mentioned: true})
