@@ -95,8 +95,10 @@ func orAll(room string) string {
 	return room
 }
 
-// memoryQuoted says what the section's quoted material is.
-const memoryQuoted = "Recollections, best first, each with its source."
+// memoryQuoted says what the section's quoted material is: nothing
+// more than MemoryHeading says, as every character counts against
+// MemorySectionChars.
+const memoryQuoted = ""
 
 // MemorySection lays recollections out, best first, as lines
 // "- [source] text" under MemoryHeading, quoted (Quote: other people's
