@@ -29,7 +29,8 @@ const (
 //     slash commands, not other chatter;
 //  3. compose state from the providers;
 //  4. choose an action: the deterministic command grammar first, then —
-//     with a real model — the model's pick, else the fallback action;
+//     with a real model — the model's pick (never a person's decision:
+//     see selectAction), else the fallback action;
 //  5. run it and reply through reply;
 //  6. run the evaluators;
 //
