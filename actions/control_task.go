@@ -14,7 +14,8 @@ import (
 // ControlTask pauses, resumes or cancels a task — `pause #2`, `resume #2`,
 // `cancel #2` — or decides on the tool call it asked to make: `approve #2`,
 // `deny #2 [reason]` (docs/security.md). Only the task's requestor and admins
-// may.
+// may. Approve, deny and cancel are a person's decisions
+// (plugin.ActionInfo.Decision): never a model's pick.
 type ControlTask struct {
 	*Chat
 	Op string // CmdPause, CmdResume, CmdCancel, CmdApprove or CmdDeny
@@ -46,6 +47,10 @@ func (a ControlTask) Info() plugin.ActionInfo {
 		Description: desc,
 		Examples:    []string{a.Op + " #2", "/task " + a.Op + " 2"},
 		Parameters:  params,
+		// Approving gives a task's call a person's authority; denying
+		// and cancelling end work. Pause and resume are reversible and
+		// change no authority, so a model may pick them.
+		Decision: a.Op == CmdApprove || a.Op == CmdDeny || a.Op == CmdCancel,
 	}
 }
 

@@ -3,7 +3,6 @@ package actions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -12,13 +11,13 @@ import (
 // ForgetMe deletes what the author said and what is known about them:
 // `forget me` (docs/memory.md). Every message they wrote and every fact
 // about them goes, in every room of the platform — the message saying
-// `forget me` too, which the pipeline stored before the command ran.
+// `forget me` too, which the pipeline stored before the command ran. It is
+// a person's decision (plugin.ActionInfo.Decision).
 type ForgetMe struct{}
 
 var (
-	_ plugin.Action          = ForgetMe{}
-	_ plugin.CommandMatcher  = ForgetMe{}
-	_ plugin.ActionValidator = ForgetMe{}
+	_ plugin.Action         = ForgetMe{}
+	_ plugin.CommandMatcher = ForgetMe{}
 )
 
 func (ForgetMe) Info() plugin.ActionInfo {
@@ -27,24 +26,14 @@ func (ForgetMe) Info() plugin.ActionInfo {
 		Description: "Delete every message the author wrote and every fact about them, in every room. Only the words `forget me` run it.",
 		Examples:    []string{"forget me"},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"properties":{}}`),
+		// Deleting is not a guess for a model to make: only the words
+		// `forget me` run it (the pipeline refuses a model's pick).
+		Decision: true,
 	}
 }
 
 func (ForgetMe) MatchCommand(msg *plugin.Message) (json.RawMessage, bool) {
 	return match(msg, CmdForget)
-}
-
-// Validate runs it only for the command's own words: a model that picks
-// it for other text (it is listed to the model with the other actions)
-// is refused, as deleting is not a guess to make.
-func (ForgetMe) Validate(_ context.Context, call *plugin.Call) error {
-	if call.Message == nil {
-		return errors.New("that is a chat command; tasks cannot run it")
-	}
-	if c, ok := ParseCommand(call.Message.Text); !ok || c.Kind != CmdForget {
-		return errors.New("to delete everything you wrote and every fact about you, say `forget me`")
-	}
-	return nil
 }
 
 func (ForgetMe) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, error) {

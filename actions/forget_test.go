@@ -6,13 +6,13 @@ import (
 
 	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
-	"github.com/taskloom/taskloom/plugin"
 )
 
 // TestForgetMe: `forget me` deletes every message its author wrote, in
 // every room, the command itself included, and every fact about them,
-// and says how many; other people's words and facts stay. A model that
-// picks forget_me for other words is refused.
+// and says how many; other people's words and facts stay. (A model's pick
+// of it is refused by the pipeline: plugin TestPipelineRefusesAModelsPickOfADecision,
+// adapters/discord TestDecisionsAreAPersons.)
 func TestForgetMe(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		k := newChat(t, open)
@@ -46,10 +46,6 @@ func TestForgetMe(t *testing.T) {
 		}
 		if len(recs) != 1 || !strings.Contains(recs[0].Text, "bob") {
 			t.Fatalf("facts left: %+v", recs)
-		}
-		res, err := k.rt.RunAction(k.ctx, "forget_me", &plugin.Call{Message: &plugin.Message{Platform: "discord", AuthorID: "bob", Text: "please forget the staging database"}})
-		if err == nil || !strings.Contains(err.Error(), "say `forget me`") || res.Success {
-			t.Fatalf("forget_me for other words: %+v, %v", res, err)
 		}
 	})
 }

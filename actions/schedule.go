@@ -17,9 +17,13 @@ import (
 // ScheduleCommand is one of the schedule commands of docs/schedules.md:
 // `every <spec> task <goal>`, `schedules`, `unschedule #S`,
 // `pause schedule #S`, `resume schedule #S`. They act only on what the
-// grammar read from the message itself: a model that picks one for free
-// text gets the usage back, so no schedule — recurring work — is made or
-// changed from a model's reading of a message.
+// grammar read from the message itself, which is where their arguments
+// come from: a model that picks `schedule_task` for free text gets the
+// usage back, so no recurring work is made from a model's reading of a
+// message. Unschedule, pause and resume are a person's decisions
+// (plugin.ActionInfo.Decision): deleting ends recurring work, resuming
+// gives it back its creator's authority, and pausing is resuming's
+// counterpart; the pipeline never lets a model pick them.
 type ScheduleCommand struct {
 	*Chat
 	Kind string // CmdSchedule, CmdSchedules, CmdUnschedule, CmdPauseSchedule or CmdResumeSchedule
@@ -40,11 +44,11 @@ var scheduleInfo = map[string]plugin.ActionInfo{
 	CmdSchedules: {Name: "list_schedules", Similes: []string{"schedules"},
 		Description: "List the schedules of this workspace with their next run times.", Examples: []string{"schedules"}},
 	CmdUnschedule: {Name: "unschedule", Description: "Delete a schedule; its runs stay. Its creator and admins may.",
-		Examples: []string{"unschedule #2"}},
+		Examples: []string{"unschedule #2"}, Decision: true},
 	CmdPauseSchedule: {Name: "pause_schedule", Description: "Pause a schedule. Its creator and admins may.",
-		Examples: []string{"pause schedule #2"}},
+		Examples: []string{"pause schedule #2"}, Decision: true},
 	CmdResumeSchedule: {Name: "resume_schedule", Description: "Resume a paused schedule. Its creator and admins may.",
-		Examples: []string{"resume schedule #2"}},
+		Examples: []string{"resume schedule #2"}, Decision: true},
 }
 
 func (a ScheduleCommand) Info() plugin.ActionInfo {
@@ -75,8 +79,9 @@ func (a ScheduleCommand) Handle(ctx context.Context, call *plugin.Call) (plugin.
 	}
 	f := render.ForPlatform(msg.Platform)
 	c, ok := ParseCommand(msg.Text)
-	if !ok || c.Kind != a.Kind {
-		// Chosen for free text, not typed: say how to type it.
+	if (!ok || c.Kind != a.Kind) && a.Kind != CmdSchedules {
+		// Chosen for free text, not typed: there are no arguments to
+		// act on, so say how to type them.
 		return plugin.Result{Error: scheduleUsage(f)}, nil
 	}
 	if a.Schedules == nil {

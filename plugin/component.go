@@ -159,11 +159,20 @@ type ActionInfo struct {
 	// NeedsRoom says the tool works only for a task with a chat room
 	// (it posts there): a task without one is not offered it.
 	NeedsRoom bool
+	// Decision marks a person's decision: an action that gives authority
+	// or destroys work (approve, deny, cancel, unschedule, forget me).
+	// It runs only from what a person did — a command of the fixed
+	// grammar they typed, a button, a slash command — never from a
+	// model's pick: the pipeline does not offer it to the chat model and
+	// refuses a pick of it, and no task is offered it as a tool
+	// (docs/security.md).
+	Decision bool
 }
 
-// OffersTo reports whether the action is a tool task may use.
+// OffersTo reports whether the action is a tool task may use. A person's
+// decision never is, whatever Tool says.
 func (i ActionInfo) OffersTo(task domain.Task) bool {
-	return i.Tool && (!i.NeedsRoom || task.RoomID != "")
+	return i.Tool && !i.Decision && (!i.NeedsRoom || task.RoomID != "")
 }
 
 // Action is something the bot can do: a chat command handler and a tool an

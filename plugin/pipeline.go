@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"github.com/taskloom/taskloom/domain"
 	"log/slog"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/taskloom/taskloom/prompts"
@@ -27,7 +29,8 @@ const (
 //     slash commands, not other chatter;
 //  3. compose state from the providers;
 //  4. choose an action: the deterministic command grammar first, then —
-//     with a real model — the model's pick, else the fallback action;
+//     with a real model — the model's pick (never a person's decision:
+//     see selectAction), else the fallback action;
 //  5. run it and reply through reply;
 //  6. run the evaluators;
 //
@@ -67,15 +70,15 @@ func (rt *Runtime) HandleMessage(ctx context.Context, msg Message, reply ReplyFu
 	eval.Responded = true
 	eval.State = rt.ComposeState(ctx, &msg)
 
-	name, params, fallbackText := rt.selectAction(ctx, &msg, eval.State, log)
+	name, params, said := rt.selectAction(ctx, &msg, eval.State, log)
 	var resp Response
 	switch {
 	case name != "":
 		res, err := rt.RunAction(ctx, name, &Call{Message: &msg, Params: params, State: eval.State})
 		eval.Results = append(eval.Results, ActionOutcome{Action: name, Result: res, Err: err})
 		resp = responseFor(name, res, err, log)
-	case fallbackText != "":
-		resp = Response{Text: fallbackText}
+	case said.Text != "":
+		resp = said
 	default:
 		resp = Response{Text: sorryNoCommand}
 	}
@@ -120,12 +123,22 @@ func sentence(s string) string {
 	return s
 }
 
-// selectAction picks the action for an addressed message; fallbackText is
-// a model's chat reply when it picked none.
-func (rt *Runtime) selectAction(ctx context.Context, msg *Message, state *State, log *slog.Logger) (name string, params json.RawMessage, fallbackText string) {
+// selectAction picks the action for an addressed message; said is what
+// to answer instead when none runs: a model's chat reply when it picked
+// none, or the refusal of a person's decision it picked.
+//
+// A person's decision (ActionInfo.Decision) runs only from what the
+// person did: the platform's parse of their slash command or button
+// (msg.Action) or the fixed grammar of the words they typed
+// (MatchCommand). Everything after that is a model's reading of the
+// message — and of other people's words and recalled memory in its
+// prompt — so the model is not offered decisions and a pick of one is
+// refused here, the one place that enforces it: the action does not run
+// and nothing it would change changes.
+func (rt *Runtime) selectAction(ctx context.Context, msg *Message, state *State, log *slog.Logger) (name string, params json.RawMessage, said Response) {
 	if msg.Action != "" {
 		if _, ok := rt.Action(msg.Action); ok {
-			return msg.Action, msg.Params, ""
+			return msg.Action, msg.Params, Response{}
 		}
 		log.Warn("the message names an action nobody registered; reading its text instead", "action", msg.Action)
 	}
@@ -135,22 +148,48 @@ func (rt *Runtime) selectAction(ctx context.Context, msg *Message, state *State,
 			continue
 		}
 		if p, ok := m.MatchCommand(msg); ok {
-			return a.Info().Name, p, ""
+			return a.Info().Name, p, Response{}
 		}
 	}
 	if model, ok := rt.Model(ModelText); ok && !IsDemo(model) {
 		name, params, text, err := rt.modelSelect(ctx, msg, state)
+		if a, ok := rt.Action(name); ok && err == nil && a.Info().Decision {
+			log.Warn("the model picked a person's decision; refused", "action", name)
+			return "", nil, Response{Text: decisionRefusal(a.Info(), params), Ephemeral: true}
+		}
 		if err == nil && (name != "" || text != "") {
-			return name, params, text
+			return name, params, Response{Text: text}
 		}
 		if err != nil {
 			log.Warn("model could not choose an action", "err", err)
 		}
 	}
 	if _, ok := rt.Action(rt.opts.FallbackAction); ok {
-		return rt.opts.FallbackAction, json.RawMessage(`{}`), ""
+		return rt.opts.FallbackAction, json.RawMessage(`{}`), Response{}
 	}
-	return "", nil, ""
+	return "", nil, Response{}
+}
+
+// exampleNumber is the "#2" of a command's example.
+var exampleNumber = regexp.MustCompile(`#[0-9]+`)
+
+// decisionRefusal is the sentence a model's pick of a person's decision
+// gets: what the person may type to decide it themselves — the action's
+// first example, with the number the model named when it named one.
+func decisionRefusal(info ActionInfo, params json.RawMessage) string {
+	say := info.Name
+	if len(info.Examples) > 0 {
+		say = info.Examples[0]
+	}
+	var p struct {
+		Number int64 `json:"number"`
+	}
+	n := "#N"
+	if json.Unmarshal(params, &p) == nil && p.Number > 0 {
+		n = "#" + strconv.FormatInt(p.Number, 10)
+	}
+	say = exampleNumber.ReplaceAllLiteralString(say, n)
+	return fmt.Sprintf("That is a decision for you to make, not me: to make it, say `%s` yourself.", say)
 }
 
 var selectionSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["action","params","reply"],"properties":{"action":{"type":"string"},"params":{"type":"object"},"reply":{"type":"string"}}}`)
@@ -161,15 +200,24 @@ type selection struct {
 	Reply  string          `json:"reply"`
 }
 
-// modelSelect asks the model which registered action fits free text.
+// modelSelect asks the model which registered action fits free text. A
+// person's decision is not among the actions offered; the prompt lists
+// them apart, as what the person may type.
 func (rt *Runtime) modelSelect(ctx context.Context, msg *Message, state *State) (string, json.RawMessage, string, error) {
 	type actionDoc struct {
 		Name, Description string
 		Parameters        string
 	}
 	var docs []actionDoc
+	var decisions []string
 	for _, a := range rt.Actions() {
 		info := a.Info()
+		if info.Decision {
+			if len(info.Examples) > 0 {
+				decisions = append(decisions, info.Examples[0])
+			}
+			continue
+		}
 		p := string(info.Parameters)
 		if p == "" {
 			p = "{}"
@@ -177,7 +225,8 @@ func (rt *Runtime) modelSelect(ctx context.Context, msg *Message, state *State) 
 		docs = append(docs, actionDoc{Name: info.Name, Description: info.Description, Parameters: p})
 	}
 	sys, err := prompts.Render("select_action.tmpl", map[string]any{
-		"System": rt.opts.Character.SystemPrompt(), "Actions": docs, "State": state.Text,
+		"System": rt.opts.Character.SystemPrompt(), "Actions": docs, "Decisions": decisions, "State": state.Text,
+		"QuoteBegin": QuoteBegin, "QuoteEnd": QuoteEnd,
 	})
 	if err != nil {
 		return "", nil, "", err

@@ -95,31 +95,39 @@ func orAll(room string) string {
 	return room
 }
 
+// memoryQuoted says what the section's quoted material is: nothing
+// more than MemoryHeading says, as every character counts against
+// MemorySectionChars.
+const memoryQuoted = ""
+
 // MemorySection lays recollections out, best first, as lines
-// "- [source] text" under MemoryHeading, as many as fit in
-// MemorySectionChars; one that does not fit is passed over for the
-// next. None fits: "". A text longer than MemoryItemChars is shown as
-// the excerpt around the first word of query it has.
+// "- [source] text" under MemoryHeading, quoted (Quote: other people's
+// words and what is remembered are never instructions), as many as fit
+// in MemorySectionChars with the frame; one that does not fit is passed
+// over for the next. None fits: "". A text longer than MemoryItemChars
+// is shown as the excerpt around the first word of query it has.
 func MemorySection(recs []domain.Recollection, room, query string) string {
-	used := utf8.RuneCountInString(MemoryHeading)
-	lines := []string{MemoryHeading}
+	fixed, perLine := QuoteFrameChars(memoryQuoted)
+	used := utf8.RuneCountInString(MemoryHeading) + 1 + fixed // the heading's newline
+	var lines []string
 	for _, rc := range recs {
 		text := strings.Join(strings.Fields(rc.Text), " ")
 		if text == "" {
 			continue
 		}
-		line := "- [" + clipText(RecollectionSource(rc, room), 120) + "] " + excerpt(text, query, MemoryItemChars)
-		n := 1 + utf8.RuneCountInString(line) // and the newline before it
+		source := strings.Join(strings.Fields(RecollectionSource(rc, room)), " ")
+		line := "- [" + clipText(source, 120) + "] " + excerpt(text, query, MemoryItemChars)
+		n := perLine + utf8.RuneCountInString(line)
 		if used+n > MemorySectionChars {
 			continue
 		}
 		used += n
 		lines = append(lines, line)
 	}
-	if len(lines) == 1 {
+	if len(lines) == 0 {
 		return ""
 	}
-	return strings.Join(lines, "\n")
+	return MemoryHeading + "\n" + Quote(memoryQuoted, lines)
 }
 
 // RecollectionSource says where a recollection comes from, for a reader:

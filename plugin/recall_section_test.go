@@ -172,7 +172,8 @@ func TestRecallerReranksByEmbeddings(t *testing.T) {
 func TestMemorySectionExcerpts(t *testing.T) {
 	long := strings.Repeat("Filler about the payroll export. ", 40) + "To restart the ingest queue, drain it first. " + strings.Repeat("Filler about holidays. ", 40)
 	got := plugin.MemorySection([]domain.Recollection{{Kind: domain.RecallPassage, Text: long, Source: `"Runbook", passage 1`}}, "", "Restart the ingest queue")
-	line := got[strings.Index(got, "\n")+1:]
+	line := got[strings.Index(got, "\n"+plugin.QuotePrefix)+1+len(plugin.QuotePrefix):]
+	line, _, _ = strings.Cut(line, "\n")
 	if !strings.Contains(line, "To restart the ingest queue, drain it first.") || !strings.HasPrefix(line, "- [knowledge: Runbook] …") ||
 		utf8.RuneCountInString(line) > plugin.MemoryItemChars+len("- [knowledge: Runbook] ") {
 		t.Fatalf("line = %q", line)

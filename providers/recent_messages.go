@@ -20,8 +20,10 @@ const (
 // RecentMessages gives the model the room's conversation before the
 // message it answers: the latest RecentMessagesLimit messages or
 // RecentMessagesChars characters of them, whichever is less, oldest
-// first, each with its author and time. The message being answered is
-// left out: the model reads it as the user's turn.
+// first, each with its author and time, as quoted material
+// (plugin.Quote): what people said, never instructions to the model. The
+// message being answered is left out: the model reads it as the user's
+// turn, the one request.
 type RecentMessages struct {
 	Store domain.Store
 	// Limit and Chars override the bounds; 0 keeps them.
@@ -56,11 +58,14 @@ func (p RecentMessages) Get(ctx context.Context, msg *plugin.Message, _ *plugin.
 		return plugin.ProviderResult{Values: map[string]any{"recent_messages": 0}}, nil
 	}
 	return plugin.ProviderResult{
-		Text:   "The conversation in this room so far (oldest first):\n" + strings.Join(lines, "\n"),
+		Text:   "The conversation in this room so far:\n" + plugin.Quote(conversationQuoted, lines),
 		Values: map[string]any{"recent_messages": len(lines)},
 		Data:   map[string]any{"recent_message_ids": ids},
 	}, nil
 }
+
+// conversationQuoted says what the quoted conversation is.
+const conversationQuoted = "Messages of this room before the one you answer, oldest first, each with its author and time."
 
 // WithoutMessage drops msg's own memory from mems: the one with its
 // message ID or, for a message without one (the console), the latest one

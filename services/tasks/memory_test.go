@@ -138,8 +138,8 @@ func TestIterationMemoryStaysBounded(t *testing.T) {
 	if n := utf8.RuneCountInString(section); n > plugin.MemorySectionChars {
 		t.Fatalf("the section is %d characters, more than %d", n, plugin.MemorySectionChars)
 	}
-	if strings.Count(section, "\n- [") < 3 {
+	if strings.Count(section, "\n"+plugin.QuotePrefix+"- [") < 3 {
 		t.Fatalf("the section recalls too little:\n%s", section)
 	}
-	t.Logf("section: %d characters, %d items", utf8.RuneCountInString(section), strings.Count(section, "\n- ["))
+	t.Logf("section: %d characters, %d items", utf8.RuneCountInString(section), strings.Count(section, "\n"+plugin.QuotePrefix+"- ["))
 }
