@@ -8,6 +8,10 @@ import "encoding/json"
 // answer it by rule, without a key.
 const FactsSchemaName = "durable_facts"
 
+// ActionChoiceSchemaName names the structured output of the chat
+// pipeline's request for an action (or a reply) to an addressed message.
+const ActionChoiceSchemaName = "action_choice"
+
 // FactsSchema is the JSON Schema of a FactsAnswer.
 var FactsSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["facts"],"properties":{"facts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["text","about","sources"],"properties":{"text":{"type":"string"},"about":{"type":"string"},"sources":{"type":"array","items":{"type":"integer"}}}}}}}`)
 

@@ -151,8 +151,13 @@ func (rt *Runtime) selectAction(ctx context.Context, msg *Message, state *State,
 			return a.Info().Name, p, Response{}
 		}
 	}
-	if model, ok := rt.Model(ModelText); ok && !IsDemo(model) {
+	if model, ok := rt.Model(ModelText); ok {
 		name, params, text, err := rt.modelSelect(ctx, msg, state)
+		if IsDemo(model) {
+			// The demo model answers free text from memory by a rule
+			// (docs/chat.md); it cannot read a request, so it runs nothing.
+			name, params = "", nil
+		}
 		if a, ok := rt.Action(name); ok && err == nil && a.Info().Decision {
 			log.Warn("the model picked a person's decision; refused", "action", name)
 			return "", nil, Response{Text: decisionRefusal(a.Info(), params), Ephemeral: true}
@@ -233,7 +238,7 @@ func (rt *Runtime) modelSelect(ctx context.Context, msg *Message, state *State) 
 	}
 	resp, err := rt.UseModel(ctx, ModelText, ModelRequest{
 		Messages: []ChatMessage{{Role: RoleSystem, Content: sys}, {Role: RoleUser, Content: msg.Text}},
-		Schema:   &JSONSchema{Name: "action_choice", Schema: selectionSchema, Strict: false},
+		Schema:   &JSONSchema{Name: ActionChoiceSchemaName, Schema: selectionSchema, Strict: false},
 	})
 	if err != nil {
 		return "", nil, "", err

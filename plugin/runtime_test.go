@@ -490,26 +490,31 @@ func (v validatingAction) withValidate(fn func(*plugin.Call) error) validatingAc
 	return v
 }
 
-func TestPipelineFallsBackToHelpWithDemoModel(t *testing.T) {
+// TestDemoModelAnswersButRunsNothing: free text reaches the demo model,
+// whose reply (said from memory by a rule) is the answer, but an action
+// it names never runs: a demo cannot read a request. A reply it cannot
+// give falls back to the help.
+func TestDemoModelAnswersButRunsNothing(t *testing.T) {
 	t.Parallel()
-	demoCalled := false
-	demo := demoModel{func() { demoCalled = true }}
-	f := newPipeline(t, demo, echo("help"))
-	got := f.send(t, plugin.Message{Text: "what's the weather?", DM: true})
-	if !slices.Equal(got, []string{"help:{}"}) {
-		t.Fatalf("replies = %q", got)
-	}
-	if demoCalled {
-		t.Fatal("free text was sent to the demo model")
+	for _, tt := range []struct{ reply, want string }{
+		{`{"action":"none","params":{},"reply":"(demo model) what I recall"}`, "(demo model) what I recall"},
+		{`{"action":"list_tasks","params":{},"reply":""}`, "help:{}"}, // named, not run
+		{`not JSON`, "help:{}"},
+	} {
+		demo := demoModel{tt.reply}
+		f := newPipeline(t, demo, echo("help"), echo("list_tasks"))
+		got := f.send(t, plugin.Message{Text: "what's the weather?", DM: true})
+		if !slices.Equal(got, []string{tt.want}) {
+			t.Fatalf("demo replying %s: replies = %q, want %q", tt.reply, got, tt.want)
+		}
 	}
 }
 
-type demoModel struct{ called func() }
+type demoModel struct{ reply string }
 
 func (d demoModel) IsDemo() bool { return true }
 func (d demoModel) Generate(context.Context, plugin.ModelRequest) (plugin.ModelResponse, error) {
-	d.called()
-	return plugin.ModelResponse{Text: "demo"}, nil
+	return plugin.ModelResponse{Text: d.reply}, nil
 }
 
 func TestPipelineLetsARealModelPickAnAction(t *testing.T) {

@@ -92,6 +92,8 @@ func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.M
 		text, calls = answer(*req.Task, req.Tools, offered(req, "post_message"))
 	case req.Schema != nil && req.Schema.Name == plugin.FactsSchemaName:
 		text = facts(req)
+	case req.Schema != nil && req.Schema.Name == plugin.ActionChoiceSchemaName:
+		text = chat(req)
 	}
 	var prompt int64
 	for _, msg := range req.Messages {
