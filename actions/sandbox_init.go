@@ -135,25 +135,35 @@ func sandboxInit(args []string) int {
 // the command starts, so that the command never finds the port closed:
 // connections wait in its queue until the proxy accepts them.
 func handOverListener(door string) error {
-	fail := func(err error) error { return fmt.Errorf("egress proxy: hand over the listener: %w", err) }
 	ln, err := net.Listen("tcp", sandboxProxyAddr)
 	if err != nil {
-		return fail(err)
+		return fmt.Errorf("egress proxy: listen: %w", err)
 	}
-	f, err := ln.(*net.TCPListener).File()
-	ln.Close()
+	defer ln.Close()
+	return handOver(door, ln.(*net.TCPListener))
+}
+
+// handOver sends ln to the egress proxy's door and waits for its answer.
+func handOver(door string, ln *net.TCPListener) error {
+	fail := func(err error) error { return fmt.Errorf("egress proxy: hand over the listener: %w", err) }
+	raw, err := ln.SyscallConn()
 	if err != nil {
 		return fail(err)
 	}
-	defer f.Close()
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: door, Net: "unix"})
 	if err != nil {
 		return fail(err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(handoverTimeout))
-	if _, _, err := c.WriteMsgUnix([]byte{0}, unix.UnixRights(int(f.Fd())), nil); err != nil {
+	var sendErr error
+	if err := raw.Control(func(fd uintptr) {
+		_, _, sendErr = c.WriteMsgUnix([]byte{0}, unix.UnixRights(int(fd)), nil)
+	}); err != nil {
 		return fail(err)
+	}
+	if sendErr != nil {
+		return fail(sendErr)
 	}
 	var ack [1]byte
 	if _, err := io.ReadFull(c, ack[:]); err != nil || ack[0] != handedOver {
