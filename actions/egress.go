@@ -35,6 +35,7 @@ type Egress struct {
 	dialer  PublicDialer
 	log     *slog.Logger
 	limits  EgressLimits
+	clock   clock.Clock
 	refusal *refusalLog
 
 	forward *httputil.ReverseProxy
@@ -77,7 +78,7 @@ func NewEgress(o EgressOptions) *Egress {
 		o.Clock = clock.Real{}
 	}
 	limits := o.Limits.withDefaults(openFileLimit())
-	e := &Egress{log: o.Logger, limits: limits, doors: map[*EgressDoor]struct{}{},
+	e := &Egress{log: o.Logger, limits: limits, clock: o.Clock, doors: map[*EgressDoor]struct{}{},
 		slots:   make(chan struct{}, limits.TotalConns),
 		refusal: newRefusalLog(o.Logger, o.Clock, limits.LogBurst, limits.LogEvery)}
 	e.life, e.end = context.WithCancel(context.Background())

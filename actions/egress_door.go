@@ -51,6 +51,10 @@ type EgressLimits struct {
 	// something but never one whole request (a header too long, never
 	// finished, or not HTTP) is cut off.
 	CutOffBad int
+	// CutOffWindow is the time within which CutOffRefused or CutOffBad
+	// must be reached; the counts start again after it, so that a server
+	// living for days is not cut off for rare mishaps that add up.
+	CutOffWindow time.Duration
 	// LogBurst refusals are logged each LogEvery; the others are counted
 	// and said in one line.
 	LogBurst int
@@ -66,6 +70,7 @@ const (
 	DefaultEgressIdleTimeout   = 60 * time.Second
 	DefaultEgressCutOffRefused = 64
 	DefaultEgressCutOffBad     = 16
+	DefaultEgressCutOffWindow  = time.Minute
 	DefaultEgressLogBurst      = 10
 	DefaultEgressLogEvery      = time.Minute
 
@@ -100,6 +105,7 @@ func (l EgressLimits) withDefaults(nofile uint64) EgressLimits {
 	setD(&l.IdleTimeout, DefaultEgressIdleTimeout)
 	set(&l.CutOffRefused, DefaultEgressCutOffRefused)
 	set(&l.CutOffBad, DefaultEgressCutOffBad)
+	setD(&l.CutOffWindow, DefaultEgressCutOffWindow)
 	set(&l.LogBurst, DefaultEgressLogBurst)
 	setD(&l.LogEvery, DefaultEgressLogEvery)
 	return l
@@ -141,7 +147,8 @@ type EgressDoor struct {
 	mu      sync.Mutex
 	ln      net.Listener // the sandbox's, once handed over
 	conns   map[*doorConn]struct{}
-	open    int // connections admitted and not yet closed
+	open    int       // connections admitted and not yet closed
+	since   time.Time // when the counts below started
 	refused int
 	bad     int
 	cut     string
@@ -437,6 +444,7 @@ func (d *EgressDoor) refuseTooMany(c net.Conn) {
 	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	c.Close()
 	d.mu.Lock()
+	d.windowLocked()
 	d.refused++
 	n := d.refused
 	d.mu.Unlock()
@@ -446,7 +454,16 @@ func (d *EgressDoor) refuseTooMany(c net.Conn) {
 	}
 }
 
-// closed counts a connection out, and counts it as bad when it sent
+// windowLocked starts the counts of refusals and bad connections again
+// when CutOffWindow has passed since they started.
+func (d *EgressDoor) windowLocked() {
+	now := d.e.clock.Now()
+	if d.since.IsZero() || now.Sub(d.since) >= d.e.limits.CutOffWindow {
+		d.since, d.refused, d.bad = now, 0, 0
+	}
+}
+
+// closedConn counts a connection out, and counts it as bad when it sent
 // something but never a whole request.
 func (d *EgressDoor) closedConn(c *doorConn) {
 	l := d.e.limits
@@ -455,6 +472,7 @@ func (d *EgressDoor) closedConn(c *doorConn) {
 	delete(d.conns, c)
 	d.open--
 	if bad {
+		d.windowLocked()
 		d.bad++
 	}
 	n := d.bad

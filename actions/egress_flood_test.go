@@ -69,6 +69,8 @@ type monitor struct {
 	slowest    time.Duration
 	maxFDs     int
 	maxHeap    uint64
+	maxRSS     int64
+	baseRSS    int64
 	baseFDs    int
 	baseHeap   uint64
 	healthURL  string
@@ -80,6 +82,19 @@ func openFDs() int {
 	return len(entries)
 }
 
+// rss is the process's resident set size in KiB (VmRSS).
+func rss() int64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb
+		}
+	}
+	return 0
+}
+
 func heapInUse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -88,9 +103,27 @@ func heapInUse() uint64 {
 
 func startMonitor(url string) *monitor {
 	runtime.GC()
-	m := &monitor{stop: make(chan struct{}), healthURL: url, baseFDs: openFDs(), baseHeap: heapInUse()}
-	m.maxFDs, m.maxHeap = m.baseFDs, m.baseHeap
+	m := &monitor{stop: make(chan struct{}), healthURL: url, baseFDs: openFDs(), baseHeap: heapInUse(), baseRSS: rss()}
+	m.maxFDs, m.maxHeap, m.maxRSS = m.baseFDs, m.baseHeap, m.baseRSS
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	// Descriptors come and go fast: they are counted every millisecond.
+	m.done.Add(1)
+	go func() {
+		defer m.done.Done()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-tick.C:
+			}
+			fds := openFDs()
+			m.mu.Lock()
+			m.maxFDs = max(m.maxFDs, fds)
+			m.mu.Unlock()
+		}
+	}()
 	m.done.Add(1)
 	go func() {
 		defer m.done.Done()
@@ -105,7 +138,7 @@ func startMonitor(url string) *monitor {
 			start := time.Now()
 			resp, err := client.Get(m.healthURL)
 			took := time.Since(start)
-			fds, heap := openFDs(), heapInUse()
+			fds, heap, res := openFDs(), heapInUse(), rss()
 			m.mu.Lock()
 			m.polls++
 			if err != nil {
@@ -117,7 +150,7 @@ func startMonitor(url string) *monitor {
 				}
 			}
 			m.slowest = max(m.slowest, took)
-			m.maxFDs, m.maxHeap = max(m.maxFDs, fds), max(m.maxHeap, heap)
+			m.maxFDs, m.maxHeap, m.maxRSS = max(m.maxFDs, fds), max(m.maxHeap, heap), max(m.maxRSS, res)
 			m.mu.Unlock()
 		}
 	}()
@@ -168,9 +201,9 @@ func TestSandboxFloodingTheProxyIsCutOff(t *testing.T) {
 			if res.Success || !strings.Contains(res.Error, c.want) {
 				t.Errorf("the step: %v %q; want it to say %q\n%s", res.Success, res.Error, c.want, res.Text)
 			}
-			t.Logf("%s: the command took %s: %s; health: %d polls, %d failed, slowest %s; descriptors %d → at most %d; heap in use %.1f MiB → at most %.1f MiB",
+			t.Logf("%s: the command took %s: %s; health: %d polls, %d failed, slowest %s; descriptors %d → at most %d; heap in use %.1f MiB → at most %.1f MiB; RSS %.1f MiB → at most %.1f MiB",
 				c.name, took.Round(time.Millisecond), strings.TrimSpace(strings.SplitN(res.Text, "\n", 3)[1]), m.polls, len(m.failures), m.slowest.Round(time.Millisecond),
-				m.baseFDs, m.maxFDs, float64(m.baseHeap)/(1<<20), float64(m.maxHeap)/(1<<20))
+				m.baseFDs, m.maxFDs, float64(m.baseHeap)/(1<<20), float64(m.maxHeap)/(1<<20), float64(m.baseRSS)/1024, float64(m.maxRSS)/1024)
 			if len(m.failures) > 0 || m.polls == 0 {
 				t.Errorf("the health check failed %d times of %d during the flood: %v", len(m.failures), m.polls, m.failures[:min(3, len(m.failures))])
 			}

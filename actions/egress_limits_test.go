@@ -93,15 +93,17 @@ func readConn(c net.Conn) string {
 
 // TestEgressCapsConnectionsPerSandbox: a sandbox may hold a few
 // connections to the proxy at once; one more is refused with a sentence
-// saying why, and a sandbox that keeps trying is cut off — its listener
-// and its connections closed, its step told — so that no command can
-// take Taskloom's descriptors through the proxy. The refusals' log is
-// paced.
+// saying why, and a sandbox that keeps trying within a minute is cut off
+// — its listener and its connections closed, its step told — so that no
+// command can take Taskloom's descriptors through the proxy. Refusals a
+// minute apart do not add up (an MCP server lives for days). The
+// refusals' log is paced.
 func TestEgressCapsConnectionsPerSandbox(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	e := actions.NewEgress(actions.EgressOptions{Logger: logs.logger(),
-		Limits: actions.EgressLimits{Conns: 4, CutOffRefused: 3, LogBurst: 2}})
+	clk := clock.NewFake(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC))
+	e := actions.NewEgress(actions.EgressOptions{Logger: logs.logger(), Clock: clk,
+		Limits: actions.EgressLimits{Conns: 4, CutOffRefused: 3, CutOffWindow: time.Minute, LogBurst: 2, LogEvery: time.Minute}})
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +118,9 @@ func TestEgressCapsConnectionsPerSandbox(t *testing.T) {
 		defer c.Close()
 		held = append(held, c)
 	}
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= 5; i++ {
 		if cut := door.CutOff(); cut != "" {
-			t.Fatalf("cut off after %d refusals, before the limit of 3: %s", i-1, cut)
+			t.Fatalf("cut off after %d refusals, two of them a minute before: %s", i-1, cut)
 		}
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -128,6 +130,9 @@ func TestEgressCapsConnectionsPerSandbox(t *testing.T) {
 		c.Close()
 		if !strings.HasPrefix(got, "HTTP/1.1 503") || !strings.Contains(got, "this sandbox has 4 open already") {
 			t.Errorf("connection %d past the cap: %q; want 503 saying why", 4+i, got)
+		}
+		if i == 2 {
+			clk.Advance(time.Minute)
 		}
 	}
 	for i, c := range held {
@@ -143,11 +148,11 @@ func TestEgressCapsConnectionsPerSandbox(t *testing.T) {
 		t.Error("a sandbox cut off still reaches the proxy")
 	}
 	door.Close()
-	if n := logs.count("refused a sandbox's connection: too many"); n != 2 {
-		t.Errorf("%d refusals logged one by one, want the burst of 2:\n%s", n, logs.String())
+	if n := logs.count("refused a sandbox's connection: too many"); n != 4 {
+		t.Errorf("%d refusals logged one by one, want the burst of 2 in each of two minutes:\n%s", n, logs.String())
 	}
 	if n := logs.count("1 more refusals not logged"); n != 1 {
-		t.Errorf("no line counting the refusals left out:\n%s", logs.String())
+		t.Errorf("no line counting the refusal left out:\n%s", logs.String())
 	}
 	if n := logs.count("cut a sandbox off"); n != 1 {
 		t.Errorf("%d lines saying the sandbox was cut off, want 1:\n%s", n, logs.String())
