@@ -43,10 +43,9 @@ type Egress struct {
 	end     context.CancelFunc
 	slots   chan struct{} // one per connection the proxy may hold, across sandboxes
 
-	mu      sync.Mutex
-	doors   map[*EgressDoor]struct{}
-	started bool
-	closed  bool
+	mu     sync.Mutex
+	doors  map[*EgressDoor]struct{}
+	closed bool
 }
 
 // EgressOptions configure NewEgress.
@@ -157,7 +156,6 @@ func (e *Egress) Start() error {
 	if _, err := stagingDir(); err != nil {
 		return fmt.Errorf("egress proxy: %w", err)
 	}
-	e.started = true
 	return nil
 }
 

@@ -99,14 +99,14 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 		limit = DefaultCommandOutput
 	}
 
-	// The shell inside first writes a byte to fd 3, so a run that never
-	// got that far is told apart from a command that failed; then it
-	// closes fd 3 and hands over to the command.
 	door, err := s.openDoor(fmt.Sprintf("run_command of task #%d", taskNumber))
 	if err != nil {
 		return Output{}, err
 	}
 	defer door.Close()
+	// The shell inside first writes a byte to fd 3, so a run that never
+	// got that far is told apart from a command that failed; then it
+	// closes fd 3 and hands over to the command.
 	started, startedW, err := os.Pipe()
 	if err != nil {
 		return Output{}, fmt.Errorf("sandbox: %w", err)

@@ -20,8 +20,8 @@ import (
 // itself, or a test binary — bound read-only into the sandbox and started
 // by bwrap with this hidden first argument. It hands a listener over to
 // the egress proxy when the sandbox has a network, sets the limits on
-// itself, and then becomes the command with exec, so that the command and all it
-// starts inherit the limits. The limits are set inside the sandbox, after
+// itself, and then becomes the command with exec, so that the command
+// and all it starts inherit the limits. The limits are set inside the sandbox, after
 // bwrap made its user namespace, because the kernel counts processes
 // against RLIMIT_NPROC per user namespace: each sandbox gets its own
 // count, even though every sandbox runs as the same user on the host.
