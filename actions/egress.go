@@ -108,9 +108,6 @@ func NewEgress(o EgressOptions) *Egress {
 	return e
 }
 
-// Limits are the proxy's limits, defaults filled in.
-func (e *Egress) Limits() EgressLimits { return e.limits }
-
 // ownAddresses refuses the host's interface addresses and those of hosts.
 func ownAddresses(resolver Resolver, hosts []string) func(context.Context, netip.Addr) (string, bool) {
 	if resolver == nil {
