@@ -2,8 +2,6 @@ package actions
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,11 +9,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/taskloom/taskloom/internal/clock"
 )
 
 // Egress is Taskloom's HTTP proxy for sandboxes with a network: the only
@@ -27,19 +25,27 @@ import (
 // the host's own addresses and whatever Refuse names (Taskloom's API).
 // It never honours TASKLOOM_HTTP_GET_ALLOW_PRIVATE.
 //
-// It listens on a Unix socket (SocketPath) that each sandbox has bound
-// in; a forwarder inside the sandbox offers it on the sandbox's loopback.
+// Each sandbox gets a door of its own (Open): a Unix socket bound into
+// that sandbox alone, through which the sandbox's helper hands over a
+// socket listening on the sandbox's loopback (sandboxProxyAddr). The
+// proxy then accepts the sandbox's connections on that socket itself, in
+// Taskloom: no process of Taskloom's stays in the sandbox, and every
+// connection is counted against the sandbox that made it (EgressLimits).
 type Egress struct {
-	dialer PublicDialer
-	log    *slog.Logger
+	dialer  PublicDialer
+	log     *slog.Logger
+	limits  EgressLimits
+	clock   clock.Clock
+	refusal *refusalLog
 
-	sock    string
-	ln      net.Listener
-	srv     *http.Server
 	forward *httputil.ReverseProxy
 	life    context.Context
 	end     context.CancelFunc
-	once    sync.Once
+	slots   chan struct{} // one per connection the proxy may hold, across sandboxes
+
+	mu     sync.Mutex
+	doors  map[*EgressDoor]struct{}
+	closed bool
 }
 
 // EgressOptions configure NewEgress.
@@ -54,15 +60,26 @@ type EgressOptions struct {
 	OwnHosts []string
 	// Timeout bounds a connection attempt; default DefaultHTTPTimeout.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Limits bound what each sandbox, and all of them, may take of the
+	// proxy; zero fields take their defaults.
+	Limits EgressLimits
+	Logger *slog.Logger
+	// Clock paces the log of refusals; the wall clock when nil.
+	Clock clock.Clock
 }
 
-// NewEgress makes the proxy; Start makes it listen.
+// NewEgress makes the proxy; Start makes it ready to open doors.
 func NewEgress(o EgressOptions) *Egress {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	e := &Egress{log: o.Logger}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	limits := o.Limits.withDefaults(openFileLimit())
+	e := &Egress{log: o.Logger, limits: limits, clock: o.Clock, doors: map[*EgressDoor]struct{}{},
+		slots:   make(chan struct{}, limits.TotalConns),
+		refusal: newRefusalLog(o.Logger, o.Clock, limits.LogBurst, limits.LogEvery)}
 	e.life, e.end = context.WithCancel(context.Background())
 	e.dialer = PublicDialer{Timeout: o.Timeout, Resolver: o.Resolver, Dial: o.Dial,
 		Refuse: ownAddresses(o.Resolver, o.OwnHosts)}
@@ -76,15 +93,16 @@ func NewEgress(o EgressOptions) *Egress {
 			r.Out.Host = r.In.Host
 		},
 		Transport: &http.Transport{
-			Proxy:                 nil, // it dials itself, through the check
-			DialContext:           e.dialer.DialContext,
-			TLSHandshakeTimeout:   timeout,
-			ResponseHeaderTimeout: 2 * DefaultCommandTimeout,
-			MaxIdleConns:          16,
-			IdleConnTimeout:       30 * time.Second,
+			Proxy:                  nil, // it dials itself, through the check
+			DialContext:            e.dialer.DialContext,
+			TLSHandshakeTimeout:    timeout,
+			ResponseHeaderTimeout:  2 * DefaultCommandTimeout,
+			MaxIdleConns:           16,
+			IdleConnTimeout:        30 * time.Second,
+			MaxResponseHeaderBytes: maxUpstreamHeader,
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			e.refuse(w, r.Host, err)
+			e.refuse(w, r, err)
 		},
 	}
 	return e
@@ -123,60 +141,46 @@ func ownAddresses(resolver Resolver, hosts []string) func(context.Context, netip
 	}
 }
 
-// Start listens on a new Unix socket in the sandbox's staging directory,
-// reachable by the sandbox's user, and serves until Close. Starting a
-// started proxy does nothing.
+// Start checks that the proxy can make its doors (the staging directory
+// where their sockets live), so that start-up fails rather than a
+// sandbox's first run. Starting it again does nothing.
 func (e *Egress) Start() error {
-	if e.ln != nil {
-		return nil
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("egress proxy: closed")
 	}
-	dir, err := stagingDir()
-	if err != nil {
+	if _, err := stagingDir(); err != nil {
 		return fmt.Errorf("egress proxy: %w", err)
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	e.sock = filepath.Join(dir, fmt.Sprintf("egress-%d-%s.sock", os.Getpid(), hex.EncodeToString(b[:])))
-	ln, err := net.Listen("unix", e.sock)
-	if err != nil {
-		return fmt.Errorf("egress proxy: %w", err)
-	}
-	// The sandbox's user connects to it; the staging directory above
-	// keeps other users from finding it.
-	if err := os.Chmod(e.sock, 0o666); err != nil {
-		ln.Close()
-		return fmt.Errorf("egress proxy: %w", err)
-	}
-	e.ln = ln
-	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelDebug)}
-	go func() {
-		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			e.log.Error("egress proxy stopped", "err", err)
-		}
-	}()
 	return nil
 }
 
-// SocketPath is the Unix socket the proxy listens on.
-func (e *Egress) SocketPath() string { return e.sock }
-
-// Close stops the proxy and ends its tunnels.
+// Close stops the proxy: it closes every door and ends every connection
+// and tunnel, and opens no more doors.
 func (e *Egress) Close() error {
-	var err error
-	e.once.Do(func() {
-		e.end()
-		if e.srv != nil {
-			err = e.srv.Close()
-		}
-		if e.sock != "" {
-			os.Remove(e.sock)
-		}
-	})
-	return err
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	doors := make([]*EgressDoor, 0, len(e.doors))
+	for d := range e.doors {
+		doors = append(doors, d)
+	}
+	e.mu.Unlock()
+	e.end()
+	for _, d := range doors {
+		d.Close()
+	}
+	e.refusal.flush()
+	return nil
 }
 
 // ServeHTTP proxies one request: CONNECT host:port, or a request for an
-// absolute http:// URL.
+// absolute http:// URL. A door's connections come here too, through the
+// door's own server, which holds them to the limits.
 func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodConnect {
 		e.connect(w, r)
@@ -189,13 +193,15 @@ func (e *Egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.forward.ServeHTTP(w, r)
 }
 
-// connect opens a tunnel to r.Host for the client.
+// connect opens a tunnel to r.Host for the client. The tunnel ends when
+// neither side has sent anything for the idle timeout, or when the proxy
+// or the sandbox's door closes.
 func (e *Egress) connect(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), max(e.dialer.Timeout, DefaultHTTPTimeout))
 	upstream, err := e.dialer.DialContext(ctx, "tcp", r.Host)
 	cancel()
 	if err != nil {
-		e.refuse(w, r.Host, err)
+		e.refuse(w, r, err)
 		return
 	}
 	client, buf, err := http.NewResponseController(w).Hijack()
@@ -204,13 +210,19 @@ func (e *Egress) connect(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cannot tunnel", http.StatusInternalServerError)
 		return
 	}
-	stop := context.AfterFunc(e.life, func() {
+	life := e.life
+	if d := doorOf(r.Context()); d != nil {
+		life = d.life
+	}
+	stop := context.AfterFunc(life, func() {
 		client.Close()
 		upstream.Close()
 	})
 	defer stop()
 	defer client.Close()
 	defer upstream.Close()
+	// The server's deadlines no longer apply to a hijacked connection.
+	_ = client.SetDeadline(time.Time{})
 	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
 		return
 	}
@@ -221,15 +233,18 @@ func (e *Egress) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	pipe(client, upstream)
+	idle := newIdleWatch(e.limits.IdleTimeout)
+	pipe(idle.wrap(client), idle.wrap(upstream))
 }
 
 // refuse answers a request the proxy would not or could not make: 403
-// with the reason for an address the rules refuse, 502 otherwise.
-func (e *Egress) refuse(w http.ResponseWriter, host string, err error) {
+// with the reason for an address the rules refuse, 502 otherwise. The
+// log of refusals is paced (refusalLog).
+func (e *Egress) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	host := r.Host
 	var forbidden *ForbiddenAddressError
 	if errors.As(err, &forbidden) {
-		e.log.Info("egress proxy refused a sandbox's connection", "host", host, "addr", forbidden.Addr, "why", forbidden.Range)
+		e.refusal.log("address", "egress proxy refused a sandbox's connection", "sandbox", doorName(r.Context()), "host", host, "addr", forbidden.Addr, "why", forbidden.Range)
 		http.Error(w, fmt.Sprintf("Taskloom's egress proxy refused %s: %s is not a public address: %s.", host, forbidden.Addr, forbidden.Range), http.StatusForbidden)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/taskloom/taskloom/plugin"
@@ -75,20 +76,34 @@ func (a RunCommand) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 	if len(notes) > 0 {
 		text += "\n" + strings.Join(notes, "\n")
 	}
+	cut := ""
+	if out.CutOff != "" {
+		cut = "The command was cut off from the network: " + out.CutOff + "."
+		text += "\n[cut off from the network]"
+	}
 	switch {
 	case out.TimedOut:
 		timeout := a.Sandbox.Timeout
 		if timeout <= 0 {
 			timeout = DefaultCommandTimeout
 		}
-		return plugin.Result{Text: text, Error: fmt.Sprintf("The command ran out of time after %s and was killed with everything it started.", timeout)}, nil
+		return plugin.Result{Text: text, Error: joinSentences(fmt.Sprintf("The command ran out of time after %s and was killed with everything it started.", timeout), cut)}, nil
 	case out.ExitCode != 0:
 		why := fmt.Sprintf("The command exited with status %d.", out.ExitCode)
 		if out.Limit != "" {
 			why += " " + a.Sandbox.Limits.Describe(out.Limit)
 			text += "\n[stopped by the " + out.Limit + " limit]"
 		}
-		return plugin.Result{Text: fmt.Sprintf("exit status %d\n%s", out.ExitCode, text), Error: why}, nil
+		return plugin.Result{Text: fmt.Sprintf("exit status %d\n%s", out.ExitCode, text), Error: joinSentences(why, cut)}, nil
+	case cut != "":
+		// It exited 0, but what it did through the network was cut
+		// short: the step fails and says so.
+		return plugin.Result{Text: "exit status 0\n" + text, Error: cut}, nil
 	}
 	return plugin.Result{Success: true, Text: "exit status 0\n" + text}, nil
+}
+
+// joinSentences joins the sentences that are not empty with a space.
+func joinSentences(s ...string) string {
+	return strings.Join(slices.DeleteFunc(s, func(x string) bool { return x == "" }), " ")
 }

@@ -79,6 +79,9 @@ type Output struct {
 	// Limit names the limit that stopped the command (LimitMemory, …),
 	// when one did as far as can be told; "" otherwise.
 	Limit string
+	// CutOff says why the egress proxy cut the sandbox off from the
+	// network ("it kept opening …"); "" when it did not.
+	CutOff string
 }
 
 // Run runs command with sh -c in the sandbox, with dir as its working
@@ -96,6 +99,11 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 		limit = DefaultCommandOutput
 	}
 
+	door, err := s.openDoor(fmt.Sprintf("run_command of task #%d", taskNumber))
+	if err != nil {
+		return Output{}, err
+	}
+	defer door.Close()
 	// The shell inside first writes a byte to fd 3, so a run that never
 	// got that far is told apart from a command that failed; then it
 	// closes fd 3 and hands over to the command.
@@ -110,6 +118,7 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 		Dir:  dir,
 		Argv: []string{"/bin/sh", "-c", `printf . >&3 && exec 3>&- && exec /bin/sh -c "$0"`, command},
 		Env:  []string{"PATH=" + sandboxPath, "HOME=" + SandboxWorkDir, "LANG=C.UTF-8", "TASKLOOM_TASK=" + strconv.FormatInt(taskNumber, 10)},
+		door: door,
 	})
 	if err != nil {
 		startedW.Close()
@@ -133,7 +142,7 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 	var mark [1]byte
 	n, _ := io.ReadFull(started, mark[:])
 
-	res := Output{Text: out.buf.String(), Dropped: out.dropped}
+	res := Output{Text: out.buf.String(), Dropped: out.dropped, CutOff: door.CutOff()}
 	var exit *exec.ExitError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -175,6 +184,26 @@ type Spec struct {
 	// sandbox's user on the host (stageReadOnly), when that user cannot
 	// reach it where it is.
 	staged map[string]string
+	// door is the sandbox's way to the egress proxy (openDoor), which a
+	// sandbox with Network must have.
+	door *EgressDoor
+}
+
+// openDoor opens a door to the egress proxy for one sandbox named name,
+// when the sandbox has a network; nil otherwise. Close it once the
+// sandbox has ended.
+func (s *Sandbox) openDoor(name string) (*EgressDoor, error) {
+	if !s.Network {
+		return nil, nil
+	}
+	if s.Egress == nil {
+		return nil, errors.New("the sandbox has a network but no egress proxy")
+	}
+	d, err := s.Egress.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return d, nil
 }
 
 // Command makes the bwrap command that runs spec in the sandbox, not yet
@@ -194,8 +223,8 @@ func (s *Sandbox) Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("sandbox directory %s is not a directory", dir)
 	}
-	if s.Network && s.Egress == nil {
-		return nil, errors.New("the sandbox has a network but no egress proxy")
+	if s.Network && spec.door == nil {
+		return nil, errors.New("the sandbox has a network but no door to the egress proxy")
 	}
 	helper, err := sandboxHelper()
 	if err != nil {
@@ -278,7 +307,7 @@ func (s *Sandbox) args(dir, helper string, l Limits, spec Spec) []string {
 	proxy := ""
 	if s.Network {
 		proxy = sandboxEgressSock
-		args = append(args, "--bind", s.Egress.SocketPath(), sandboxEgressSock)
+		args = append(args, "--bind", spec.door.SocketPath(), sandboxEgressSock)
 	}
 	args = append(args,
 		"--proc", "/proc",

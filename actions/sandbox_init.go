@@ -11,26 +11,24 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // The sandbox's helper is the binary that imports this package — taskloom
 // itself, or a test binary — bound read-only into the sandbox and started
-// by bwrap with one of these hidden first arguments. It sets the limits
-// on itself, starts the egress forwarder when the sandbox has a network,
-// and then becomes the command with exec, so that the command and all it
-// starts inherit the limits. The limits are set inside the sandbox, after
+// by bwrap with this hidden first argument. It hands a listener over to
+// the egress proxy when the sandbox has a network, sets the limits on
+// itself, and then becomes the command with exec, so that the command
+// and all it starts inherit the limits. The limits are set inside the sandbox, after
 // bwrap made its user namespace, because the kernel counts processes
 // against RLIMIT_NPROC per user namespace: each sandbox gets its own
 // count, even though every sandbox runs as the same user on the host.
-const (
-	initArg    = "__taskloom-sandbox-init"
-	forwardArg = "__taskloom-sandbox-forward"
-)
+const initArg = "__taskloom-sandbox-init"
 
-// Where the helper, the proxy's socket and the forwarder's address are
-// inside the sandbox.
+// Where the helper, the proxy's door and the proxy's address are inside
+// the sandbox.
 const (
 	sandboxInitPath   = "/run/taskloom/init"
 	sandboxEgressSock = "/run/taskloom/egress.sock"
@@ -41,17 +39,13 @@ func init() {
 	if len(os.Args) < 2 {
 		return
 	}
-	switch os.Args[1] {
-	case initArg:
+	if os.Args[1] == initArg {
 		os.Exit(sandboxInit(os.Args[2:]))
-	case forwardArg:
-		os.Exit(sandboxForward(os.Args[2:]))
 	}
 }
 
 // initArgs are the helper's arguments for limits l and, when proxy is
-// set, a forwarder to the egress proxy's socket at that path, followed by
-// the command.
+// set, the egress proxy's door at that path, followed by the command.
 func initArgs(l Limits, cpu bool, proxy string, argv []string) []string {
 	args := []string{sandboxInitPath, initArg,
 		"data=" + strconv.FormatInt(l.Memory, 10),
@@ -81,11 +75,18 @@ func sandboxInit(args []string) int {
 		return fail(errors.New("usage: limits -- command"))
 	}
 	opts, argv := args[:end], args[end+1:]
-	proxy := ""
+	// The listener is handed over before the limits are set: the
+	// helper's own runtime then needs nothing under them.
+	for _, o := range opts {
+		if door, ok := strings.CutPrefix(o, "proxy="); ok {
+			if err := handOverListener(door); err != nil {
+				return fail(err)
+			}
+		}
+	}
 	for _, o := range opts {
 		name, value, _ := strings.Cut(o, "=")
 		if name == "proxy" {
-			proxy = value
 			continue
 		}
 		n, err := strconv.ParseUint(value, 10, 64)
@@ -114,11 +115,6 @@ func sandboxInit(args []string) int {
 			return fail(fmt.Errorf("set limit %s: %w", o, err))
 		}
 	}
-	if proxy != "" {
-		if err := startForwarder(proxy); err != nil {
-			return fail(err)
-		}
-	}
 	path := argv[0]
 	if !strings.Contains(path, "/") {
 		p, err := exec.LookPath(path)
@@ -130,79 +126,48 @@ func sandboxInit(args []string) int {
 	return fail(syscall.Exec(path, argv, os.Environ()))
 }
 
-// startForwarder listens on the sandbox's loopback at sandboxProxyAddr
-// and starts a forwarder process that hands each connection to the
-// egress proxy's Unix socket. The listener is made here, before the
-// command starts, so that the command never finds the port closed. The
-// forwarder runs as the sandbox's user, under the same limits, and can
-// reach nothing the command could not reach through the socket itself.
-func startForwarder(sock string) error {
+// handOverListener listens on the sandbox's loopback at sandboxProxyAddr
+// and hands the listening socket to Taskloom's egress proxy through the
+// sandbox's door, the Unix socket at door, then waits for the proxy to
+// say it has it. The proxy accepts the sandbox's connections itself from
+// then on: no process of Taskloom's stays in the sandbox, under its
+// limits or within the command's reach. The listener is made here, before
+// the command starts, so that the command never finds the port closed:
+// connections wait in its queue until the proxy accepts them.
+func handOverListener(door string) error {
 	ln, err := net.Listen("tcp", sandboxProxyAddr)
 	if err != nil {
-		return fmt.Errorf("egress forwarder: %w", err)
+		return fmt.Errorf("egress proxy: listen: %w", err)
 	}
-	f, err := ln.(*net.TCPListener).File()
-	ln.Close()
+	defer ln.Close()
+	return handOver(door, ln.(*net.TCPListener))
+}
+
+// handOver sends ln to the egress proxy's door and waits for its answer.
+func handOver(door string, ln *net.TCPListener) error {
+	fail := func(err error) error { return fmt.Errorf("egress proxy: hand over the listener: %w", err) }
+	raw, err := ln.SyscallConn()
 	if err != nil {
-		return fmt.Errorf("egress forwarder: %w", err)
+		return fail(err)
 	}
-	defer f.Close()
-	cmd := exec.Command("/proc/self/exe", forwardArg, sock)
-	cmd.ExtraFiles = []*os.File{f}
-	cmd.Env = []string{}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("egress forwarder: %w", err)
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: door, Net: "unix"})
+	if err != nil {
+		return fail(err)
 	}
-	// Never waited for: it ends with the sandbox.
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(handoverTimeout))
+	var sendErr error
+	if err := raw.Control(func(fd uintptr) {
+		_, _, sendErr = c.WriteMsgUnix([]byte{0}, unix.UnixRights(int(fd)), nil)
+	}); err != nil {
+		return fail(err)
+	}
+	if sendErr != nil {
+		return fail(sendErr)
+	}
+	var ack [1]byte
+	if _, err := io.ReadFull(c, ack[:]); err != nil || ack[0] != handedOver {
+		return fail(errors.New("the proxy did not take it"))
+	}
 	return nil
-}
-
-// sandboxForward is the forwarder: it accepts on the listener it was
-// given as fd 3 and copies each connection to and from the Unix socket
-// args[0].
-func sandboxForward(args []string) int {
-	if len(args) != 1 {
-		return 2
-	}
-	ln, err := net.FileListener(os.NewFile(3, "listener"))
-	if err != nil {
-		return 1
-	}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return 1
-		}
-		go func() {
-			defer c.Close()
-			u, err := net.Dial("unix", args[0])
-			if err != nil {
-				return
-			}
-			defer u.Close()
-			pipe(c, u)
-		}()
-	}
-}
-
-// pipe copies a to b and b to a until both directions end, passing a
-// half-close on.
-func pipe(a, b net.Conn) {
-	done := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(b, a)
-		closeWrite(b)
-		close(done)
-	}()
-	_, _ = io.Copy(a, b)
-	closeWrite(a)
-	<-done
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	} else {
-		_ = c.Close()
-	}
 }

@@ -53,7 +53,12 @@ type Server struct {
 	ReadOnly []string
 
 	release []func() error
+	door    *EgressDoor
 }
+
+// CutOff says why the egress proxy cut the server off from the network
+// ("it kept opening …"), or "" when it did not.
+func (s *Server) CutOff() string { return s.door.CutOff() }
 
 // Server makes the process of a long-lived server in the sandbox, in the
 // same sandbox as Run's commands, with these differences:
@@ -132,6 +137,14 @@ func (s *Sandbox) Server(ctx context.Context, spec ServerSpec) (*Server, error) 
 	}
 	sb := *s
 	sb.Network = spec.Network
+	door, err := sb.openDoor("MCP server " + spec.Name)
+	if err != nil {
+		return fail(err)
+	}
+	if door != nil {
+		srv.door = door
+		srv.release = append(srv.release, door.Close)
+	}
 	envList := make([]string, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		envList = append(envList, k+"="+env[k])
@@ -145,6 +158,7 @@ func (s *Sandbox) Server(ctx context.Context, spec ServerSpec) (*Server, error) 
 		ReadOnly:   paths,
 		NoCPULimit: true,
 		staged:     staged,
+		door:       door,
 	})
 	if err != nil {
 		return fail(err)

@@ -30,11 +30,17 @@ type kit struct {
 
 func newKit(t *testing.T, extra ...plugin.Action) *kit {
 	t.Helper()
+	return newKitWith(t, &actions.Sandbox{Timeout: 5 * time.Second}, extra...)
+}
+
+// newKitWith is newKit with run_command in sandbox.
+func newKitWith(t *testing.T, sandbox *actions.Sandbox, extra ...plugin.Action) *kit {
+	t.Helper()
 	st := teststore.SQLite(t)
 	clk := clock.NewFake(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC))
 	k := &kit{t: t, clk: clk}
 	k.rt = plugin.New(plugin.Options{Store: st, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	tools := append(actions.Tools(actions.ToolConfig{RunCommand: true, Sandbox: &actions.Sandbox{Timeout: 5 * time.Second}}), extra...)
+	tools := append(actions.Tools(actions.ToolConfig{RunCommand: true, Sandbox: sandbox}), extra...)
 	if err := k.rt.Register(&plugin.Plugin{Name: "tools", Actions: tools}); err != nil {
 		t.Fatal(err)
 	}

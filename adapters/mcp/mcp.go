@@ -365,6 +365,19 @@ func (c *conn) killGroup() {
 	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: nothing left
 }
 
+// cutOff is one sentence saying that the egress proxy cut the server off
+// from the network and why, or "" when it did not: every call from then
+// on says it, since what the server does with the network is cut short.
+func (c *conn) cutOff() string {
+	if c.sandboxed == nil {
+		return ""
+	}
+	if why := c.sandboxed.CutOff(); why != "" {
+		return fmt.Sprintf("The MCP server %s was cut off from the network: %s.", c.server.Name, why)
+	}
+	return ""
+}
+
 // release undoes what the sandbox made on the host for a stdio server
 // (its scratch directory, its staged files), once its process group is
 // killed.

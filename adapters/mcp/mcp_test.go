@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,6 +153,26 @@ func stdioServer() {
 		}
 		return text(err.Error()), nil, nil
 	})
+	sdk.AddTool(s, &sdk.Tool{Name: "flood"}, func(_ context.Context, _ *sdk.CallToolRequest, in countIn) (*sdk.CallToolResult, any, error) {
+		// Opens up to N connections to the proxy and holds them, until
+		// 20 fail.
+		u, err := url.Parse(os.Getenv("HTTP_PROXY"))
+		if err != nil || u.Host == "" {
+			return text("no proxy"), nil, nil
+		}
+		failed := 0
+		for range in.N {
+			c, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+			if err != nil {
+				if failed++; failed >= 20 {
+					break
+				}
+				continue
+			}
+			floodHeld = append(floodHeld, c)
+		}
+		return text(fmt.Sprintf("holding %d, failed %d", len(floodHeld), failed)), nil, nil
+	})
 	sdk.AddTool(s, &sdk.Tool{Name: "get"}, func(_ context.Context, _ *sdk.CallToolRequest, in pathIn) (*sdk.CallToolResult, any, error) {
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
 		resp, err := client.Get(in.Path)
@@ -168,6 +189,9 @@ func stdioServer() {
 		os.Exit(1)
 	}
 }
+
+// floodHeld are the connections the flood tool holds.
+var floodHeld []net.Conn
 
 // cpuTime is the CPU time this process has used.
 func cpuTime() time.Duration {

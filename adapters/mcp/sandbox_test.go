@@ -23,7 +23,7 @@ import (
 
 // stdioTools are the tools of the test's stdio server, as actions of the
 // server "local".
-var stdioTools = []string{"local.alloc", "local.dial", "local.env", "local.exit", "local.get", "local.pid", "local.procs", "local.read", "local.spawn", "local.spin", "local.write"}
+var stdioTools = []string{"local.alloc", "local.dial", "local.env", "local.exit", "local.flood", "local.get", "local.pid", "local.procs", "local.read", "local.spawn", "local.spin", "local.write"}
 
 // callText calls a tool of the server and returns its text.
 func (k *kit) callText(name string, params any) string {
@@ -100,7 +100,7 @@ func TestStdioServerLimits(t *testing.T) {
 		{Name: "mem", Command: os.Args[0], Env: env},
 		{Name: "procs", Command: os.Args[0], Env: env},
 	}}, slog.LevelDebug)
-	k.waitTools("mem.", "mem.alloc", "mem.dial", "mem.env", "mem.exit", "mem.get", "mem.pid", "mem.procs", "mem.read", "mem.spawn", "mem.spin", "mem.write")
+	k.waitTools("mem.", "mem.alloc", "mem.dial", "mem.env", "mem.exit", "mem.flood", "mem.get", "mem.pid", "mem.procs", "mem.read", "mem.spawn", "mem.spin", "mem.write")
 
 	// More than the second of CPU time run_command would allow, and
 	// than the second after it when SIGKILL follows the SIGXCPU a Go
@@ -194,5 +194,38 @@ func TestStdioServerNetwork(t *testing.T) {
 	// (Go's client itself never sends a loopback address to a proxy.)
 	if got := k.callText("online.get", pathIn{"http://loopback.example:" + port + "/"}); !strings.Contains(got, "403 Taskloom's egress proxy refused") || !strings.Contains(got, "not a public address") {
 		t.Errorf("the server with network, the host's loopback through the proxy: %q; want it refused", got)
+	}
+}
+
+// TestStdioServerFloodIsCutOff: a server with network that floods the
+// egress proxy with connections is cut off from the network, and every
+// call of its tools says so from then on, so that the task sees why its
+// server lost the network; Taskloom is not taken down with it.
+func TestStdioServerFloodIsCutOff(t *testing.T) {
+	t.Parallel()
+	sb := sandbox(t)
+	egressLog := &syncBuffer{}
+	e := actions.NewEgress(actions.EgressOptions{Timeout: 3 * time.Second, Resolver: resolver{}, Logger: slog.New(slog.NewTextHandler(egressLog, nil))})
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	sb.Egress = e
+	k := start(t, mcp.Options{Sandbox: sb, Servers: []mcp.Server{
+		{Name: "online", Command: os.Args[0], Env: map[string]string{roleVar: "stdio-server"}, Network: true},
+	}})
+	k.waitTools("online.", slices.Sorted(slices.Values(strings.Split(strings.ReplaceAll(strings.Join(stdioTools, ","), "local.", "online."), ",")))...)
+	const want = "The MCP server online was cut off from the network: it kept opening more than 64 connections at once to Taskloom's network proxy."
+	for _, call := range []struct{ name, params string }{{"online.flood", `{"n":3000}`}, {"online.env", `{}`}} {
+		res, err := k.call(context.Background(), call.name, call.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Success || res.Error != want {
+			t.Errorf("%s: %v %q (%q); want %q", call.name, res.Success, res.Error, res.Text, want)
+		}
+	}
+	if n := strings.Count(strings.Join(egressLog.lines(), "\n"), `msg="egress proxy cut a sandbox off" sandbox="MCP server online"`); n != 1 {
+		t.Errorf("%d lines saying the server was cut off, want 1:\n%s", n, strings.Join(egressLog.lines(), "\n"))
 	}
 }

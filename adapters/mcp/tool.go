@@ -101,6 +101,9 @@ func (a *tool) Handle(ctx context.Context, call *plugin.Call) (plugin.Result, er
 		return plugin.Result{}, fmt.Errorf("call the MCP server %s: %w", a.conn.server.Name, err)
 	}
 	text := resultText(res)
+	if cut := a.conn.cutOff(); cut != "" {
+		return plugin.Result{Text: text, Error: cut}, nil
+	}
 	if res.IsError {
 		reason := clip(text, maxErrorText)
 		if reason == "" {

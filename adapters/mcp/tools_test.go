@@ -176,7 +176,7 @@ func TestStdioServerSeesOnlyItsEnvironment(t *testing.T) {
 		Name: "local", Command: os.Args[0],
 		Env: map[string]string{roleVar: "stdio-server", "LOCAL_KEY": "its own key"},
 	}}})
-	k.waitTools("local.", "local.alloc", "local.dial", "local.env", "local.exit", "local.get", "local.pid", "local.procs", "local.read", "local.spawn", "local.spin", "local.write")
+	k.waitTools("local.", "local.alloc", "local.dial", "local.env", "local.exit", "local.flood", "local.get", "local.pid", "local.procs", "local.read", "local.spawn", "local.spin", "local.write")
 	res, err := k.call(context.Background(), "local.env", `{}`)
 	if err != nil || !res.Success {
 		t.Fatalf("local.env = %+v, %v", res, err)
@@ -229,7 +229,7 @@ func TestStopEndsStdioServers(t *testing.T) {
 	marker := fmt.Sprintf("mcp-test-stop-%d", time.Now().UnixNano())
 	k := start(t, mcp.Options{Sandbox: sandbox(t), Servers: []mcp.Server{{Name: "local", Command: os.Args[0], Args: []string{marker},
 		Env: map[string]string{roleVar: "stdio-server"}}}})
-	k.waitTools("local.", "local.alloc", "local.dial", "local.env", "local.exit", "local.get", "local.pid", "local.procs", "local.read", "local.spawn", "local.spin", "local.write")
+	k.waitTools("local.", "local.alloc", "local.dial", "local.env", "local.exit", "local.flood", "local.get", "local.pid", "local.procs", "local.read", "local.spawn", "local.spin", "local.write")
 	pids := hostProcesses(t, marker)
 	if len(pids) < 2 {
 		t.Fatalf("processes with %s before stop: %v; want bwrap's and the server's", marker, pids)
@@ -257,7 +257,7 @@ func TestStopEndsStdioServers(t *testing.T) {
 func TestAServerThatEndsLosesItsTools(t *testing.T) {
 	t.Parallel()
 	k := start(t, mcp.Options{Sandbox: sandbox(t), Servers: []mcp.Server{{Name: "local", Command: os.Args[0], Env: map[string]string{roleVar: "stdio-server"}}}})
-	k.waitTools("local.", "local.alloc", "local.dial", "local.env", "local.exit", "local.get", "local.pid", "local.procs", "local.read", "local.spawn", "local.spin", "local.write")
+	k.waitTools("local.", "local.alloc", "local.dial", "local.env", "local.exit", "local.flood", "local.get", "local.pid", "local.procs", "local.read", "local.spawn", "local.spin", "local.write")
 	if res, err := k.call(context.Background(), "local.exit", `{}`); err == nil && res.Success {
 		t.Fatalf("local.exit = %+v; want the call to fail with the server gone", res)
 	}
