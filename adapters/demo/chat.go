@@ -10,9 +10,9 @@ import (
 
 // chat answers free text in chat (plugin.ActionChoiceSchemaName) by a
 // fixed rule, so that a newcomer without a key sees memory at work
-// (docs/memory.md): of what the prompt's "Relevant memory" section
-// recalled, the item that shares the most words with the message is said
-// back, named as the demo's; with none, the reply says so and what the
+// (docs/memory.md): of what the prompt quotes of the room's conversation
+// and memory, the line that shares the most words with the message is
+// said back, named as the demo's; with none, the reply says so and what the
 // demo can do. It never picks an action: a demo cannot read a request.
 func chat(req plugin.ModelRequest) string {
 	var system, asked string
@@ -34,25 +34,18 @@ func chat(req plugin.ModelRequest) string {
 	return string(out)
 }
 
-// recalled lists the items of the "Relevant memory" section of a prompt:
-// each "- [source] text" of its quoted block, with the lines that go on
-// an item joined to it.
+// recalled lists what the prompt quotes of the room: each line of its
+// quoted blocks — the conversation so far and the "Relevant memory"
+// section, which leaves out what the conversation shows — the demo's own
+// replies aside.
 func recalled(prompt string) []string {
-	_, section, ok := strings.Cut(prompt, plugin.MemoryHeading)
-	if !ok {
-		return nil
-	}
-	section, _, _ = strings.Cut(section, plugin.QuoteEnd)
 	var items []string
-	for _, line := range strings.Split(section, "\n") {
+	for _, line := range strings.Split(prompt, "\n") {
 		text, ok := strings.CutPrefix(line, plugin.QuotePrefix)
-		switch {
-		case !ok:
-		case strings.HasPrefix(text, "- "):
-			items = append(items, strings.TrimPrefix(text, "- "))
-		case len(items) > 0:
-			items[len(items)-1] += " " + text
+		if !ok || strings.Contains(text, "(demo model)") {
+			continue
 		}
+		items = append(items, strings.TrimPrefix(text, "- "))
 	}
 	return items
 }

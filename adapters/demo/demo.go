@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -89,7 +90,7 @@ func (m *Model) Generate(ctx context.Context, req plugin.ModelRequest) (plugin.M
 	var calls []plugin.ToolCall
 	switch {
 	case req.Task != nil:
-		text, calls = answer(*req.Task, req.Tools, offered(req, "post_message"))
+		text, calls = answer(*req.Task, req.Tools, offered(req, "post_message"), offered(req, "run_command"))
 	case req.Schema != nil && req.Schema.Name == plugin.FactsSchemaName:
 		text = facts(req)
 	case req.Schema != nil && req.Schema.Name == plugin.ActionChoiceSchemaName:
@@ -185,6 +186,44 @@ type plan struct {
 	// room); without it the plan's progress notes look over the notes
 	// folder instead.
 	post bool
+	// asks are the steps after the first that show a person's part: a
+	// question, a command to approve (plan.withAsks).
+	asks []move
+}
+
+// Goals whose words call for a person's part, by a rule a newcomer can
+// read in docs/chat.md: a choice ("JWT or sessions", "which", "choose",
+// "decide") makes the task ask a question and wait for the answer; work
+// that runs something ("run", "build", "test", "command", "install"…)
+// makes it ask to run a command, and wait for approval, when run_command
+// is on.
+var (
+	choiceWords  = regexp.MustCompile(`(?i)\b(or|which|choose|decide|pick)\b`)
+	commandWords = regexp.MustCompile(`(?i)\b(run|runs|build|builds|test|tests|command|commands|compile|install|script|shell)\b`)
+)
+
+// DemoCommand is the command a demo task asks to run.
+const DemoCommand = `echo "hello from the sandbox" && uname -s && ls -la`
+
+// withAsks adds to p the question and the command its goal calls for
+// (canRun: run_command is offered), each a step of its own after the
+// first, so the plan grows by one step for each.
+func (p plan) withAsks(canRun bool) plan {
+	goal := clip(p.task.Goal, 60)
+	if choiceWords.MatchString(p.task.Goal) {
+		p.asks = append(p.asks, move{action: "ask_user",
+			params: map[string]string{"question": fmt.Sprintf("(demo model) Before I go on with %q: which way should I take? "+
+				"(The demo model asks this of any goal with a choice in it.)", goal)},
+			todo: "Ask which way to take.", did: "asked which way to take",
+			thought: "The goal leaves a choice open: ask the person before going on."})
+	}
+	if canRun && commandWords.MatchString(p.task.Goal) {
+		p.asks = append(p.asks, move{action: "run_command", params: map[string]string{"command": DemoCommand},
+			todo: "Run a harmless command in the sandbox.", did: "ran a command in the sandbox",
+			thought: "The goal runs something: try the sandbox with a harmless command, which a person approves first."})
+	}
+	p.n += len(p.asks)
+	return p
 }
 
 type move struct {
@@ -201,6 +240,12 @@ func (p plan) move(i int) move {
 	case i == p.n:
 		return move{action: "none", todo: "Report that the task is done.", did: "reported the task done",
 			thought: "Everything in the plan is done; the task is complete."}
+	case i >= 2 && i < 2+len(p.asks):
+		return p.asks[i-2]
+	case i > 2:
+		i -= len(p.asks)
+	}
+	switch {
 	case i == 1:
 		return move{action: "list_files", todo: "List the files in the workspace.", did: "listed the workspace",
 			thought: fmt.Sprintf("Working on %q. First, see what is already in the workspace.", goal)}

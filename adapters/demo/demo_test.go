@@ -335,3 +335,87 @@ func TestDemoDrawsFacts(t *testing.T) {
 		t.Fatalf("facts = %+v, want %+v", got.Facts, want)
 	}
 }
+
+// TestDemoShowsAPersonsPart: without a key a newcomer still sees a task
+// ask a question and ask to run a command. A goal with a choice asks at
+// its second step; one that runs something asks to run DemoCommand when
+// run_command is offered, and only then; a goal with neither keeps the
+// rehearsal plan.
+func TestDemoShowsAPersonsPart(t *testing.T) {
+	t.Parallel()
+	m := instant()
+	step := func(goal string, iteration int, canRun bool) decision {
+		t.Helper()
+		prompt := "Goal: " + goal + "\n\nTools:\n- list_files: …\n- ask_user: …"
+		if canRun {
+			prompt += "\n- run_command: …"
+		}
+		resp, err := m.Generate(t.Context(), plugin.ModelRequest{
+			Messages: []plugin.ChatMessage{{Role: plugin.RoleUser, Content: prompt}},
+			Task:     &plugin.TaskRef{Number: 3, Goal: goal, Iteration: iteration},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d decision
+		if err := json.Unmarshal([]byte(resp.Text), &d); err != nil {
+			t.Fatalf("%q: %v", resp.Text, err)
+		}
+		return d
+	}
+	if d := step("Should the login use JWT or sessions?", 2, false); d.Action != "ask_user" || !strings.Contains(string(d.Params), "which way should I take") {
+		t.Errorf("a goal with a choice, step 2 = %s %s; want ask_user", d.Action, d.Params)
+	}
+	if d := step("Run the tests and fix what fails", 2, true); d.Action != "run_command" || !strings.Contains(string(d.Params), "hello from the sandbox") {
+		t.Errorf("a goal that runs something, step 2 = %s %s; want run_command", d.Action, d.Params)
+	}
+	if d := step("Run the tests and fix what fails", 2, false); d.Action == "run_command" {
+		t.Errorf("run_command asked for though it is not offered")
+	}
+	both := "Choose JWT or sessions, then run the tests"
+	if a, b := step(both, 2, true), step(both, 3, true); a.Action != "ask_user" || b.Action != "run_command" {
+		t.Errorf("a goal with both: steps 2 and 3 = %s, %s; want ask_user, run_command", a.Action, b.Action)
+	}
+	if d := step("Write a haiku about queues", 2, true); d.Action != "write_file" {
+		t.Errorf("a goal with neither, step 2 = %s; want the rehearsal plan's write_file", d.Action)
+	}
+	// The plan still runs to done, one step longer for each ask.
+	if got, want := len(run(t, m, "Should the login use JWT or sessions?")), demo.PlanLength("Should the login use JWT or sessions?")+1; got != want {
+		t.Errorf("a goal with a question takes %d steps, want %d", got, want)
+	}
+}
+
+// TestDemoChatsFromMemory: free text in chat is answered with what the
+// room's memory recalled that shares the most words with it, said as the
+// demo's; with nothing that matches, the reply says so and what works.
+func TestDemoChatsFromMemory(t *testing.T) {
+	t.Parallel()
+	m := instant()
+	ask := func(system, text string) string {
+		t.Helper()
+		resp, err := m.Generate(t.Context(), plugin.ModelRequest{
+			Messages: []plugin.ChatMessage{{Role: plugin.RoleSystem, Content: system}, {Role: plugin.RoleUser, Content: text}},
+			Schema:   &plugin.JSONSchema{Name: plugin.ActionChoiceSchemaName},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sel struct{ Action, Reply string }
+		if err := json.Unmarshal([]byte(resp.Text), &sel); err != nil || sel.Action != "none" {
+			t.Fatalf("%q is not a reply picking no action (%v)", resp.Text, err)
+		}
+		return sel.Reply
+	}
+	section := plugin.MemorySection([]domain.Recollection{
+		{Kind: domain.RecallPassage, Text: "Office plants are watered on Mondays.", Source: "Handbook"},
+		{Kind: domain.RecallPassage, Text: "To restart the ingest queue, run `ingest restart` on the primary.", Source: "Runbook"},
+	}, "console", "")
+	got := ask("You are Taskloom.\n\n"+section, "how do I restart the ingest queue?")
+	if !strings.Contains(got, "(demo model)") || !strings.Contains(got, "ingest restart") || strings.Contains(got, "plants") {
+		t.Errorf("reply = %q; want the runbook's line, said as the demo's", got)
+	}
+	got = ask("You are Taskloom.\n\n"+section, "what's for lunch?")
+	if !strings.Contains(got, "(demo model)") || !strings.Contains(got, "nothing in this room's memory") || !strings.Contains(got, "help") {
+		t.Errorf("reply with nothing matching = %q", got)
+	}
+}

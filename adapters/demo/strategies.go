@@ -13,8 +13,13 @@ import (
 // strategy's role asks for (docs/strategies.md): the same rehearsal plan, walked
 // through thoughts and observations (react), native tool calls (tools),
 // an analysis and a review (review), or a supervisor routing its agents.
-func answer(task plugin.TaskRef, tools []plugin.ToolSpec, post bool) (text string, calls []plugin.ToolCall) {
+func answer(task plugin.TaskRef, tools []plugin.ToolSpec, post, canRun bool) (text string, calls []plugin.ToolCall) {
 	p := plan{task: task, n: PlanLength(task.Goal), post: post}
+	if task.Strategy == "" || task.Strategy == domain.StrategyLoop || task.Strategy == domain.StrategyTools {
+		// The loop and native tool calling show a person's part; the
+		// other strategies keep to the rehearsal plan.
+		p = p.withAsks(canRun)
+	}
 	switch {
 	case task.Strategy == domain.StrategyTools || len(tools) > 0:
 		return p.toolCalls(task.Iteration)

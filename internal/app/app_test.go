@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -423,6 +424,61 @@ func TestOneLocalOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitOut(`Task #1 "Made from the dashboard" canceled`)
+}
+
+// TestNewcomerSeesEveryFeature is the README's first run with no key: in
+// the console, with the demo model and run_command on, free text is
+// answered from the room's memory, a goal with a choice asks a question
+// and goes on with the answer, and a goal that runs something asks to run
+// a command and runs it once approved.
+func TestNewcomerSeesEveryFeature(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bwrap is not installed (scripts/test installs it)")
+	}
+	t.Parallel()
+	in, typer := io.Pipe()
+	out := &syncBuffer{}
+	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_CONSOLE": "true",
+		"TASKLOOM_FLUSH_INTERVAL": "1s", "TASKLOOM_WORKERS": "2", "TASKLOOM_RUN_COMMAND": "true", "PATH": os.Getenv("PATH")}
+	srv := launch(t, env, func(o *app.Options) { o.Stdin, o.Stdout = in, out })
+	defer func() { typer.Close(); srv.stop(); srv.wait(t, app.ShutdownTimeout+5*time.Second) }()
+	typeLine := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(typer, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the console never showed %q:\n%s", want, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("Type `help` for the commands")
+
+	typeLine("note: the ingest queue comes back with ingest-restart on the primary")
+	waitFor("(demo model)")
+	typeLine("how do I bring the ingest queue back?")
+	waitFor("this is what I recall that matches your words")
+	waitFor("ingest-restart")
+
+	typeLine("create task Should the login use JWT or sessions?")
+	waitFor("Created task #1")
+	waitFor("which way should I take?")
+	typeLine("answer #1 JWT, please")
+	waitFor("#1")
+	waitFor(`✅ Task #1 "Should the login use JWT or sessions" completed`)
+
+	typeLine("create task run the tests")
+	waitFor("Created task #2")
+	waitFor("approve #2")
+	typeLine("approve #2")
+	waitFor("Approved")
+	waitFor(`✅ Task #2 "Run the tests" completed`)
 }
 
 // served is a `taskloom serve` running in the test: its base URL, what
