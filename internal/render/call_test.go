@@ -6,27 +6,31 @@ import (
 	"unicode/utf8"
 )
 
+// TestVisible runs Visible over the table of cases in
+// testdata/visible.json, which the dashboard's twin must pass too
+// (adapters/httpapi). A person deciding on a call sees every character
+// that will run: nothing prints blank, no run pushes the rest away, no
+// letter passes for one of another script.
 func TestVisible(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, in, want string
-	}{
-		{"plain text", `run_command {"command":"ls -la"}`, `run_command {"command":"ls -la"}`},
-		{"short runs stay", "a  b   c", "a  b   c"},
-		{"a long run is counted", "echo ok" + strings.Repeat(" ", 2600) + "; rm -rf x", "echo ok␠×2600; rm -rf x"},
-		{"four is long", "a    b", "a␠×4b"},
-		{"newlines and tabs", "a\nb\tc\n\n\n\nd", "a↵b⇥c↵×4d"},
-		{"control characters", "a\x1b[31mb\x00c\rd\x7f", "a⟨U+001B⟩[31mb⟨U+0000⟩c⟨U+000D⟩d⟨U+007F⟩"},
-		{"bidirectional overrides", "echo \u202eevil\u202c \u2066x\u2069", "echo ⟨U+202E⟩evil⟨U+202C⟩ ⟨U+2066⟩x⟨U+2069⟩"},
-		{"zero-width characters", "r\u200bm \ufeff-rf", "r⟨U+200B⟩m ⟨U+FEFF⟩-rf"},
-		{"other spaces", "a\u00a0b" + strings.Repeat("\u3000", 5), "a⟨U+00A0⟩b⟨U+3000⟩×5"},
-		{"invalid UTF-8", "a\xffb", "a⟨0xFF⟩b"},
-		{"runs of different spaces", "a  \n\n  b", "a  ↵↵  b"},
-	} {
-		if got := Visible(tc.in); got != tc.want {
-			t.Errorf("%s: Visible(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+	for _, tc := range visibleCases(t) {
+		if got := Visible(tc.In); got != tc.Want {
+			t.Errorf("%s: Visible(%+q)\n got %s\nwant %s", tc.Name, shortened(tc.In), shortened(got), shortened(tc.Want))
 		}
 	}
+	// Bytes that are not UTF-8 cannot be written in JSON.
+	for in, want := range map[string]string{"a\xffb": "a⟨0xFF⟩b", "\xff\xfe\xff\xff": "⟨0xFF⟩⟨0xFE⟩⟨0xFF⟩⟨0xFF⟩", "\uFFFD\xff": "\uFFFD⟨0xFF⟩"} {
+		if got := Visible(in); got != want {
+			t.Errorf("Visible(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func shortened(s string) string {
+	if rs := []rune(s); len(rs) > 200 {
+		return string(rs[:100]) + "…" + string(rs[len(rs)-100:])
+	}
+	return s
 }
 
 // A call padded to push its payload out of sight shows the payload in
