@@ -87,3 +87,40 @@ func TestCallShowsAllOfIt(t *testing.T) {
 		}
 	}
 }
+
+// FuzzVisible: whatever the text, nothing Visible writes prints blank — no
+// white space but a plain space, nothing invisible, no combining mark
+// without a letter shown under it or stacked past two — and no more than
+// three plain spaces stand together.
+func FuzzVisible(f *testing.F) {
+	for _, seed := range []string{"echo ok", "a\u3164\u3164\u3164\u3164b", "e\u0301\u0302\u0303", " \u0301", "g\u0456thub.com", "a\xffb\u2800\ufe0f\U000e0041", "\\\\\\n\u0435"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Visible(s)
+		if !utf8.ValidString(out) {
+			t.Fatalf("Visible(%q) = %q, not UTF-8", s, out)
+		}
+		if strings.Contains(out, "    ") {
+			t.Errorf("Visible(%q) = %q has a run of spaces", s, out)
+		}
+		marks, count := -1, false // count: in the digits of a count
+		for _, r := range out {
+			switch {
+			case r != ' ' && unicode.IsSpace(r), invisible(r):
+				t.Fatalf("Visible(%q) = %q writes %U, which prints blank", s, out, r)
+			case isMark(r):
+				if marks < 0 || marks >= maxMarks {
+					t.Fatalf("Visible(%q) = %q writes %U with no letter under it or stacked too deep", s, out, r)
+				}
+				marks++
+			case r == '×', count && r >= '0' && r <= '9':
+				marks, count = -1, true
+			case r == ' ' || r == '⟩':
+				marks, count = -1, false
+			default:
+				marks, count = 0, false
+			}
+		}
+	})
+}

@@ -136,6 +136,9 @@ const markChars = "⟨⟩×␠↵⇥"
 
 // invisible reports whether r prints blank or nothing (white space aside).
 func invisible(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r < ' ' || r == 0x7f
+	}
 	switch r {
 	case '\u2800', '\U0001D159', '\U00016FE4': // blanks that are symbols or marks
 		return true
@@ -147,7 +150,7 @@ func invisible(r rune) bool {
 
 // isMark reports whether r is a combining mark drawn on the letter before
 // it (nonspacing or enclosing).
-func isMark(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me) }
+func isMark(r rune) bool { return r >= 0x300 && unicode.In(r, unicode.Mn, unicode.Me) }
 
 // endsWord reports whether r stands between words (a backslash is handled
 // apart).
@@ -237,16 +240,18 @@ func oneWriting(scripts []string) bool {
 	return false
 }
 
-// scriptNames are Unicode's scripts but Common and Inherited, sorted.
+// scriptNames are Unicode's scripts but Common and Inherited: the most
+// written first, then the others sorted.
 var scriptNames = func() []string {
-	var names []string
+	first := []string{"Latin", "Cyrillic", "Greek", "Han", "Hiragana", "Katakana", "Hangul", "Arabic", "Hebrew", "Devanagari", "Thai"}
+	var rest []string
 	for name := range unicode.Scripts {
-		if name != "Common" && name != "Inherited" {
-			names = append(names, name)
+		if name != "Common" && name != "Inherited" && !slices.Contains(first, name) {
+			rest = append(rest, name)
 		}
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(rest)
+	return append(first, rest...)
 }()
 
 // scriptOf is the script of letter r, or "" for one of no script in

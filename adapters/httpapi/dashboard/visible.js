@@ -22,11 +22,14 @@ const visible = (() => {
   const maxListed = 8;
   const markChars = "⟨⟩×␠↵⇥";
   const wordEnds = "\"'`()[]{}<>,;|&=";
-  const isSpace = (c) => /^\p{White_Space}$/u.test(c);
-  const isInvisible = (c) =>
-    /^[\p{C}\p{Default_Ignorable_Code_Point}\p{Variation_Selector}\u2800\u{1D159}\u{16FE4}]$/u.test(c);
-  const isMark = (c) => /^[\p{Mn}\p{Me}]$/u.test(c);
-  const isLetter = (c) => /^\p{L}$/u.test(c);
+  const spaceRe = /^\p{White_Space}$/u;
+  const invisibleRe = /^[\p{C}\p{Default_Ignorable_Code_Point}\p{Variation_Selector}\u2800\u{1D159}\u{16FE4}]$/u;
+  const markRe = /^[\p{Mn}\p{Me}]$/u;
+  const letterRe = /^\p{L}$/u;
+  const isSpace = (c) => spaceRe.test(c);
+  const isInvisible = (c) => invisibleRe.test(c);
+  const isMark = (c) => markRe.test(c);
+  const isLetter = (c) => letterRe.test(c);
   const code = (c) => "⟨U+" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩";
 
   // Unicode's scripts but Common and Inherited, as Go's unicode package
@@ -65,7 +68,12 @@ const visible = (() => {
     ["Latin", "Han", "Hangul"],
   ];
   const scriptTests = new Map();
+  const known = new Map(); // letter → its script, as found
   const scriptOf = (c) => {
+    if (!known.has(c)) known.set(c, findScript(c));
+    return known.get(c);
+  };
+  const findScript = (c) => {
     for (const name of scripts) {
       let re = scriptTests.get(name);
       if (re === undefined) {
