@@ -14,7 +14,7 @@ import (
 // read as they are, a long one cannot push what follows out of sight.
 const collapseAt = 4
 
-// maxMarks is how many combining marks may stack on one visible letter
+// maxMarks is how many combining marks may stack on one visible character
 // and still be drawn: enough for Vietnamese (ệ) or Thai (a vowel and a
 // tone), not for marks piled up to cover the lines around them.
 const maxMarks = 2
@@ -39,9 +39,10 @@ const maxListed = 8
 //     combining grapheme joiner, tag characters...), variation selectors,
 //     private-use and unassigned code points, and the blanks that are
 //     symbols (U+2800 BRAILLE PATTERN BLANK, U+1D159, U+16FE4).
-//   - A combining mark is drawn only on a letter shown as itself, and at
-//     most maxMarks of them: one with nothing visible to sit on, or stacked
-//     deeper, is written as its code point.
+//   - A combining mark is drawn only on a character shown as itself (not
+//     a space, a code point or a count), and at most maxMarks of them: one
+//     with nothing visible to sit on, or stacked deeper, is written as its
+//     code point.
 //   - The characters these marks are made of (⟨ ⟩ × ␠ ↵ ⇥), where s has
 //     them itself, are written as code points, so a mark always means what
 //     it says.
@@ -114,7 +115,7 @@ func Visible(s string) string {
 	return b.String()
 }
 
-// shown is how r is written once, after a letter with marks combining
+// shown is how r is written once, after a character with marks combining
 // marks drawn on it (-1: after nothing a mark may be drawn on).
 func shown(r rune, marks int) string {
 	switch {

@@ -11,8 +11,8 @@
 // blank or nothing (other white space, controls, format, bidirectional and
 // default-ignorable characters, variation selectors, private-use and
 // unassigned code points, U+2800, U+1D159, U+16FE4) is written as its code
-// point ("⟨U+3164⟩"), and so is a combining mark with no letter shown as
-// itself to sit on or stacked more than two deep, and each of the
+// point ("⟨U+3164⟩"), and so is a combining mark with no character shown
+// as itself to sit on or stacked more than two deep, and each of the
 // characters these marks are made of. A word whose letters mix scripts,
 // beyond the mixes a language writes, is followed by the letters not of
 // its main script: "gіthub.com ⟨Cyrillic і⟩".
@@ -89,7 +89,7 @@ const visible = (() => {
     return "";
   };
 
-  // shown is how c is written once, after a letter with marks combining
+  // shown is how c is written once, after a character with marks combining
   // marks drawn on it (-1: after nothing a mark may be drawn on).
   const shown = (c, marks) => {
     if (c === " ") return " ";
