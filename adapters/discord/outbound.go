@@ -397,10 +397,13 @@ func noMentions() *discordgo.MessageAllowedMentions {
 	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
 }
 
-// splitText cuts text to Discord's limit, dropping blank parts.
+// splitText cuts text to Discord's limit, dropping blank parts. The last
+// part, which carries the buttons, keeps the text's end whole when it fits
+// (render.SplitKeepingEnd): a request to approve shows all of its call
+// above its Approve.
 func splitText(text string) []string {
 	var parts []string
-	for _, p := range render.Split(strings.TrimRight(text, "\n"), render.DiscordLimit) {
+	for _, p := range render.SplitKeepingEnd(strings.TrimRight(text, "\n"), render.DiscordLimit) {
 		if strings.TrimSpace(p) != "" {
 			parts = append(parts, p)
 		}

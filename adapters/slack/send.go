@@ -241,7 +241,9 @@ type buttons struct {
 }
 
 // post sends text to r as one or more messages and returns their ts; the
-// last carries the controls of tasks and the other buttons.
+// last carries the controls of tasks and the other buttons, and the end of
+// text whole when it fits (render.SplitKeepingEnd): a request to approve
+// shows all of its call above its Approve.
 func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64, more buttons) ([]string, error) {
 	return a.postTagged(ctx, r, text, tasks, more, nil)
 }
@@ -250,7 +252,7 @@ func (a *Adapter) post(ctx context.Context, r room, text string, tasks []int64, 
 // part carries d's metadata, and a part d says is posted already is not
 // posted again.
 func (a *Adapter) postTagged(ctx context.Context, r room, text string, tasks []int64, more buttons, d *delivery) ([]string, error) {
-	parts := render.Split(text, render.SlackTextLimit)
+	parts := render.SplitKeepingEnd(text, render.SlackTextLimit)
 	var ids []string
 	for i, part := range parts {
 		if ts, ok := d.done(i); ok {

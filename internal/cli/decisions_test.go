@@ -100,3 +100,20 @@ func mustTask(t *testing.T, s *server, n int64) domain.Task {
 	}
 	return task
 }
+
+// TestShowMakesTheCallVisible: the CLI shows a call to approve as chat
+// does (render.Visible): padding that prints blank collapsed to its code
+// point and count, a host's letter of another script named.
+func TestShowMakesTheCallVisible(t *testing.T) {
+	url := "https://g\u0456thub.com/" + strings.Repeat("\u3164", 2600) + "x"
+	s := newServer(t, testkit.NewScriptedModel().Decide("http_get", map[string]string{"url": url}, 10, "continue"), "")
+	if _, err := s.tasks.Create(s.ctx, domain.NewTask{Goal: "Fetch", RequestorID: "u1", Platform: "console", RoomID: "console", Actor: "u1", Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	s.step()
+	code, out, errOut := run(t, s.env, "show", "1")
+	want := `Tool call:     http_get {"url":"https://gіthub.com/⟨U+3164⟩×2600x ⟨Cyrillic і⟩"}`
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("taskloom tasks show 1 = %d\n%s%s\nwant it to show %s", code, out, errOut, want)
+	}
+}

@@ -230,3 +230,28 @@ func fenceLang(content []rune) string {
 	}
 	return ""
 }
+
+// SplitKeepingEnd is Split for a message whose last part carries buttons —
+// a request to approve a call, which the notifications put last: the last
+// part is the text's last paragraphs (after a blank line, outside code) as
+// many as fit, whole, so that the buttons sit under all of what they
+// decide on. The parts before are Split's. When the last paragraph alone
+// is longer than limit, it is Split.
+func SplitKeepingEnd(text string, limit int) []string {
+	parts := Split(text, limit)
+	if len(parts) < 2 {
+		return parts
+	}
+	rs := []rune(text)
+	for len(rs) > 0 && rs[len(rs)-1] == '\n' {
+		rs = rs[:len(rs)-1]
+	}
+	_, in := codeSpans(rs)
+	for p := max(2, len(rs)-limit); p < len(rs); p++ {
+		if rs[p] != '\n' && rs[p-1] == '\n' && rs[p-2] == '\n' && in[p-2] < 0 && in[p-1] < 0 && in[p] < 0 {
+			// As Split does, the newline cut at belongs to neither part.
+			return append(Split(string(rs[:p-1]), limit), string(rs[p:]))
+		}
+	}
+	return parts
+}

@@ -448,6 +448,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []domain.Notifi
 	}
 	var (
 		posts, ended []string
+		asks         []string // requests to approve a call
 		endedTasks   []int64
 		approvals    []plugin.ApprovalRef
 		updates      []render.Update
@@ -482,7 +483,11 @@ func (s *Service) compose(ctx context.Context, room string, rows []domain.Notifi
 			case domain.NotifyMessage:
 				var p messagePayload
 				if json.Unmarshal(r.Payload, &p) == nil && p.Text != "" {
-					posts = append(posts, postText(f, t, p))
+					if p.Kind == "approval" {
+						asks = append(asks, postText(f, t, p))
+					} else {
+						posts = append(posts, postText(f, t, p))
+					}
 					if p.Kind == "approval" && p.Call != "" && p.Call == domain.ApprovalID(t) {
 						// Still pending: buttons bound to this call. A
 						// request decided meanwhile is shown without.
@@ -540,6 +545,10 @@ func (s *Service) compose(ctx context.Context, room string, rows []domain.Notifi
 	if len(updates) > 0 {
 		parts = append(parts, progressWithReasoning(f, updates, why))
 	}
+	// The requests to approve go last, beside their buttons: the platforms
+	// keep the end of a long message whole in its last part, which carries
+	// them (render.SplitKeepingEnd).
+	parts = append(parts, asks...)
 	if len(parts) == 0 {
 		return plugin.Outgoing{}, shown, nil
 	}

@@ -958,7 +958,7 @@ function renderDecision(t) {
   const q = $("d-question");
   if (q) {
     const question = questionOf(t.number);
-    q.textContent = question || "The task is waiting for an answer.";
+    q.textContent = question ? visible(question) : "The task is waiting for an answer.";
   }
 }
 
@@ -993,7 +993,7 @@ function decisionBox(t, mode) {
       const a = t.approval;
       const call = el("pre", "call");
       call.id = "d-call";
-      call.append(el("code", "", visible(a.action)), "\n" + visible(pretty(a.params)));
+      call.append(el("code", "", visible(a.action)), "\n" + visibleLines(pretty(a.params)));
       const approve = el("button", "primary", "Approve");
       approve.type = "button";
       approve.dataset.action = "approve";
@@ -1074,19 +1074,15 @@ function questionOf(n) {
   return "";
 }
 
-// visible shows every character of s for what it is, as the chat
-// platforms show a call to approve: a run of four or more of one
-// whitespace character as its mark and count ("␠×2600"), a control,
-// bidirectional, zero-width or other invisible format character as its
-// code point ("⟨U+202E⟩"). Newlines of the pretty-printed call stay.
-function visible(s) {
-  const marks = { " ": "␠", "\t": "⇥", "\n": "↵" };
-  const code = (c) => "⟨U+" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩";
-  return String(s)
-    .replace(/([ \t\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000])\1{3,}/gu,
-      (run, c) => (marks[c] || code(c)) + "×" + [...run].length)
-    .replace(/[\p{Cc}\p{Cf}\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/gu,
-      (c) => (c === "\n" ? c : c === "\t" ? "⇥" : code(c)));
+// visibleLines shows pretty-printed parameters with every character seen
+// for what it is (visible, in visible.js, the twin of what chat and the
+// CLI show): each line apart, its leading indentation, which is the
+// pretty-printing's own, left as it is.
+function visibleLines(text) {
+  return text.split("\n").map((line) => {
+    const indent = line.match(/^ */)[0];
+    return indent + visible(line.slice(indent.length));
+  }).join("\n");
 }
 
 function pretty(params) {
@@ -1244,7 +1240,7 @@ function stepBody(what, n, s) {
   }
   if (s.action && s.params && typeof s.params === "object" && Object.keys(s.params).length) {
     const det = el("details", "step-params");
-    det.append(el("summary", "", "parameters"), el("pre", "", visible(pretty(s.params))));
+    det.append(el("summary", "", "parameters"), el("pre", "", visibleLines(pretty(s.params))));
     what.append(det);
   }
   if (s.error) what.append(el("p", "step-error", s.error));
