@@ -157,6 +157,9 @@ func (t *Turn) runCalls(ctx context.Context, o *domain.Outcome, st *toolsState, 
 				co := t.Outcome()
 				co.Step.Role = domain.RoleAgent
 				ok := t.Act(ctx, &co, c.Name, params)
+				// The step keeps the arguments as Act decoded them (as the
+				// model wrote them when it refused them).
+				records[i].Arguments = co.Step.Params
 				if co.Files != nil {
 					o.Files = co.Files // a view's changes so far, this call's included
 				}
