@@ -110,7 +110,9 @@ func strictCases(t *testing.T, info plugin.ActionInfo) []strictCase {
 			base = append(base, fmt.Sprintf("%q:%s", r, value(r)))
 		}
 	}
-	obj := func(fields ...string) string { return "{" + strings.Join(append(slices.Clone(base), fields...), ",") + "}" }
+	obj := func(fields ...string) string {
+		return "{" + strings.Join(append(slices.Clone(base), fields...), ",") + "}"
+	}
 	first := fmt.Sprintf("%q:%s", prop, value(prop))
 	escaped := fmt.Sprintf(`"\u%04x%s"`, prop[0], prop[1:])
 	return []strictCase{
