@@ -295,3 +295,25 @@ func TestApprovalShowsDecodedCall(t *testing.T) {
 		}
 	})
 }
+
+// TestReportProgressStrict: the tools strategy's own report_progress is
+// read as strictly as any tool: {"progress":5,"PROGRESS":90} would
+// otherwise report 90 while its text reads 5, and the stale rule that
+// ends a task making no progress would be fooled.
+func TestReportProgressStrict(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		fake := testkit.NewOpenAI(t)
+		f := newNotifiedFixture(t, open, fake, nil)
+		n := f.create("Report", func(in *domain.NewTask) { in.Strategy = domain.StrategyTools }).Number
+		fake.ReplyToolCalls("", testkit.OpenAIToolCall{ID: "call_1", Name: "report_progress", Arguments: `{"progress":5,"PROGRESS":90}`})
+		f.step("test")
+		steps := f.steps(n)
+		if len(steps) != 1 || steps[0].Success || !oneSentence(steps[0].Error) || !strings.Contains(steps[0].Error, `"PROGRESS" is spelled "progress"`) {
+			t.Fatalf("steps = %+v; want report_progress refused with one sentence", steps)
+		}
+		if got := f.task(n); got.Progress != 0 {
+			t.Fatalf("progress = %d after a refused report; want 0", got.Progress)
+		}
+		f.check()
+	})
+}

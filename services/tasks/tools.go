@@ -284,13 +284,18 @@ func callParams(args string) (json.RawMessage, error) {
 	return json.RawMessage(args), nil
 }
 
-// readReport reads report_progress's arguments.
+// readReport reads report_progress's arguments, as strictly as Turn.Act
+// reads any tool's.
 func readReport(args string) (int, string, error) {
 	var raw struct {
 		Progress json.RawMessage `json:"progress"`
 		Note     any             `json:"note"`
 	}
-	if err := json.Unmarshal([]byte(args), &raw); err != nil {
+	canon, err := plugin.ActionInfo{Parameters: reportProgressSpec.Parameters}.DecodeParams(json.RawMessage(args))
+	if err != nil {
+		return 0, "", err
+	}
+	if err := json.Unmarshal(canon, &raw); err != nil {
 		return 0, "", fmt.Errorf("the call's arguments are not a JSON object: %s", clip(args, 200))
 	}
 	p, err := progress(raw.Progress)
