@@ -317,3 +317,32 @@ func TestReportProgressStrict(t *testing.T) {
 		f.check()
 	})
 }
+
+// TestStepsKeepDecodedParams: a call that runs without approval keeps, on
+// its step, the parameters as decoded ("x > y"), not the model's escapes,
+// from both strategies: the timeline and the next prompt read what ran.
+func TestStepsKeepDecodedParams(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		for _, strategy := range []string{domain.StrategyLoop, domain.StrategyTools} {
+			fake := testkit.NewOpenAI(t)
+			f := newNotifiedFixture(t, open, fake, nil)
+			const args = `{"content":"x \u003e y \u0026\u0026 z","path":"a.sh"}`
+			if strategy == domain.StrategyTools {
+				fake.ReplyToolCalls("", testkit.OpenAIToolCall{ID: "call_1", Name: "write_file", Arguments: args})
+			} else {
+				fake.Reply(`{"thought":"t","action":"write_file","params":` + args + `,"progress":10,"status":"continue","summary":""}`)
+			}
+			n := f.create("Write", func(in *domain.NewTask) { in.Strategy = strategy }).Number
+			f.step("test")
+			steps := f.steps(n)
+			if len(steps) != 1 || !steps[0].Success || strings.Contains(string(steps[0].Params), `\u00`) ||
+				!strings.Contains(string(steps[0].Params), `"x > y && z"`) {
+				t.Fatalf("%s: steps = %+v (params %s); want write_file's step with the decoded content", strategy, steps, steps[0].Params)
+			}
+			if data, err := f.file(n, "a.sh"); err != nil || data != "x > y && z" {
+				t.Fatalf("%s: a.sh = %q, %v", strategy, data, err)
+			}
+			f.check()
+		}
+	})
+}
