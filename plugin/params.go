@@ -227,18 +227,21 @@ func checkKeys(v any, s *shape, path string) error {
 		for _, k := range keys {
 			at := join(path, k)
 			child, ok := s.fields[k]
-			switch {
-			case ok:
+			if ok {
 				if err := checkKeys(v[k], child, at); err != nil {
 					return err
 				}
-			case s.open:
-			default:
-				for name := range s.fields {
-					if strings.EqualFold(name, k) {
-						return refuseParams("The key %s is spelled %s; names are case-sensitive.", strconv.Quote(at), strconv.Quote(join(path, name)))
-					}
+				continue
+			}
+			// A key in another case than a field's is refused even where
+			// other keys are taken: encoding/json would fold it onto the
+			// field.
+			for name := range s.fields {
+				if strings.EqualFold(name, k) {
+					return refuseParams("The key %s is spelled %s; names are case-sensitive.", strconv.Quote(at), strconv.Quote(join(path, name)))
 				}
+			}
+			if !s.open {
 				where := "There is no parameter " + strconv.Quote(at)
 				if path != "" {
 					where = "There is no key " + strconv.Quote(k) + " in " + strconv.Quote(path)

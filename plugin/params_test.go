@@ -59,6 +59,7 @@ func TestDecodeParamsRefuses(t *testing.T) {
 		{"repeated in an array's object", `{"command":"a","list":[{"name":"x"},{"name":"x","name":"y"}]}`, `The key "list[1].name" is given twice`},
 		{"unknown in an array's object", `{"command":"a","list":[{"nam":"x"}]}`, `There is no key "nam" in "list[0]"`},
 		{"repeated in a free-form object", `{"command":"a","free":{"k":[{"z":1,"z":2}]}}`, `The key "free.k[0].z" is given twice`},
+		{"case-folded where additional keys are allowed", `{"command":"a","open":{"A":"1"}}`, `The key "open.A" is spelled "open.a"`},
 		{"repeated where additional keys are allowed", `{"command":"a","open":{"a":"1","a":"2"}}`, `The key "open.a" is given twice`},
 		{"not an object", `["command"]`, `The parameters are not valid: they are not a JSON object.`},
 		{"trailing data", `{"command":"a"} {"command":"b"}`, `something follows their JSON object`},
