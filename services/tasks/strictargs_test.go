@@ -230,7 +230,8 @@ func (f *fixture) approvalRequests() []string {
 }
 
 // spyCommand is run_command as declared, whose Handle records the
-// parameters it ran with instead of running them.
+// parameters it ran with, and the command it read from them, instead of
+// running it.
 type spyCommand struct {
 	mu  sync.Mutex
 	ran []string
@@ -242,7 +243,9 @@ func (s *spyCommand) Handle(_ context.Context, call *plugin.Call) (plugin.Result
 	var p struct {
 		Command string `json:"command"`
 	}
-	if err := plugin.DecodeStrict(call.Params, &p); err != nil {
+	// As leniently as a tool outside Taskloom (an MCP server) may read
+	// its arguments: what it is given must already be the call shown.
+	if err := json.Unmarshal(call.Params, &p); err != nil {
 		return plugin.Result{Error: err.Error()}, nil
 	}
 	s.mu.Lock()
@@ -344,5 +347,44 @@ func TestStepsKeepDecodedParams(t *testing.T) {
 			}
 			f.check()
 		}
+	})
+}
+
+// TestApprovedLenientCallRefused: a call asked for before calls were read
+// strictly (a request still pending across an upgrade) is read strictly
+// when approved: {"command":"echo SHOWN","COMMAND":"echo RAN"} is
+// refused, not run as the last of its keys says. A person approving must
+// never run something other than what the call reads.
+func TestApprovedLenientCallRefused(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		fake := testkit.NewOpenAI(t)
+		spy := &spyCommand{}
+		const raw = `{"command":"echo SHOWN","COMMAND":"echo RAN"}`
+		// The strategy asks as Turn.Act did before: the call kept as written.
+		old := tasks.StrategyFunc(func(_ context.Context, turn *tasks.Turn) (domain.Outcome, error) {
+			o := turn.Outcome()
+			o.Step.Action, o.Step.Params, o.Step.Role = "run_command", json.RawMessage(raw), domain.RoleAgent
+			o.Wait, o.Verdict = domain.WaitApproval, domain.VerdictContinue
+			return o, nil
+		})
+		f := newNotifiedFixture(t, open, fake, func(o *tasks.Options) {
+			o.ApproveTools = []string{"run_command"}
+			o.Strategies = map[string]tasks.Strategy{"old": old}
+		}, spy)
+		n := f.create("Old request", func(in *domain.NewTask) { in.Strategy = "old" }).Number
+		f.step("test")
+		got := f.task(n)
+		if got.WaitingOn != domain.WaitApproval || !sameJSON(got.ApprovalParams, raw) {
+			t.Fatalf("task waits on %q for %s; want the old request pending", got.WaitingOn, got.ApprovalParams)
+		}
+		if _, err := f.svc.Approve(f.ctx, n, "u1", domain.ApprovalID(got)); err != nil {
+			t.Fatal(err)
+		}
+		f.step("test")
+		steps := f.steps(n)
+		if len(spy.ran) != 0 || len(steps) != 1 || steps[0].Success || !oneSentence(steps[0].Error) || !strings.Contains(steps[0].Error, "case-sensitive") {
+			t.Fatalf("ran %q, steps %+v; want the approved call refused with one sentence, nothing run", spy.ran, steps)
+		}
+		f.check()
 	})
 }
