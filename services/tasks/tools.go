@@ -25,9 +25,9 @@ import (
 //
 // A claim writes a step per call, in the order they ran, under the
 // claim's iteration (domain.Step.Call tells them apart, from 0): each has
-// its call's tool as action, its arguments as params, its own result and
-// success, so a timeline shows that a write succeeded even when the read
-// after it failed. The first also keeps the reply's text as its thought.
+// its call's tool as action, its arguments as params (as Turn.Act decoded
+// them), its own result and success, so a timeline shows that a write
+// succeeded even when the read after it failed. The first also keeps the reply's text as its thought.
 // The next request rebuilds the native conversation from the latest such
 // claims: the assistant message with its tool calls, then a tool message
 // per call. The calls' IDs there are made from the step's key
@@ -263,7 +263,8 @@ func argumentsJSON(args string) json.RawMessage {
 	return raw
 }
 
-// argumentsText is a recorded call's arguments as the model wrote them.
+// argumentsText is a recorded call's arguments as its step keeps them: as
+// Turn.Act decoded them, or as the model wrote them when it refused them.
 func argumentsText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
