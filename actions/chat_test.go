@@ -423,3 +423,36 @@ func TestApproveAndDeny(t *testing.T) {
 		}
 	})
 }
+
+// TestChatCommandParamsStrict: a command's parameters, as the chat
+// pipeline's model may pick them, are decoded strictly: a key in another
+// case, a key given twice (one escaped) or a field the command does not
+// take is refused with one sentence and changes nothing. Someone reading
+// the pick must see what the command acts on: `{"number":2,"NUMBER":1}`
+// would otherwise cancel #1.
+func TestChatCommandParamsStrict(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		k := newChat(t, open)
+		k.expect("ann", "create task One", "#1")
+		k.expect("ann", "create task Two", "#2")
+		for _, tt := range []struct{ action, params, says string }{
+			{"cancel_task", `{"number":2,"NUMBER":1}`, `"NUMBER" is spelled "number"`},
+			{"cancel_task", `{"number":2,"\u006eumber":1}`, `"number" is given twice`},
+			{"cancel_task", `{"number":1,"all":true}`, `There is no parameter "all"`},
+			{"create_task", `{"goal":"Three","Goal":"rm -rf"}`, `"Goal" is spelled "goal"`},
+		} {
+			msg := plugin.Message{ID: "strict", Platform: "discord", Room: "discord:C1", WorkspaceID: "G1", AuthorID: "ann", Mentioned: true}
+			res, err := k.rt.RunAction(k.ctx, tt.action, &plugin.Call{Message: &msg, Params: json.RawMessage(tt.params)})
+			if err != nil || res.Success || !strings.Contains(res.Error, tt.says) || strings.Contains(res.Error, "\n") {
+				t.Errorf("%s %s = %+v, %v; want one sentence saying %q", tt.action, tt.params, res, err, tt.says)
+			}
+		}
+		all, err := k.store.ListTasks(k.ctx, domain.TaskFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 2 || all[0].Status.Terminal() || all[1].Status.Terminal() {
+			t.Fatalf("tasks after refused commands: %+v; want #1 and #2 as they were", all)
+		}
+	})
+}

@@ -62,14 +62,14 @@ func taskOf(call *plugin.Call) (*domain.Task, *plugin.Result) {
 	return call.Task, nil
 }
 
-// decode reads a tool's parameters into v, refusing anything that is not
-// a JSON object of the right shape.
+// decode reads an action's parameters into v strictly
+// (plugin.DecodeStrict): anything but a JSON object of v's shape, a key
+// given twice, one in another case than v's field or one v has no field
+// for is refused with one sentence. Chat commands and tools alike decode
+// their parameters here.
 func decode(params json.RawMessage, v any) *plugin.Result {
-	if len(params) == 0 {
-		params = json.RawMessage(`{}`)
-	}
-	if err := json.Unmarshal(params, v); err != nil {
-		return &plugin.Result{Error: "The parameters are not valid: " + err.Error()}
+	if err := plugin.DecodeStrict(params, v); err != nil {
+		return &plugin.Result{Error: err.Error()}
 	}
 	return nil
 }

@@ -11,7 +11,8 @@ import (
 
 // ApprovalID names the approval request task t has pending: a digest of
 // the task's number, the iteration that asked and the exact call (tool and
-// parameters as the model wrote them). Buttons, chat commands, the API and
+// parameters as the task service decoded them, re-encoded canonically:
+// the text that is shown, and that the approved call runs from). Buttons, chat commands, the API and
 // the CLI carry it, so a decision lands on the call that was shown and on
 // no other: a call asked again at a later iteration, even the same one,
 // has another id. It is "" when t has no call pending a decision.

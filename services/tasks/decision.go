@@ -111,11 +111,9 @@ func params(raw json.RawMessage) (json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return nil, fmt.Errorf("%w: params is not a JSON object", ErrBadDecision)
 	}
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("%w: params: %v", ErrBadDecision, err)
-	}
-	return out, nil
+	// As written: a key given twice or in another case must reach
+	// Turn.Act's strict reading, not be folded away here.
+	return json.RawMessage(raw), nil
 }
 
 func progress(raw json.RawMessage) (int, error) {

@@ -20,7 +20,11 @@ func TestParseDecision(t *testing.T) {
 		status   domain.Verdict
 		bad      bool
 	}{
-		{"plain", `{"thought":"t","action":"write_file","params":{"path":"a","content":"b"},"progress":30,"status":"continue","summary":""}`, "write_file", `{"content":"b","path":"a"}`, 30, "continue", false},
+		{"plain", `{"thought":"t","action":"write_file","params":{"path":"a","content":"b"},"progress":30,"status":"continue","summary":""}`, "write_file", `{"path":"a","content":"b"}`, 30, "continue", false},
+		// Kept as written: folding the keys here would hide from Turn.Act's
+		// strict reading the call a person could be shown one way and run
+		// another.
+		{"params keep repeated keys", `{"action":"run_command","params":{"command":"a","COMMAND":"b","\u0063ommand":"c"},"progress":1}`, "run_command", `{"command":"a","COMMAND":"b","\u0063ommand":"c"}`, 1, "continue", false},
 		{"fenced", "```json\n{\"action\":\"list_files\",\"params\":{},\"progress\":5,\"status\":\"continue\"}\n```", "list_files", `{}`, 5, "continue", false},
 		{"embedded in prose", `I'll list files. {"action":"list_files","progress":"12%"} ok?`, "list_files", `{}`, 12, "continue", false},
 		{"clamped high", `{"action":"x","progress":250}`, "x", `{}`, 100, "continue", false},

@@ -90,6 +90,15 @@ func (it *Iterator) run(ctx context.Context, task domain.Task, files *domain.Fil
 		o := turn.Outcome()
 		o.Approved = true
 		o.Step.Action, o.Step.Params = task.ApprovalAction, json.RawMessage(task.ApprovalParams)
+		// Turn.Act kept the call decoded strictly; a call asked before
+		// it did (a request pending across an upgrade) is read the same
+		// way, and refused rather than run otherwise than it reads.
+		if a, ok := rt.Action(task.ApprovalAction); ok {
+			if _, err := a.Info().DecodeParams(o.Step.Params); err != nil {
+				o.Step.Success, o.Step.Error = false, err.Error()
+				return finish(o)
+			}
+		}
 		if reason, ok := it.runTool(ctx, task, files, &o); !ok {
 			o.Step.Success, o.Step.Error = false, reason
 		}

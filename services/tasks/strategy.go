@@ -253,16 +253,30 @@ func (t *Turn) Decide(ctx context.Context, o *domain.Outcome, d Decision) {
 }
 
 // Act runs the tool call action(params) for o's step and records it: its
-// result, or a failed step saying why (not a tool, refused, failed). A
-// tool that needs a person's approval is not run: the task waits for the
-// approval with the call kept as asked (docs/security.md). Act reports whether
-// the tool ran and succeeded.
+// result, or a failed step saying why (not a tool, refused, failed). Every
+// strategy's calls pass here. The parameters are read strictly against
+// the tool's declared schema first (plugin.ActionInfo.DecodeParams): a
+// key given twice, a parameter in another case, a field the tool does not
+// take fail the step with one sentence, the call as the model wrote it,
+// and nothing runs or is asked. Otherwise the step keeps the decoded
+// parameters re-encoded canonically, and those are what a person is
+// shown, what an approval binds to and what the tool runs with. A tool
+// that needs a person's approval is not run: the task waits for the
+// approval with the call kept as decoded (docs/security.md). Act reports
+// whether the tool ran and succeeded.
 func (t *Turn) Act(ctx context.Context, o *domain.Outcome, action string, params json.RawMessage) bool {
 	o.Step.Action, o.Step.Params = action, params
-	if a, ok := t.Runtime.Action(action); !ok || !a.Info().OffersTo(t.Task) {
+	a, ok := t.Runtime.Action(action)
+	if !ok || !a.Info().OffersTo(t.Task) {
 		t.Fail(o, action, fmt.Sprintf("%q is not a tool this task can use", action))
 		return false
 	}
+	params, err := a.Info().DecodeParams(params)
+	if err != nil {
+		t.Fail(o, action, err.Error())
+		return false
+	}
+	o.Step.Params = params
 	if slices.Contains(t.it.ApproveTools, action) {
 		n, err := approvalRequest(t.Task, action, params)
 		if err != nil {

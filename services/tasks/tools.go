@@ -25,9 +25,9 @@ import (
 //
 // A claim writes a step per call, in the order they ran, under the
 // claim's iteration (domain.Step.Call tells them apart, from 0): each has
-// its call's tool as action, its arguments as params, its own result and
-// success, so a timeline shows that a write succeeded even when the read
-// after it failed. The first also keeps the reply's text as its thought.
+// its call's tool as action, its arguments as params (as Turn.Act decoded
+// them), its own result and success, so a timeline shows that a write
+// succeeded even when the read after it failed. The first also keeps the reply's text as its thought.
 // The next request rebuilds the native conversation from the latest such
 // claims: the assistant message with its tool calls, then a tool message
 // per call. The calls' IDs there are made from the step's key
@@ -157,6 +157,9 @@ func (t *Turn) runCalls(ctx context.Context, o *domain.Outcome, st *toolsState, 
 				co := t.Outcome()
 				co.Step.Role = domain.RoleAgent
 				ok := t.Act(ctx, &co, c.Name, params)
+				// The step keeps the arguments as Act decoded them (as the
+				// model wrote them when it refused them).
+				records[i].Arguments = co.Step.Params
 				if co.Files != nil {
 					o.Files = co.Files // a view's changes so far, this call's included
 				}
@@ -260,7 +263,8 @@ func argumentsJSON(args string) json.RawMessage {
 	return raw
 }
 
-// argumentsText is a recorded call's arguments as the model wrote them.
+// argumentsText is a recorded call's arguments as its step keeps them: as
+// Turn.Act decoded them, or as the model wrote them when it refused them.
 func argumentsText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -281,13 +285,18 @@ func callParams(args string) (json.RawMessage, error) {
 	return json.RawMessage(args), nil
 }
 
-// readReport reads report_progress's arguments.
+// readReport reads report_progress's arguments, as strictly as Turn.Act
+// reads any tool's.
 func readReport(args string) (int, string, error) {
 	var raw struct {
 		Progress json.RawMessage `json:"progress"`
 		Note     any             `json:"note"`
 	}
-	if err := json.Unmarshal([]byte(args), &raw); err != nil {
+	canon, err := plugin.ActionInfo{Parameters: reportProgressSpec.Parameters}.DecodeParams(json.RawMessage(args))
+	if err != nil {
+		return 0, "", err
+	}
+	if err := json.Unmarshal(canon, &raw); err != nil {
 		return 0, "", fmt.Errorf("the call's arguments are not a JSON object: %s", clip(args, 200))
 	}
 	p, err := progress(raw.Progress)
