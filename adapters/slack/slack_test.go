@@ -196,16 +196,24 @@ func TestNotificationsArriveBatchedInTheThread(t *testing.T) {
 			t.Fatalf("completion buttons = %+v; want only Retry #1", b)
 		}
 
-		// Its Retry button continues the task as a new one.
+		// Its Retry button is the requestor's: bob's press is refused,
+		// since a retry carries the task's files; alice's continues the
+		// task as a new one.
 		in, err := e.fake.ButtonPress(bob, done[0], slack.ActionRetry, "1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.deliver(in)
 		e.settle()
+		e.waitMessages(1, saying("Only the person who created task #1, or an admin, can retry it."))
+		if in, err = e.fake.ButtonPress(alice, done[0], slack.ActionRetry, "1"); err != nil {
+			t.Fatal(err)
+		}
+		e.deliver(in)
+		e.settle()
 		e.waitMessages(1, both(thread, saying(`Created task #2 "Build auth", continuing #1`)))
-		if got := e.task(2); got.ContinuesNumber != 1 || got.RequestorID != bob {
-			t.Errorf("the retry = %+v; want bob's continuation of #1", got)
+		if got := e.task(2); got.ContinuesNumber != 1 || got.RequestorID != alice {
+			t.Errorf("the retry = %+v; want alice's continuation of #1", got)
 		}
 	})
 }
