@@ -102,12 +102,15 @@ func TestProgressIsBatchedAndCompletionSentAtOnce(t *testing.T) {
 	if got := done.CustomIDs(); !slices.Equal(got, []string{"taskloom:retry:1"}) {
 		t.Errorf("completion buttons = %v; want only Retry", got)
 	}
-	// Anyone who can see the task may continue it with the button.
+	// The button is the requestor's: a retry carries the task's files.
 	srv.ButtonClick(discordfake.ButtonClick{MessageID: done.ID, CustomID: "taskloom:retry:1", User: discordfake.User{ID: bob}})
-	_, retried := b.response(1)
+	_, refused := b.response(1)
+	mustContain(t, "bob's retry press", refused.Content, "Only the person who created task #1, or an admin, can retry it.")
+	srv.ButtonClick(discordfake.ButtonClick{MessageID: done.ID, CustomID: "taskloom:retry:1", User: discordfake.User{ID: alice}})
+	_, retried := b.response(2)
 	mustContain(t, "retry press", retried.Content, `Created task #2 "Build auth", continuing #1`)
-	if got := b.task(2); got.ContinuesNumber != 1 || got.RequestorID != bob {
-		t.Errorf("the retry = %+v; want bob's continuation of #1", got)
+	if got := b.task(2); got.ContinuesNumber != 1 || got.RequestorID != alice {
+		t.Errorf("the retry = %+v; want alice's continuation of #1", got)
 	}
 	b.clk.Advance(5 * time.Second)
 	if _, err := b.core.Notify.Flush(b.ctx); err != nil {
