@@ -81,7 +81,10 @@ func TestScheduleAPI(t *testing.T) {
 		t.Errorf("resume = %d %s", r.code, r.raw)
 	}
 	r = f.do("GET", path, nil)
-	if r.code != 200 || r.body["goal"] != "Chat's" {
+	// paused is always there, false too: a script asks "is it running?"
+	// without treating a missing field as an answer.
+	if r.code != 200 || r.body["goal"] != "Chat's" || r.body["paused"] != false || r.body["id"] != float64(mine.ID) ||
+		r.body["next_run_at"] == nil || r.body["resumed_at"] == nil {
 		t.Fatalf("get = %d %s", r.code, r.raw)
 	}
 	var types []string
