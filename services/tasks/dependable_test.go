@@ -30,6 +30,14 @@ import (
 // adapter makes no retries of its own: each Step is one call.
 func newWireFixture(t *testing.T, open teststore.Opener, fake *testkit.OpenAI, client *http.Client) *fixture {
 	t.Helper()
+	return newBudgetFixture(t, open, fake, client, 0)
+}
+
+// newBudgetFixture is newWireFixture whose tasks and subtasks get budget
+// tokens when they name none (TASKLOOM_MAX_TOKENS; 0 is no budget), as
+// the service and create_subtask do in the binary.
+func newBudgetFixture(t *testing.T, open teststore.Opener, fake *testkit.OpenAI, client *http.Client, budget int64) *fixture {
+	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewFake(t0), store: open(t)}
 	if client == nil {
 		client = fake.Client()
@@ -42,14 +50,14 @@ func newWireFixture(t *testing.T, open teststore.Opener, fake *testkit.OpenAI, c
 	f.rt = plugin.New(plugin.Options{Store: f.store, Clock: f.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := f.rt.Register(
 		&plugin.Plugin{Name: "model", Models: map[plugin.ModelType]plugin.Model{plugin.ModelText: m}},
-		&plugin.Plugin{Name: "tools", Actions: actions.Tools(actions.ToolConfig{})},
+		&plugin.Plugin{Name: "tools", Actions: actions.Tools(actions.ToolConfig{MaxTokens: budget})},
 	); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.rt.Start(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test"})
+	f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", MaxTokens: budget})
 	return f
 }
 
