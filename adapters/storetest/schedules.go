@@ -512,6 +512,11 @@ func testSchedulePauseDelete(t *testing.T, s domain.Store) {
 	if err != nil || r.Paused || !r.NextRunAt.Equal(at(time.Minute+4*time.Second)) {
 		t.Fatalf("resume = %+v, %v", r, err)
 	}
+	// Resumed twice: the second changes nothing (its next time and the
+	// time its counts start from stay those of the first).
+	if again, err := s.PauseSchedule(ctx, sc.ID, false, "u1", at(2*time.Minute)); err != nil || again != r {
+		t.Errorf("resume twice = %+v, %v; want %+v", again, err, r)
+	}
 	if evs := scheduleEvents(t, s, sc.ID); strings.Join(evs, ",") != "created,fired,paused,resumed" {
 		t.Errorf("events %v", evs)
 	}
@@ -533,5 +538,18 @@ func testSchedulePauseDelete(t *testing.T, s domain.Store) {
 	noFire(t, s, at(time.Hour))
 	if kept := get(t, s, run.Number); kept.ScheduleID != sc.ID {
 		t.Errorf("run after delete: %+v", kept)
+	}
+	// Made again, the same schedule is a new one: the runs of the one
+	// deleted (#1 still queued) neither hold back its first run
+	// (overlap) nor count as its failures.
+	in := newSchedule("@every 3s", "Pause me")
+	in.Now = at(time.Hour)
+	again := createSchedule(t, s, in)
+	if again.ID == sc.ID {
+		t.Fatalf("the schedule made again has the deleted one's id %d", sc.ID)
+	}
+	f := fire(t, s, at(time.Hour+3*time.Second), 0)
+	if f.Schedule.ID != again.ID || f.Task.Number == 0 || f.Event.Type != domain.ScheduleFired {
+		t.Errorf("the first due time of the schedule made again: %+v; want a run", f)
 	}
 }
