@@ -564,3 +564,39 @@ func TestUnansweredQuestionResumesWithinAMinute(t *testing.T) {
 		}
 	})
 }
+
+// TestPausedQuestionGetsItsTimeoutAgain: a task paused while its question
+// waits, and resumed after longer than the answer timeout, goes back to
+// waiting for the whole timeout: nobody could answer it while it was
+// paused, and the person who resumed it wants time to answer, not the
+// question given up on at the next sweep.
+func TestPausedQuestionGetsItsTimeoutAgain(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open)
+		const timeout = time.Minute
+		f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", AnswerTimeout: timeout})
+		f.model.Decide("ask_user", map[string]string{"question": "JWT or sessions?"}, 10, "continue")
+		n := f.create("Build auth").Number
+		f.step("test")
+		f.clk.Advance(10 * time.Second)
+		if _, err := f.svc.Pause(f.ctx, n, "u1"); err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(time.Hour)
+		if _, err := f.svc.Resume(f.ctx, n, "u1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.task(n); got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitAnswer {
+			t.Fatalf("resumed: %s on %q; want waiting on its answer again", got.Status, got.WaitingOn)
+		}
+		f.clk.Advance(timeout - time.Second)
+		if k, err := f.svc.ExpireQuestions(f.ctx); err != nil || k != 0 {
+			t.Fatalf("ExpireQuestions within a timeout of the resume = %d, %v; want none", k, err)
+		}
+		f.clk.Advance(time.Second)
+		if k, err := f.svc.ExpireQuestions(f.ctx); err != nil || k != 1 {
+			t.Fatalf("ExpireQuestions a timeout after the resume = %d, %v; want 1", k, err)
+		}
+		f.check()
+	})
+}
