@@ -300,9 +300,10 @@ func (s Schedules) PauseSchedule(ctx context.Context, id int64, paused bool, act
 
 // FireSchedule claims the most overdue schedule and does what its due
 // time calls for (domain.DecideRun), all in one transaction: the run's
-// task with its "created" event, the schedule's event, its next due time,
-// and the line its room is told when a due time is skipped at the
-// requestor's limit or the schedule pauses itself. A replica that finds
+// task with its "created" event, the schedule's event, its next due time
+// and counts, and the lines its room is told (RunDecision.Notes: the
+// first skip of a row, a pause, the first run after a resume). A run past
+// the requestor's limit is a skip (RunDecision.Skip). A replica that finds
 // the schedule claimed by another passes over it (LockDue), and once the
 // claim commits the schedule is no longer due: each due time fires once,
 // on one replica.
@@ -366,7 +367,6 @@ func (s Schedules) FireSchedule(ctx context.Context, f domain.FireSchedule) (dom
 		ev.ScheduleID, ev.Time, ev.Actor = sc.ID, now, "scheduler"
 		sc.NextRunAt, sc.Failures, sc.Skips = d.Next, d.Failures, d.Skips
 		sc.Paused = sc.Paused || d.Pause
-		notes := d.Notes
 		if err := s.update(ctx, st, sc); err != nil {
 			return err
 		}
@@ -374,7 +374,7 @@ func (s Schedules) FireSchedule(ctx context.Context, f domain.FireSchedule) (dom
 			return err
 		}
 		if sc.Room != "" {
-			for _, text := range notes {
+			for _, text := range d.Notes {
 				payload, _ := json.Marshal(map[string]string{"text": text})
 				n, err := PrepareNotification(domain.Notification{Room: sc.Room, Category: domain.NotifyMessage,
 					Payload: payload, CreatedAt: now})
