@@ -33,7 +33,7 @@ func (CreateSubtask) Info() plugin.ActionInfo {
 	return plugin.ActionInfo{
 		Name: "create_subtask",
 		Description: "Split off part of the work as a subtask; this task waits until its subtasks have ended, then sees their outcomes. " +
-			"A subtask's token budget (max_tokens; by default all this task has left) is held from this task's until the subtask ends.",
+			"A subtask's token budget (max_tokens; by default an even share of what this task has left, split among the subtasks asked in the same step, or a quarter of it for one asked alone) is held from this task's until the subtask ends.",
 		Examples:   []string{`{"goal":"Write unit tests for the login endpoint","name":"Login tests"}`},
 		Parameters: schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string"},"name":{"type":"string"},"max_tokens":{"type":"integer","minimum":1}}}`),
 		Tool:       true,
@@ -56,9 +56,17 @@ func (a CreateSubtask) Handle(ctx context.Context, call *plugin.Call) (plugin.Re
 	if p.MaxTokens < 0 {
 		return fail("Cannot create the subtask: max_tokens is %d; leave it out or give a positive number.", p.MaxTokens)
 	}
+	// A subtask that names no budget under a parent that has one gets
+	// its share of what the parent has left, split by the store among
+	// the subtasks asked in the same step (domain.SubtaskBudgets): nil
+	// says so. Under a parent without a budget it gets the default.
 	budget := a.MaxTokens
 	if p.MaxTokens > 0 && (budget == 0 || p.MaxTokens < budget) {
 		budget = p.MaxTokens
+	}
+	maxTokens := &budget
+	if p.MaxTokens == 0 && task.MaxTokens > 0 {
+		maxTokens = nil
 	}
 	maxActive := a.MaxActive
 	if maxActive == 0 {
@@ -68,7 +76,7 @@ func (a CreateSubtask) Handle(ctx context.Context, call *plugin.Call) (plugin.Re
 		Name: p.Name, Goal: p.Goal, RequestorID: task.RequestorID, Platform: task.Platform,
 		RoomID: task.RoomID, WorkspaceID: task.WorkspaceID, ParentNumber: task.Number,
 		MaxIterations: task.MaxIterations, MaxStaleIterations: task.MaxStaleIterations,
-		MaxTokens: &budget, MaxActive: maxActive,
+		MaxTokens: maxTokens, MaxActive: maxActive,
 		Actor: fmt.Sprintf("task #%d", task.Number), Now: call.Runtime.Clock().Now(),
 	}
 	row, err := domain.NewTaskRow(in)

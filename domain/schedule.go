@@ -49,8 +49,9 @@ const (
 	ScheduleSkipped = "skipped"
 	SchedulePaused  = "paused"
 	ScheduleResumed = "resumed"
-	// ScheduleAutoPaused: its last MaxScheduleFailures runs failed or
-	// stalled, so it paused itself.
+	// ScheduleAutoPaused: its last MaxScheduleFailures runs (since it
+	// was last resumed) failed or stalled, or its last MaxScheduleSkips
+	// due times were skipped, so it paused itself.
 	ScheduleAutoPaused = "auto_paused"
 )
 
@@ -64,6 +65,10 @@ const (
 	// MaxScheduleFailures runs in a row that failed or stalled pause a
 	// schedule.
 	MaxScheduleFailures = 3
+	// MaxScheduleSkips due times in a row that made no run (its runs
+	// wait on a person, or its requestor is at the limit) pause a
+	// schedule: it does not write a skipped event every period forever.
+	MaxScheduleSkips = 10
 	// ScheduleLateGrace is how late a due time may fire and still count
 	// as on time rather than missed (CatchUp decides what a missed one
 	// does).
@@ -98,9 +103,16 @@ type Schedule struct {
 	// LastRunAt is when it last created a run, LastTask that run.
 	LastRunAt time.Time `json:"last_run_at,omitzero"`
 	LastTask  int64     `json:"last_task,omitempty"`
-	// Failures counts its latest runs that failed or stalled in a row, as
-	// last seen when it came due.
-	Failures  int       `json:"failures"`
+	// Failures counts its latest runs that failed or stalled in a row
+	// since it was last resumed, as last seen when it came due.
+	Failures int `json:"failures"`
+	// Skips counts its latest due times in a row that made no run (a run
+	// that starts, and a resume, set it back to 0).
+	Skips int `json:"skips"`
+	// ResumedAt is when it was last resumed: runs created before it are
+	// not counted as failures in a row, so a schedule that paused itself
+	// after failed runs runs again at its next due time once resumed.
+	ResumedAt time.Time `json:"resumed_at,omitzero"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -317,8 +329,13 @@ type RunDecision struct {
 	// Next is the schedule's next due time, computed from now rather than
 	// from the due time, so missed due times are not replayed one by one.
 	Next time.Time
-	// Failures is the schedule's count of failed runs in a row.
-	Failures int
+	// Failures is the schedule's count of failed runs in a row since it
+	// was last resumed; Skips its count of due times in a row that made
+	// no run.
+	Failures, Skips int
+	// Notes are the lines its room is told, in the transaction that
+	// records the decision.
+	Notes []string
 }
 
 // DecideRun decides what schedule s, due at s.NextRunAt <= now, does at
@@ -326,14 +343,16 @@ type RunDecision struct {
 // of them when it has that many). A due time is missed when the next one
 // has come too, or it is more than ScheduleLateGrace late: CatchUpOne
 // makes the missed ones one run, CatchUpNone none. A schedule whose last
-// MaxScheduleFailures runs all failed or stalled pauses itself instead of
-// running again; with OverlapSkip, a due time whose previous run is still
-// active makes no run.
+// MaxScheduleFailures runs since it was last resumed all failed or
+// stalled pauses itself instead of running again; with OverlapSkip, a due
+// time whose previous run is still active makes no run (Skip). A run
+// that the store then finds past the requestor's limit is a skip too
+// (Skip).
 func DecideRun(s Schedule, sched cron.Schedule, now time.Time, runs []Task) RunDecision {
 	due := s.NextRunAt
-	d := RunDecision{Next: UTC(nextAfter(sched, now, due))}
+	d := RunDecision{Next: UTC(nextAfter(sched, now, due)), Skips: s.Skips}
 	for _, t := range runs {
-		if t.Status != StatusFailed && t.Status != StatusStalemate {
+		if (!s.ResumedAt.IsZero() && !t.CreatedAt.After(s.ResumedAt)) || (t.Status != StatusFailed && t.Status != StatusStalemate) {
 			break
 		}
 		d.Failures++
@@ -345,12 +364,12 @@ func DecideRun(s Schedule, sched cron.Schedule, now time.Time, runs []Task) RunD
 		d.Pause = true
 		d.Event = ScheduleEvent{Type: ScheduleAutoPaused,
 			Detail: fmt.Sprintf("its last %d runs failed or stalled", d.Failures)}
+		d.Notes = append(d.Notes, pausedNote(s, d.Event.Detail))
 	case missed && s.CatchUp == CatchUpNone:
 		d.Event = ScheduleEvent{Type: ScheduleMissed,
 			Detail: fmt.Sprintf("due at %s while no replica ran; catch_up is none", due.Format(time.RFC3339))}
 	case s.Overlap != OverlapAllow && len(runs) > 0 && !runs[0].Status.Terminal():
-		d.Event = ScheduleEvent{Type: ScheduleSkipped, TaskNumber: runs[0].Number,
-			Detail: fmt.Sprintf("run #%d has not ended (overlap is skip)", runs[0].Number)}
+		d.Skip(s, runs[0].Number, fmt.Sprintf("run #%d has not ended (overlap is skip)", runs[0].Number))
 	case missed:
 		d.Run = true
 		d.Event = ScheduleEvent{Type: ScheduleCaughtUp,
@@ -360,6 +379,41 @@ func DecideRun(s Schedule, sched cron.Schedule, now time.Time, runs []Task) RunD
 		d.Event = ScheduleEvent{Type: ScheduleFired}
 	}
 	return d
+}
+
+// Skip makes d a due time of s that made no run, for the reason detail
+// (task names the run it waits on, if any). Skips are counted in a row:
+// the first one of a row is told in the room, the next ones only
+// recorded, and the MaxScheduleSkips-th pauses the schedule, which says
+// so in its room: a schedule whose runs keep waiting on a person speaks
+// twice, not once a period.
+func (d *RunDecision) Skip(s Schedule, task int64, detail string) {
+	d.Run = false
+	d.Skips++
+	d.Event = ScheduleEvent{Type: ScheduleSkipped, TaskNumber: task, Detail: detail}
+	switch {
+	case d.Skips >= MaxScheduleSkips:
+		d.Pause = true
+		d.Event = ScheduleEvent{Type: ScheduleAutoPaused, TaskNumber: task,
+			Detail: fmt.Sprintf("its last %d due times were skipped (the latest because %s)", d.Skips, detail)}
+		d.Notes = append(d.Notes, pausedNote(s, d.Event.Detail))
+	case d.Skips == 1:
+		d.Notes = append(d.Notes, fmt.Sprintf("⏭️ Schedule #%d %q skipped its run: %s. It says so once: if its next %d due times are skipped too, it pauses itself.",
+			s.ID, s.Name, detail, MaxScheduleSkips-1))
+	}
+}
+
+// Started records on d that its due time created run task: the skips in
+// a row end, and the first run after a resume is told in the room.
+func (d *RunDecision) Started(s Schedule, task int64) {
+	d.Skips = 0
+	if !s.ResumedAt.IsZero() && s.LastRunAt.Before(s.ResumedAt) {
+		d.Notes = append(d.Notes, fmt.Sprintf("▶️ Schedule #%d %q runs again since it was resumed: task #%d.", s.ID, s.Name, task))
+	}
+}
+
+func pausedNote(s Schedule, why string) string {
+	return fmt.Sprintf("⏸️ Schedule #%d %q paused itself: %s. Say `resume schedule #%d` to start it again.", s.ID, s.Name, why, s.ID)
 }
 
 // nextAfter is sched's first due time after t that does not read, on

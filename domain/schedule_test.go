@@ -127,6 +127,10 @@ func TestDecideRun(t *testing.T) {
 		{"overlap allow", func(s *domain.Schedule) { s.Overlap = domain.OverlapAllow }, 3, active, true, domain.ScheduleFired, 6},
 		{"three failures", nil, 3, failed, false, domain.ScheduleAutoPaused, 6},
 		{"two failures", nil, 3, failed[:2], true, domain.ScheduleFired, 6},
+		// Resumed since: the failures that paused it are not counted.
+		{"three failures before the resume", func(s *domain.Schedule) { s.ResumedAt = t0.Add(time.Second) }, 3, failed, true, domain.ScheduleFired, 6},
+		{"ninth skip", func(s *domain.Schedule) { s.Skips = domain.MaxScheduleSkips - 2 }, 3, active, false, domain.ScheduleSkipped, 6},
+		{"tenth skip", func(s *domain.Schedule) { s.Skips = domain.MaxScheduleSkips - 1 }, 3, active, false, domain.ScheduleAutoPaused, 6},
 	} {
 		s := sc
 		if c.edit != nil {

@@ -178,6 +178,49 @@ func TokensLeft(t Task, children []Task) int64 {
 	return t.MaxTokens - t.Tokens() - TokensReserved(children)
 }
 
+// SubtaskBudgets is the token budget of each subtask asked for in one
+// commit, given what their parent has left (TokensLeft) and what each
+// asked for (asked[i] 0 when it named no budget). One that named a budget
+// asks for it; the others get an even share of what is left, split among
+// all the siblings asked together — or a quarter of it when one is asked
+// alone, so that it leaves room for the next — and never more than what
+// the named budgets leave them, shared alike. The store still caps each
+// at what is left when it is created, so the children never hold more
+// than their parent has left, and every sibling asked together is made
+// while anything is left: a model that splits its work in three gets
+// three subtasks, not one holding it all.
+func SubtaskBudgets(left int64, asked []int64) []int64 {
+	out := make([]int64, len(asked))
+	if left <= 0 || len(asked) == 0 {
+		return out
+	}
+	parts := int64(len(asked))
+	if parts == 1 {
+		parts = 4
+	}
+	share := left / parts
+	var named int64
+	unnamed := 0
+	for _, a := range asked {
+		if a > 0 {
+			named += min(a, left)
+		} else {
+			unnamed++
+		}
+	}
+	if unnamed > 0 {
+		share = min(share, (left-named)/int64(unnamed))
+	}
+	share = max(share, 1)
+	for i, a := range asked {
+		out[i] = a
+		if a <= 0 {
+			out[i] = share
+		}
+	}
+	return out
+}
+
 // Label is how chat messages name a task: #3 "Build auth".
 func (t Task) Label() string { return fmt.Sprintf("#%d %q", t.Number, t.Name) }
 

@@ -26,7 +26,8 @@ import (
 // service does not answer to gets 421, one coming from another page gets
 // 403, and a change under /api whose body is not declared JSON gets 415
 // (a page can send text/plain or a form without asking the server first,
-// but not application/json).
+// but not application/json) — every POST, and a PUT, PATCH or DELETE
+// that carries a body (see changesAPI).
 type Identity struct {
 	// PublicURL is the URL people open when it is neither a loopback
 	// address nor the listen address, e.g. a reverse proxy's
@@ -188,11 +189,28 @@ func isTopLevelNavigation(r *http.Request) bool {
 }
 
 // changesAPI reports whether the request asks the API to change
-// something: its body must then be declared JSON.
+// something in a way a page could forge: its body must then be declared
+// JSON.
+//
+// A POST must always say so, with a body or without: an HTML form on any
+// site can POST to the API with no preflight, its body empty or
+// text/plain, so an empty POST (a pause, a resume) would be forgeable
+// without it. A PUT, PATCH or DELETE is another matter: no form sends
+// one, and a page's fetch of one to another origin needs a CORS
+// preflight, which this server never grants (and the fetch carries an
+// Origin, refused above). So one without a body — `curl -X DELETE
+// …/api/schedules/1` — needs no Content-Type, and one with a body still
+// declares JSON, which is what its handler reads. A body of unknown
+// length (chunked) is a body.
 func changesAPI(r *http.Request) bool {
+	if !isAPIPath(r.URL.Path) {
+		return false
+	}
 	switch r.Method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return isAPIPath(r.URL.Path)
+	case http.MethodPost:
+		return true
+	case http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return r.ContentLength != 0
 	}
 	return false
 }

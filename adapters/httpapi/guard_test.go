@@ -109,11 +109,23 @@ func TestGuard(t *testing.T) {
 		{name: "multipart", method: "POST", path: "/api/tasks", body: goal, header: []string{"Content-Type", "multipart/form-data; boundary=x"}, code: 415},
 		{name: "a type that only starts like JSON", method: "POST", path: "/api/tasks", body: goal, header: []string{"Content-Type", "application/jsonp"}, code: 415},
 		{name: "a pause without a body or type (the old CLI)", method: "POST", path: "/api/tasks/1/pause", code: 415},
-		{name: "a DELETE without a type", method: "DELETE", path: "/api/tasks/1", code: 415},
+		{name: "a DELETE with a text/plain body", method: "DELETE", path: "/api/memories?person=discord:nobody", body: goal,
+			header: []string{"Content-Type", "text/plain"}, code: 415},
+		{name: "an empty POST from another site's form", method: "POST", path: "/api/tasks/1/cancel",
+			header: []string{"Content-Type", "application/x-www-form-urlencoded"}, code: 415},
+		// A page's fetch of a DELETE to another origin carries Origin
+		// (and needs a preflight this server never grants).
+		{name: "a DELETE from another site, without a body", method: "DELETE", path: "/api/memories?person=discord:nobody",
+			header: []string{"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"}, code: 403},
+		{name: "the preflight such a DELETE needs first", method: "OPTIONS", path: "/api/memories?person=discord:nobody",
+			header: []string{"Origin", "http://evil.example", "Access-Control-Request-Method", "DELETE"}, code: 403},
 		{name: "a change to a path the API does not have", method: "PUT", path: "/api/settings", body: goal, header: []string{"Content-Type", "text/plain"}, code: 415},
 
 		// The service's own clients.
 		{name: "the CLI or curl: JSON, no Origin", method: "POST", path: "/api/tasks", body: goal, header: []string{"Content-Type", JSON}, code: 201},
+		// No form sends a DELETE: one without a body needs no type
+		// (curl -X DELETE).
+		{name: "curl -X DELETE, no type, no body", method: "DELETE", path: "/api/memories?person=discord:nobody", code: 200},
 		{name: "JSON with a charset", method: "POST", path: "/api/tasks", body: goal, header: []string{"Content-Type", "Application/JSON; charset=utf-8"}, code: 201},
 		{name: "the dashboard's own POST", method: "POST", path: "/api/tasks", body: goal,
 			header: []string{"Origin", self, "Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "cors", "Content-Type", JSON}, code: 201},

@@ -10,8 +10,8 @@ import (
 // adapters/sqlstore's.
 var scheduleSQL = sqlstore.ScheduleSQL{
 	Insert: `INSERT INTO schedules (name, cron, goal, platform, room, workspace, requestor, strategy, overlap, catch_up,
-    paused, next_run_at, last_run_at, last_task, failures, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
+    paused, next_run_at, last_run_at, last_task, failures, created_at, skips, resumed_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id`,
 	Get:  `SELECT ` + sqlstore.ScheduleColumns + ` FROM schedules WHERE id = $1`,
 	Lock: `SELECT ` + sqlstore.ScheduleColumns + ` FROM schedules WHERE id = $1 FOR UPDATE`,
 	// SKIP LOCKED: a schedule another replica is firing is passed over;
@@ -19,7 +19,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) R
 	LockDue: `SELECT ` + sqlstore.ScheduleColumns + ` FROM schedules
 WHERE NOT paused AND next_run_at <= $1
 ORDER BY next_run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
-	Update: `UPDATE schedules SET paused = $2, next_run_at = $3, last_run_at = $4, last_task = $5, failures = $6 WHERE id = $1`,
+	Update: `UPDATE schedules SET paused = $2, next_run_at = $3, last_run_at = $4, last_task = $5, failures = $6,
+    skips = $7, resumed_at = $8 WHERE id = $1`,
 	Delete: `DELETE FROM schedules WHERE id = $1`,
 	Count:  `SELECT count(*) FROM schedules WHERE requestor = $1`,
 	Runs:   `SELECT ` + taskCols + ` FROM tasks WHERE schedule_id = $1 ORDER BY number DESC LIMIT $2`,

@@ -24,7 +24,7 @@ type ScheduleTx interface {
 // ScheduleColumns are the columns of schedules, in the order ScanSchedule
 // reads them and ScheduleArgs writes them.
 const ScheduleColumns = `id, name, cron, goal, platform, room, workspace, requestor, strategy, overlap, catch_up,
-paused, next_run_at, last_run_at, last_task, failures, created_at`
+paused, next_run_at, last_run_at, last_task, failures, created_at, skips, resumed_at`
 
 // ScheduleEventColumns are the columns ScanScheduleEvent reads.
 const ScheduleEventColumns = `id, schedule_id, type, task_number, detail, actor, time`
@@ -36,7 +36,7 @@ type ScheduleSQL struct {
 	// LockDue: $1 now, the most overdue schedule not paused whose
 	// next_run_at <= $1 that no other transaction holds (SKIP LOCKED on
 	// PostgreSQL), locked. Update: $1 id, $2 paused, $3 next_run_at, $4
-	// last_run_at, $5 last_task, $6 failures. Delete: $1 id. Count: $1
+	// last_run_at, $5 last_task, $6 failures, $7 skips, $8 resumed_at. Delete: $1 id. Count: $1
 	// requestor. Runs: $1 id, $2 k, the TaskColumns of its latest k runs,
 	// newest first. InsertEvent: ScheduleEventArgs. List: $1 requestor or
 	// "", $2 workspace or "", by id. Events: $1 id, $2 limit, newest
@@ -63,17 +63,19 @@ func ScheduleArgs(s domain.Schedule, timeArg TimeArg) []any {
 	}
 	return []any{s.Name, s.Cron, s.Goal, s.Platform, s.Room, s.WorkspaceID, s.RequestorID, s.Strategy,
 		s.Overlap, s.CatchUp, s.Paused, timeArg(s.NextRunAt), timeArg(s.LastRunAt), lastTask, s.Failures,
-		timeArg(s.CreatedAt)}
+		timeArg(s.CreatedAt), s.Skips, timeArg(s.ResumedAt)}
 }
 
 // ScanSchedule reads the columns of ScheduleColumns.
 func ScanSchedule(row Row) (domain.Schedule, error) {
 	var s domain.Schedule
-	var next, last, created Time
+	var next, last, created, resumed Time
 	var lastTask nullInt
 	err := row.Scan(&s.ID, &s.Name, &s.Cron, &s.Goal, &s.Platform, &s.Room, &s.WorkspaceID, &s.RequestorID,
-		&s.Strategy, &s.Overlap, &s.CatchUp, &s.Paused, &next, &last, &lastTask, &s.Failures, &created)
+		&s.Strategy, &s.Overlap, &s.CatchUp, &s.Paused, &next, &last, &lastTask, &s.Failures, &created,
+		&s.Skips, &resumed)
 	s.NextRunAt, s.LastRunAt, s.CreatedAt, s.LastTask = next.T, last.T, created.T, int64(lastTask)
+	s.ResumedAt = resumed.T
 	return s, err
 }
 
@@ -250,7 +252,8 @@ func (s Schedules) update(ctx context.Context, st ScheduleTx, sc domain.Schedule
 	if sc.LastTask != 0 {
 		lastTask = sc.LastTask
 	}
-	if _, err := st.ScheduleExec(ctx, s.SQL.Update, sc.ID, sc.Paused, s.Time(sc.NextRunAt), s.Time(sc.LastRunAt), lastTask, sc.Failures); err != nil {
+	if _, err := st.ScheduleExec(ctx, s.SQL.Update, sc.ID, sc.Paused, s.Time(sc.NextRunAt), s.Time(sc.LastRunAt), lastTask, sc.Failures,
+		sc.Skips, s.Time(sc.ResumedAt)); err != nil {
 		return fmt.Errorf("update schedule #%d: %w", sc.ID, err)
 	}
 	return nil
@@ -258,7 +261,9 @@ func (s Schedules) update(ctx context.Context, st ScheduleTx, sc domain.Schedule
 
 // PauseSchedule pauses or resumes a schedule. A resumed one waits for its
 // first due time after now: the ones that passed while it was paused are
-// not caught up, and its count of failed runs starts again.
+// not caught up, and its counts of failed runs and of skipped due times
+// start again from now (ResumedAt), so the runs that paused it are not
+// counted again at its next due time.
 func (s Schedules) PauseSchedule(ctx context.Context, id int64, paused bool, actor string, now time.Time) (domain.Schedule, error) {
 	op := map[bool]string{true: "pause", false: "resume"}[paused]
 	now = domain.UTC(now)
@@ -279,7 +284,7 @@ func (s Schedules) PauseSchedule(ctx context.Context, id int64, paused bool, act
 			if sc.NextRunAt, err = domain.NextRun(sc, now); err != nil {
 				return fmt.Errorf("resume schedule #%d: %w", id, err)
 			}
-			sc.Failures = 0
+			sc.Failures, sc.Skips, sc.ResumedAt = 0, 0, now
 		}
 		if err := s.update(ctx, st, sc); err != nil {
 			return err
@@ -295,9 +300,10 @@ func (s Schedules) PauseSchedule(ctx context.Context, id int64, paused bool, act
 
 // FireSchedule claims the most overdue schedule and does what its due
 // time calls for (domain.DecideRun), all in one transaction: the run's
-// task with its "created" event, the schedule's event, its next due time,
-// and the line its room is told when a due time is skipped at the
-// requestor's limit or the schedule pauses itself. A replica that finds
+// task with its "created" event, the schedule's event, its next due time
+// and counts, and the lines its room is told (RunDecision.Notes: the
+// first skip of a row, a pause, the first run after a resume). A run past
+// the requestor's limit is a skip (RunDecision.Skip). A replica that finds
 // the schedule claimed by another passes over it (LockDue), and once the
 // claim commits the schedule is no longer due: each due time fires once,
 // on one replica.
@@ -335,14 +341,6 @@ func (s Schedules) FireSchedule(ctx context.Context, f domain.FireSchedule) (dom
 			return fmt.Errorf("schedule #%d: its latest runs: %w", sc.ID, err)
 		}
 		d := domain.DecideRun(sc, cron, now, runs)
-		ev := d.Event
-		ev.ScheduleID, ev.Time, ev.Actor = sc.ID, now, "scheduler"
-		sc.NextRunAt, sc.Failures = d.Next, d.Failures
-		var notes []string
-		if d.Pause {
-			sc.Paused = true
-			notes = append(notes, fmt.Sprintf("⏸️ Schedule #%d %q paused itself: %s. Say `resume schedule #%d` to start it again.", sc.ID, sc.Name, ev.Detail, sc.ID))
-		}
 		if d.Run {
 			row, err := domain.NewTaskRow(domain.ScheduleRun(sc, f, now))
 			if err != nil {
@@ -352,9 +350,7 @@ func (s Schedules) FireSchedule(ctx context.Context, f domain.FireSchedule) (dom
 			err = checkActive(ctx, tx, &row, f.MaxActive)
 			switch {
 			case errors.Is(err, domain.ErrLimit):
-				ev = domain.ScheduleEvent{ScheduleID: sc.ID, Type: domain.ScheduleSkipped, Time: now, Actor: ev.Actor,
-					Detail: limitReason(err)}
-				notes = append(notes, fmt.Sprintf("⏭️ Schedule #%d %q skipped its run: %s.", sc.ID, sc.Name, ev.Detail))
+				d.Skip(sc, 0, limitReason(err))
 			case err != nil:
 				return fmt.Errorf("schedule #%d: %w", sc.ID, err)
 			default:
@@ -362,10 +358,15 @@ func (s Schedules) FireSchedule(ctx context.Context, f domain.FireSchedule) (dom
 					return fmt.Errorf("schedule #%d: %w", sc.ID, err)
 				}
 				out.Task = row
-				ev.TaskNumber = row.Number
+				d.Event.TaskNumber = row.Number
+				d.Started(sc, row.Number)
 				sc.LastRunAt, sc.LastTask = now, row.Number
 			}
 		}
+		ev := d.Event
+		ev.ScheduleID, ev.Time, ev.Actor = sc.ID, now, "scheduler"
+		sc.NextRunAt, sc.Failures, sc.Skips = d.Next, d.Failures, d.Skips
+		sc.Paused = sc.Paused || d.Pause
 		if err := s.update(ctx, st, sc); err != nil {
 			return err
 		}
@@ -373,7 +374,7 @@ func (s Schedules) FireSchedule(ctx context.Context, f domain.FireSchedule) (dom
 			return err
 		}
 		if sc.Room != "" {
-			for _, text := range notes {
+			for _, text := range d.Notes {
 				payload, _ := json.Marshal(map[string]string{"text": text})
 				n, err := PrepareNotification(domain.Notification{Room: sc.Room, Category: domain.NotifyMessage,
 					Payload: payload, CreatedAt: now})

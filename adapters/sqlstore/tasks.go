@@ -78,9 +78,16 @@ func createSubtasks(ctx context.Context, tx Tx, m *domain.Mutation) error {
 	}
 	parent := m.Task
 	actor := fmt.Sprintf("task #%d", parent.Number)
+	shares, err := subtaskShares(ctx, tx, parent, m.Subtasks)
+	if err != nil {
+		return err
+	}
 	lines := make([]string, 0, len(m.Subtasks))
-	for _, in := range m.Subtasks {
+	for i, in := range m.Subtasks {
 		in.ParentNumber, in.ContinuesNumber = parent.Number, 0
+		if shares != nil {
+			in.MaxTokens = &shares[i]
+		}
 		if in.Now.IsZero() {
 			in.Now = m.Event.Time
 		}
@@ -108,6 +115,26 @@ func createSubtasks(ctx context.Context, tx Tx, m *domain.Mutation) error {
 		asked.Result = domain.WithSubtaskLines(asked.Result, lines)
 	}
 	return nil
+}
+
+// subtaskShares is the budget of each child of parent asked for in one
+// commit (domain.SubtaskBudgets), from what parent has left before any
+// of them is created; nil when parent has no budget.
+func subtaskShares(ctx context.Context, tx Tx, parent domain.Task, subs []domain.NewTask) ([]int64, error) {
+	if parent.MaxTokens <= 0 {
+		return nil, nil
+	}
+	children, err := tx.Children(ctx, parent.Number)
+	if err != nil {
+		return nil, fmt.Errorf("subtasks of #%d: %w", parent.Number, err)
+	}
+	asked := make([]int64, len(subs))
+	for i, in := range subs {
+		if in.MaxTokens != nil {
+			asked[i] = *in.MaxTokens
+		}
+	}
+	return domain.SubtaskBudgets(domain.TokensLeft(parent, children), asked), nil
 }
 
 // limitReason is the sentence of a limit or validation error, without the
@@ -170,8 +197,9 @@ func checkActive(ctx context.Context, tx Tx, row *domain.Task, maxActive int) er
 // parent's budget less the tokens it has spent (its own and those of its
 // children that ended) and less the budgets its children that have not
 // ended hold. row's budget is capped at that remainder (a subtask asking
-// for none gets all of it), and a parent with nothing left has no room
-// for another subtask. When a child ends, its tokens count toward the
+// for none gets a quarter of it: createSubtasks has set the budgets of
+// the children asked together, domain.SubtaskBudgets), and a parent with
+// nothing left has no room for another subtask. When a child ends, its tokens count toward the
 // parent and its reservation ends with it: what it did not spend is the
 // parent's again. So the tokens a tree spends stay within its root's
 // budget, but for the call that takes a task past its own budget.
@@ -203,9 +231,10 @@ func checkParent(ctx context.Context, tx Tx, parent domain.Task, row *domain.Tas
 		return fmt.Errorf("%w: task #%d has no token budget left for a subtask (%d of its %d tokens spent, %d held by its running subtasks)",
 			domain.ErrLimit, parent.Number, parent.Tokens(), parent.MaxTokens, domain.TokensReserved(children))
 	}
-	if row.MaxTokens == 0 || row.MaxTokens > left {
-		row.MaxTokens = left
+	if row.MaxTokens == 0 {
+		row.MaxTokens = domain.SubtaskBudgets(left, []int64{0})[0]
 	}
+	row.MaxTokens = min(row.MaxTokens, left)
 	return nil
 }
 

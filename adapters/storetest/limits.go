@@ -120,8 +120,9 @@ func spend(t *testing.T, s domain.Store, n int64, w string, now time.Time, v dom
 // testSubtaskBudget: a subtask reserves its token budget from what its
 // parent has left — the parent's budget less what it spent and what its
 // running subtasks hold — so siblings together never hold more than the
-// parent had left; what a subtask did not spend is the parent's again
-// once it ends.
+// parent had left; one that names no budget gets a quarter of it, so
+// the next one still has room; what a subtask did not spend is the
+// parent's again once it ends.
 func testSubtaskBudget(t *testing.T, s domain.Store) {
 	budget := int64(100)
 	in := limited("root", -1)
@@ -152,12 +153,22 @@ func testSubtaskBudget(t *testing.T, s domain.Store) {
 	if got := get(t, s, root.Number); got.Tokens() != 75 {
 		t.Fatalf("the root has spent %d tokens, want 75: its 60 and its ended child's 15", got.Tokens())
 	}
+	// One asked alone without a budget gets a quarter of what is left,
+	// so that the parent can still ask for the next.
 	third := create(t, s, child(nil))
-	if third.MaxTokens != 15 {
-		t.Errorf("a subtask asking for the default after a sibling ended got %d; want 15 (100 - 75 spent - 10 held)", third.MaxTokens)
+	if third.MaxTokens != 3 {
+		t.Errorf("a subtask asking for the default after a sibling ended got %d; want 3, a quarter of 15 (100 - 75 spent - 10 held)", third.MaxTokens)
+	}
+	fourth := create(t, s, child(nil))
+	if fourth.MaxTokens != 3 {
+		t.Errorf("the next subtask asking for the default got %d; want 3, a quarter of the 12 left", fourth.MaxTokens)
+	}
+	rest := create(t, s, child(ptr(int64(1000))))
+	if rest.MaxTokens != 9 {
+		t.Errorf("a subtask asking for more than the 9 left got %d", rest.MaxTokens)
 	}
 	refusedByLimit(t, s, child(nil), "a subtask when the running ones hold all that is left")
-	check(t, s, root.Number, first.Number, second.Number, third.Number)
+	check(t, s, root.Number, first.Number, second.Number, third.Number, fourth.Number, rest.Number)
 }
 
 // testSubtaskBudgetSiblings: ten subtasks of a task with 40 tokens left

@@ -1,9 +1,11 @@
 package storetest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -313,15 +315,13 @@ func testScheduleLimit(t *testing.T, s domain.Store) {
 	}
 }
 
-// testScheduleAutoPause: a schedule whose last three runs failed or
-// stalled pauses itself at its next due time and says so in its room.
-func testScheduleAutoPause(t *testing.T, s domain.Store) {
-	sc := createSchedule(t, s, newSchedule("@every 3s", "Keeps failing"))
-	for i := 1; i <= domain.MaxScheduleFailures; i++ {
-		due := at(time.Duration(3*i) * time.Second)
+// failRuns fires schedule runs at the due times given and fails each.
+func failRuns(t *testing.T, s domain.Store, dues ...time.Time) {
+	t.Helper()
+	for i, due := range dues {
 		f := fire(t, s, due, 0)
 		if f.Task.Number == 0 {
-			t.Fatalf("due time %d made no run: %+v", i, f)
+			t.Fatalf("due time %d (%v) made no run: %+v", i+1, due, f)
 		}
 		c := claim(t, s, "w", due, time.Minute)
 		o := outcome(c, due.Add(time.Second), 10, domain.VerdictStuck)
@@ -330,6 +330,37 @@ func testScheduleAutoPause(t *testing.T, s domain.Store) {
 			t.Fatalf("run #%d is %s", c.Number, got.Status)
 		}
 	}
+}
+
+// roomLines reads the text of the lines the store queued for rooms, in
+// order.
+func roomLines(t *testing.T, s domain.Store) []string {
+	t.Helper()
+	rows, err := s.ListNotifications(t.Context(), "", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(rows, func(a, b domain.Notification) int { return cmp.Compare(a.ID, b.ID) })
+	var out []string
+	for _, n := range rows {
+		var p struct{ Text string }
+		if err := json.Unmarshal(n.Payload, &p); err != nil || n.Room != "room-1" {
+			t.Fatalf("notification %+v: %v", n, err)
+		}
+		out = append(out, p.Text)
+	}
+	return out
+}
+
+// testScheduleAutoPause: a schedule whose last three runs failed or
+// stalled pauses itself at its next due time and says so in its room.
+// Resumed, it runs at its next due time: the runs that paused it are not
+// counted again (the person who said `resume schedule #N` wants a run,
+// not the same pause at once). It pauses and resumes the same way a
+// second time.
+func testScheduleAutoPause(t *testing.T, s domain.Store) {
+	sc := createSchedule(t, s, newSchedule("@every 3s", "Keeps failing"))
+	failRuns(t, s, at(3*time.Second), at(6*time.Second), at(9*time.Second))
 	f := fire(t, s, at(12*time.Second), 0)
 	if f.Task.Number != 0 || !f.Schedule.Paused || f.Event.Type != domain.ScheduleAutoPaused || f.Schedule.Failures != 3 {
 		t.Fatalf("after three failures: %+v", f)
@@ -338,18 +369,127 @@ func testScheduleAutoPause(t *testing.T, s domain.Store) {
 	if due, _ := s.NextScheduleDue(t.Context()); !due.IsZero() {
 		t.Errorf("NextScheduleDue = %v with the only schedule paused", due)
 	}
-	rows, _ := s.ListNotifications(t.Context(), "", 0, 0)
-	if len(rows) != 1 || !strings.Contains(string(rows[0].Payload), "paused itself") {
-		t.Errorf("notifications %+v", rows)
+	if lines := roomLines(t, s); len(lines) != 1 || !strings.Contains(lines[0], "paused itself") {
+		t.Errorf("room lines %q", lines)
 	}
 	// Resumed, it starts counting again and runs at its next due time.
 	r, err := s.PauseSchedule(t.Context(), sc.ID, false, "u1", at(20*time.Second))
-	if err != nil || r.Paused || r.Failures != 0 || !r.NextRunAt.Equal(at(23*time.Second)) {
+	if err != nil || r.Paused || r.Failures != 0 || !r.NextRunAt.Equal(at(23*time.Second)) || !r.ResumedAt.Equal(at(20*time.Second)) {
 		t.Fatalf("resume = %+v, %v", r, err)
 	}
-	// The three failures are still its latest runs: it pauses again.
-	if f := fire(t, s, at(23*time.Second), 0); !f.Schedule.Paused {
-		t.Errorf("resumed with three failed runs: %+v", f)
+	if got, err := s.GetSchedule(t.Context(), sc.ID); err != nil || !got.ResumedAt.Equal(at(20*time.Second)) || got.Paused {
+		t.Fatalf("get after resume = %+v, %v", got, err)
+	}
+	f = fire(t, s, at(23*time.Second), 0)
+	if f.Task.Number == 0 || f.Schedule.Paused || f.Event.Type != domain.ScheduleFired || f.Schedule.Failures != 0 {
+		t.Fatalf("resumed after three failed runs: %+v; want a run", f)
+	}
+	lines := roomLines(t, s)
+	if len(lines) != 2 || !strings.Contains(lines[1], "runs again") || !strings.Contains(lines[1], fmt.Sprintf("task #%d", f.Task.Number)) {
+		t.Errorf("room lines %q; want the room told it runs again", lines)
+	}
+	// Its second use: the run fails, two more do, and it pauses again;
+	// resumed a second time, it runs again.
+	c := claim(t, s, "w", at(23*time.Second), time.Minute)
+	o := outcome(c, at(24*time.Second), 10, domain.VerdictStuck)
+	o.Reason = "no access"
+	update(t, s, c.Number, func(cur domain.Task) (domain.Mutation, error) { return domain.Iterated(cur, o) })
+	failRuns(t, s, at(26*time.Second), at(29*time.Second))
+	if f := fire(t, s, at(32*time.Second), 0); !f.Schedule.Paused || f.Task.Number != 0 || f.Schedule.Failures != 3 {
+		t.Fatalf("three failures after the resume: %+v; want paused again", f)
+	}
+	if _, err := s.PauseSchedule(t.Context(), sc.ID, false, "u1", at(40*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if f := fire(t, s, at(43*time.Second), 0); f.Task.Number == 0 || f.Schedule.Paused {
+		t.Fatalf("resumed a second time: %+v; want a run", f)
+	}
+	if lines := roomLines(t, s); len(lines) != 4 || !strings.Contains(lines[2], "paused itself") || !strings.Contains(lines[3], "runs again") {
+		t.Errorf("room lines %q", lines)
+	}
+}
+
+// testScheduleSkips: a schedule whose due times keep being skipped (its
+// run waits, overlap skip; or its requestor is at the limit) tells its
+// room once, records each skip, and pauses itself at the
+// MaxScheduleSkips-th in a row, saying so: a room does not want a line, nor
+// the store an event, every period forever. A run that starts ends the
+// row, and a resume starts it again.
+func testScheduleSkips(t *testing.T, s domain.Store) {
+	sc := createSchedule(t, s, newSchedule("@every 3s", "Waits on a person"))
+	run := fire(t, s, at(3*time.Second), 0).Task
+	if run.Number == 0 {
+		t.Fatal("no first run")
+	}
+	due := func(i int) time.Time { return at(time.Duration(3*(i+1)) * time.Second) }
+	for i := 1; i < domain.MaxScheduleSkips; i++ {
+		f := fire(t, s, due(i), 0)
+		if f.Task.Number != 0 || f.Event.Type != domain.ScheduleSkipped || f.Schedule.Paused || f.Schedule.Skips != i {
+			t.Fatalf("skip %d: %+v", i, f)
+		}
+	}
+	if lines := roomLines(t, s); len(lines) != 1 || !strings.Contains(lines[0], "skipped its run") || !strings.Contains(lines[0], "once") {
+		t.Fatalf("room lines after %d skips %q; want one", domain.MaxScheduleSkips-1, lines)
+	}
+	f := fire(t, s, due(domain.MaxScheduleSkips), 0)
+	if f.Task.Number != 0 || !f.Schedule.Paused || f.Event.Type != domain.ScheduleAutoPaused || f.Schedule.Skips != domain.MaxScheduleSkips ||
+		!strings.Contains(f.Event.Detail, "skipped") {
+		t.Fatalf("skip %d: %+v; want paused", domain.MaxScheduleSkips, f)
+	}
+	noFire(t, s, at(time.Hour))
+	lines := roomLines(t, s)
+	if len(lines) != 2 || !strings.Contains(lines[1], "paused itself") || !strings.Contains(lines[1], fmt.Sprintf("resume schedule #%d", sc.ID)) {
+		t.Fatalf("room lines %q; want the skip once and the pause", lines)
+	}
+	evs := scheduleEvents(t, s, sc.ID)
+	if n := strings.Count(strings.Join(evs, ","), domain.ScheduleSkipped); n != domain.MaxScheduleSkips-1 {
+		t.Errorf("%d skipped events %v", n, evs)
+	}
+
+	// Resumed with its run still waiting: the row starts again (and is
+	// told again), and a run that starts ends it.
+	r, err := s.PauseSchedule(t.Context(), sc.ID, false, "u1", at(time.Hour))
+	if err != nil || r.Skips != 0 {
+		t.Fatalf("resume = %+v, %v", r, err)
+	}
+	next := r.NextRunAt
+	if f := fire(t, s, next, 0); f.Schedule.Skips != 1 || f.Schedule.Paused {
+		t.Fatalf("skip after the resume: %+v", f)
+	}
+	if lines := roomLines(t, s); len(lines) != 3 || !strings.Contains(lines[2], "skipped its run") {
+		t.Fatalf("room lines %q", lines)
+	}
+	update(t, s, run.Number, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Canceled(cur, "u1", "", next.Add(time.Second))
+	})
+	f = fire(t, s, next.Add(3*time.Second), 0)
+	if f.Task.Number == 0 || f.Schedule.Skips != 0 {
+		t.Fatalf("a run after skips: %+v; want it to end the row", f)
+	}
+
+	// At the requestor's limit the same: one line, then a pause.
+	other := createSchedule(t, s, newSchedule("@every 3s", "Over the limit"))
+	base := roomLines(t, s)
+	var last domain.ScheduleFiring
+	for i := 0; i < domain.MaxScheduleSkips; i++ {
+		now := next.Add(time.Duration(3*(i+2)) * time.Second)
+		for range 2 {
+			if f := fire(t, s, now, 1); f.Schedule.ID == other.ID {
+				last = f
+			}
+		}
+	}
+	if !last.Schedule.Paused || last.Schedule.Skips != domain.MaxScheduleSkips {
+		t.Fatalf("at the limit %d times: %+v; want paused", domain.MaxScheduleSkips, last)
+	}
+	var mine []string
+	for _, l := range roomLines(t, s)[len(base):] {
+		if strings.Contains(l, fmt.Sprintf("Schedule #%d ", other.ID)) {
+			mine = append(mine, l)
+		}
+	}
+	if len(mine) != 2 || !strings.Contains(mine[0], "limit") || !strings.Contains(mine[1], "paused itself") {
+		t.Errorf("lines about the schedule at the limit %q", mine)
 	}
 }
 
@@ -372,6 +512,11 @@ func testSchedulePauseDelete(t *testing.T, s domain.Store) {
 	if err != nil || r.Paused || !r.NextRunAt.Equal(at(time.Minute+4*time.Second)) {
 		t.Fatalf("resume = %+v, %v", r, err)
 	}
+	// Resumed twice: the second changes nothing (its next time and the
+	// time its counts start from stay those of the first).
+	if again, err := s.PauseSchedule(ctx, sc.ID, false, "u1", at(2*time.Minute)); err != nil || again != r {
+		t.Errorf("resume twice = %+v, %v; want %+v", again, err, r)
+	}
 	if evs := scheduleEvents(t, s, sc.ID); strings.Join(evs, ",") != "created,fired,paused,resumed" {
 		t.Errorf("events %v", evs)
 	}
@@ -393,5 +538,18 @@ func testSchedulePauseDelete(t *testing.T, s domain.Store) {
 	noFire(t, s, at(time.Hour))
 	if kept := get(t, s, run.Number); kept.ScheduleID != sc.ID {
 		t.Errorf("run after delete: %+v", kept)
+	}
+	// Made again, the same schedule is a new one: the runs of the one
+	// deleted (#1 still queued) neither hold back its first run
+	// (overlap) nor count as its failures.
+	in := newSchedule("@every 3s", "Pause me")
+	in.Now = at(time.Hour)
+	again := createSchedule(t, s, in)
+	if again.ID == sc.ID {
+		t.Fatalf("the schedule made again has the deleted one's id %d", sc.ID)
+	}
+	f := fire(t, s, at(time.Hour+3*time.Second), 0)
+	if f.Schedule.ID != again.ID || f.Task.Number == 0 || f.Event.Type != domain.ScheduleFired {
+		t.Errorf("the first due time of the schedule made again: %+v; want a run", f)
 	}
 }

@@ -147,6 +147,7 @@ func Run(t *testing.T, stores Stores) {
 		{"ScheduleCatchUp", testScheduleCatchUp},
 		{"ScheduleLimit", testScheduleLimit},
 		{"ScheduleAutoPause", testScheduleAutoPause},
+		{"ScheduleSkips", testScheduleSkips},
 		{"SchedulePauseDelete", testSchedulePauseDelete},
 	}
 	// The tests of Migrate get an empty store.

@@ -148,6 +148,9 @@ func testSubtaskLimitsInCommit(t *testing.T, s domain.Store) {
 			t.Errorf("parent = %s; want waiting on the child created", after.Status)
 		}
 	})
+	// A model that splits its work asks for several subtasks in one step,
+	// usually without budgets: each must be made, with a fair part of
+	// what the parent has left, and together they hold no more than that.
 	t.Run("budget", func(t *testing.T) {
 		budget := int64(100)
 		in := newTask("On a budget")
@@ -156,15 +159,76 @@ func testSubtaskLimitsInCommit(t *testing.T, s domain.Store) {
 		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
 		// The iteration's own 15 tokens count: 85 left for children.
 		if _, err := commitSubtasks(t, s, c, at(2*time.Minute), domain.VerdictContinue,
-			subtask(parent, "Half", ptr(int64(50))), subtask(parent, "The rest", nil), subtask(parent, "Nothing left", nil)); err != nil {
+			subtask(parent, "Half", ptr(int64(50))), subtask(parent, "A part", nil), subtask(parent, "Another part", nil)); err != nil {
 			t.Fatal(err)
 		}
 		kids := children(t, s, parent.Number)
-		if len(kids) != 2 || kids[0].MaxTokens != 50 || kids[1].MaxTokens != 35 {
-			t.Fatalf("children %v; want two, with budgets 50 and 35", budgets(kids))
+		// 50 named; the other two share the 35 it leaves alike.
+		if len(kids) != 3 || kids[0].MaxTokens != 50 || kids[1].MaxTokens != 17 || kids[2].MaxTokens != 17 {
+			t.Fatalf("children %v; want three, with budgets 50, 17 and 17", budgets(kids))
 		}
-		if res := lastStep(t, s, parent.Number).Result; !strings.Contains(res, `subtask "Nothing left" not created: task #`) {
-			t.Errorf("the step's result %q does not say why the third child was not created", res)
+	})
+	t.Run("budget shared", func(t *testing.T) {
+		// The default budget: three children asked together without
+		// budgets get a third each of what is left.
+		budget := int64(1_000_000)
+		in := newTask("Split in three")
+		in.MaxTokens = &budget
+		parent := create(t, s, in)
+		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
+		if _, err := commitSubtasks(t, s, c, at(2*time.Minute), domain.VerdictContinue,
+			subtask(parent, "One", nil), subtask(parent, "Two", nil), subtask(parent, "Three", nil)); err != nil {
+			t.Fatal(err)
+		}
+		kids := children(t, s, parent.Number)
+		left := budget - 15
+		var held int64
+		for _, k := range kids {
+			held += k.MaxTokens
+			if k.MaxTokens != left/3 {
+				t.Errorf("child #%d holds %d; want a third of %d", k.Number, k.MaxTokens, left)
+			}
+		}
+		if len(kids) != 3 || held > left {
+			t.Fatalf("children %v hold %d of %d left; want three within it", budgets(kids), held, left)
+		}
+		if res := lastStep(t, s, parent.Number).Result; strings.Contains(res, "not created") {
+			t.Errorf("the step's result %q refuses a child", res)
+		}
+	})
+	t.Run("budget alone", func(t *testing.T) {
+		// One child asked alone gets a quarter, so the parent can ask
+		// for the next one in a later step; a child that asks for more
+		// than is left gets what is left, and one with nothing left is
+		// refused.
+		budget := int64(1000)
+		in := newTask("One at a time")
+		in.MaxTokens = &budget
+		parent := create(t, s, in)
+		c := claimTask(t, s, parent.Number, "w", at(time.Minute))
+		if _, err := commitSubtasks(t, s, c, at(2*time.Minute), domain.VerdictContinue, subtask(parent, "First", nil)); err != nil {
+			t.Fatal(err)
+		}
+		if kids := children(t, s, parent.Number); len(kids) != 1 || kids[0].MaxTokens != (budget-15)/4 {
+			t.Fatalf("children %v; want one holding a quarter of %d", budgets(kids), budget-15)
+		}
+		// A second, through CreateTask: a quarter of what is left now.
+		sub := subtask(parent, "Second", nil)
+		sub.Now = at(3 * time.Minute)
+		second := create(t, s, sub)
+		left := budget - 15 - (budget-15)/4
+		if second.MaxTokens != left/4 {
+			t.Errorf("second child holds %d; want a quarter of %d", second.MaxTokens, left)
+		}
+		greedy := subtask(parent, "Greedy", ptr(int64(1_000_000)))
+		greedy.Now = at(4 * time.Minute)
+		if g := create(t, s, greedy); g.MaxTokens != left-left/4 {
+			t.Errorf("a child asking for more than is left holds %d; want the %d left", g.MaxTokens, left-left/4)
+		}
+		late := subtask(parent, "Nothing left", nil)
+		late.Now = at(5 * time.Minute)
+		if _, err := s.CreateTask(t.Context(), late); !errors.Is(err, domain.ErrLimit) || !strings.Contains(err.Error(), "no token budget left") {
+			t.Errorf("a child with nothing left = %v; want ErrLimit", err)
 		}
 	})
 	t.Run("active", func(t *testing.T) {

@@ -359,3 +359,126 @@ func TestFiringWhoseAnswerIsLost(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// failRun fails task n at now, as a worker whose model said stuck would.
+func failRun(t *testing.T, st domain.Store, n int64, now time.Time) {
+	t.Helper()
+	c, err := st.UpdateTask(t.Context(), n, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Claimed(cur, domain.Claim{Owner: "w", Now: now, Lease: time.Minute})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.UpdateTask(t.Context(), n, func(cur domain.Task) (domain.Mutation, error) {
+		return domain.Iterated(cur, domain.Outcome{Owner: c.LeaseOwner, Fence: c.Fence, Now: now, Verdict: domain.VerdictStuck,
+			Reason: "no access", Step: domain.Step{Action: "post_message", Params: []byte(`{"text":"x"}`), Result: "posted", Success: true}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// roomLines is how many lines the schedules told their rooms.
+func roomLines(t *testing.T, st domain.Store) int {
+	t.Helper()
+	rows, err := st.ListNotifications(t.Context(), "", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(rows)
+}
+
+// TestResumedScheduleRunsAgain: on the loop, an `@every 2s` schedule whose
+// three runs failed pauses itself; resumed, it makes a run at its next
+// due time (it made none in 7 s, and paused again, when the resume
+// recounted the old failures), and a second pause and resume do the same.
+func TestResumedScheduleRunsAgain(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		clk := clock.NewFake(t0)
+		s := newService(t, st, clk, schedules.Options{})
+		sc, err := s.Create(t.Context(), schedule("@every 2s", "Flaky"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, s)
+		settle(t, clk, 1)
+		// tick moves the clock a second at a time, failing each new run.
+		failed := map[int64]bool{}
+		tick := func(seconds int) {
+			for range seconds {
+				clk.Advance(time.Second)
+				settle(t, clk, 1)
+				for _, run := range runsOf(t, st, sc.ID) {
+					if !failed[run.Number] {
+						failed[run.Number] = true
+						failRun(t, st, run.Number, clk.Now())
+					}
+				}
+			}
+		}
+		who := domain.ScheduleCaller{ID: "u1"}
+		for round := 1; round <= 2; round++ {
+			tick(10)
+			got, err := s.Get(t.Context(), sc.ID, who)
+			if runs := len(runsOf(t, st, sc.ID)); err != nil || !got.Paused || runs != 3*round {
+				t.Fatalf("round %d: %+v (%v) with %d runs; want paused after %d failed runs", round, got, err, runs, 3*round)
+			}
+			if _, err := s.Pause(t.Context(), sc.ID, false, who); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, clk, 1)
+			n := len(runsOf(t, st, sc.ID))
+			tick(3)
+			if got := runsOf(t, st, sc.ID); len(got) != n+1 {
+				t.Fatalf("round %d: %d runs in 3 s after the resume; want one", round, len(got)-n)
+			}
+		}
+	})
+}
+
+// TestWaitingRunsPauseTheSchedule: runs that wait on a person (here:
+// nothing ends them) fill the requestor's limit of an `overlap: allow`
+// schedule; the due times after are skipped — said once in the room —
+// and the tenth skip in a row pauses it, said in the room too: not a
+// skipped event every period for ever.
+func TestWaitingRunsPauseTheSchedule(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		clk := clock.NewFake(t0)
+		s := newService(t, st, clk, schedules.Options{MaxActive: 3})
+		in := schedule("@every 2s", "Needs an approval each time")
+		in.Overlap = domain.OverlapAllow
+		sc, err := s.Create(t.Context(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, s)
+		settle(t, clk, 1)
+		for range 60 {
+			clk.Advance(time.Second)
+			settle(t, clk, 1)
+		}
+		got, err := s.Get(t.Context(), sc.ID, domain.ScheduleCaller{})
+		if err != nil || !got.Paused || got.Skips != domain.MaxScheduleSkips {
+			t.Fatalf("after 60 s: %+v, %v; want paused after %d skips", got, err, domain.MaxScheduleSkips)
+		}
+		if runs := runsOf(t, st, sc.ID); len(runs) != 3 {
+			t.Errorf("%d runs; want 3, the limit", len(runs))
+		}
+		evs, err := s.Events(t.Context(), sc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		for _, e := range evs {
+			count[e.Type]++
+		}
+		if count[domain.ScheduleSkipped] != domain.MaxScheduleSkips-1 || count[domain.ScheduleAutoPaused] != 1 {
+			t.Errorf("events %v; want %d skipped and one auto_paused", count, domain.MaxScheduleSkips-1)
+		}
+		if n := roomLines(t, st); n != 2 {
+			t.Errorf("%d lines in the room; want two: the skip, once, and the pause", n)
+		}
+	})
+}

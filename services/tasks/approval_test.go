@@ -31,10 +31,16 @@ func (f *fixture) outboxTexts() []string {
 		if room == "" {
 			return out
 		}
+		ids := make([]int64, 0, len(rows))
 		for _, r := range rows {
 			var p struct{ Kind, Text string }
 			_ = json.Unmarshal(r.Payload, &p)
 			out = append(out, p.Kind+": "+p.Text)
+			ids = append(ids, r.ID)
+		}
+		// Read is delivered: the room's next lines can be read too.
+		if err := f.store.MarkSent(f.ctx, "reader", ids, nil); err != nil {
+			f.t.Fatal(err)
 		}
 	}
 }
@@ -120,6 +126,50 @@ func TestDeniedCallFailsItsStep(t *testing.T) {
 		got := f.task(n)
 		if got.WaitingOn != domain.WaitApproval || !strings.Contains(got.ApprovalParams, "echo safe") {
 			t.Fatalf("the changed request = %q %q; want a new approval wait for it", got.WaitingOn, got.ApprovalParams)
+		}
+		f.check()
+	})
+}
+
+// TestSecondApprovalOfTheSameTask: the second call of a task that needs
+// approval asks again — its own request, naming its own call — and,
+// approved, runs exactly as asked, as the first did; the approval of the
+// first does not carry over to it, nor is it refused as spent.
+func TestSecondApprovalOfTheSameTask(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := approvalFixture(t, open)
+		f.model.Decide("write_file", map[string]string{"path": "a.sh", "content": "echo a"}, 30, "continue")
+		f.model.Decide("write_file", map[string]string{"path": "b.sh", "content": "echo b"}, 90, "continue")
+		f.model.Decide("none", nil, 100, "done")
+		n := f.create("Write two scripts").Number
+		var ids []string
+		for i, name := range []string{"a.sh", "b.sh"} {
+			f.step("test") // the model picks the call; it waits on approval
+			got := f.task(n)
+			if got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitApproval || !strings.Contains(got.ApprovalParams, name) {
+				t.Fatalf("call %d: task = %s on %q asking %s; want waiting on approval of %s", i+1, got.Status, got.WaitingOn, got.ApprovalParams, name)
+			}
+			ids = append(ids, domain.ApprovalID(got))
+			if texts := f.outboxTexts(); len(texts) != 1 || !strings.Contains(texts[0], name) {
+				t.Fatalf("call %d: outbox = %q; want one approval request for %s", i+1, texts, name)
+			}
+			if _, err := f.file(n, name); !errors.Is(err, domain.ErrNoFile) {
+				t.Fatalf("%s before its approval: %v", name, err)
+			}
+			if _, err := f.svc.Approve(f.ctx, n, "u1", ids[i]); err != nil {
+				t.Fatalf("approval %d: %v", i+1, err)
+			}
+			f.step("test") // the approved call runs
+			if data, err := f.file(n, name); err != nil || data != "echo "+name[:1] {
+				t.Fatalf("%s = %q, %v after its approval", name, data, err)
+			}
+		}
+		if ids[0] == ids[1] {
+			t.Errorf("both calls have the approval id %q", ids[0])
+		}
+		f.step("test")
+		if got := f.task(n); got.Status != domain.StatusCompleted {
+			t.Fatalf("task = %s after both approved calls; want completed", got.Status)
 		}
 		f.check()
 	})

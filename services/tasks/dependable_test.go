@@ -30,6 +30,14 @@ import (
 // adapter makes no retries of its own: each Step is one call.
 func newWireFixture(t *testing.T, open teststore.Opener, fake *testkit.OpenAI, client *http.Client) *fixture {
 	t.Helper()
+	return newBudgetFixture(t, open, fake, client, 0)
+}
+
+// newBudgetFixture is newWireFixture whose tasks and subtasks get budget
+// tokens when they name none (TASKLOOM_MAX_TOKENS; 0 is no budget), as
+// the service and create_subtask do in the binary.
+func newBudgetFixture(t *testing.T, open teststore.Opener, fake *testkit.OpenAI, client *http.Client, budget int64) *fixture {
+	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), clk: clock.NewFake(t0), store: open(t)}
 	if client == nil {
 		client = fake.Client()
@@ -42,14 +50,14 @@ func newWireFixture(t *testing.T, open teststore.Opener, fake *testkit.OpenAI, c
 	f.rt = plugin.New(plugin.Options{Store: f.store, Clock: f.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := f.rt.Register(
 		&plugin.Plugin{Name: "model", Models: map[plugin.ModelType]plugin.Model{plugin.ModelText: m}},
-		&plugin.Plugin{Name: "tools", Actions: actions.Tools(actions.ToolConfig{})},
+		&plugin.Plugin{Name: "tools", Actions: actions.Tools(actions.ToolConfig{MaxTokens: budget})},
 	); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.rt.Start(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test"})
+	f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", MaxTokens: budget})
 	return f
 }
 
@@ -487,5 +495,108 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 		if err != nil || len(left) != 1 || left[0].Text != "m1" {
 			t.Fatalf("memories left = %+v, %v; want m1", left, err)
 		}
+	})
+}
+
+// TestUnansweredQuestionResumesWithinAMinute: with the service running
+// (its sweep on the clock, not a test calling ExpireQuestions), a
+// question unanswered for TASKLOOM_ANSWER_TIMEOUT — here its shortest, a
+// minute — resumes its task within a minute after the timeout, and not
+// before: the person who set a short timeout wants the task to go on
+// then, not at some later sweep. The task's second question gets its own
+// minute, not what is left of the first one's.
+func TestUnansweredQuestionResumesWithinAMinute(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open)
+		const timeout = time.Minute
+		f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", AnswerTimeout: timeout, Workers: 1})
+		f.model.Decide("ask_user", map[string]string{"question": "JWT or sessions?"}, 10, "continue")
+		f.model.Decide("ask_user", map[string]string{"question": "Which database?"}, 20, "continue")
+		f.model.Decide("write_file", noteParams("auth"), 100, "done")
+		n := f.create("Build auth").Number
+		f.step("test")
+		// The service starts a little after the question (its sweep's
+		// first look is then a minute after that), the worst case for a
+		// sweep that looks every minute.
+		f.clk.Advance(30 * time.Second)
+		if err := f.svc.Start(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.svc.Stop(context.Background()) })
+		for q, question := range []string{"JWT or sessions?", "Which database?"} {
+			asked := f.task(n)
+			if asked.Status != domain.StatusWaiting || asked.WaitingOn != domain.WaitAnswer {
+				t.Fatalf("question %d: task = %s on %q, want waiting on an answer", q+1, asked.Status, asked.WaitingOn)
+			}
+			due := asked.LastProcessedAt.Add(timeout)
+			var resumed time.Time
+			for f.clk.Now().Before(due.Add(2 * timeout)) {
+				// Both the worker and the sweep wait on the clock again.
+				if err := f.clk.BlockUntil(t.Context(), 2); err != nil {
+					t.Fatal(err)
+				}
+				if got := f.task(n); got.Iteration > asked.Iteration || got.WaitingOn != domain.WaitAnswer {
+					resumed = f.clk.Now()
+					break
+				}
+				f.clk.Advance(5 * time.Second)
+			}
+			switch {
+			case resumed.IsZero():
+				t.Fatalf("%q: the task still waits %s after its question's timeout", question, f.clk.Now().Sub(due))
+			case resumed.Before(due):
+				t.Fatalf("%q: the task resumed %s before its question's timeout", question, due.Sub(resumed))
+			case resumed.Sub(due) > timeout+5*time.Second: // seen at the next 5-second look
+				t.Fatalf("%q: the task resumed %s after its question's timeout; want within a minute", question, resumed.Sub(due))
+			}
+			// The worker serves the resumed task: its next iteration
+			// asks the next question, or ends it.
+			for {
+				got := f.task(n)
+				if got.Iteration > asked.Iteration && (got.WaitingOn == domain.WaitAnswer || got.Status.Terminal()) {
+					break
+				}
+				if err := f.clk.BlockUntil(t.Context(), 2); err != nil {
+					t.Fatal(err)
+				}
+				f.clk.Advance(2 * time.Second)
+			}
+		}
+	})
+}
+
+// TestPausedQuestionGetsItsTimeoutAgain: a task paused while its question
+// waits, and resumed after longer than the answer timeout, goes back to
+// waiting for the whole timeout: nobody could answer it while it was
+// paused, and the person who resumed it wants time to answer, not the
+// question given up on at the next sweep.
+func TestPausedQuestionGetsItsTimeoutAgain(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		f := newFixture(t, open)
+		const timeout = time.Minute
+		f.svc = tasks.New(tasks.Options{Runtime: f.rt, Lease: lease, Owner: "test", AnswerTimeout: timeout})
+		f.model.Decide("ask_user", map[string]string{"question": "JWT or sessions?"}, 10, "continue")
+		n := f.create("Build auth").Number
+		f.step("test")
+		f.clk.Advance(10 * time.Second)
+		if _, err := f.svc.Pause(f.ctx, n, "u1"); err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(time.Hour)
+		if _, err := f.svc.Resume(f.ctx, n, "u1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.task(n); got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitAnswer {
+			t.Fatalf("resumed: %s on %q; want waiting on its answer again", got.Status, got.WaitingOn)
+		}
+		f.clk.Advance(timeout - time.Second)
+		if k, err := f.svc.ExpireQuestions(f.ctx); err != nil || k != 0 {
+			t.Fatalf("ExpireQuestions within a timeout of the resume = %d, %v; want none", k, err)
+		}
+		f.clk.Advance(time.Second)
+		if k, err := f.svc.ExpireQuestions(f.ctx); err != nil || k != 1 {
+			t.Fatalf("ExpireQuestions a timeout after the resume = %d, %v; want 1", k, err)
+		}
+		f.check()
 	})
 }

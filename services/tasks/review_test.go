@@ -314,50 +314,57 @@ func TestReviewExecutionRunsOutOfAttempts(t *testing.T) {
 	})
 }
 
-// TestReviewDecomposition: analysis decomposes into two subtasks, created
-// with create_subtask; the task waits on them in decomposition, is
-// resumed when the last one ends with both outcomes in its prompt,
-// combines them, and is reviewed and approved.
+// TestReviewDecomposition: analysis decomposes into three subtasks,
+// created with create_subtask; the task waits on them in decomposition, is
+// resumed when the last one ends with their outcomes in its prompt,
+// combines them, and is reviewed and approved. It runs under the default
+// token budget (TASKLOOM_MAX_TOKENS), as the binary does: every subtask
+// is made, each holding a share of what the parent has left, together no
+// more than that.
 func TestReviewDecomposition(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		fake := testkit.NewOpenAI(t)
-		f := newWireFixture(t, open, fake, nil)
-		const goal = "Write the client and the server"
+		f := newBudgetFixture(t, open, fake, nil, defaultBudget)
+		const goal = "Write the client, the server and their tests"
 		n := rvCreate(f, goal)
-		fake.Reply(rvAnalysis("decompose", "Split client and server.",
-			tasks.SubtaskPlan{Goal: "Write the client", Name: "Client"}, tasks.SubtaskPlan{Goal: "Write the server"}))
+		fake.Reply(rvAnalysis("decompose", "Split client, server and tests.",
+			tasks.SubtaskPlan{Goal: "Write the client", Name: "Client"}, tasks.SubtaskPlan{Goal: "Write the server"},
+			tasks.SubtaskPlan{Goal: "Write the tests", Name: "Tests"}))
 		rvServe(f, 1)
 		got := f.task(n)
 		if got.Status != domain.StatusWaiting || got.WaitingOn != domain.WaitSubtasks || got.Phase != domain.PhaseDecomposition {
 			t.Fatalf("after the analysis: %s on %q, phase %q; want waiting on subtasks in decomposition", got.Status, got.WaitingOn, got.Phase)
 		}
 		first := f.steps(n)[0]
-		if first.Action != "create_subtask" || !first.Success || !strings.Contains(first.Result, `created subtask #2 "Client"`) || !strings.Contains(first.Result, `created subtask #3 "Write the server"`) {
+		if first.Action != "create_subtask" || !first.Success || !strings.Contains(first.Result, `created subtask #2 "Client"`) ||
+			!strings.Contains(first.Result, `created subtask #3 "Write the server"`) || !strings.Contains(first.Result, `created subtask #4 "Tests"`) {
 			t.Fatalf("the analysis step: %+v", first)
 		}
-		for _, c := range []int64{2, 3} {
+		checkShares(t, f, got, 2, 3, 4)
+		for _, c := range []int64{2, 3, 4} {
 			child := f.task(c)
 			if child.ParentNumber != n || child.Strategy != domain.StrategyLoop {
 				t.Fatalf("subtask #%d: parent %d, strategy %q", c, child.ParentNumber, child.Strategy)
 			}
 		}
 
-		fake.Reply(testkit.DecisionJSON("none", nil, 100, "done")) // the client
-		rvServe(f, 1)
-		if got := f.task(n); got.Status != domain.StatusWaiting {
-			t.Fatalf("the parent is %s with a subtask still running", got.Status)
+		for i, c := range []int64{2, 3, 4} {
+			fake.Reply(testkit.DecisionJSON("none", nil, 100, "done")) // subtask c
+			rvServe(f, 1)
+			want := domain.StatusWaiting
+			if i == 2 {
+				want = domain.StatusQueued
+			}
+			if got := f.task(n); got.Status != want {
+				t.Fatalf("the parent is %s after subtask #%d ended; want %s", got.Status, c, want)
+			}
 		}
-		fake.Reply(testkit.DecisionJSON("none", nil, 100, "done")) // the server
-		rvServe(f, 1)
-		if got := f.task(n); got.Status != domain.StatusQueued {
-			t.Fatalf("the parent is %s after its last subtask ended; want queued", got.Status)
-		}
-		fake.Reply(rvWrite("README.md", "client and server", 90, "done"))
-		fake.Reply(rvVerdict("approve", "", "Both halves are written."))
+		fake.Reply(rvWrite("README.md", "client, server and tests", 90, "done"))
+		fake.Reply(rvVerdict("approve", "", "All three are written."))
 		rvServe(f, 2)
 
 		got = f.task(n)
-		if got.Status != domain.StatusCompleted || got.Summary != "Both halves are written." {
+		if got.Status != domain.StatusCompleted || got.Summary != "All three are written." {
 			t.Fatalf("task = %s %q (%s)", got.Status, got.Summary, got.Error)
 		}
 		if p := rvPhases(f, n); !slices.Equal(p, []string{"decomposition", "review", "done"}) {
@@ -367,14 +374,15 @@ func TestReviewDecomposition(t *testing.T) {
 			t.Fatalf("attempts = %v", a)
 		}
 		reqs := fake.Requests()
-		if len(reqs) != 5 {
-			t.Fatalf("%d requests, want 5", len(reqs))
+		if len(reqs) != 6 {
+			t.Fatalf("%d requests, want 6", len(reqs))
 		}
-		parent := []testkit.OpenAIRequest{reqs[0], reqs[3], reqs[4]}
+		parent := []testkit.OpenAIRequest{reqs[0], reqs[4], reqs[5]}
 		rvRoles(t, parent, goal, "analysis", "agent", "reviewer")
-		for _, r := range []testkit.OpenAIRequest{reqs[3], reqs[4]} {
+		for _, r := range []testkit.OpenAIRequest{reqs[4], reqs[5]} {
 			u := rvUser(r)
-			if !strings.Contains(u, `subtask #2 "Client" completed`) || !strings.Contains(u, `subtask #3 "Write the server" completed`) {
+			if !strings.Contains(u, `subtask #2 "Client" completed`) || !strings.Contains(u, `subtask #3 "Write the server" completed`) ||
+				!strings.Contains(u, `subtask #4 "Tests" completed`) {
 				t.Fatalf("a prompt after the subtasks lacks their outcomes:\n%s", u)
 			}
 		}

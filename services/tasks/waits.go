@@ -64,7 +64,8 @@ func (s *Service) Prune(ctx context.Context) (int64, error) {
 }
 
 // ExpireQuestions resumes every task that has waited on an answer for
-// AnswerTimeout or longer (since the iteration that asked) with the
+// AnswerTimeout or longer (since the iteration that asked, or its latest
+// resume from a pause) with the
 // observation "No answer came within <timeout>." It returns how many it
 // resumed. Another replica doing the same at once is harmless: the second
 // answer is refused.
@@ -80,7 +81,14 @@ func (s *Service) ExpireQuestions(ctx context.Context) (int, error) {
 		if t.WaitingOn != domain.WaitAnswer || now.Sub(t.LastProcessedAt) < s.opts.AnswerTimeout {
 			continue
 		}
-		_, err := s.Answer(ctx, t.Number, "system", text)
+		since, err := s.waitingSince(ctx, t)
+		if err != nil {
+			return n, err
+		}
+		if now.Sub(since) < s.opts.AnswerTimeout {
+			continue
+		}
+		_, err = s.Answer(ctx, t.Number, "system", text)
 		if errors.Is(err, domain.ErrInvalidState) || errors.Is(err, domain.ErrTerminal) {
 			continue // answered, paused or ended meanwhile
 		}
@@ -90,6 +98,30 @@ func (s *Service) ExpireQuestions(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// resumeLookback is how many of a waiting task's latest events
+// waitingSince reads for a resume: while it waits, only pauses, resumes
+// and the like are written.
+const resumeLookback = 8
+
+// waitingSince is when t, waiting on an answer, began to wait: the
+// iteration that asked, or the latest resume since, when it was paused
+// meanwhile. Nobody can answer a paused task, so its question gets the
+// whole timeout again once resumed, not what was left of it — or none,
+// after a pause longer than the timeout.
+func (s *Service) waitingSince(ctx context.Context, t domain.Task) (time.Time, error) {
+	since := t.LastProcessedAt
+	evs, err := s.store.TaskEvents(ctx, t.Number, max(t.EventSeq-resumeLookback, 0))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("events of task #%d: %w", t.Number, err)
+	}
+	for _, e := range evs {
+		if e.Type == domain.EventResumed && e.Time.After(since) {
+			since = e.Time
+		}
+	}
+	return since, nil
 }
 
 // FormatDuration writes d the way people say it: 24h, 90m, 1h30m, 45s.
