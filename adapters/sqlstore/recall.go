@@ -77,8 +77,27 @@ type RecallSQL struct {
 	// Limit(limit), best first. All read MemoryColumns.
 	MemoriesAfter, ListMemories, SearchMemories string
 
-	// ForgetMessages: $1 platform, $2 author ID. ForgetFacts: $1 person.
-	ForgetMessages, ForgetFacts string
+	// Forgetting a person (Forget) and the facts saved around it
+	// (SaveFacts), in one transaction each:
+	//
+	// LockPerson: $1 person; held to the transaction's end, so that a
+	// Forget and a SaveFacts of facts about the same person run one after
+	// the other ("" when the dialect's write transactions are serial
+	// anyway). ForgetThrough: the highest memory ID. MarkForgotten: $1
+	// person, $2 that ID: the person's forget mark, kept or raised.
+	// ForgottenThrough: $1 person; the mark's ID, no row when none.
+	// ForgetMessageIDs: $1 platform, $2 author ID; keeps the platform's
+	// message IDs of what they wrote, so that a retry is not stored again.
+	// ForgetMessages: $1 platform, $2 author ID; returning the IDs
+	// deleted. ForgetReplies: $1 List(memory IDs); deletes the replies to
+	// them, returning their IDs. ForgetFacts: $1 person, $2 List(memory
+	// IDs); deletes the facts about the person or drawn from any of the
+	// memories. LiveSources: $1 List(memory IDs); those still stored,
+	// locked against deletion to the transaction's end. InsertFactSource:
+	// $1 fact ID, $2 memory ID.
+	LockPerson, ForgetThrough, MarkForgotten, ForgottenThrough   string
+	ForgetMessageIDs, ForgetMessages, ForgetReplies, ForgetFacts string
+	LiveSources, InsertFactSource                                string
 
 	// SaveEmbedding and Embeddings by kind (domain.RecallFact,
 	// domain.RecallPassage). SaveEmbedding: $1 id, $2 the vector's bytes,
@@ -288,7 +307,16 @@ func (r MemoryStore) SaveFacts(ctx context.Context, facts []domain.Fact) ([]doma
 	var out []domain.Fact
 	err := r.DB.InTx(ctx, func(db DB) error {
 		out = nil
+		if err := r.lockPeople(ctx, db, facts); err != nil {
+			return err
+		}
 		for _, f := range facts {
+			if ok, err := r.unforgotten(ctx, db, f); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			sources, err := json.Marshal(f.Sources)
 			if err != nil {
 				return err
@@ -300,6 +328,11 @@ func (r MemoryStore) SaveFacts(ctx context.Context, facts []domain.Fact) ([]doma
 			}
 			if err != nil {
 				return err
+			}
+			for _, m := range f.Sources {
+				if _, err := db.Exec(ctx, r.SQL.InsertFactSource, f.ID, m); err != nil {
+					return fmt.Errorf("source %d of fact %d: %w", m, f.ID, err)
+				}
 			}
 			out = append(out, f)
 		}
@@ -588,19 +621,113 @@ func (r MemoryStore) SearchMemories(ctx context.Context, f domain.MemoryFilter) 
 	return out, nil
 }
 
-// Forget deletes what person wrote and the facts about them, together.
+// lockPeople takes the lock of each person the facts are about, in one
+// order whoever locks (and before any row lock, which a Forget holding a
+// person's lock may wait for).
+func (r MemoryStore) lockPeople(ctx context.Context, db DB, facts []domain.Fact) error {
+	if r.SQL.LockPerson == "" {
+		return nil
+	}
+	var people []string
+	for _, f := range facts {
+		if f.About != "" {
+			people = append(people, f.About)
+		}
+	}
+	slices.Sort(people)
+	for _, p := range slices.Compact(people) {
+		if _, err := db.Exec(ctx, r.SQL.LockPerson, p); err != nil {
+			return fmt.Errorf("lock %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// unforgotten reports whether a fact may be stored: every message it was
+// drawn from is still stored (none was forgotten while the model read
+// them), and the person it is about was not forgotten after those
+// messages were said. The sources stay locked to the transaction's end,
+// so a Forget deleting them waits, and then finds the fact by them.
+func (r MemoryStore) unforgotten(ctx context.Context, db DB, f domain.Fact) (bool, error) {
+	if len(f.Sources) > 0 {
+		want := slices.Compact(slices.Sorted(slices.Values(f.Sources)))
+		live, err := QueryAll(ctx, db, r.SQL.LiveSources, []any{r.SQL.List(want)}, func(row Row) (int64, error) {
+			var id int64
+			err := row.Scan(&id)
+			return id, err
+		})
+		if err != nil {
+			return false, fmt.Errorf("read the sources of a fact: %w", err)
+		}
+		if len(live) < len(want) {
+			return false, nil
+		}
+	}
+	if f.About == "" {
+		return true, nil
+	}
+	var through int64
+	err := db.QueryRow(ctx, r.SQL.ForgottenThrough, f.About).Scan(&through)
+	if db.IsNoRows(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the forget mark of %s: %w", f.About, err)
+	}
+	// Said after they were forgotten: a fact of the new conversation.
+	return len(f.Sources) > 0 && slices.Min(f.Sources) > through, nil
+}
+
+// Forget deletes what person wrote, the bot's replies to it and the facts
+// about them or drawn from either, together; it keeps the platform's IDs
+// of their messages (a retry of one is not stored again) and a mark of
+// when they were forgotten (a fact about them drawn from earlier messages
+// is not stored after). messages counts what they wrote.
 func (r MemoryStore) Forget(ctx context.Context, person string) (messages, facts int64, err error) {
 	platform, id, err := domain.ParsePerson(person)
 	if err != nil {
 		return 0, 0, fmt.Errorf("forget: %w", err)
 	}
+	readIDs := func(row Row) (int64, error) {
+		var id int64
+		err := row.Scan(&id)
+		return id, err
+	}
 	err = r.DB.InTx(ctx, func(db DB) error {
-		var err error
-		if messages, err = db.Exec(ctx, r.SQL.ForgetMessages, platform, id); err != nil {
-			return err
+		if r.SQL.LockPerson != "" {
+			if _, err := db.Exec(ctx, r.SQL.LockPerson, person); err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
 		}
-		facts, err = db.Exec(ctx, r.SQL.ForgetFacts, person)
-		return err
+		var through int64
+		if err := db.QueryRow(ctx, r.SQL.ForgetThrough).Scan(&through); err != nil {
+			return fmt.Errorf("read the last memory: %w", err)
+		}
+		if _, err := db.Exec(ctx, r.SQL.MarkForgotten, person, through); err != nil {
+			return fmt.Errorf("mark: %w", err)
+		}
+		if _, err := db.Exec(ctx, r.SQL.ForgetMessageIDs, platform, id); err != nil {
+			return fmt.Errorf("keep the message IDs: %w", err)
+		}
+		// Their messages first, then what hangs on them: a reply or a
+		// fact saved meanwhile made the delete wait for it, and a later
+		// statement sees it.
+		gone, err := QueryAll(ctx, db, r.SQL.ForgetMessages, []any{platform, id}, readIDs)
+		if err != nil {
+			return fmt.Errorf("delete the messages: %w", err)
+		}
+		messages = int64(len(gone))
+		if len(gone) > 0 {
+			replies, err := QueryAll(ctx, db, r.SQL.ForgetReplies, []any{r.SQL.List(gone)}, readIDs)
+			if err != nil {
+				return fmt.Errorf("delete the replies: %w", err)
+			}
+			gone = append(gone, replies...)
+		}
+		if facts, err = db.Exec(ctx, r.SQL.ForgetFacts, person, r.SQL.List(gone)); err != nil {
+			return fmt.Errorf("delete the facts: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("forget %s: %w", person, err)
