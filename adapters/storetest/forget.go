@@ -167,10 +167,15 @@ func testForgetRacingFacts(t *testing.T, s domain.Store) {
 			wg.Go(func() {
 				<-start
 				for i := range 10 {
-					_, err := s.SaveFacts(t.Context(), []domain.Fact{
-						{Room: "discord:race", About: person, Text: fmt.Sprintf("GANNET %s fact %d.%d", id, w, i), Sources: []int64{other}},
-						{Room: "discord:race", Text: fmt.Sprintf("GANNET drawn %d.%d.%d", round, w, i), Sources: []int64{said[i%len(said)]}, CreatedAt: at(time.Hour)},
-					})
+					// Half the writers save facts about the person, the
+					// others facts about someone else drawn from the
+					// person's words: two guards, each tried alone.
+					f := domain.Fact{Room: "discord:race", About: person, Text: fmt.Sprintf("GANNET %s fact %d.%d", id, w, i), Sources: []int64{other}}
+					if w%2 == 1 {
+						f = domain.Fact{Room: "discord:race", About: "discord:bystander", Text: fmt.Sprintf("GANNET drawn %d.%d.%d", round, w, i),
+							Sources: []int64{said[i%len(said)]}, CreatedAt: at(time.Hour)}
+					}
+					_, err := s.SaveFacts(t.Context(), []domain.Fact{f})
 					if err != nil {
 						t.Errorf("SaveFacts racing Forget: %v", err)
 						return
