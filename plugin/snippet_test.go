@@ -112,8 +112,10 @@ func TestRecallShowsTheMatchedSentence(t *testing.T) {
 			}
 		}
 		t.Logf("%d questions: recall@5 %d/%d, matched sentence shown %d/%d", len(ns), found, len(ns), shown, len(ns))
-		if found < len(ns)*9/10 || shown < len(ns)*9/10 {
-			t.Errorf("recall@5 %d/%d, matched sentence shown %d/%d; want 90%% of each", found, len(ns), shown, len(ns))
+		// The set is generated from a fixed seed: each figure is what
+		// it is, and every answer is found and shown.
+		if found < len(ns) || shown < len(ns) {
+			t.Errorf("recall@5 %d/%d, matched sentence shown %d/%d; want all", found, len(ns), shown, len(ns))
 		}
 		// The handbook of the report: its deploy freeze line is shown.
 		section, err := rec.Section(t.Context(), plugin.MemoryAsk{Text: ns[0].query})
@@ -139,6 +141,10 @@ func TestSnippet(t *testing.T) {
 		{"at the start", freeze + " " + plants + plants, "deploy freeze", freeze, freeze},
 		{"at the end", plants + plants + freeze, "deploy freeze", freeze, "…"},
 		{"no word of the query", plants + freeze, "kubernetes", "Water the plants", "Water the plants"},
+		// Every filler sentence holds two of the query's words, as the
+		// answer does: the words the text says once weigh more.
+		{"rare words weigh more", strings.Repeat("The office service desk opens at nine. ", 10) + "The deploy freeze starts on Monday. " +
+			strings.Repeat("The office service desk opens at nine. ", 10), "office service deploy freeze", "The deploy freeze starts on Monday.", "…The deploy"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
