@@ -108,8 +108,10 @@ SET through_id = GREATEST(forgotten_people.through_id, excluded.through_id), for
 	ForgetMessageIDs: `INSERT INTO forgotten_messages (platform, message_id, forgotten_at)
 SELECT platform, message_id, now() FROM memories WHERE platform = $1 AND author_id = $2 AND message_id <> ''
 ON CONFLICT DO NOTHING`,
-	ForgetMessages: `DELETE FROM memories WHERE platform = $1 AND author_id = $2 RETURNING id`,
-	ForgetReplies:  `DELETE FROM memories WHERE in_reply_to <> 0 AND in_reply_to = ANY($1) RETURNING id`,
+	ForgetMessages:   `DELETE FROM memories WHERE platform = $1 AND author_id = $2 RETURNING id, scope, text`,
+	BotMessagesAfter: `SELECT id, scope, text FROM memories WHERE scope = $1 AND id > $2 AND from_bot`,
+	DeleteMemories:   `DELETE FROM memories WHERE id = ANY($1) RETURNING id`,
+	ForgetReplies:    `DELETE FROM memories WHERE in_reply_to <> 0 AND in_reply_to = ANY($1) RETURNING id`,
 	ForgetFacts: `DELETE FROM facts
 WHERE about = $1 OR id IN (SELECT fact_id FROM fact_sources WHERE memory_id = ANY($2))`,
 	// A key share lock: a Forget's delete of the message waits for the

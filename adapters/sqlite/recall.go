@@ -133,7 +133,9 @@ SET through_id = max(through_id, excluded.through_id), forgotten_at = excluded.f
 SELECT platform, message_id, CAST(strftime('%s', 'now') AS INTEGER) * 1000000
 FROM memories WHERE platform = ?1 AND author_id = ?2 AND message_id <> ''
 ON CONFLICT DO NOTHING`,
-	ForgetMessages: `DELETE FROM memories WHERE platform = ?1 AND author_id = ?2 RETURNING id`,
+	ForgetMessages:   `DELETE FROM memories WHERE platform = ?1 AND author_id = ?2 RETURNING id, scope, text`,
+	BotMessagesAfter: `SELECT id, scope, text FROM memories WHERE scope = ?1 AND id > ?2 AND from_bot`,
+	DeleteMemories:   `DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?1)) RETURNING id`,
 	ForgetReplies: `DELETE FROM memories
 WHERE in_reply_to <> 0 AND in_reply_to IN (SELECT value FROM json_each(?1)) RETURNING id`,
 	ForgetFacts: `DELETE FROM facts

@@ -88,8 +88,10 @@ type RecallSQL struct {
 	// ForgottenThrough: $1 person; the mark's ID, no row when none.
 	// ForgetMessageIDs: $1 platform, $2 author ID; keeps the platform's
 	// message IDs of what they wrote, so that a retry is not stored again.
-	// ForgetMessages: $1 platform, $2 author ID; returning the IDs
-	// deleted. ForgetReplies: $1 List(memory IDs); deletes the replies to
+	// ForgetMessages: $1 platform, $2 author ID; returning the ID, scope
+	// and text of each deleted. BotMessagesAfter: $1 scope, $2 a memory
+	// ID; the bot's messages of the scope after it: id, scope, text.
+	// DeleteMemories: $1 List(memory IDs), returning their IDs. ForgetReplies: $1 List(memory IDs); deletes the replies to
 	// them, returning their IDs. ForgetFacts: $1 person, $2 List(memory
 	// IDs); deletes the facts about the person or drawn from any of the
 	// memories. LiveSources: $1 List(memory IDs); those still stored,
@@ -98,6 +100,7 @@ type RecallSQL struct {
 	LockPerson, ForgetThrough, MarkForgotten, ForgottenThrough   string
 	ForgetMessageIDs, ForgetMessages, ForgetReplies, ForgetFacts string
 	LiveSources, InsertFactSource                                string
+	BotMessagesAfter, DeleteMemories                             string
 
 	// SaveEmbedding and Embeddings by kind (domain.RecallFact,
 	// domain.RecallPassage). SaveEmbedding: $1 id, $2 the vector's bytes,
@@ -712,17 +715,26 @@ func (r MemoryStore) Forget(ctx context.Context, person string) (messages, facts
 		// Their messages first, then what hangs on them: a reply or a
 		// fact saved meanwhile made the delete wait for it, and a later
 		// statement sees it.
-		gone, err := QueryAll(ctx, db, r.SQL.ForgetMessages, []any{platform, id}, readIDs)
+		said, err := QueryAll(ctx, db, r.SQL.ForgetMessages, []any{platform, id}, scanSaid)
 		if err != nil {
 			return fmt.Errorf("delete the messages: %w", err)
 		}
-		messages = int64(len(gone))
+		messages = int64(len(said))
+		gone := make([]int64, len(said))
+		for i, m := range said {
+			gone[i] = m.id
+		}
 		if len(gone) > 0 {
 			replies, err := QueryAll(ctx, db, r.SQL.ForgetReplies, []any{r.SQL.List(gone)}, readIDs)
 			if err != nil {
 				return fmt.Errorf("delete the replies: %w", err)
 			}
 			gone = append(gone, replies...)
+			quotes, err := r.forgetQuotes(ctx, db, said)
+			if err != nil {
+				return fmt.Errorf("delete the quotes: %w", err)
+			}
+			gone = append(gone, quotes...)
 		}
 		if facts, err = db.Exec(ctx, r.SQL.ForgetFacts, person, r.SQL.List(gone)); err != nil {
 			return fmt.Errorf("delete the facts: %w", err)
@@ -733,6 +745,88 @@ func (r MemoryStore) Forget(ctx context.Context, person string) (messages, facts
 		return 0, 0, fmt.Errorf("forget %s: %w", person, err)
 	}
 	return messages, facts, nil
+}
+
+// said is a message Forget deleted: its ID, scope and words.
+type said struct {
+	id    int64
+	scope string
+	text  string
+}
+
+func scanSaid(row Row) (said, error) {
+	var m said
+	err := row.Scan(&m.id, &m.scope, &m.text)
+	return m, err
+}
+
+// quoteWords is how many words in a row of someone's message the bot's
+// message must repeat to quote it: enough that a common phrase is not a
+// quote ("create a task for"), few enough that "You said: my locker code
+// is CORMORANT-77" is.
+const quoteWords = 4
+
+// forgetQuotes deletes the bot's messages, in the scopes of the messages
+// forgotten and after the first of them there, that repeat quoteWords
+// words of one of those messages in a row — the bot's answer to someone
+// else that quotes the person — and returns their IDs.
+func (r MemoryStore) forgetQuotes(ctx context.Context, db DB, forgotten []said) ([]int64, error) {
+	type bounds struct {
+		after   int64
+		phrases map[string]bool
+	}
+	scopes := map[string]*bounds{}
+	for _, m := range forgotten {
+		phrases := quotePhrases(m.text)
+		if len(phrases) == 0 {
+			continue
+		}
+		b := scopes[m.scope]
+		if b == nil {
+			b = &bounds{after: m.id, phrases: map[string]bool{}}
+			scopes[m.scope] = b
+		}
+		b.after = min(b.after, m.id)
+		for _, p := range phrases {
+			b.phrases[p] = true
+		}
+	}
+	var quotes []int64
+	for scope, b := range scopes {
+		bot, err := QueryAll(ctx, db, r.SQL.BotMessagesAfter, []any{scope, b.after}, scanSaid)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range bot {
+			for _, p := range quotePhrases(m.text) {
+				if b.phrases[p] {
+					quotes = append(quotes, m.id)
+					break
+				}
+			}
+		}
+	}
+	if len(quotes) == 0 {
+		return nil, nil
+	}
+	return QueryAll(ctx, db, r.SQL.DeleteMemories, []any{r.SQL.List(quotes)}, func(row Row) (int64, error) {
+		var id int64
+		err := row.Scan(&id)
+		return id, err
+	})
+}
+
+// quotePhrases are the runs of quoteWords words of text (letters and
+// digits, lowercased), each joined by a space.
+func quotePhrases(text string) []string {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	var out []string
+	for i := 0; i+quoteWords <= len(words); i++ {
+		out = append(out, strings.Join(words[i:i+quoteWords], " "))
+	}
+	return out
 }
 
 // SaveEmbeddings stores vectors of facts or passages, each once.

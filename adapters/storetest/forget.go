@@ -13,7 +13,7 @@ import (
 
 // The cases of forgetting for good (docs/memory.md, "Forgetting"): what a
 // person asked to be forgotten leaves no copy — not in the bot's replies
-// to them, not in the facts drawn from their words, not in a fact being
+// to them or quoting them, not in the facts drawn from their words, not in a fact being
 // drawn while they were forgotten, not in their platform's retry.
 
 // reply stores the bot's reply to m, as the pipeline does.
@@ -60,6 +60,10 @@ func testForgetLeavesNoCopy(t *testing.T, s domain.Store) {
 	reply(t, s, dm, "I will keep CORMORANT-dawn to myself.")
 	bobs := say(t, s, "discord:1", "discord:bob", "the CORMORANT build server runs Debian")
 	bobReply, _ := reply(t, s, bobs, "Thanks bob, CORMORANT runs Debian then.")
+	// The bot's answer to bob that quotes her words: hers.
+	quoted, _ := reply(t, s, bobs, "Bob, alice told me her locker code is CORMORANT-77.")
+	// Three of her words in a row are no quote.
+	reply(t, s, bobs, "The locker code policy is in the CORMORANT handbook.")
 	learn(t, s,
 		// About bob, drawn from alice's words: hers.
 		domain.Fact{Room: "discord:1", About: "discord:bob", Text: "bob's locker code is CORMORANT-77", Sources: []int64{secret.ID}},
@@ -71,11 +75,13 @@ func testForgetLeavesNoCopy(t *testing.T, s domain.Store) {
 		domain.Fact{Room: "discord:1", About: "discord:alice", Text: "alice uses the CORMORANT server", Sources: []int64{bobs.ID}},
 		// Bob's own.
 		domain.Fact{Room: "discord:1", About: "discord:bob", Text: "the CORMORANT build server runs Debian", Sources: []int64{bobs.ID}},
-		domain.Fact{Room: "discord:1", About: "discord:bob", Text: "CORMORANT is on Debian", Sources: []int64{bobReply.ID}})
+		domain.Fact{Room: "discord:1", About: "discord:bob", Text: "CORMORANT is on Debian", Sources: []int64{bobReply.ID}},
+		// Drawn from the bot's quote of her: hers.
+		domain.Fact{Room: "discord:1", About: "discord:bob", Text: "bob knows the CORMORANT-77 code", Sources: []int64{quoted.ID}})
 
 	msgs, facts, err := s.Forget(t.Context(), "discord:alice")
-	if err != nil || msgs != 2 || facts != 4 {
-		t.Fatalf("Forget = %d messages, %d facts, %v; want 2 (hers), 4 (about her or drawn from her words)", msgs, facts, err)
+	if err != nil || msgs != 2 || facts != 5 {
+		t.Fatalf("Forget = %d messages, %d facts, %v; want 2 (hers), 5 (about her or drawn from her words)", msgs, facts, err)
 	}
 	got := storedTexts(t, s, "discord:1", "CORMORANT locker Debian")
 	if left := holding(got, "77"); len(left) > 0 {
@@ -85,6 +91,7 @@ func testForgetLeavesNoCopy(t *testing.T, s domain.Store) {
 		t.Errorf("after Forget, her DM is still quoted: %q", left)
 	}
 	want := []string{"the CORMORANT build server runs Debian", "Thanks bob, CORMORANT runs Debian then.",
+		"The locker code policy is in the CORMORANT handbook.",
 		"fact: the CORMORANT build server runs Debian", "fact: CORMORANT is on Debian"}
 	for _, w := range want {
 		if !slices.Contains(got, w) {
