@@ -57,6 +57,12 @@ func TestForgetMe(t *testing.T) {
 		if len(recs) != 1 || !strings.Contains(recs[0].Text, "bob") {
 			t.Fatalf("facts left: %+v", recs)
 		}
+		// What she says afterwards is remembered, and a second `forget
+		// me` deletes it: forgetting works the second time too.
+		k.say("ann", "help")
+		if got := k.say("ann", "forget me"); got != "Forgotten: I deleted 2 messages you wrote (this one included) and 0 facts about you, in every room." {
+			t.Fatalf("second forget me: %q", got)
+		}
 		res, err := k.rt.RunAction(k.ctx, "forget_me", &plugin.Call{Message: &plugin.Message{Platform: "discord", AuthorID: "bob", Text: "please forget the staging database"}})
 		if err == nil || !strings.Contains(err.Error(), "say `forget me`") || res.Success {
 			t.Fatalf("forget_me for other words: %+v, %v", res, err)
