@@ -24,7 +24,7 @@ const (
 	MemoryItemChars = 400
 	// MemorySnippetChars bounds the snippet a text longer than
 	// MemoryItemChars is shown as: the sentence that matched with some
-	// context, short enough that five fit in the section.
+	// context, short enough that four or five fit in the section.
 	MemorySnippetChars = 240
 	// RerankTimeout bounds re-ranking by embeddings, well inside the
 	// providers' budget (DefaultProviderBudget): a slow embedding model
