@@ -19,9 +19,19 @@ func TestForgetMe(t *testing.T) {
 		k.say("ann", "help")
 		k.say("ann", "list tasks", dm)
 		k.say("bob", "help")
+		said := map[string]int64{} // the first message of each person in C1
+		mems, err := k.store.RecentMemories(k.ctx, "discord:C1", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mems {
+			if said[m.AuthorID] == 0 {
+				said[m.AuthorID] = m.ID
+			}
+		}
 		if _, err := k.store.SaveFacts(k.ctx, []domain.Fact{
-			{Room: "discord:C1", About: "discord:ann", Text: "ann lives in Lyon", Sources: []int64{1}},
-			{Room: "discord:C1", About: "discord:bob", Text: "bob lives in Oslo", Sources: []int64{3}},
+			{Room: "discord:C1", About: "discord:ann", Text: "ann lives in Lyon", Sources: []int64{said["ann"]}},
+			{Room: "discord:C1", About: "discord:bob", Text: "bob lives in Oslo", Sources: []int64{said["bob"]}},
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -46,6 +56,12 @@ func TestForgetMe(t *testing.T) {
 		}
 		if len(recs) != 1 || !strings.Contains(recs[0].Text, "bob") {
 			t.Fatalf("facts left: %+v", recs)
+		}
+		// What she says afterwards is remembered, and a second `forget
+		// me` deletes it: forgetting works the second time too.
+		k.say("ann", "help")
+		if got := k.say("ann", "forget me"); got != "Forgotten: I deleted 2 messages you wrote (this one included) and 0 facts about you, in every room." {
+			t.Fatalf("second forget me: %q", got)
 		}
 	})
 }

@@ -115,8 +115,11 @@ type MemoryStore interface {
 	// SaveFacts stores facts, each in the scope of its room, and returns
 	// those stored, with IDs. A fact already stored in the same scope about
 	// the same person with the same text is not stored again (nor
-	// returned). Bad facts (no room, no text, a malformed person) refuse
-	// the whole batch with ErrInvalid.
+	// returned). Nor is a fact one of whose source messages is gone (it
+	// was forgotten while the fact was drawn), nor one about a person
+	// forgotten since the messages it was drawn from (Forget): checked in
+	// the transaction that stores it. Bad facts (no room, no text, a
+	// malformed person) refuse the whole batch with ErrInvalid.
 	SaveFacts(ctx context.Context, facts []Fact) ([]Fact, error)
 	// AddDocument stores a knowledge document split into passages
 	// (SplitPassages), all in one transaction. A text past
@@ -137,9 +140,13 @@ type MemoryStore interface {
 	MemoriesAfter(ctx context.Context, room string, afterID int64, limit int) ([]Memory, error)
 	// SearchMemories lists or searches the chat messages.
 	SearchMemories(ctx context.Context, f MemoryFilter) ([]Memory, error)
-	// Forget deletes every message person ("<platform>:<user id>") wrote
-	// and every fact about them, in every room, in one transaction, and
-	// says how many of each it deleted.
+	// Forget deletes every message person ("<platform>:<user id>") wrote,
+	// the bot's replies to them (Memory.InReplyTo) and its messages
+	// quoting them, and every fact about them or drawn from any of those,
+	// in every room, in one transaction, and says how many messages they
+	// wrote and how many facts it deleted. It keeps the platform's IDs of
+	// their messages, so that a retry is not stored again (SaveMemory),
+	// and a mark of when they were forgotten (SaveFacts).
 	Forget(ctx context.Context, person string) (messages, facts int64, err error)
 	// SaveEmbeddings stores the vectors of facts or passages (kind
 	// RecallFact or RecallPassage) by ID. A vector is stored once: one

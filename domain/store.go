@@ -79,7 +79,9 @@ type Store interface {
 
 	// SaveMemory stores a chat message. A message already stored (same
 	// platform and message ID — a redelivery) is not stored again: it
-	// returns the stored one and false.
+	// returns the stored one and false. Nor is a message forgotten
+	// (MemoryStore.Forget) redelivered, or a reply (InReplyTo) to a
+	// message no longer stored: it returns a zero Memory and false.
 	SaveMemory(ctx context.Context, m Memory) (Memory, bool, error)
 	// RecentMemories lists a room's latest messages, oldest first.
 	RecentMemories(ctx context.Context, room string, limit int) ([]Memory, error)
@@ -205,6 +207,10 @@ type Memory struct {
 	Text        string    `json:"text"`
 	FromBot     bool      `json:"from_bot"`
 	CreatedAt   time.Time `json:"created_at"`
+	// InReplyTo is, for a reply of the bot, the ID of the memory it
+	// answers (0 for none): forgetting that message's author deletes the
+	// reply with it, as it may quote them.
+	InReplyTo int64 `json:"in_reply_to,omitempty"`
 }
 
 // Notification categories (docs/chat.md).

@@ -250,7 +250,8 @@ func (f *Facts) read(ctx context.Context, room string) {
 	}
 	// A source forgotten while the model thought is not stored from:
 	// read the batch again and keep the facts all of whose sources are
-	// still there.
+	// still there. (A forget between this read and the save is the
+	// store's to refuse: SaveFacts checks in its transaction.)
 	var facts []domain.Fact
 	if len(drawn) > 0 {
 		again, err := st.MemoriesAfter(ctx, room, cursor, f.batch())

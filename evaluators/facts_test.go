@@ -32,7 +32,13 @@ type factsKit struct {
 
 func newFactsKit(t *testing.T, model plugin.Model) *factsKit {
 	t.Helper()
-	k := &factsKit{t: t, ctx: context.Background(), clk: clock.NewFake(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)), store: teststore.SQLite(t)}
+	return newFactsKitOn(t, model, teststore.SQLite(t))
+}
+
+// newFactsKitOn is newFactsKit on store.
+func newFactsKitOn(t *testing.T, model plugin.Model, store domain.Store) *factsKit {
+	t.Helper()
+	k := &factsKit{t: t, ctx: context.Background(), clk: clock.NewFake(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)), store: store}
 	k.rt = plugin.New(plugin.Options{Store: k.store, Clock: k.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	facts := &evaluators.Facts{Runtime: k.rt}
 	if err := k.rt.Register(&plugin.Plugin{Name: "memory", Models: map[plugin.ModelType]plugin.Model{plugin.ModelText: model},
@@ -243,4 +249,66 @@ func TestFactsNameTheirPerson(t *testing.T) {
 			t.Errorf("%q is about %q, want %q", text, got[text], about)
 		}
 	}
+}
+
+// forgetBeforeSave is a store on which a `forget me` of person commits
+// just before the facts evaluator saves what it drew: after it read the
+// messages, after the model answered, after it read them again. The
+// ordering is injected, not slept into.
+type forgetBeforeSave struct {
+	domain.Store
+	person string
+	forgot chan struct{}
+}
+
+func (s *forgetBeforeSave) SaveFacts(ctx context.Context, facts []domain.Fact) ([]domain.Fact, error) {
+	if s.person != "" {
+		if _, _, err := s.Store.Forget(ctx, s.person); err != nil {
+			return nil, err
+		}
+		s.person = ""
+		defer close(s.forgot)
+	}
+	return s.Store.SaveFacts(ctx, facts)
+}
+
+// TestFactsRacingForgetAreNotSaved: ann says `forget me` while the model
+// draws facts from her words. Whoever wants to be forgotten wants it of
+// what is being learnt from them that very moment too: no fact drawn from
+// her words, nor any about her from words said before, is saved after.
+func TestFactsRacingForgetAreNotSaved(t *testing.T) {
+	model := testkit.NewScriptedModel()
+	model.Reply(`{"facts": [
+		{"text": "ann's locker code is CORMORANT-77", "about": "ann", "sources": [1]},
+		{"text": "bob keeps the CORMORANT-77 locker key", "about": "bob", "sources": [1]},
+		{"text": "ann runs the CORMORANT release", "about": "ann", "sources": [2]},
+		{"text": "the CORMORANT build server runs Debian", "about": "bob", "sources": [2]}]}`)
+	store := &forgetBeforeSave{Store: teststore.SQLite(t), person: "discord:ann", forgot: make(chan struct{})}
+	k := newFactsKitOn(t, model, store)
+
+	k.chatter("discord:C1", "ann", "my locker code is CORMORANT-77")
+	k.chatter("discord:C1", "bob", "ann runs the release; the build server runs Debian")
+	k.waiting()
+	k.clk.Advance(time.Minute)
+	select {
+	case <-store.forgot:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the facts were never saved")
+	}
+	k.eventually("bob's fact", func() bool {
+		recs, err := k.store.Recall(k.ctx, domain.RecallQuery{Room: "discord:C1", Text: "CORMORANT locker ann Debian", Kinds: []string{domain.RecallFact}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range recs {
+			got = append(got, r.Text)
+		}
+		for _, text := range got {
+			if strings.Contains(text, "77") || strings.Contains(text, "ann") {
+				t.Fatalf("saved after ann was forgotten: %q", got)
+			}
+		}
+		return slices.Equal(got, []string{"the CORMORANT build server runs Debian"})
+	})
 }

@@ -268,7 +268,7 @@ func (rt *Runtime) remember(ctx context.Context, msg *Message, resp Response, lo
 	_, _, err := st.SaveMemory(ctx, domain.Memory{
 		Platform: msg.Platform, Room: msg.Room, WorkspaceID: msg.WorkspaceID,
 		AuthorID: "bot", AuthorName: rt.opts.Character.Name, Text: resp.Text, FromBot: true,
-		CreatedAt: domain.UTC(rt.clk.Now()),
+		CreatedAt: domain.UTC(rt.clk.Now()), InReplyTo: msg.MemoryID,
 	})
 	if err != nil {
 		log.Warn("could not remember the reply", "err", err)

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -23,6 +22,10 @@ const (
 	// MemoryItemChars bounds one recollection's text in it, so a long
 	// passage leaves room for others.
 	MemoryItemChars = 400
+	// MemorySnippetChars bounds the snippet a text longer than
+	// MemoryItemChars is shown as: the sentence that matched with some
+	// context, short enough that four or five fit in the section.
+	MemorySnippetChars = 240
 	// RerankTimeout bounds re-ranking by embeddings, well inside the
 	// providers' budget (DefaultProviderBudget): a slow embedding model
 	// costs the ranking, not the section.
@@ -105,7 +108,8 @@ const memoryQuoted = ""
 // words and what is remembered are never instructions), as many as fit
 // in MemorySectionChars with the frame; one that does not fit is passed
 // over for the next. None fits: "". A text longer than MemoryItemChars
-// is shown as the excerpt around the first word of query it has.
+// is shown as its snippet for query (MemorySnippetChars): the part that
+// matched, with its context.
 func MemorySection(recs []domain.Recollection, room, query string) string {
 	fixed, perLine := QuoteFrameChars(memoryQuoted)
 	used := utf8.RuneCountInString(MemoryHeading) + 1 + fixed // the heading's newline
@@ -116,7 +120,11 @@ func MemorySection(recs []domain.Recollection, room, query string) string {
 			continue
 		}
 		source := strings.Join(strings.Fields(RecollectionSource(rc, room)), " ")
-		line := "- [" + clipText(source, 120) + "] " + excerpt(text, query, MemoryItemChars)
+		shown := text
+		if utf8.RuneCountInString(text) > MemoryItemChars {
+			shown = snippet(text, query, MemorySnippetChars)
+		}
+		line := "- [" + clipText(source, 120) + "] " + shown
 		n := perLine + utf8.RuneCountInString(line)
 		if used+n > MemorySectionChars {
 			continue
@@ -260,41 +268,6 @@ func cosine(a, b []float32) float64 {
 		return 0
 	}
 	return dot / math.Sqrt(na*nb)
-}
-
-// excerpt is at most n runes of text: all of it when it fits, else the
-// part around the first word of query (of four letters or more) it
-// holds — a little before it, marked "…" where cut — or its beginning.
-func excerpt(text, query string, n int) string {
-	runes := []rune(text)
-	if len(runes) <= n {
-		return text
-	}
-	lower := []rune(strings.ToLower(text))
-	at := -1
-	for w := range strings.FieldsFuncSeq(strings.ToLower(query), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }) {
-		if utf8.RuneCountInString(w) < 4 {
-			continue
-		}
-		if i := runeIndex(lower, []rune(w)); i >= 0 && (at < 0 || i < at) {
-			at = i
-		}
-	}
-	if at < n/2 {
-		return clipText(text, n)
-	}
-	start := min(at-n/5, len(runes)-(n-1))
-	return "…" + clipText(string(runes[start:]), n-1)
-}
-
-// runeIndex is the index in s of the first sub, or -1.
-func runeIndex(s, sub []rune) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if slices.Equal(s[i:i+len(sub)], sub) {
-			return i
-		}
-	}
-	return -1
 }
 
 // clipText shortens s to at most n runes, the last an ellipsis.

@@ -209,9 +209,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 const (
 	memoryCols = sqlstore.MemoryColumns
 
+	// sqlInsertMemory stores nothing for a message forgotten (its
+	// platform's retry), nor for a reply to a message gone: the key share
+	// lock makes a Forget deleting that message wait for this reply, which
+	// it then deletes too (docs/memory.md, "Forgetting").
 	sqlInsertMemory = `
-INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at, scope)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at, in_reply_to, scope)
+SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::boolean, $9::timestamptz, $10::bigint, $11::text
+WHERE NOT EXISTS (SELECT 1 FROM forgotten_messages f WHERE f.platform = $1 AND f.message_id = $2)
+  AND ($10::bigint = 0 OR EXISTS (SELECT 1 FROM memories a WHERE a.id = $10 FOR KEY SHARE))
 ON CONFLICT (platform, message_id) WHERE message_id <> '' DO NOTHING
 RETURNING ` + memoryCols
 

@@ -99,8 +99,25 @@ WHERE ($1 = '' OR room = $1) AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LI
 WHERE search @@ q AND ($2 = '' OR room = $2) AND ($3::bigint = 0 OR id < $3)
 ORDER BY ts_rank(search, q) DESC, id DESC LIMIT $4`,
 
-	ForgetMessages: `DELETE FROM memories WHERE platform = $1 AND author_id = $2`,
-	ForgetFacts:    `DELETE FROM facts WHERE about = $1`,
+	LockPerson:       `SELECT pg_advisory_xact_lock(hashtextextended('taskloom.person:' || $1, 0))`,
+	ForgetThrough:    `SELECT COALESCE(MAX(id), 0)::bigint FROM memories`,
+	ForgottenThrough: `SELECT through_id FROM forgotten_people WHERE person = $1`,
+	MarkForgotten: `INSERT INTO forgotten_people (person, through_id, forgotten_at) VALUES ($1, $2, now())
+ON CONFLICT (person) DO UPDATE
+SET through_id = GREATEST(forgotten_people.through_id, excluded.through_id), forgotten_at = excluded.forgotten_at`,
+	ForgetMessageIDs: `INSERT INTO forgotten_messages (platform, message_id, forgotten_at)
+SELECT platform, message_id, now() FROM memories WHERE platform = $1 AND author_id = $2 AND message_id <> ''
+ON CONFLICT DO NOTHING`,
+	ForgetMessages:   `DELETE FROM memories WHERE platform = $1 AND author_id = $2 RETURNING id, scope, text`,
+	BotMessagesAfter: `SELECT id, scope, text FROM memories WHERE scope = $1 AND id > $2 AND from_bot`,
+	DeleteMemories:   `DELETE FROM memories WHERE id = ANY($1) RETURNING id`,
+	ForgetReplies:    `DELETE FROM memories WHERE in_reply_to <> 0 AND in_reply_to = ANY($1) RETURNING id`,
+	ForgetFacts: `DELETE FROM facts
+WHERE about = $1 OR id IN (SELECT fact_id FROM fact_sources WHERE memory_id = ANY($2))`,
+	// A key share lock: a Forget's delete of the message waits for the
+	// fact's transaction, whose fact it then finds.
+	LiveSources:      `SELECT id FROM memories WHERE id = ANY($1) FOR KEY SHARE`,
+	InsertFactSource: `INSERT INTO fact_sources (fact_id, memory_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
 
 	SaveEmbedding: map[string]string{
 		domain.RecallFact:    `UPDATE facts SET embedding = $2 WHERE id = $1 AND embedding IS NULL`,

@@ -99,9 +99,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 const (
 	memoryCols = sqlstore.MemoryColumns
 
+	// sqlInsertMemory stores nothing for a message forgotten (its
+	// platform's retry), nor for a reply to a message gone
+	// (docs/memory.md, "Forgetting"). Writes are serial: no Forget runs
+	// between the check and the insert.
 	sqlInsertMemory = `
-INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at, scope)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO memories (platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at, in_reply_to, scope)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+WHERE NOT EXISTS (SELECT 1 FROM forgotten_messages f WHERE f.platform = ?1 AND f.message_id = ?2)
+  AND (?10 = 0 OR EXISTS (SELECT 1 FROM memories a WHERE a.id = ?10))
 ON CONFLICT (platform, message_id) WHERE message_id <> '' DO NOTHING
 RETURNING ` + memoryCols
 

@@ -69,6 +69,10 @@ var readSQL = sqlstore.ReadSQL{
 var recordSQL = sqlstore.RecordSQL{
 	InsertMemory: sqlInsertMemory, MemoryByMessage: sqlMemoryByMessage,
 	RecentMemories: sqlRecentMemories, PruneMemories: sqlPruneMemories, PruneFacts: sqlPruneFacts,
+	PruneForgotten: []string{
+		`DELETE FROM forgotten_messages WHERE forgotten_at IS NULL OR forgotten_at < ?`,
+		`DELETE FROM forgotten_people WHERE forgotten_at IS NULL OR forgotten_at < ?`,
+	},
 	Enqueue: sqlEnqueue, LastSent: sqlLastSent, ListNotifications: sqlListNotifications, Pending: sqlPending,
 	// A negative LIMIT is none.
 	Limit: func(limit int) any {

@@ -121,8 +121,27 @@ FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
 WHERE memories_fts MATCH ?1 AND (?2 = '' OR m.room = ?2) AND (?3 = 0 OR m.id < ?3)
 ORDER BY bm25(memories_fts), m.id DESC LIMIT ?4`,
 
-	ForgetMessages: `DELETE FROM memories WHERE platform = ?1 AND author_id = ?2`,
-	ForgetFacts:    `DELETE FROM facts WHERE about = ?1`,
+	// No LockPerson: write transactions are serial (one connection,
+	// BEGIN IMMEDIATE).
+	ForgetThrough:    `SELECT COALESCE(MAX(id), 0) FROM memories`,
+	ForgottenThrough: `SELECT through_id FROM forgotten_people WHERE person = ?1`,
+	MarkForgotten: `INSERT INTO forgotten_people (person, through_id, forgotten_at)
+VALUES (?1, ?2, CAST(strftime('%s', 'now') AS INTEGER) * 1000000)
+ON CONFLICT (person) DO UPDATE
+SET through_id = max(through_id, excluded.through_id), forgotten_at = excluded.forgotten_at`,
+	ForgetMessageIDs: `INSERT INTO forgotten_messages (platform, message_id, forgotten_at)
+SELECT platform, message_id, CAST(strftime('%s', 'now') AS INTEGER) * 1000000
+FROM memories WHERE platform = ?1 AND author_id = ?2 AND message_id <> ''
+ON CONFLICT DO NOTHING`,
+	ForgetMessages:   `DELETE FROM memories WHERE platform = ?1 AND author_id = ?2 RETURNING id, scope, text`,
+	BotMessagesAfter: `SELECT id, scope, text FROM memories WHERE scope = ?1 AND id > ?2 AND from_bot`,
+	DeleteMemories:   `DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?1)) RETURNING id`,
+	ForgetReplies: `DELETE FROM memories
+WHERE in_reply_to <> 0 AND in_reply_to IN (SELECT value FROM json_each(?1)) RETURNING id`,
+	ForgetFacts: `DELETE FROM facts
+WHERE about = ?1 OR id IN (SELECT fact_id FROM fact_sources WHERE memory_id IN (SELECT value FROM json_each(?2)))`,
+	LiveSources:      `SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?1))`,
+	InsertFactSource: `INSERT INTO fact_sources (fact_id, memory_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING`,
 
 	SaveEmbedding: map[string]string{
 		domain.RecallFact:    `UPDATE facts SET embedding = ?2 WHERE id = ?1 AND embedding IS NULL`,

@@ -77,8 +77,30 @@ type RecallSQL struct {
 	// Limit(limit), best first. All read MemoryColumns.
 	MemoriesAfter, ListMemories, SearchMemories string
 
-	// ForgetMessages: $1 platform, $2 author ID. ForgetFacts: $1 person.
-	ForgetMessages, ForgetFacts string
+	// Forgetting a person (Forget) and the facts saved around it
+	// (SaveFacts), in one transaction each:
+	//
+	// LockPerson: $1 person; held to the transaction's end, so that a
+	// Forget and a SaveFacts of facts about the same person run one after
+	// the other ("" when the dialect's write transactions are serial
+	// anyway). ForgetThrough: the highest memory ID. MarkForgotten: $1
+	// person, $2 that ID: the person's forget mark, kept or raised.
+	// ForgottenThrough: $1 person; the mark's ID, no row when none.
+	// ForgetMessageIDs: $1 platform, $2 author ID; keeps the platform's
+	// message IDs of what they wrote, so that a retry is not stored again.
+	// ForgetMessages: $1 platform, $2 author ID; returning the ID, scope
+	// and text of each deleted. BotMessagesAfter: $1 scope, $2 a memory
+	// ID; the bot's messages of the scope after it: id, scope, text.
+	// DeleteMemories: $1 List(memory IDs), returning their IDs. ForgetReplies: $1 List(memory IDs); deletes the replies to
+	// them, returning their IDs. ForgetFacts: $1 person, $2 List(memory
+	// IDs); deletes the facts about the person or drawn from any of the
+	// memories. LiveSources: $1 List(memory IDs); those still stored,
+	// locked against deletion to the transaction's end. InsertFactSource:
+	// $1 fact ID, $2 memory ID.
+	LockPerson, ForgetThrough, MarkForgotten, ForgottenThrough   string
+	ForgetMessageIDs, ForgetMessages, ForgetReplies, ForgetFacts string
+	LiveSources, InsertFactSource                                string
+	BotMessagesAfter, DeleteMemories                             string
 
 	// SaveEmbedding and Embeddings by kind (domain.RecallFact,
 	// domain.RecallPassage). SaveEmbedding: $1 id, $2 the vector's bytes,
@@ -288,7 +310,16 @@ func (r MemoryStore) SaveFacts(ctx context.Context, facts []domain.Fact) ([]doma
 	var out []domain.Fact
 	err := r.DB.InTx(ctx, func(db DB) error {
 		out = nil
+		if err := r.lockPeople(ctx, db, facts); err != nil {
+			return err
+		}
 		for _, f := range facts {
+			if ok, err := r.unforgotten(ctx, db, f); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			sources, err := json.Marshal(f.Sources)
 			if err != nil {
 				return err
@@ -300,6 +331,11 @@ func (r MemoryStore) SaveFacts(ctx context.Context, facts []domain.Fact) ([]doma
 			}
 			if err != nil {
 				return err
+			}
+			for _, m := range f.Sources {
+				if _, err := db.Exec(ctx, r.SQL.InsertFactSource, f.ID, m); err != nil {
+					return fmt.Errorf("source %d of fact %d: %w", m, f.ID, err)
+				}
 			}
 			out = append(out, f)
 		}
@@ -588,24 +624,209 @@ func (r MemoryStore) SearchMemories(ctx context.Context, f domain.MemoryFilter) 
 	return out, nil
 }
 
-// Forget deletes what person wrote and the facts about them, together.
+// lockPeople takes the lock of each person the facts are about, in one
+// order whoever locks (and before any row lock, which a Forget holding a
+// person's lock may wait for).
+func (r MemoryStore) lockPeople(ctx context.Context, db DB, facts []domain.Fact) error {
+	if r.SQL.LockPerson == "" {
+		return nil
+	}
+	var people []string
+	for _, f := range facts {
+		if f.About != "" {
+			people = append(people, f.About)
+		}
+	}
+	slices.Sort(people)
+	for _, p := range slices.Compact(people) {
+		if _, err := db.Exec(ctx, r.SQL.LockPerson, p); err != nil {
+			return fmt.Errorf("lock %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// unforgotten reports whether a fact may be stored: every message it was
+// drawn from is still stored (none was forgotten while the model read
+// them), and the person it is about was not forgotten after those
+// messages were said. The sources stay locked to the transaction's end,
+// so a Forget deleting them waits, and then finds the fact by them.
+func (r MemoryStore) unforgotten(ctx context.Context, db DB, f domain.Fact) (bool, error) {
+	if len(f.Sources) > 0 {
+		want := slices.Compact(slices.Sorted(slices.Values(f.Sources)))
+		live, err := QueryAll(ctx, db, r.SQL.LiveSources, []any{r.SQL.List(want)}, func(row Row) (int64, error) {
+			var id int64
+			err := row.Scan(&id)
+			return id, err
+		})
+		if err != nil {
+			return false, fmt.Errorf("read the sources of a fact: %w", err)
+		}
+		if len(live) < len(want) {
+			return false, nil
+		}
+	}
+	if f.About == "" {
+		return true, nil
+	}
+	var through int64
+	err := db.QueryRow(ctx, r.SQL.ForgottenThrough, f.About).Scan(&through)
+	if db.IsNoRows(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the forget mark of %s: %w", f.About, err)
+	}
+	// Said after they were forgotten: a fact of the new conversation.
+	return len(f.Sources) > 0 && slices.Min(f.Sources) > through, nil
+}
+
+// Forget deletes what person wrote, the bot's replies to it and the facts
+// about them or drawn from either, together; it keeps the platform's IDs
+// of their messages (a retry of one is not stored again) and a mark of
+// when they were forgotten (a fact about them drawn from earlier messages
+// is not stored after). messages counts what they wrote.
 func (r MemoryStore) Forget(ctx context.Context, person string) (messages, facts int64, err error) {
 	platform, id, err := domain.ParsePerson(person)
 	if err != nil {
 		return 0, 0, fmt.Errorf("forget: %w", err)
 	}
+	readIDs := func(row Row) (int64, error) {
+		var id int64
+		err := row.Scan(&id)
+		return id, err
+	}
 	err = r.DB.InTx(ctx, func(db DB) error {
-		var err error
-		if messages, err = db.Exec(ctx, r.SQL.ForgetMessages, platform, id); err != nil {
-			return err
+		if r.SQL.LockPerson != "" {
+			if _, err := db.Exec(ctx, r.SQL.LockPerson, person); err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
 		}
-		facts, err = db.Exec(ctx, r.SQL.ForgetFacts, person)
-		return err
+		var through int64
+		if err := db.QueryRow(ctx, r.SQL.ForgetThrough).Scan(&through); err != nil {
+			return fmt.Errorf("read the last memory: %w", err)
+		}
+		if _, err := db.Exec(ctx, r.SQL.MarkForgotten, person, through); err != nil {
+			return fmt.Errorf("mark: %w", err)
+		}
+		if _, err := db.Exec(ctx, r.SQL.ForgetMessageIDs, platform, id); err != nil {
+			return fmt.Errorf("keep the message IDs: %w", err)
+		}
+		// Their messages first, then what hangs on them: a reply or a
+		// fact saved meanwhile made the delete wait for it, and a later
+		// statement sees it.
+		said, err := QueryAll(ctx, db, r.SQL.ForgetMessages, []any{platform, id}, scanSaid)
+		if err != nil {
+			return fmt.Errorf("delete the messages: %w", err)
+		}
+		messages = int64(len(said))
+		gone := make([]int64, len(said))
+		for i, m := range said {
+			gone[i] = m.id
+		}
+		if len(gone) > 0 {
+			replies, err := QueryAll(ctx, db, r.SQL.ForgetReplies, []any{r.SQL.List(gone)}, readIDs)
+			if err != nil {
+				return fmt.Errorf("delete the replies: %w", err)
+			}
+			gone = append(gone, replies...)
+			quotes, err := r.forgetQuotes(ctx, db, said)
+			if err != nil {
+				return fmt.Errorf("delete the quotes: %w", err)
+			}
+			gone = append(gone, quotes...)
+		}
+		if facts, err = db.Exec(ctx, r.SQL.ForgetFacts, person, r.SQL.List(gone)); err != nil {
+			return fmt.Errorf("delete the facts: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("forget %s: %w", person, err)
 	}
 	return messages, facts, nil
+}
+
+// said is a message Forget deleted: its ID, scope and words.
+type said struct {
+	id    int64
+	scope string
+	text  string
+}
+
+func scanSaid(row Row) (said, error) {
+	var m said
+	err := row.Scan(&m.id, &m.scope, &m.text)
+	return m, err
+}
+
+// quoteWords is how many words in a row of someone's message the bot's
+// message must repeat to quote it: enough that a common phrase is not a
+// quote ("create a task for"), few enough that "You said: my locker code
+// is CORMORANT-77" is.
+const quoteWords = 4
+
+// forgetQuotes deletes the bot's messages, in the scopes of the messages
+// forgotten and after the first of them there, that repeat quoteWords
+// words of one of those messages in a row — the bot's answer to someone
+// else that quotes the person — and returns their IDs.
+func (r MemoryStore) forgetQuotes(ctx context.Context, db DB, forgotten []said) ([]int64, error) {
+	type bounds struct {
+		after   int64
+		phrases map[string]bool
+	}
+	scopes := map[string]*bounds{}
+	for _, m := range forgotten {
+		phrases := quotePhrases(m.text)
+		if len(phrases) == 0 {
+			continue
+		}
+		b := scopes[m.scope]
+		if b == nil {
+			b = &bounds{after: m.id, phrases: map[string]bool{}}
+			scopes[m.scope] = b
+		}
+		b.after = min(b.after, m.id)
+		for _, p := range phrases {
+			b.phrases[p] = true
+		}
+	}
+	var quotes []int64
+	for scope, b := range scopes {
+		bot, err := QueryAll(ctx, db, r.SQL.BotMessagesAfter, []any{scope, b.after}, scanSaid)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range bot {
+			for _, p := range quotePhrases(m.text) {
+				if b.phrases[p] {
+					quotes = append(quotes, m.id)
+					break
+				}
+			}
+		}
+	}
+	if len(quotes) == 0 {
+		return nil, nil
+	}
+	return QueryAll(ctx, db, r.SQL.DeleteMemories, []any{r.SQL.List(quotes)}, func(row Row) (int64, error) {
+		var id int64
+		err := row.Scan(&id)
+		return id, err
+	})
+}
+
+// quotePhrases are the runs of quoteWords words of text (letters and
+// digits, lowercased), each joined by a space.
+func quotePhrases(text string) []string {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	var out []string
+	for i := 0; i+quoteWords <= len(words); i++ {
+		out = append(out, strings.Join(words[i:i+quoteWords], " "))
+	}
+	return out
 }
 
 // SaveEmbeddings stores vectors of facts or passages, each once.

@@ -27,6 +27,10 @@ type RecordSQL struct {
 	// room, $2 Limit(limit), newest first. PruneMemories and PruneFacts:
 	// $1 the time before which.
 	InsertMemory, MemoryByMessage, RecentMemories, PruneMemories, PruneFacts string
+	// PruneForgotten: $1 the time before which; the marks a Forget keeps
+	// (the IDs of the messages forgotten, the people), older than
+	// retention.
+	PruneForgotten []string
 	// Enqueue: NotificationArgs, returning the row. LastSent: $1 room, $2
 	// List(tasks). ListNotifications: $1 status or "", $2 the ID after
 	// which, $3 Limit(limit). Pending: none.
@@ -50,18 +54,27 @@ type Records struct {
 }
 
 // SaveMemory stores a chat message once: a redelivery (same platform and
-// message ID) returns the stored message and false.
+// message ID) returns the stored message and false. A message forgotten,
+// or a reply to a message no longer stored, is not stored: a zero Memory
+// and false.
 func (r Records) SaveMemory(ctx context.Context, m domain.Memory) (domain.Memory, bool, error) {
 	domain.CleanMemory(&m)
 	m.CreatedAt = domain.UTC(m.CreatedAt)
+	m.InReplyTo = max(m.InReplyTo, 0)
 	stored, err := ScanMemory(r.DB.WriteRow(ctx, r.SQL.InsertMemory, MemoryArgs(m, r.SQL.Time)...))
 	if err == nil {
 		return stored, true, nil
 	}
-	if !r.DB.IsNoRows(err) || m.MessageID == "" {
+	if !r.DB.IsNoRows(err) {
 		return domain.Memory{}, false, fmt.Errorf("save memory: %w", err)
 	}
+	if m.MessageID == "" {
+		return domain.Memory{}, false, nil // a reply to a message forgotten
+	}
 	stored, err = ScanMemory(r.DB.QueryRow(ctx, r.SQL.MemoryByMessage, m.Platform, m.MessageID))
+	if r.DB.IsNoRows(err) {
+		return domain.Memory{}, false, nil // forgotten
+	}
 	if err != nil {
 		return domain.Memory{}, false, fmt.Errorf("save memory: read the stored message %s/%s: %w", m.Platform, m.MessageID, err)
 	}
@@ -91,6 +104,12 @@ func (r Records) PruneMemories(ctx context.Context, before time.Time) (int64, er
 			return total, fmt.Errorf("prune memories before %s: %w", before.Format(time.RFC3339), err)
 		}
 		total += n
+	}
+	// A forget mark outlives no message: a retry comes within minutes.
+	for _, q := range r.SQL.PruneForgotten {
+		if _, err := r.DB.Exec(ctx, q, r.SQL.Time(domain.UTC(before))); err != nil {
+			return total, fmt.Errorf("prune forget marks before %s: %w", before.Format(time.RFC3339), err)
+		}
 	}
 	return total, nil
 }

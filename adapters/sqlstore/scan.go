@@ -9,7 +9,7 @@ import (
 const (
 	StepColumns   = `task_number, iteration, thought, action, params, result, success, error, progress, time, role, call`
 	EventColumns  = `id, task_number, sequence, type, payload, actor, fence, time`
-	MemoryColumns = `id, platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at`
+	MemoryColumns = `id, platform, message_id, room, workspace_id, author_id, author_name, text, from_bot, created_at, in_reply_to`
 )
 
 // StepArgs lists the values of StepColumns for s.
@@ -71,7 +71,7 @@ func ScanEvent(row Row) (domain.TaskEvent, error) {
 // the scope of its room (domain.RoomScope): where it may be recalled.
 func MemoryArgs(m domain.Memory, timeArg TimeArg) []any {
 	return []any{m.Platform, m.MessageID, m.Room, m.WorkspaceID, m.AuthorID, m.AuthorName,
-		m.Text, m.FromBot, timeArg(m.CreatedAt), domain.RoomScope(m.Room)}
+		m.Text, m.FromBot, timeArg(m.CreatedAt), m.InReplyTo, domain.RoomScope(m.Room)}
 }
 
 // ScanMemory reads the columns of MemoryColumns.
@@ -79,7 +79,7 @@ func ScanMemory(row Row) (domain.Memory, error) {
 	var m domain.Memory
 	var at Time
 	err := row.Scan(&m.ID, &m.Platform, &m.MessageID, &m.Room, &m.WorkspaceID, &m.AuthorID,
-		&m.AuthorName, &m.Text, &m.FromBot, &at)
+		&m.AuthorName, &m.Text, &m.FromBot, &at, &m.InReplyTo)
 	m.CreatedAt = at.T
 	return m, err
 }

@@ -105,6 +105,8 @@ func Run(t *testing.T, stores Stores) {
 		{"Facts", testFacts},
 		{"FactsConcurrent", testFactsConcurrent},
 		{"Forget", testForget},
+		{"ForgetLeavesNoCopy", testForgetLeavesNoCopy},
+		{"ForgetRacingFacts", testForgetRacingFacts},
 		{"PruneFacts", testPruneFacts},
 		{"Documents", testDocuments},
 		{"LargeDocument", testLargeDocument},
