@@ -149,7 +149,9 @@ func TestSnippet(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := plugin.MemorySection([]domain.Recollection{{Kind: domain.RecallPassage, Text: tc.text, Source: `"Handbook", passage 3`}}, "", tc.query)
-			line := strings.TrimPrefix(got[strings.Index(got, "\n")+1:], "- [knowledge: Handbook] ")
+			// The section's one item, out of its quoted frame.
+			_, item, _ := strings.Cut(got, "\n"+plugin.QuotePrefix+"- [knowledge: Handbook] ")
+			line, _, _ := strings.Cut(item, "\n")
 			if !strings.Contains(line, tc.want) || !strings.HasPrefix(line, tc.start) || utf8.RuneCountInString(line) > plugin.MemoryItemChars {
 				t.Errorf("line = %q (%d characters); want %q in it, starting %q", line, utf8.RuneCountInString(line), tc.want, tc.start)
 			}

@@ -88,6 +88,9 @@ var dumpTables = []dumpTable{
 	{"room_progress", []dumpKey{{"room", true}, {"task_number", false}}, ""},
 	{"memories", []dumpKey{{"id", false}}, "id"},
 	{"facts", []dumpKey{{"id", false}}, "id"},
+	{"fact_sources", []dumpKey{{"memory_id", false}, {"fact_id", false}}, ""},
+	{"forgotten_messages", []dumpKey{{"platform", true}, {"message_id", true}}, ""},
+	{"forgotten_people", []dumpKey{{"person", true}}, ""},
 	{"documents", []dumpKey{{"id", false}}, "id"},
 	{"passages", []dumpKey{{"id", false}}, "id"},
 }
