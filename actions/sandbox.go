@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -107,15 +108,16 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd, err := s.Command(ctx, Spec{
-		Dir:  dir,
-		Argv: []string{"/bin/sh", "-c", `printf . >&3 && exec 3>&- && exec /bin/sh -c "$0"`, command},
-		Env:  []string{"PATH=" + sandboxPath, "HOME=" + SandboxWorkDir, "LANG=C.UTF-8", "TASKLOOM_TASK=" + strconv.FormatInt(taskNumber, 10)},
+		Dir:        dir,
+		Argv:       []string{"/bin/sh", "-c", `printf . >&3 && exec 3>&- && exec /bin/sh -c "$0"`, command},
+		Env:        []string{"PATH=" + sandboxPath, "HOME=" + SandboxWorkDir, "LANG=C.UTF-8", "TASKLOOM_TASK=" + strconv.FormatInt(taskNumber, 10)},
+		ExtraFiles: []*os.File{startedW},
 	})
 	if err != nil {
 		startedW.Close()
 		return Output{}, err
 	}
-	cmd.ExtraFiles = []*os.File{startedW}
+	defer closeExtraFiles(cmd)
 	out := &capped{n: limit}
 	cmd.Stdout, cmd.Stderr = out, out
 	// At the timeout bwrap's process group is killed. The sandbox's init
@@ -125,7 +127,7 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	err = cmd.Start()
-	startedW.Close()
+	closeExtraFiles(cmd)
 	if err != nil {
 		return Output{}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
@@ -162,6 +164,9 @@ type Spec struct {
 	// Env is the whole environment of the process ("NAME=value"); the
 	// egress proxy's variables are added when the sandbox has Network.
 	Env []string
+	// ExtraFiles are given to the process as descriptors 3 and on
+	// (through bwrap, which keeps them open).
+	ExtraFiles []*os.File
 	// ReadOnly are host paths bound read-only at the same place inside,
 	// besides the system: an MCP server's own files. They are mounted
 	// after /tmp and the working directory, so a path under /tmp (a
@@ -207,8 +212,16 @@ func (s *Sandbox) Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 		}
 	}
 	limits := s.Limits.withDefaults()
-	args := s.args(dir, helper, limits, spec)
+	filter, err := seccompFile()
+	if err != nil {
+		return nil, err
+	}
+	// The filter follows the process's own descriptors; bwrap reads it
+	// and closes its copy before the command starts. Ours is closed by
+	// whoever starts cmd, once it has (or by the garbage collector).
+	args := s.args(dir, helper, limits, spec, 3+len(spec.ExtraFiles))
 	cmd := exec.CommandContext(ctx, bwrap, args...)
+	cmd.ExtraFiles = append(slices.Clone(spec.ExtraFiles), filter)
 	cmd.Env = []string{} // not nil: nil would hand bwrap our environment
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -262,12 +275,14 @@ func LookBwrap(path string) (string, error) {
 	return "", errors.New("bwrap is not installed (no bwrap on PATH; the Debian package is bubblewrap)")
 }
 
-// args are bwrap's arguments for spec, the command included.
-func (s *Sandbox) args(dir, helper string, l Limits, spec Spec) []string {
-	size := strconv.FormatInt(l.Disk, 10)
+// args are bwrap's arguments for spec, the command included, with the
+// seccomp filter on descriptor seccompFD.
+func (s *Sandbox) args(dir, helper string, l Limits, spec Spec, seccompFD int) []string {
 	args := []string{
-		"--unshare-all",  // user (if it can), PID, mount, network, IPC, UTS, cgroup
-		"--unshare-user", // …and the user namespace is not optional
+		"--unshare-all",    // user (if it can), PID, mount, network, IPC, UTS, cgroup
+		"--unshare-user",   // …and the user namespace is not optional
+		"--disable-userns", // and no user namespace can be made inside it
+		"--seccomp", strconv.Itoa(seccompFD),
 		"--cap-drop", "ALL",
 		"--die-with-parent",
 		"--new-session", // no controlling terminal to push input into
@@ -280,11 +295,26 @@ func (s *Sandbox) args(dir, helper string, l Limits, spec Spec) []string {
 		proxy = sandboxEgressSock
 		args = append(args, "--bind", s.Egress.SocketPath(), sandboxEgressSock)
 	}
+	args = append(args, "--proc", "/proc", "--dev", "/dev")
+	// All the sandbox can write in memory is within the disk limit: the
+	// working directory, /tmp and /dev/shm are folders of one tmpfs of
+	// that size when WorkDir made it; else /tmp and /dev/shm are
+	// bwrap's, half of it each, and the working directory is on disk.
+	if root := scratchOf(dir); root != "" {
+		args = append(args,
+			"--bind", filepath.Join(root, "shm"), "/dev/shm",
+			"--bind", filepath.Join(root, "tmp"), "/tmp")
+	} else {
+		half := strconv.FormatInt(l.Disk/2, 10)
+		args = append(args,
+			"--size", half, "--tmpfs", "/dev/shm",
+			"--size", half, "--tmpfs", "/tmp")
+	}
 	args = append(args,
-		"--proc", "/proc",
-		"--dev", "/dev",
-		"--size", size, "--tmpfs", "/dev/shm",
-		"--size", size, "--tmpfs", "/tmp",
+		// /dev/full reads as zeros too but cannot be mapped: a shared
+		// mapping of /dev/zero is shared memory no limit counts.
+		"--dev-bind", "/dev/full", "/dev/zero",
+		"--remount-ro", "/dev", // bwrap's /dev is a tmpfs of no size the command could fill
 		"--bind", dir, SandboxWorkDir,
 	)
 	for _, p := range spec.ReadOnly {
@@ -343,6 +373,15 @@ func systemMounts() []string {
 		args = append(args, "--ro-bind-try", f, f)
 	}
 	return args
+}
+
+// closeExtraFiles closes the descriptors cmd was given (the start pipe,
+// the seccomp filter), once it started or will not: bwrap has its own.
+// Closing one twice does nothing.
+func closeExtraFiles(cmd *exec.Cmd) {
+	for _, f := range cmd.ExtraFiles {
+		_ = f.Close()
+	}
 }
 
 // capped keeps the first n bytes written to it and counts the rest.

@@ -55,6 +55,7 @@ func init() {
 func initArgs(l Limits, cpu bool, proxy string, argv []string) []string {
 	args := []string{sandboxInitPath, initArg,
 		"data=" + strconv.FormatInt(l.Memory, 10),
+		"as=" + strconv.FormatInt(l.addressSpace(), 10),
 		"nproc=" + strconv.Itoa(l.Processes),
 		"fsize=" + strconv.FormatInt(l.FileSize, 10),
 		"core=0",
@@ -81,6 +82,27 @@ func sandboxInit(args []string) int {
 		return fail(errors.New("usage: limits -- command"))
 	}
 	opts, argv := args[:end], args[end+1:]
+	// Everything that allocates is done before the limits are set: a Go
+	// runtime that cannot grow its heap under a small memory limit dies.
+	path := argv[0]
+	if !strings.Contains(path, "/") {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return fail(err)
+		}
+		path = p
+	}
+	// First in line for the kernel's OOM killer, before Taskloom and
+	// the database, should the host run out of memory all the same. A
+	// process may raise its score, never lower it without privilege.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		return fail(fmt.Errorf("set the OOM score: %w", err))
+	}
+	type limit struct {
+		resource int
+		lim      unix.Rlimit
+	}
+	var limits []limit
 	proxy := ""
 	for _, o := range opts {
 		name, value, _ := strings.Cut(o, "=")
@@ -97,6 +119,8 @@ func sandboxInit(args []string) int {
 		switch name {
 		case "data":
 			resource = unix.RLIMIT_DATA
+		case "as":
+			resource = unix.RLIMIT_AS
 		case "nproc":
 			resource = unix.RLIMIT_NPROC
 		case "fsize":
@@ -110,22 +134,17 @@ func sandboxInit(args []string) int {
 		default:
 			return fail(fmt.Errorf("unknown limit %q", name))
 		}
-		if err := unix.Setrlimit(resource, &lim); err != nil {
-			return fail(fmt.Errorf("set limit %s: %w", o, err))
+		limits = append(limits, limit{resource, lim})
+	}
+	for _, l := range limits {
+		if err := unix.Setrlimit(l.resource, &l.lim); err != nil {
+			return fail(fmt.Errorf("set limit %d: %w", l.resource, err))
 		}
 	}
 	if proxy != "" {
 		if err := startForwarder(proxy); err != nil {
 			return fail(err)
 		}
-	}
-	path := argv[0]
-	if !strings.Contains(path, "/") {
-		p, err := exec.LookPath(path)
-		if err != nil {
-			return fail(err)
-		}
-		path = p
 	}
 	return fail(syscall.Exec(path, argv, os.Environ()))
 }

@@ -150,6 +150,7 @@ func (s *Sandbox) Server(ctx context.Context, spec ServerSpec) (*Server, error) 
 		return fail(err)
 	}
 	srv.Cmd = cmd
+	srv.release = append(srv.release, func() error { closeExtraFiles(cmd); return nil })
 	return srv, nil
 }
 
