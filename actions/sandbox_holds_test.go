@@ -60,6 +60,13 @@ print("ALLOCATED")`
 		{"nested user namespace", `unshare -U true && echo ALLOCATED`, actions.LimitNamespaces},
 		{"nested mount namespace", `unshare -m true && echo ALLOCATED`, actions.LimitNamespaces},
 		{"dev", `head -c 50000000 /dev/zero > /dev/f && echo ALLOCATED`, ""},
+		// Pages written through /proc/self/mem into a read-only private
+		// mapping are copied, and RLIMIT_DATA does not count them; the
+		// address space limit (memory + 4 GiB) bounds the mapping: 5 GiB
+		// of it cannot be made.
+		{"read-only mapping", `python3 -c 'import mmap
+m = mmap.mmap(-1, 5<<30, flags=mmap.MAP_PRIVATE|mmap.MAP_ANONYMOUS, prot=mmap.PROT_READ)
+print("ALLOCATED")'`, actions.LimitMemory},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,6 +77,22 @@ print("ALLOCATED")`
 				t.Errorf("exit %d, timed out %v, limit %q, output %q; want it refused, naming the limit %q", out.ExitCode, out.TimedOut, out.Limit, out.Text, c.limit)
 			}
 		})
+	}
+}
+
+// TestSandboxIsFirstForTheOOMKiller: should the host run out of memory
+// all the same, the kernel kills a sandbox's process before Taskloom or
+// its database. (A command may lower its score back to 0, the default,
+// never below it: the kernel lets an unprivileged process undo its own
+// raise.)
+func TestSandboxIsFirstForTheOOMKiller(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	s := &actions.Sandbox{Timeout: 30 * time.Second}
+	dir, _ := boundedDir(t, s)
+	out := run(t, s, dir, `cat /proc/self/oom_score_adj; echo -1 > /proc/self/oom_score_adj && echo LOWERED`)
+	if !strings.HasPrefix(out.Text, "1000\n") || strings.Contains(out.Text, "LOWERED") {
+		t.Errorf("OOM score: %q; want 1000, not lowered below 0", out.Text)
 	}
 }
 

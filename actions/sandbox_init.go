@@ -94,7 +94,8 @@ func sandboxInit(args []string) int {
 	}
 	// First in line for the kernel's OOM killer, before Taskloom and
 	// the database, should the host run out of memory all the same. A
-	// process may raise its score, never lower it without privilege.
+	// process may raise its score; without privilege it may lower it
+	// back to 0, the default, never below.
 	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
 		return fail(fmt.Errorf("set the OOM score: %w", err))
 	}
