@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -124,6 +125,7 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 		return Output{}, err
 	}
 	defer closeExtraFiles(cmd)
+	defer func() { _, _ = releaseCgroup(cmd) }() // on the paths that return before Wait
 	out := &capped{n: limit}
 	cmd.Stdout, cmd.Stderr = out, out
 	// At the timeout bwrap's process group is killed. The sandbox's init
@@ -138,6 +140,10 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 		return Output{}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	err = cmd.Wait()
+	groupLimit, gerr := releaseCgroup(cmd)
+	if gerr != nil {
+		return Output{}, gerr
+	}
 	var mark [1]byte
 	n, _ := io.ReadFull(started, mark[:])
 
@@ -157,6 +163,9 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 		return Output{}, fmt.Errorf("run in the sandbox: %w", err)
 	}
 	res.Limit = limitHit(res.ExitCode, res.Text)
+	if groupLimit != "" && res.ExitCode != 0 {
+		res.Limit = groupLimit // the kernel's word over the program's
+	}
 	return res, nil
 }
 
@@ -234,7 +243,50 @@ func (s *Sandbox) Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 	if asRoot() {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: SandboxUID, Gid: SandboxUID, Groups: []uint32{}}
 	}
+	if base, _ := cgroupBase(); base != "" {
+		// bwrap starts in the sandbox's own group (clone3 with
+		// CLONE_INTO_CGROUP): nothing of it runs outside the limits,
+		// not even for a moment.
+		g, f, err := newSandboxCgroup(base, limits)
+		if err != nil {
+			filter.Close()
+			return nil, err
+		}
+		// Not one of cmd's files: the sandbox must not hold its own
+		// group's folder (as Taskloom's user, it could raise its limits).
+		g.fd = f
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(f.Fd())
+		commandCgroups.Store(cmd, g)
+	}
 	return cmd, nil
+}
+
+// commandCgroups are the cgroups Command made, by command, until
+// releaseCgroup removes them.
+var commandCgroups sync.Map // *exec.Cmd → *sandboxCgroup
+
+// releaseCgroup removes the cgroup of a command Command made, once it
+// has ended, and says which of the group's limits it reached ("" when
+// none, or when it had no group).
+func releaseCgroup(cmd *exec.Cmd) (string, error) {
+	v, ok := commandCgroups.LoadAndDelete(cmd)
+	if !ok {
+		return "", nil
+	}
+	g := v.(*sandboxCgroup)
+	hit := g.limitHit()
+	return hit, g.remove()
+}
+
+// CgroupMode says how the sandbox's limits bind here, for a log line at
+// start-up: over the whole sandbox in a cgroup v2 group, or, when
+// Taskloom cannot make one, process by process, and why.
+func CgroupMode() string {
+	base, why := cgroupBase()
+	if base != "" {
+		return "per sandbox, in cgroup v2 groups under " + base
+	}
+	return "per process (no cgroup v2 group: " + why + ")"
 }
 
 // Check makes a sandbox and runs true in it, so that start-up can refuse
@@ -382,11 +434,14 @@ func systemMounts() []string {
 }
 
 // closeExtraFiles closes the descriptors cmd was given (the start pipe,
-// the seccomp filter), once it started or will not: bwrap has its own.
-// Closing one twice does nothing.
+// the seccomp filter) and its cgroup's, once it started or will not:
+// bwrap has its own. Closing one twice does nothing.
 func closeExtraFiles(cmd *exec.Cmd) {
 	for _, f := range cmd.ExtraFiles {
 		_ = f.Close()
+	}
+	if g, ok := commandCgroups.Load(cmd); ok && g.(*sandboxCgroup).fd != nil {
+		_ = g.(*sandboxCgroup).fd.Close()
 	}
 }
 

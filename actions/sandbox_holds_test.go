@@ -231,3 +231,24 @@ func needProgram(t *testing.T, name string) {
 	}
 	t.Skipf("%s is not installed where the sandbox sees it", name)
 }
+
+// TestSandboxManyProcessesTogether: 40 processes of 40 MiB each, every
+// one under the memory limit (64 MiB here) but 1.6 GiB together, are
+// stopped: by the sandbox's memory limit where it is a cgroup's total,
+// else by the process limit (32 here), which with the per-process memory
+// limit bounds the whole (docs/security.md states the worst case).
+func TestSandboxManyProcessesTogether(t *testing.T) {
+	needBwrap(t)
+	needProgram(t, "python3")
+	t.Parallel()
+	s := &actions.Sandbox{Timeout: 30 * time.Second, Limits: small}
+	dir, _ := boundedDir(t, s)
+	out := run(t, s, dir, `for i in $(seq 40); do python3 -c 'import time; x = bytearray(40 << 20); time.sleep(2)' & done; wait; echo ALLOCATED`)
+	want := actions.LimitProcesses
+	if strings.HasPrefix(actions.CgroupMode(), "per sandbox") {
+		want = actions.LimitMemory
+	}
+	if strings.Contains(out.Text, "ALLOCATED") && out.ExitCode == 0 || out.Limit != want {
+		t.Errorf("exit %d, limit %q, output %q; want it stopped by the %s limit (%s)", out.ExitCode, out.Limit, out.Text, want, actions.CgroupMode())
+	}
+}
