@@ -278,6 +278,13 @@ func releaseCgroup(cmd *exec.Cmd) (string, error) {
 	return hit, g.remove()
 }
 
+// CgroupLimits says whether the sandbox's memory and process limits
+// are each sandbox's total, in a cgroup v2 group.
+func CgroupLimits() bool {
+	base, _ := cgroupBase()
+	return base != ""
+}
+
 // CgroupMode says how the sandbox's limits bind here, for a log line at
 // start-up: over the whole sandbox in a cgroup v2 group, or, when
 // Taskloom cannot make one, process by process, and why.

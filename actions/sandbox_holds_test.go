@@ -60,6 +60,8 @@ print("ALLOCATED")`
 		{"nested user namespace", `unshare -U true && echo ALLOCATED`, actions.LimitNamespaces},
 		{"nested mount namespace", `unshare -m true && echo ALLOCATED`, actions.LimitNamespaces},
 		{"dev", `head -c 50000000 /dev/zero > /dev/f && echo ALLOCATED`, ""},
+		// The main stack is not data; it may grow to 64 MiB, no further.
+		{"stack", `ulimit -s 65536 && ulimit -s unlimited && echo ALLOCATED`, ""},
 		// Pages written through /proc/self/mem into a read-only private
 		// mapping are copied, and RLIMIT_DATA does not count them; the
 		// address space limit (memory + 4 GiB) bounds the mapping: 5 GiB

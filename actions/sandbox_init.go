@@ -56,6 +56,7 @@ func initArgs(l Limits, cpu bool, proxy string, argv []string) []string {
 	args := []string{sandboxInitPath, initArg,
 		"data=" + strconv.FormatInt(l.Memory, 10),
 		"as=" + strconv.FormatInt(l.addressSpace(), 10),
+		"stack=" + strconv.FormatInt(stackLimit, 10),
 		"nproc=" + strconv.Itoa(l.Processes),
 		"fsize=" + strconv.FormatInt(l.FileSize, 10),
 		"core=0",
@@ -122,6 +123,10 @@ func sandboxInit(args []string) int {
 			resource = unix.RLIMIT_DATA
 		case "as":
 			resource = unix.RLIMIT_AS
+		case "stack":
+			// The main stack is not data: 8 MiB, as usual, and a
+			// command may raise it to n, no further.
+			resource, lim.Cur = unix.RLIMIT_STACK, min(n, 8<<20)
 		case "nproc":
 			resource = unix.RLIMIT_NPROC
 		case "fsize":

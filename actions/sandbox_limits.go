@@ -48,6 +48,25 @@ const (
 // /dev/zero, the stack, pages copied on write into a read-only mapping.
 const AddressSpaceReserve = 4 << 30
 
+// stackLimit is the most a process's main stack may grow to
+// (RLIMIT_STACK's hard limit): the stack is not counted as data.
+const stackLimit = 64 << 20
+
+// WorstCase is the most memory one sandbox with these limits can hold,
+// by arithmetic: the memory limit where it is the sandbox's total (a
+// cgroup, perSandbox), else each process's heap and stack times the
+// processes, plus the writable space, which is memory when it is a
+// tmpfs. Mappings past these (pages copied on write into a read-only
+// mapping) are bounded by the address space limit of each process, not
+// counted here; docs/security.md says so.
+func (l Limits) WorstCase(perSandbox bool) int64 {
+	l = l.withDefaults()
+	if perSandbox {
+		return l.Memory
+	}
+	return int64(l.Processes)*(l.Memory+stackLimit) + l.Disk
+}
+
 // addressSpace is RLIMIT_AS for these limits.
 func (l Limits) addressSpace() int64 { return l.Memory + AddressSpaceReserve }
 

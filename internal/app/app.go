@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -281,6 +282,7 @@ func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, fl
 		if n := stdioMCPServers(cfg); n > 0 {
 			log.Info("MCP stdio servers: in a bwrap sandbox, without a CPU time limit", "bwrap", sandbox.Bwrap, "servers", n, "limits", sandbox.Limits.String())
 		}
+		logSandboxWorstCase(cfg, log, sandbox.Limits, hostMemory())
 		if os.Geteuid() != 0 {
 			log.Warn("sandbox: the working directory's size is not bounded (a tmpfs for it needs root); each file still is, and /tmp", "file_size", actions.FormatBytes(cfg.RunCommandFileSize))
 		}
@@ -922,6 +924,46 @@ func warnRootMCP(cfg config.Config, log *slog.Logger, uid int) {
 		return
 	}
 	log.Warn("Taskloom runs as root with stdio MCP servers configured: they run sandboxed as nobody (uid 65534), but Taskloom needs no root for them; prefer an unprivileged user", "mcp_servers", stdioMCPServers(cfg))
+}
+
+// logSandboxWorstCase says how the sandbox's limits bind here (over each
+// sandbox in a cgroup, or process by process) and the most memory all
+// sandboxes that may run at once can hold: one a worker with
+// run_command, one a stdio MCP server. When that is more than the host's
+// memory (host, 0 when unknown) it warns, with what to change.
+func logSandboxWorstCase(cfg config.Config, log *slog.Logger, l actions.Limits, host int64) {
+	n := int64(stdioMCPServers(cfg))
+	if cfg.RunCommand {
+		n += int64(cfg.Workers)
+	}
+	perSandbox := actions.CgroupLimits()
+	worst := n * l.WorstCase(perSandbox)
+	log.Info("sandbox: limits bind "+actions.CgroupMode(), "sandboxes", n, "worst_case", actions.FormatBytes(worst), "host_memory", actions.FormatBytes(host))
+	if host > 0 && worst > host {
+		cure := "lower TASKLOOM_RUN_COMMAND_MEMORY or TASKLOOM_WORKERS"
+		if !perSandbox {
+			cure = "delegate the memory and pids cgroup v2 controllers to Taskloom (systemd: Delegate=memory pids), so that each sandbox's limits are its total, or lower TASKLOOM_RUN_COMMAND_PROCESSES, TASKLOOM_RUN_COMMAND_MEMORY or TASKLOOM_WORKERS"
+		}
+		log.Warn("sandbox: all sandboxes together could hold more memory than the host has; the kernel's OOM killer takes sandboxed processes first; "+cure,
+			"sandboxes", n, "worst_case", actions.FormatBytes(worst), "host_memory", actions.FormatBytes(host))
+	}
+}
+
+// hostMemory is the host's memory (MemTotal), or 0 when unknown.
+func hostMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // sandboxLimits are the TASKLOOM_RUN_COMMAND_* limits.
