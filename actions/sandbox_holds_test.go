@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -148,8 +149,8 @@ call("clone_newuser", 56, 0x10000000 | 17, 0, 0, 0, 0)
 call("personality", 135, 0x0040000)        # ADDR_NO_RANDOMIZE
 call("personality_query", 135, 0xffffffff)
 `
-	if filepath.Base(os.Getenv("GOARCH")) == "arm64" {
-		t.Skip("the script's numbers are x86_64's")
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the script's system call numbers are x86_64's")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "calls.py"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
