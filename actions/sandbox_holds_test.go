@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ print("ALLOCATED")`
 		{"nested mount namespace", `unshare -m true && echo ALLOCATED`, actions.LimitNamespaces},
 		{"dev", `head -c 50000000 /dev/zero > /dev/f && echo ALLOCATED`, ""},
 		// The main stack is not data; it may grow to 64 MiB, no further.
-		{"stack", `ulimit -s 65536 && ulimit -s unlimited && echo ALLOCATED`, ""},
+		{"stack", `ulimit -S -s 65536 && ulimit -S -s unlimited && echo ALLOCATED`, ""},
 		// Pages written through /proc/self/mem into a read-only private
 		// mapping are copied, and RLIMIT_DATA does not count them; the
 		// address space limit (memory + 4 GiB) bounds the mapping: 5 GiB
@@ -253,5 +254,45 @@ func TestSandboxManyProcessesTogether(t *testing.T) {
 	}
 	if strings.Contains(out.Text, "ALLOCATED") && out.ExitCode == 0 || out.Limit != want {
 		t.Errorf("exit %d, limit %q, output %q; want it stopped by the %s limit (%s)", out.ExitCode, out.Limit, out.Text, want, actions.CgroupMode())
+	}
+}
+
+// TestSandboxKillsAForeignArchitecture: a 32-bit x86 program (the i386
+// system call table, through which the filter's x86_64 numbers would
+// mean other calls) is killed at its first call rather than let through.
+// The same program runs outside the sandbox.
+func TestSandboxKillsAForeignArchitecture(t *testing.T) {
+	needBwrap(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("a foreign architecture is tried from x86_64")
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not installed to build a 32-bit program")
+	}
+	t.Parallel()
+	s := &actions.Sandbox{Timeout: 30 * time.Second}
+	dir, _ := boundedDir(t, s)
+	src := filepath.Join(t.TempDir(), "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"RAN\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hello386")
+	build := exec.Command(gobin, "build", "-o", bin, src)
+	build.Dir, build.Env = filepath.Dir(src), append(os.Environ(), "GOARCH=386", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin).Output(); err != nil || !strings.Contains(string(out), "RAN") {
+		t.Skipf("this kernel does not run 32-bit programs: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(bin, actions.SandboxUID, actions.SandboxUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := run(t, s, dir, "./hello386")
+	if strings.Contains(out.Text, "RAN") || out.ExitCode != 128+int(syscall.SIGSYS) {
+		t.Errorf("a 32-bit program in the sandbox: exit %d, %q; want it killed by SIGSYS", out.ExitCode, out.Text)
 	}
 }
