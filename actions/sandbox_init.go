@@ -56,7 +56,7 @@ func initArgs(l Limits, cpu bool, proxy string, argv []string) []string {
 	args := []string{sandboxInitPath, initArg,
 		"data=" + strconv.FormatInt(l.Memory, 10),
 		"as=" + strconv.FormatInt(l.addressSpace(), 10),
-		"stack=" + strconv.FormatInt(stackLimit, 10),
+		"stack=" + strconv.FormatInt(StackLimit, 10),
 		"nproc=" + strconv.Itoa(l.Processes),
 		"fsize=" + strconv.FormatInt(l.FileSize, 10),
 		"core=0",

@@ -48,9 +48,9 @@ const (
 // /dev/zero, the stack, pages copied on write into a read-only mapping.
 const AddressSpaceReserve = 4 << 30
 
-// stackLimit is the most a process's main stack may grow to
+// StackLimit is the most a process's main stack may grow to
 // (RLIMIT_STACK's hard limit): the stack is not counted as data.
-const stackLimit = 64 << 20
+const StackLimit = 64 << 20
 
 // WorstCase is the most memory one sandbox with these limits can hold,
 // by arithmetic: the memory limit where it is the sandbox's total (a
@@ -64,7 +64,7 @@ func (l Limits) WorstCase(perSandbox bool) int64 {
 	if perSandbox {
 		return l.Memory
 	}
-	return int64(l.Processes)*(l.Memory+stackLimit) + l.Disk
+	return int64(l.Processes)*(l.Memory+StackLimit) + l.Disk
 }
 
 // addressSpace is RLIMIT_AS for these limits.

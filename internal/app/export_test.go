@@ -9,3 +9,6 @@ var Command = command
 // LogSandboxWorstCase is logSandboxWorstCase, for the tests of package
 // app_test.
 var LogSandboxWorstCase = logSandboxWorstCase
+
+// FitProcesses is fitProcesses, for the tests of package app_test.
+var FitProcesses = fitProcesses

@@ -54,7 +54,7 @@ var Vars = []Var{
 	{Name: "TASKLOOM_RUN_COMMAND", Default: "false", Help: "true: offer tasks run_command, in a bubblewrap sandbox"},
 	{Name: "TASKLOOM_RUN_COMMAND_NETWORK", Default: "false", Help: "true: run_command reaches public addresses through an egress proxy"},
 	{Name: "TASKLOOM_RUN_COMMAND_MEMORY", Default: "512MiB", Help: "memory a run_command sandbox may use (each process's heap without a cgroup); 16MiB up"},
-	{Name: "TASKLOOM_RUN_COMMAND_PROCESSES", Default: "128", Help: "processes a run_command sandbox may have at once"},
+	{Name: "TASKLOOM_RUN_COMMAND_PROCESSES", Default: "128", Help: "processes a run_command sandbox may have at once (unset, without a cgroup: chosen from the host's memory)"},
 	{Name: "TASKLOOM_RUN_COMMAND_FILE_SIZE", Default: "64MiB", Help: "largest file a run_command process may write; 16MiB up"},
 	{Name: "TASKLOOM_RUN_COMMAND_DISK", Default: "256MiB", Help: "run_command's writable space: its folder, /tmp and /dev/shm together; 16MiB up"},
 	{Name: "TASKLOOM_RUN_COMMAND_CPU", Default: "60s", Help: "CPU time each run_command process may use"},
