@@ -167,7 +167,10 @@ func (l Limits) Describe(limit string) string {
 	l = l.withDefaults()
 	switch limit {
 	case LimitMemory:
-		return fmt.Sprintf("It ran out of memory: the memory limit is %s.", FormatBytes(l.Memory))
+		if CgroupLimits() {
+			return fmt.Sprintf("It was stopped: the sandbox's memory limit (%s) was reached.", FormatBytes(l.Memory))
+		}
+		return fmt.Sprintf("It ran out of memory: the memory limit is %s a process.", FormatBytes(l.Memory))
 	case LimitProcesses:
 		return fmt.Sprintf("It could not start another process: the process limit is %d.", l.Processes)
 	case LimitFileSize:
