@@ -34,10 +34,14 @@ const sandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 // Sandbox runs commands under bubblewrap (bwrap) so that a command a
 // model chose sees nothing of Taskloom: new user, PID, mount, network,
-// IPC, UTS and cgroup namespaces and no capabilities; the system (/usr,
-// /bin, /lib*, a few files of /etc) read-only; a fresh /proc, /dev, and
-// size-limited /tmp and /dev/shm; one writable directory, mounted at
-// SandboxWorkDir; and an environment of PATH, HOME, LANG and
+// IPC, UTS and cgroup namespaces, no capabilities, no nested user
+// namespace (--disable-userns) and a seccomp filter (sandbox_seccomp.go);
+// the system (/usr, /bin, /lib*, a few files of /etc) read-only; a fresh
+// /proc, a read-only /dev whose /dev/zero cannot be mapped, and /tmp and
+// /dev/shm within the disk limit with the working directory; one
+// writable directory, mounted at SandboxWorkDir; in a cgroup v2 group of
+// its own where Taskloom can make one (sandbox_cgroup.go); and an
+// environment of PATH, HOME, LANG and
 // TASKLOOM_TASK only. bwrap itself is started with an empty environment
 // too, because the PID namespace's init is bwrap and the command can read
 // its /proc/1/environ.
