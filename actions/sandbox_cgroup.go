@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -57,6 +59,9 @@ func cgroupBase() (string, string) {
 			return
 		}
 		base, err := prepareCgroups(string(self), string(mounts), os.Getpid())
+		if err == nil {
+			err = probeCgroup(base)
+		}
 		if err != nil {
 			cgroups.why = err.Error()
 			return
@@ -120,6 +125,25 @@ func prepareCgroups(self, mountinfo string, pid int) (string, error) {
 		return "", fmt.Errorf("enable the memory and pids controllers in %s (other processes in the group?): %w", group, err)
 	}
 	return group, nil
+}
+
+// probeCgroup starts a shell that does nothing in a group of base the
+// way a sandbox is started (clone3 with CLONE_INTO_CGROUP, Linux 5.7),
+// so that a kernel without it costs the per-sandbox limits, not
+// run_command.
+func probeCgroup(base string) error {
+	g, f, err := newSandboxCgroup(base, DefaultLimits())
+	if err != nil {
+		return err
+	}
+	g.fd = f
+	defer g.remove()
+	cmd := exec.Command("/bin/sh", "-c", ":")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("a process cannot be started in a cgroup of %s: %w", base, err)
+	}
+	return nil
 }
 
 // sandboxCgroup is one sandbox's group.
