@@ -213,8 +213,8 @@ func TestRuntimesRunUnderTheDefaultLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := exec.LookPath(c.name); err != nil && c.name != "go" {
-				t.Skipf("%s is not installed", c.name)
+			if c.name != "go" {
+				needProgram(t, c.name)
 			}
 			out := run(t, s, dir, c.command)
 			if out.ExitCode != 0 || !strings.Contains(out.Text, c.want) {
