@@ -73,6 +73,9 @@ m = mmap.mmap(-1, 5<<30, flags=mmap.MAP_PRIVATE|mmap.MAP_ANONYMOUS, prot=mmap.PR
 print("ALLOCATED")'`, actions.LimitMemory},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if strings.HasPrefix(c.command, "unshare") {
+				needProgram(t, "unshare")
+			}
 			t.Parallel()
 			s := &actions.Sandbox{Timeout: 30 * time.Second, Limits: small}
 			dir, _ := boundedDir(t, s)
@@ -234,12 +237,19 @@ func TestRuntimesRunUnderTheDefaultLimits(t *testing.T) {
 // (what the sandbox sees) does not have.
 func needProgram(t *testing.T, name string) {
 	t.Helper()
+	if !visible(name) {
+		t.Skipf("%s is not installed where the sandbox sees it", name)
+	}
+}
+
+// visible says whether a program is installed where the sandbox sees it.
+func visible(name string) bool {
 	for _, d := range []string{"/usr/bin", "/bin", "/usr/local/bin"} {
 		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
-			return
+			return true
 		}
 	}
-	t.Skipf("%s is not installed where the sandbox sees it", name)
+	return false
 }
 
 // TestSandboxManyProcessesTogether: 40 processes of 40 MiB each, every

@@ -154,6 +154,9 @@ func TestStdioServerHolds(t *testing.T) {
 		"namespace": "unshare: operation not permitted",
 		"tmpfs":     "unshare failed: Operation not permitted",
 	} {
+		if _, err := os.Stat("/usr/bin/unshare"); err != nil && how == "tmpfs" {
+			continue // util-linux's unshare is not installed
+		}
 		if got := k.callText("local.escape", pathIn{how}); strings.Contains(got, "escaped") || !strings.Contains(got, want) {
 			t.Errorf("%s: %q; want it refused with %q", how, got, want)
 		}
