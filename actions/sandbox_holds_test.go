@@ -64,6 +64,9 @@ print("ALLOCATED")`
 		{"dev", `head -c 50000000 /dev/zero > /dev/f && echo ALLOCATED`, ""},
 		// The main stack is not data; it may grow to 64 MiB, no further.
 		{"stack", `ulimit -S -s 65536 && ulimit -S -s unlimited && echo ALLOCATED`, ""},
+		// Nor may it open more than 4096 descriptors, each a pipe or a
+		// socket whose buffers are kernel memory.
+		{"descriptors", `ulimit -S -n 4096 && test "$(ulimit -H -n)" -le 4096 && exit 1; echo ALLOCATED`, ""},
 		// Pages written through /proc/self/mem into a read-only private
 		// mapping are copied, and RLIMIT_DATA does not count them; the
 		// address space limit (memory + 4 GiB) bounds the mapping: 5 GiB

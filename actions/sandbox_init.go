@@ -57,6 +57,7 @@ func initArgs(l Limits, cpu bool, proxy string, argv []string) []string {
 		"data=" + strconv.FormatInt(l.Memory, 10),
 		"as=" + strconv.FormatInt(l.addressSpace(), 10),
 		"stack=" + strconv.FormatInt(StackLimit, 10),
+		"nofile=" + strconv.Itoa(fileLimit),
 		"nproc=" + strconv.Itoa(l.Processes),
 		"fsize=" + strconv.FormatInt(l.FileSize, 10),
 		"core=0",
@@ -127,6 +128,14 @@ func sandboxInit(args []string) int {
 			// The main stack is not data: 8 MiB, as usual, and a
 			// command may raise it to n, no further.
 			resource, lim.Cur = unix.RLIMIT_STACK, min(n, 8<<20)
+		case "nofile":
+			// Each open pipe or socket holds kernel memory no other
+			// limit counts: a few thousand a process, as usual.
+			var cur unix.Rlimit
+			if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &cur); err == nil {
+				lim.Cur = min(cur.Cur, n)
+			}
+			resource = unix.RLIMIT_NOFILE
 		case "nproc":
 			resource = unix.RLIMIT_NPROC
 		case "fsize":

@@ -52,6 +52,11 @@ const AddressSpaceReserve = 4 << 30
 // (RLIMIT_STACK's hard limit): the stack is not counted as data.
 const StackLimit = 64 << 20
 
+// fileLimit is how many descriptors a process may have open
+// (RLIMIT_NOFILE's hard limit): pipe and socket buffers are kernel
+// memory that, without a cgroup, nothing else bounds.
+const fileLimit = 4096
+
 // WorstCase is the most memory one sandbox with these limits can hold,
 // by arithmetic: the memory limit where it is the sandbox's total (a
 // cgroup, perSandbox), else each process's heap and stack times the
