@@ -9,10 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Sandbox limits.
@@ -30,10 +34,14 @@ const sandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 // Sandbox runs commands under bubblewrap (bwrap) so that a command a
 // model chose sees nothing of Taskloom: new user, PID, mount, network,
-// IPC, UTS and cgroup namespaces and no capabilities; the system (/usr,
-// /bin, /lib*, a few files of /etc) read-only; a fresh /proc, /dev, and
-// size-limited /tmp and /dev/shm; one writable directory, mounted at
-// SandboxWorkDir; and an environment of PATH, HOME, LANG and
+// IPC, UTS and cgroup namespaces, no capabilities, no nested user
+// namespace (--disable-userns) and a seccomp filter (sandbox_seccomp.go);
+// the system (/usr, /bin, /lib*, a few files of /etc) read-only; a fresh
+// /proc, a read-only /dev whose /dev/zero cannot be mapped, and /tmp and
+// /dev/shm within the disk limit with the working directory; one
+// writable directory, mounted at SandboxWorkDir; in a cgroup v2 group of
+// its own where Taskloom can make one (sandbox_cgroup.go); and an
+// environment of PATH, HOME, LANG and
 // TASKLOOM_TASK only. bwrap itself is started with an empty environment
 // too, because the PID namespace's init is bwrap and the command can read
 // its /proc/1/environ.
@@ -64,6 +72,10 @@ type Sandbox struct {
 	// Limits bound memory, processes, file size, writable space and CPU
 	// time; zero fields take DefaultLimits.
 	Limits Limits
+
+	// filter is the seccomp filter; nil is seccompFilter. A test sets
+	// another to see what holds without it.
+	filter func() ([]unix.SockFilter, error)
 }
 
 // SandboxUID is the user (and group) a sandbox runs as on the host when
@@ -115,16 +127,18 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd, err := s.Command(ctx, Spec{
-		Dir:  dir,
-		Argv: []string{"/bin/sh", "-c", `printf . >&3 && exec 3>&- && exec /bin/sh -c "$0"`, command},
-		Env:  []string{"PATH=" + sandboxPath, "HOME=" + SandboxWorkDir, "LANG=C.UTF-8", "TASKLOOM_TASK=" + strconv.FormatInt(taskNumber, 10)},
-		door: door,
+		Dir:        dir,
+		Argv:       []string{"/bin/sh", "-c", `printf . >&3 && exec 3>&- && exec /bin/sh -c "$0"`, command},
+		Env:        []string{"PATH=" + sandboxPath, "HOME=" + SandboxWorkDir, "LANG=C.UTF-8", "TASKLOOM_TASK=" + strconv.FormatInt(taskNumber, 10)},
+		ExtraFiles: []*os.File{startedW},
+		door:       door,
 	})
 	if err != nil {
 		startedW.Close()
 		return Output{}, err
 	}
-	cmd.ExtraFiles = []*os.File{startedW}
+	defer closeExtraFiles(cmd)
+	defer func() { _, _ = releaseCgroup(cmd) }() // on the paths that return before Wait
 	out := &capped{n: limit}
 	cmd.Stdout, cmd.Stderr = out, out
 	// At the timeout bwrap's process group is killed. The sandbox's init
@@ -134,11 +148,15 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	err = cmd.Start()
-	startedW.Close()
+	closeExtraFiles(cmd)
 	if err != nil {
 		return Output{}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	err = cmd.Wait()
+	groupLimit, gerr := releaseCgroup(cmd)
+	if gerr != nil {
+		return Output{}, gerr
+	}
 	var mark [1]byte
 	n, _ := io.ReadFull(started, mark[:])
 
@@ -158,6 +176,9 @@ func (s *Sandbox) Run(ctx context.Context, dir, command string, taskNumber int64
 		return Output{}, fmt.Errorf("run in the sandbox: %w", err)
 	}
 	res.Limit = limitHit(res.ExitCode, res.Text)
+	if groupLimit != "" && res.ExitCode != 0 {
+		res.Limit = groupLimit // the kernel's word over the program's
+	}
 	return res, nil
 }
 
@@ -171,6 +192,9 @@ type Spec struct {
 	// Env is the whole environment of the process ("NAME=value"); the
 	// egress proxy's variables are added when the sandbox has Network.
 	Env []string
+	// ExtraFiles are given to the process as descriptors 3 and on
+	// (through bwrap, which keeps them open).
+	ExtraFiles []*os.File
 	// ReadOnly are host paths bound read-only at the same place inside,
 	// besides the system: an MCP server's own files. They are mounted
 	// after /tmp and the working directory, so a path under /tmp (a
@@ -236,15 +260,73 @@ func (s *Sandbox) Command(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 		}
 	}
 	limits := s.Limits.withDefaults()
-	args := s.args(dir, helper, limits, spec)
+	filter, err := seccompFile(s.filter)
+	if err != nil {
+		return nil, err
+	}
+	// The filter follows the process's own descriptors; bwrap reads it
+	// and closes its copy before the command starts. Ours is closed by
+	// whoever starts cmd, once it has (or by the garbage collector).
+	args := s.args(dir, helper, limits, spec, 3+len(spec.ExtraFiles))
 	cmd := exec.CommandContext(ctx, bwrap, args...)
+	cmd.ExtraFiles = append(slices.Clone(spec.ExtraFiles), filter)
 	cmd.Env = []string{} // not nil: nil would hand bwrap our environment
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if asRoot() {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: SandboxUID, Gid: SandboxUID, Groups: []uint32{}}
 	}
+	if base, _ := cgroupBase(); base != "" {
+		// bwrap starts in the sandbox's own group (clone3 with
+		// CLONE_INTO_CGROUP): nothing of it runs outside the limits,
+		// not even for a moment.
+		g, f, err := newSandboxCgroup(base, limits)
+		if err != nil {
+			filter.Close()
+			return nil, err
+		}
+		// Not one of cmd's files: the sandbox must not hold its own
+		// group's folder (as Taskloom's user, it could raise its limits).
+		g.fd = f
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(f.Fd())
+		commandCgroups.Store(cmd, g)
+	}
 	return cmd, nil
+}
+
+// commandCgroups are the cgroups Command made, by command, until
+// releaseCgroup removes them.
+var commandCgroups sync.Map // *exec.Cmd → *sandboxCgroup
+
+// releaseCgroup removes the cgroup of a command Command made, once it
+// has ended, and says which of the group's limits it reached ("" when
+// none, or when it had no group).
+func releaseCgroup(cmd *exec.Cmd) (string, error) {
+	v, ok := commandCgroups.LoadAndDelete(cmd)
+	if !ok {
+		return "", nil
+	}
+	g := v.(*sandboxCgroup)
+	hit := g.limitHit()
+	return hit, g.remove()
+}
+
+// CgroupLimits says whether the sandbox's memory and process limits
+// are each sandbox's total, in a cgroup v2 group.
+func CgroupLimits() bool {
+	base, _ := cgroupBase()
+	return base != ""
+}
+
+// CgroupMode says how the sandbox's limits bind here, for a log line at
+// start-up: over the whole sandbox in a cgroup v2 group, or, when
+// Taskloom cannot make one, process by process, and why.
+func CgroupMode() string {
+	base, why := cgroupBase()
+	if base != "" {
+		return "per sandbox, in cgroup v2 groups under " + base
+	}
+	return "per process (no cgroup v2 group: " + why + ")"
 }
 
 // Check makes a sandbox and runs true in it, so that start-up can refuse
@@ -291,12 +373,14 @@ func LookBwrap(path string) (string, error) {
 	return "", errors.New("bwrap is not installed (no bwrap on PATH; the Debian package is bubblewrap)")
 }
 
-// args are bwrap's arguments for spec, the command included.
-func (s *Sandbox) args(dir, helper string, l Limits, spec Spec) []string {
-	size := strconv.FormatInt(l.Disk, 10)
+// args are bwrap's arguments for spec, the command included, with the
+// seccomp filter on descriptor seccompFD.
+func (s *Sandbox) args(dir, helper string, l Limits, spec Spec, seccompFD int) []string {
 	args := []string{
-		"--unshare-all",  // user (if it can), PID, mount, network, IPC, UTS, cgroup
-		"--unshare-user", // …and the user namespace is not optional
+		"--unshare-all",    // user (if it can), PID, mount, network, IPC, UTS, cgroup
+		"--unshare-user",   // …and the user namespace is not optional
+		"--disable-userns", // and no user namespace can be made inside it
+		"--seccomp", strconv.Itoa(seccompFD),
 		"--cap-drop", "ALL",
 		"--die-with-parent",
 		"--new-session", // no controlling terminal to push input into
@@ -309,11 +393,26 @@ func (s *Sandbox) args(dir, helper string, l Limits, spec Spec) []string {
 		proxy = sandboxEgressSock
 		args = append(args, "--bind", spec.door.SocketPath(), sandboxEgressSock)
 	}
+	args = append(args, "--proc", "/proc", "--dev", "/dev")
+	// All the sandbox can write in memory is within the disk limit: the
+	// working directory, /tmp and /dev/shm are folders of one tmpfs of
+	// that size when WorkDir made it; else /tmp and /dev/shm are
+	// bwrap's, half of it each, and the working directory is on disk.
+	if root := scratchOf(dir); root != "" {
+		args = append(args,
+			"--bind", filepath.Join(root, "shm"), "/dev/shm",
+			"--bind", filepath.Join(root, "tmp"), "/tmp")
+	} else {
+		half := strconv.FormatInt(l.Disk/2, 10)
+		args = append(args,
+			"--size", half, "--tmpfs", "/dev/shm",
+			"--size", half, "--tmpfs", "/tmp")
+	}
 	args = append(args,
-		"--proc", "/proc",
-		"--dev", "/dev",
-		"--size", size, "--tmpfs", "/dev/shm",
-		"--size", size, "--tmpfs", "/tmp",
+		// /dev/full reads as zeros too but cannot be mapped: a shared
+		// mapping of /dev/zero is shared memory no limit counts.
+		"--dev-bind", "/dev/full", "/dev/zero",
+		"--remount-ro", "/dev", // bwrap's /dev is a tmpfs of no size the command could fill
 		"--bind", dir, SandboxWorkDir,
 	)
 	for _, p := range spec.ReadOnly {
@@ -372,6 +471,18 @@ func systemMounts() []string {
 		args = append(args, "--ro-bind-try", f, f)
 	}
 	return args
+}
+
+// closeExtraFiles closes the descriptors cmd was given (the start pipe,
+// the seccomp filter) and its cgroup's, once it started or will not:
+// bwrap has its own. Closing one twice does nothing.
+func closeExtraFiles(cmd *exec.Cmd) {
+	for _, f := range cmd.ExtraFiles {
+		_ = f.Close()
+	}
+	if g, ok := commandCgroups.Load(cmd); ok && g.(*sandboxCgroup).fd != nil {
+		_ = g.(*sandboxCgroup).fd.Close()
+	}
 }
 
 // capped keeps the first n bytes written to it and counts the rest.

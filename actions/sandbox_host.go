@@ -176,34 +176,79 @@ func giveToSandbox(dir string) error {
 	return nil
 }
 
+// scratch maps a working directory WorkDir made inside a tmpfs to the
+// tmpfs's root, where the sandbox's /tmp and /dev/shm are too.
+var scratch sync.Map // dir → root
+
 // WorkDir makes a temporary directory for a command's files. Where
-// Taskloom may mount file systems (as root) it is a tmpfs of
-// Limits.Disk bytes, which bounds what the command can write there;
-// bounded says so. Remove it with RemoveWorkDir.
+// Taskloom may mount file systems (as root) it is a folder of a tmpfs of
+// Limits.Disk bytes, which also holds the sandbox's /tmp and /dev/shm:
+// all a command can write in memory, together, is bounded by the disk
+// limit; bounded says so. Remove it with RemoveWorkDir, then remove the
+// directory (gone already when it was in a tmpfs).
 func (s *Sandbox) WorkDir(pattern string) (dir string, bounded bool, err error) {
-	dir, err = os.MkdirTemp("", pattern)
+	root, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		return "", false, fmt.Errorf("make the command's directory: %w", err)
 	}
 	if !asRoot() {
-		return dir, false, nil
+		return root, false, nil
 	}
 	size := s.Limits.withDefaults().Disk
-	opts := fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", size, SandboxUID, SandboxUID)
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	// Others may pass through the root (the sandbox's user, started by
+	// bwrap, must reach work in it); its folders are the sandbox's user's.
+	opts := fmt.Sprintf("size=%d,mode=0711", size)
+	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		// Root without CAP_SYS_ADMIN (a container): the directory
-		// stays, unbounded but for the size of each file.
-		return dir, false, nil
+		// stays, unbounded but for the size of each file, and the
+		// sandbox makes /tmp and /dev/shm of its own.
+		return root, false, nil
 	}
+	for _, d := range []string{"work", "tmp", "shm"} {
+		p := filepath.Join(root, d)
+		err := os.Mkdir(p, 0o700)
+		if err == nil {
+			err = os.Lchown(p, SandboxUID, SandboxUID)
+		}
+		if err != nil {
+			_ = unix.Unmount(root, unix.MNT_DETACH)
+			_ = os.Remove(root)
+			return "", false, fmt.Errorf("make the command's directory: %w", err)
+		}
+	}
+	dir = filepath.Join(root, "work")
+	scratch.Store(dir, root)
 	return dir, true, nil
 }
 
-// RemoveWorkDir unmounts a directory WorkDir made, when it is a mount;
-// the caller removes the directory.
+// scratchOf is the tmpfs root WorkDir made dir in, or "".
+func scratchOf(dir string) string {
+	if root, ok := scratch.Load(dir); ok {
+		return root.(string)
+	}
+	return ""
+}
+
+// RemoveWorkDir unmounts the tmpfs of a directory WorkDir made, when it
+// is in one, and removes its mount point; the caller removes the
+// directory (gone already when it was in a tmpfs).
 func RemoveWorkDir(dir string) error {
-	err := unix.Unmount(dir, unix.MNT_DETACH)
-	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
-		return fmt.Errorf("unmount the command's directory %s: %w", dir, err)
+	root := scratchOf(dir)
+	if root == "" {
+		// A directory of an earlier layout, or one that is a mount
+		// itself: unmounting what is not a mount changes nothing.
+		err := unix.Unmount(dir, unix.MNT_DETACH)
+		if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("unmount the command's directory %s: %w", dir, err)
+		}
+		return nil
+	}
+	if err := unix.Unmount(root, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("unmount the command's directory %s: %w", root, err)
+	}
+	scratch.Delete(dir)
+	if err := os.Remove(root); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the command's directory %s: %w", root, err)
 	}
 	return nil
 }

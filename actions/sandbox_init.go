@@ -49,6 +49,9 @@ func init() {
 func initArgs(l Limits, cpu bool, proxy string, argv []string) []string {
 	args := []string{sandboxInitPath, initArg,
 		"data=" + strconv.FormatInt(l.Memory, 10),
+		"as=" + strconv.FormatInt(l.addressSpace(), 10),
+		"stack=" + strconv.FormatInt(StackLimit, 10),
+		"nofile=" + strconv.Itoa(fileLimit),
 		"nproc=" + strconv.Itoa(l.Processes),
 		"fsize=" + strconv.FormatInt(l.FileSize, 10),
 		"core=0",
@@ -84,6 +87,28 @@ func sandboxInit(args []string) int {
 			}
 		}
 	}
+	// Everything that allocates is done before the limits are set: a Go
+	// runtime that cannot grow its heap under a small memory limit dies.
+	path := argv[0]
+	if !strings.Contains(path, "/") {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return fail(err)
+		}
+		path = p
+	}
+	// First in line for the kernel's OOM killer, before Taskloom and
+	// the database, should the host run out of memory all the same. A
+	// process may raise its score; without privilege it may lower it
+	// back to 0, the default, never below.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		return fail(fmt.Errorf("set the OOM score: %w", err))
+	}
+	type limit struct {
+		resource int
+		lim      unix.Rlimit
+	}
+	var limits []limit
 	for _, o := range opts {
 		name, value, _ := strings.Cut(o, "=")
 		if name == "proxy" {
@@ -98,6 +123,20 @@ func sandboxInit(args []string) int {
 		switch name {
 		case "data":
 			resource = unix.RLIMIT_DATA
+		case "as":
+			resource = unix.RLIMIT_AS
+		case "stack":
+			// The main stack is not data: 8 MiB, as usual, and a
+			// command may raise it to n, no further.
+			resource, lim.Cur = unix.RLIMIT_STACK, min(n, 8<<20)
+		case "nofile":
+			// Each open pipe or socket holds kernel memory no other
+			// limit counts: a few thousand a process, as usual.
+			var cur unix.Rlimit
+			if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &cur); err == nil {
+				lim.Cur = min(cur.Cur, n)
+			}
+			resource = unix.RLIMIT_NOFILE
 		case "nproc":
 			resource = unix.RLIMIT_NPROC
 		case "fsize":
@@ -111,17 +150,12 @@ func sandboxInit(args []string) int {
 		default:
 			return fail(fmt.Errorf("unknown limit %q", name))
 		}
-		if err := unix.Setrlimit(resource, &lim); err != nil {
-			return fail(fmt.Errorf("set limit %s: %w", o, err))
-		}
+		limits = append(limits, limit{resource, lim})
 	}
-	path := argv[0]
-	if !strings.Contains(path, "/") {
-		p, err := exec.LookPath(path)
-		if err != nil {
-			return fail(err)
+	for _, l := range limits {
+		if err := unix.Setrlimit(l.resource, &l.lim); err != nil {
+			return fail(fmt.Errorf("set limit %d: %w", l.resource, err))
 		}
-		path = p
 	}
 	return fail(syscall.Exec(path, argv, os.Environ()))
 }

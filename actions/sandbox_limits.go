@@ -37,6 +37,44 @@ const (
 	minimumProcessesLimit = 8 // the helper, its forwarder and a shell need a few
 )
 
+// AddressSpaceReserve is what each process of a sandbox may map beyond
+// its memory limit (RLIMIT_AS is the two together): the ranges runtimes
+// reserve and never use. Measured with the smallest RLIMIT_AS each
+// starts under: Python 3.11 about 70 MiB; Node 20 770 MiB, 1.3 GiB with
+// a worker thread; a Go 1.26 program about 800 MiB; Java 17 4 GiB (its
+// 1 GiB class space and a heap of half the address space). The address
+// space counts every mapping, shared or not, so it bounds per process
+// what the memory limit (RLIMIT_DATA) does not: a shared mapping of
+// /dev/zero, the stack, pages copied on write into a read-only mapping.
+const AddressSpaceReserve = 4 << 30
+
+// StackLimit is the most a process's main stack may grow to
+// (RLIMIT_STACK's hard limit): the stack is not counted as data.
+const StackLimit = 64 << 20
+
+// fileLimit is how many descriptors a process may have open
+// (RLIMIT_NOFILE's hard limit): pipe and socket buffers are kernel
+// memory that, without a cgroup, nothing else bounds.
+const fileLimit = 4096
+
+// WorstCase is the most memory one sandbox with these limits can hold,
+// by arithmetic: the memory limit where it is the sandbox's total (a
+// cgroup, perSandbox), else each process's heap and stack times the
+// processes, plus the writable space, which is memory when it is a
+// tmpfs. Mappings past these (pages copied on write into a read-only
+// mapping) are bounded by the address space limit of each process, not
+// counted here; docs/security.md says so.
+func (l Limits) WorstCase(perSandbox bool) int64 {
+	l = l.withDefaults()
+	if perSandbox {
+		return l.Memory
+	}
+	return int64(l.Processes)*(l.Memory+StackLimit) + l.Disk
+}
+
+// addressSpace is RLIMIT_AS for these limits.
+func (l Limits) addressSpace() int64 { return l.Memory + AddressSpaceReserve }
+
 // DefaultLimits are the limits a zero Limits stands for.
 func DefaultLimits() Limits {
 	return Limits{Memory: DefaultMemoryLimit, Processes: DefaultProcessLimit, FileSize: DefaultFileSizeLimit,
@@ -86,6 +124,9 @@ const (
 	LimitFileSize  = "file size"
 	LimitDisk      = "disk"
 	LimitCPU       = "cpu"
+	// LimitNamespaces is the seccomp filter's and bwrap's refusal of a
+	// nested namespace or a mount.
+	LimitNamespaces = "namespaces"
 )
 
 // What programs print when an allocation, a fork or a write is refused.
@@ -95,6 +136,9 @@ var (
 	memoryRefused = regexp.MustCompile(`(?i)out of memory|cannot allocate memory|memoryerror|bad_alloc|heap out of memory|allocation failed|failed to reserve`)
 	forkRefused   = regexp.MustCompile(`(?i)cannot fork|fork: (retry: )?resource temporarily unavailable|fork failed|can't fork|resource temporarily unavailable`)
 	diskFull      = regexp.MustCompile(`(?i)no space left on device|disk quota exceeded`)
+	// A namespace or mount the sandbox refused, as unshare, mount,
+	// nsenter and the like say it: the call's name and EPERM on a line.
+	nestingRefused = regexp.MustCompile(`(?im)^.*\b(unshare|setns|mount|nsenter|namespaces?|pivot_root|chroot)\b.*operation not permitted.*$`)
 )
 
 // limitHit says which limit, if any, stopped a command that exited with
@@ -110,6 +154,8 @@ func limitHit(code int, text string) string {
 		return ""
 	}
 	switch {
+	case nestingRefused.MatchString(text):
+		return LimitNamespaces
 	case diskFull.MatchString(text):
 		return LimitDisk
 	case forkRefused.MatchString(text):
@@ -126,7 +172,10 @@ func (l Limits) Describe(limit string) string {
 	l = l.withDefaults()
 	switch limit {
 	case LimitMemory:
-		return fmt.Sprintf("It ran out of memory: the memory limit is %s.", FormatBytes(l.Memory))
+		if CgroupLimits() {
+			return fmt.Sprintf("It was stopped: the sandbox's memory limit (%s) was reached.", FormatBytes(l.Memory))
+		}
+		return fmt.Sprintf("It ran out of memory: the memory limit is %s a process.", FormatBytes(l.Memory))
 	case LimitProcesses:
 		return fmt.Sprintf("It could not start another process: the process limit is %d.", l.Processes)
 	case LimitFileSize:
@@ -135,6 +184,8 @@ func (l Limits) Describe(limit string) string {
 		return fmt.Sprintf("It ran out of writable space: the limit is %s.", FormatBytes(l.Disk))
 	case LimitCPU:
 		return fmt.Sprintf("It was killed at the CPU time limit of %s.", l.CPU)
+	case LimitNamespaces:
+		return "It was refused: nested namespaces and mounts are not allowed in the sandbox."
 	}
 	return ""
 }

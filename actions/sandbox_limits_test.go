@@ -62,10 +62,19 @@ func TestRunCommandSaysWhichLimitStoppedIt(t *testing.T) {
 	needBwrap(t)
 	t.Parallel()
 	k := newKit(t)
+	outOfMemory := "It ran out of memory: the memory limit is 512 MiB a process."
+	if actions.CgroupLimits() {
+		outOfMemory = "It was stopped: the sandbox's memory limit (512 MiB) was reached."
+	}
 	for _, c := range []struct{ command, want string }{
-		{`perl -e '$x = "a" x (3 * 1024 * 1024 * 1024); print "ALLOCATED\n"'`, "It ran out of memory: the memory limit is 512 MiB."},
+		{`perl -e '$x = "a" x (3 * 1024 * 1024 * 1024); print "ALLOCATED\n"'`, outOfMemory},
 		{`head -c 700000000 /dev/zero > big.bin`, "It was killed at the file size limit: a file may grow to 64 MiB."},
+		{`python3 -c 'import mmap; m = mmap.mmap(-1, 1 << 30); m[::4096] = b"x" * (1 << 18)'`, outOfMemory},
+		{`unshare -U -r -m sh -c 'mount -t tmpfs none /tmp'`, "It was refused: nested namespaces and mounts are not allowed in the sandbox."},
 	} {
+		if strings.HasPrefix(c.command, "python3") && !visible("python3") || strings.HasPrefix(c.command, "unshare") && !visible("unshare") {
+			continue // not installed where the sandbox sees it
+		}
 		ok, text := k.call("run_command", map[string]string{"command": c.command})
 		if ok || !strings.Contains(text, c.want) {
 			t.Errorf("%s: %v %q; want a failure saying %q", c.command, ok, text, c.want)

@@ -164,6 +164,11 @@ func (s *Sandbox) Server(ctx context.Context, spec ServerSpec) (*Server, error) 
 		return fail(err)
 	}
 	srv.Cmd = cmd
+	srv.release = append(srv.release, func() error {
+		closeExtraFiles(cmd)
+		_, err := releaseCgroup(cmd)
+		return err
+	})
 	return srv, nil
 }
 

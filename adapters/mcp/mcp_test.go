@@ -24,6 +24,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/taskloom/taskloom/actions"
 	"github.com/taskloom/taskloom/adapters/mcp"
@@ -87,6 +88,11 @@ func stdioServer() {
 		sdk.AddTool(s, &sdk.Tool{Name: "parent_environ"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getppid()))
 			return text(fmt.Sprintf("%s %v", env, err)), nil, nil
+		})
+	}
+	if os.Getenv("MCP_TEST_ESCAPES") != "" {
+		sdk.AddTool(s, &sdk.Tool{Name: "escape", Description: "takes memory or disk the way its input names"}, func(_ context.Context, _ *sdk.CallToolRequest, in pathIn) (*sdk.CallToolResult, any, error) {
+			return text(escape(in.Path)), nil, nil
 		})
 	}
 	sdk.AddTool(s, &sdk.Tool{Name: "pid"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
@@ -192,6 +198,54 @@ func stdioServer() {
 
 // floodHeld are the connections the flood tool holds.
 var floodHeld []net.Conn
+
+// escape tries to take 1 GiB of memory, or 50 MB of a tmpfs, past the
+// sandbox's limits in the way named: "escaped" when it did, else what
+// refused it.
+func escape(how string) string {
+	const size = 1 << 30
+	touch := func(m []byte, err error) string {
+		if err != nil {
+			return err.Error()
+		}
+		for i := 0; i < len(m); i += 4096 {
+			m[i] = 1
+		}
+		_ = unix.Munmap(m)
+		return "escaped"
+	}
+	switch how {
+	case "shared":
+		return touch(unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS))
+	case "memfd":
+		fd, err := unix.MemfdCreate("x", 0)
+		if err != nil {
+			return err.Error()
+		}
+		defer unix.Close(fd)
+		if err := unix.Ftruncate(fd, size); err != nil {
+			return err.Error()
+		}
+		return touch(unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED))
+	case "sysv":
+		id, err := unix.SysvShmGet(unix.IPC_PRIVATE, size, unix.IPC_CREAT|0o600)
+		if err != nil {
+			return err.Error()
+		}
+		_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+		return "escaped"
+	case "namespace":
+		if err := unix.Unshare(unix.CLONE_NEWUSER | unix.CLONE_NEWNS); err != nil {
+			return "unshare: " + err.Error()
+		}
+		return "escaped"
+	case "tmpfs":
+		out, err := exec.Command("unshare", "-U", "-r", "-m", "sh", "-c",
+			"mount -t tmpfs none /tmp && head -c 50000000 /dev/zero > /tmp/f && echo escaped").CombinedOutput()
+		return fmt.Sprintf("%s%v", out, err)
+	}
+	return "unknown " + how
+}
 
 // cpuTime is the CPU time this process has used.
 func cpuTime() time.Duration {

@@ -134,6 +134,39 @@ func TestStdioServerLimits(t *testing.T) {
 	}
 }
 
+// TestStdioServerHolds: a stdio server, which lives for days, is held
+// by the same sandbox as run_command however it takes memory or disk:
+// shared anonymous memory, memfd, System V shared memory, a nested
+// namespace, a tmpfs mounted in one. Each would take 1 GiB (or 50 MB of
+// a tmpfs) past the limits without its refusal; a user wants one
+// misbehaving server not to be able to take the host down with it.
+func TestStdioServerHolds(t *testing.T) {
+	t.Parallel()
+	sb := sandbox(t)
+	k := start(t, mcp.Options{Sandbox: sb, Servers: []mcp.Server{
+		{Name: "local", Command: os.Args[0], Env: map[string]string{roleVar: "stdio-server", "MCP_TEST_ESCAPES": "1"}},
+	}})
+	k.waitTools("local.", slices.Sorted(slices.Values(append(slices.Clone(stdioTools), "local.escape")))...)
+	for how, want := range map[string]string{
+		"shared":    "cannot allocate memory",
+		"memfd":     "cannot allocate memory",
+		"sysv":      "cannot allocate memory",
+		"namespace": "unshare: operation not permitted",
+		"tmpfs":     "unshare failed: Operation not permitted",
+	} {
+		if _, err := os.Stat("/usr/bin/unshare"); err != nil && how == "tmpfs" {
+			continue // util-linux's unshare is not installed
+		}
+		if got := k.callText("local.escape", pathIn{how}); strings.Contains(got, "escaped") || !strings.Contains(got, want) {
+			t.Errorf("%s: %q; want it refused with %q", how, got, want)
+		}
+	}
+	// The server still works, as before.
+	if got := k.callText("local.alloc", countIn{40}); got != "allocated 40 MiB" {
+		t.Errorf("alloc 40 MiB: %q", got)
+	}
+}
+
 // resolver answers loopback.example with the loopback address and every
 // other name with one public address, which the test's dial then
 // connects to a local server instead: the allowed path through the

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -274,6 +275,12 @@ func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, fl
 		log.Info("garbage collector", "settings", gc.Why)
 	}
 	var sandbox *actions.Sandbox
+	fitted := false // the process limit was chosen to fit the host
+	if cmd == "serve" && (cfg.RunCommand || stdioMCPServers(cfg) > 0) && o.Getenv("TASKLOOM_RUN_COMMAND_PROCESSES") == "" && !actions.CgroupLimits() {
+		if n := fitProcesses(sandboxLimits(cfg), sandboxCount(cfg), hostMemory()); n != cfg.RunCommandProcesses {
+			cfg.RunCommandProcesses, fitted = n, true
+		}
+	}
 	if cmd == "serve" && (cfg.RunCommand || stdioMCPServers(cfg) > 0) {
 		// The variable a refusal names: what asked for the sandbox.
 		sandboxVar, networkVar := "TASKLOOM_MCP_SERVERS", "TASKLOOM_MCP_SERVERS"
@@ -302,6 +309,11 @@ func runService(ctx context.Context, o Options, cmd string, c *cobra.Command, fl
 		if n := stdioMCPServers(cfg); n > 0 {
 			log.Info("MCP stdio servers: in a bwrap sandbox, without a CPU time limit", "bwrap", sandbox.Bwrap, "servers", n, "limits", sandbox.Limits.String())
 		}
+		if fitted {
+			log.Info("sandbox: without a cgroup the limits bind per process; the process limit is chosen so that all sandboxes together fit the host's memory (set TASKLOOM_RUN_COMMAND_PROCESSES to choose)",
+				"processes", cfg.RunCommandProcesses, "sandboxes", sandboxCount(cfg), "host_memory", actions.FormatBytes(hostMemory()))
+		}
+		logSandboxWorstCase(cfg, log, sandbox.Limits, hostMemory())
 		if os.Geteuid() != 0 {
 			log.Warn("sandbox: the working directory's size is not bounded (a tmpfs for it needs root); each file still is, and /tmp", "file_size", actions.FormatBytes(cfg.RunCommandFileSize))
 		}
@@ -962,6 +974,86 @@ func warnRootMCP(cfg config.Config, log *slog.Logger, uid int) {
 		return
 	}
 	log.Warn("Taskloom runs as root with stdio MCP servers configured: they run sandboxed as nobody (uid 65534), but Taskloom needs no root for them; prefer an unprivileged user", "mcp_servers", stdioMCPServers(cfg))
+}
+
+// logSandboxWorstCase says how the sandbox's limits bind here (over each
+// sandbox in a cgroup, or process by process) and the most memory all
+// sandboxes that may run at once can hold: one a worker with
+// run_command, one a stdio MCP server. When that is more than the host's
+// memory (host, 0 when unknown) it warns, with what to change.
+func logSandboxWorstCase(cfg config.Config, log *slog.Logger, l actions.Limits, host int64) {
+	n := int64(sandboxCount(cfg))
+	perSandbox := actions.CgroupLimits()
+	worst := n * l.WorstCase(perSandbox)
+	log.Info("sandbox: limits bind "+actions.CgroupMode(), "sandboxes", n, "worst_case", actions.FormatBytes(worst), "host_memory", actions.FormatBytes(host))
+	if host > 0 && worst > host {
+		cure := "lower TASKLOOM_RUN_COMMAND_MEMORY or TASKLOOM_WORKERS"
+		if !perSandbox {
+			cure = "delegate the memory and pids cgroup v2 controllers to Taskloom (systemd: Delegate=memory pids), so that each sandbox's limits are its total, or lower TASKLOOM_RUN_COMMAND_PROCESSES, TASKLOOM_RUN_COMMAND_MEMORY or TASKLOOM_WORKERS"
+		}
+		log.Warn("sandbox: all sandboxes together could hold more memory than the host has; the kernel's OOM killer takes sandboxed processes first; "+cure,
+			"sandboxes", n, "worst_case", actions.FormatBytes(worst), "host_memory", actions.FormatBytes(host))
+	}
+}
+
+// sandboxCount is how many sandboxes may run at once: one a worker with
+// run_command, one a stdio MCP server.
+func sandboxCount(cfg config.Config) int {
+	n := stdioMCPServers(cfg)
+	if cfg.RunCommand {
+		n += cfg.Workers
+	}
+	return n
+}
+
+// The process limit fitProcesses chooses from. Below 32, runtimes that
+// start a thread a core fail on a small host already (measured on 2
+// cores: Java 17 needs about 20, npm 16); 128 is the default.
+const (
+	fitProcessesMin = 32
+	fitProcessesMax = actions.DefaultProcessLimit
+)
+
+// fitProcesses is the process limit under which n sandboxes with the
+// limits l, bound process by process, hold together at most three
+// quarters of the host's memory (host; the rest is Taskloom's, the
+// database's and the system's), between fitProcessesMin and
+// fitProcessesMax; l's own when host or n is unknown.
+func fitProcesses(l actions.Limits, n int, host int64) int {
+	if host <= 0 || n <= 0 {
+		return l.Processes
+	}
+	perProcess := l.Memory + actions.StackLimit // as Limits.WorstCase counts it
+	room := host/4*3/int64(n) - l.Disk
+	return int(min(max(room/perProcess, fitProcessesMin), fitProcessesMax))
+}
+
+// hostMemory is the memory Taskloom's host gives it: MemTotal, or its
+// cgroup's limit when lower; 0 when unknown.
+func hostMemory() int64 {
+	if limit := CgroupMemoryLimit(os.DirFS("/")); limit > 0 {
+		if total := memTotal(); total == 0 || limit < total {
+			return limit
+		}
+	}
+	return memTotal()
+}
+
+// memTotal is the host's memory (MemTotal), or 0 when unknown.
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // sandboxLimits are the TASKLOOM_RUN_COMMAND_* limits.

@@ -136,6 +136,77 @@ func TestRootWithMCPServersIsWarned(t *testing.T) {
 	}
 }
 
+// TestSandboxWorstCaseIsLogged: start-up says how the sandbox's limits
+// bind and how much memory all sandboxes together can hold, and warns,
+// saying what to change, when that is more than the host's memory: an
+// operator wants to learn it before the OOM killer does.
+func TestSandboxWorstCaseIsLogged(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"TASKLOOM_DATA_DIR": "x", "TASKLOOM_RUN_COMMAND": "true", "TASKLOOM_WORKERS": "4"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := actions.Limits{Memory: cfg.RunCommandMemory, Processes: cfg.RunCommandProcesses, FileSize: cfg.RunCommandFileSize,
+		Disk: cfg.RunCommandDisk, CPU: cfg.RunCommandCPU}
+	worst := 4 * limits.WorstCase(actions.CgroupLimits())
+	for _, c := range []struct {
+		host   int64
+		warned bool
+	}{
+		{worst - 1, true},
+		{worst, false},
+		{0, false}, // unknown
+	} {
+		var buf strings.Builder
+		app.LogSandboxWorstCase(cfg, slog.New(slog.NewTextHandler(&buf, nil)), limits, c.host)
+		got := buf.String()
+		if !strings.Contains(got, "worst_case=\""+actions.FormatBytes(worst)+"\"") || !strings.Contains(got, "sandboxes=4") {
+			t.Errorf("host %d: logged %q; want the worst case of 4 sandboxes, %s", c.host, got, actions.FormatBytes(worst))
+		}
+		if warned := strings.Contains(got, "level=WARN") && strings.Contains(got, "more memory than the host has"); warned != c.warned {
+			t.Errorf("host %d: logged %q; want a warning: %v", c.host, got, c.warned)
+		}
+	}
+	if !actions.CgroupLimits() && worst != 4*(128*(512+64)<<20+256<<20) {
+		t.Errorf("per process, the default limits' worst case for 4 sandboxes: %s; want 4 × (128 × (512 MiB + 64 MiB of stack) + 256 MiB)", actions.FormatBytes(worst))
+	}
+}
+
+// TestProcessLimitFitsTheHost: without a cgroup, the default process
+// limit is chosen so that all sandboxes together, process by process,
+// fit in three quarters of the host's memory, from 32 (what runtimes
+// need to start) to 128. An operator running the defaults wants one
+// command unable to take the host, and its database, down.
+func TestProcessLimitFitsTheHost(t *testing.T) {
+	t.Parallel()
+	l := actions.DefaultLimits() // 512 MiB + 64 MiB of stack a process, 256 MiB of disk
+	for _, c := range []struct {
+		n    int
+		host int64
+		want int
+	}{
+		{1, 24 << 30, 32},   // (18 GiB - 256 MiB) / 576 MiB = 31.5: the floor
+		{1, 64 << 30, 84},   // (48 GiB - 256 MiB) / 576 MiB
+		{1, 128 << 30, 128}, // the default, no more
+		{2, 128 << 30, 84},
+		{1, 0, 128}, // unknown memory: the default
+		{0, 24 << 30, 128},
+	} {
+		if got := app.FitProcesses(l, c.n, c.host); got != c.want {
+			t.Errorf("%d sandboxes on %s: %d processes; want %d", c.n, actions.FormatBytes(c.host), got, c.want)
+		}
+		if got := app.FitProcesses(l, c.n, c.host); c.n > 0 && c.host > 0 && got > 32 {
+			l := l
+			l.Processes = got
+			if worst := int64(c.n) * l.WorstCase(false); worst > c.host/4*3 {
+				t.Errorf("%d sandboxes on %s: %d processes hold %s; more than three quarters of the host", c.n, actions.FormatBytes(c.host), got, actions.FormatBytes(worst))
+			}
+		}
+	}
+}
+
 // startCore builds and starts the core serve would from vars, with a
 // scripted model and an SQLite store, until the test ends.
 func startCore(t *testing.T, vars map[string]string) *app.Core {

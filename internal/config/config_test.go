@@ -123,7 +123,9 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{[]string{"TASKLOOM_RUN_COMMAND_MEMORY", "1MiB"}, `TASKLOOM_RUN_COMMAND_MEMORY="1MiB": want a size from 16MiB`},
 		{[]string{"TASKLOOM_RUN_COMMAND_MEMORY", "512 MB of it"}, `TASKLOOM_RUN_COMMAND_MEMORY="512 MB of it"`},
 		{[]string{"TASKLOOM_RUN_COMMAND_PROCESSES", "2"}, `TASKLOOM_RUN_COMMAND_PROCESSES="2": want a whole number from 8 to 100000`},
-		{[]string{"TASKLOOM_RUN_COMMAND_FILE_SIZE", "-1"}, `TASKLOOM_RUN_COMMAND_FILE_SIZE="-1": want a size from 1MiB`},
+		{[]string{"TASKLOOM_RUN_COMMAND_FILE_SIZE", "-1"}, `TASKLOOM_RUN_COMMAND_FILE_SIZE="-1": want a size from 16MiB`},
+		{[]string{"TASKLOOM_RUN_COMMAND_FILE_SIZE", "8MiB"}, `TASKLOOM_RUN_COMMAND_FILE_SIZE="8MiB": want a size from 16MiB`},
+		{[]string{"TASKLOOM_RUN_COMMAND_DISK", "1MiB"}, `TASKLOOM_RUN_COMMAND_DISK="1MiB": want a size from 16MiB`},
 		{[]string{"TASKLOOM_RUN_COMMAND_DISK", "99999999999T"}, `TASKLOOM_RUN_COMMAND_DISK="99999999999T"`},
 		{[]string{"TASKLOOM_RUN_COMMAND_CPU", "60"}, `TASKLOOM_RUN_COMMAND_CPU="60": want a duration such as 5s`},
 	}
