@@ -483,8 +483,10 @@ func (d *EgressDoor) closedConn(c *doorConn) {
 	}
 	d.e.refusal.log("bad request", "egress proxy closed a sandbox's connection that sent no whole request", "sandbox", d.name, "read", c.read.Load())
 	if n >= l.CutOffBad {
+		// The threshold, not n: connections closing together may pass it
+		// at once, and the step says the same however they raced.
 		d.cutOff(fmt.Sprintf("it sent %d requests to Taskloom's network proxy whose header was over %s, never ended within %s, or was not HTTP",
-			n, FormatBytes(int64(l.HeaderBytes)), l.HeaderTimeout))
+			l.CutOffBad, FormatBytes(int64(l.HeaderBytes)), l.HeaderTimeout))
 	}
 }
 
