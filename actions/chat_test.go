@@ -113,6 +113,7 @@ func TestBadCommandsChangeNothing(t *testing.T) {
 			{"pause", "Which task? Say `pause #3`."},
 			{"create task", "What should the task do?"},
 			{"create task    ", "What should the task do?"},
+			{"create task \u3164\u200b\u2800", "Cannot create the task: the goal shows nothing: it holds only invisible characters."},
 			{"create task " + strings.Repeat("x", 4001), "Cannot create the task: the goal is 4001 characters; the limit is 4000."},
 			{"create bogus task Build auth", `Cannot create the task: there is no strategy "bogus"; the strategies are loop`},
 			{"search", "Search for what?"},

@@ -14,6 +14,11 @@ func NewTaskRow(in NewTask) (Task, error) {
 	if goal == "" {
 		return Task{}, fmt.Errorf("create task: %w: the goal is empty", ErrInvalid)
 	}
+	if Blank(goal) {
+		// Zero-width, filler or other invisible characters only: a task
+		// no one can read in the queue, with nothing for a model to do.
+		return Task{}, fmt.Errorf("create task: %w: the goal shows nothing: it holds only invisible characters", ErrInvalid)
+	}
 	if n := utf8.RuneCountInString(in.Goal); n > MaxGoalLength {
 		return Task{}, fmt.Errorf("create task: %w: the goal is %d characters; the limit is %d", ErrInvalid, n, MaxGoalLength)
 	}

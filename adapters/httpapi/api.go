@@ -337,8 +337,13 @@ func requestor(r *http.Request) (string, error) {
 	if v == "" || !carriedToken(r) {
 		return "api", nil
 	}
-	if utf8.RuneCountInString(v) > MaxRequestorLen || strings.IndexFunc(v, unicode.IsControl) >= 0 {
-		return "", fmt.Errorf("%s must be at most %d printable characters", RequestorHeader, MaxRequestorLen)
+	// A name is shown to people who decide on what it did: one that
+	// hides characters (zero-width, bidirectional, fillers) could pass
+	// for another's.
+	if utf8.RuneCountInString(v) > MaxRequestorLen || strings.IndexFunc(v, func(r rune) bool {
+		return domain.Invisible(r) || (unicode.IsSpace(r) && r != ' ')
+	}) >= 0 {
+		return "", fmt.Errorf("%s must be at most %d characters that show: no control, zero-width, bidirectional or other invisible character", RequestorHeader, MaxRequestorLen)
 	}
 	return "api:" + v, nil
 }
@@ -532,6 +537,8 @@ func (a *API) newTask(req createRequest, who string) (domain.NewTask, string) {
 	switch n := utf8.RuneCountInString(goal); {
 	case strings.TrimSpace(goal) == "":
 		return domain.NewTask{}, "the goal is empty: say what the task should do"
+	case domain.Blank(goal):
+		return domain.NewTask{}, "the goal shows nothing: it holds only invisible characters"
 	case n > domain.MaxGoalLength:
 		return domain.NewTask{}, fmt.Sprintf("the goal is %d characters; the limit is %d", n, domain.MaxGoalLength)
 	}

@@ -154,6 +154,9 @@ func TestEndpoints(t *testing.T) {
 		{name: "create with a goal of 4000 characters", method: "POST", path: "/api/tasks", body: body(`{"goal": "` + long + `"}`), code: 201},
 		{name: "create with a goal of 4001 characters", method: "POST", path: "/api/tasks", body: body(`{"goal": "` + long + `x"}`), code: 400, check: wantError("4001 characters")},
 		{name: "create with a blank goal", method: "POST", path: "/api/tasks", body: body(`{"goal": " \n\t "}`), code: 400, check: wantError("goal is empty")},
+		// Fillers, zero-width and Braille blanks read as nothing in the
+		// queue: a task no one can tell from another.
+		{name: "create with an invisible goal", method: "POST", path: "/api/tasks", body: body(`{"goal": "\u3164\u200b\u2800\ufe0f"}`), code: 400, check: wantError("the goal shows nothing")},
 		{name: "create without a goal", method: "POST", path: "/api/tasks", body: body(`{"name": "x"}`), code: 400},
 		{name: "create with an empty body", method: "POST", path: "/api/tasks", body: body(``), code: 400},
 		{name: "create with broken JSON", method: "POST", path: "/api/tasks", body: body(`{"goal": "x"`), code: 400},
@@ -334,6 +337,12 @@ func TestRequestorNeedsTheToken(t *testing.T) {
 		{"with the token, a chat user's id", true, "U012ABCDEF", 201, "api:U012ABCDEF"},
 		{"with the token, no name", true, "", 201, "api"},
 		{"with the token, a name too long", true, strings.Repeat("r", 101), 400, ""},
+		// A name that hides characters could pass for another person's
+		// in the timeline of who decided what.
+		{"with the token, a bidirectional override", true, "alice\u202Eevil", 400, ""},
+		{"with the token, a zero-width space", true, "ali\u200bce", 400, ""},
+		{"with the token, a Hangul filler", true, "alice\u3164", 400, ""},
+		{"with the token, a space inside", true, "ops bot", 201, "api:ops bot"},
 		{"without a token, a name", false, "ops-bot", 201, "api"},
 		{"without a token, a chat user's id", false, "U012ABCDEF", 201, "api"},
 		{"without a token, a name too long", false, strings.Repeat("r", 101), 201, "api"},

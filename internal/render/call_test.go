@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/taskloom/taskloom/domain"
 	"strings"
 	"testing"
 	"unicode"
@@ -79,7 +80,7 @@ func TestCallShowsAllOfIt(t *testing.T) {
 				t.Errorf("%+q: part %d of %d shows nothing but x: %q", pad, i+1, len(parts), p)
 			}
 			for _, r := range p {
-				if r != ' ' && (unicode.IsSpace(r) || invisible(r) || isMark(r)) {
+				if r != ' ' && (unicode.IsSpace(r) || domain.Invisible(r) || isMark(r)) {
 					t.Errorf("%+q: part %d of %d has %U, which prints blank", pad, i+1, len(parts), r)
 					break
 				}
@@ -107,7 +108,7 @@ func FuzzVisible(f *testing.F) {
 		marks, count := -1, false // count: in the digits of a count
 		for _, r := range out {
 			switch {
-			case r != ' ' && unicode.IsSpace(r), invisible(r):
+			case r != ' ' && unicode.IsSpace(r), domain.Invisible(r):
 				t.Fatalf("Visible(%q) = %q writes %U, which prints blank", s, out, r)
 			case isMark(r):
 				if marks < 0 || marks >= maxMarks {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/taskloom/taskloom/domain"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,7 +82,7 @@ func Visible(s string) string {
 		}
 		if esc || r == '\\' || endsWord(r) {
 			w.end(&b)
-		} else if unicode.IsLetter(r) && !invisible(r) {
+		} else if unicode.IsLetter(r) && !domain.Invisible(r) {
 			w.add(r, n)
 		}
 		esc = r == '\\' && n%2 == 1 // a backslash escapes unless it is escaped
@@ -125,7 +126,7 @@ func shown(r rune, marks int) string {
 		return "↵"
 	case r == '\t':
 		return "⇥"
-	case unicode.IsSpace(r), invisible(r), strings.ContainsRune(markChars, r),
+	case unicode.IsSpace(r), domain.Invisible(r), strings.ContainsRune(markChars, r),
 		isMark(r) && (marks < 0 || marks >= maxMarks):
 		return fmt.Sprintf("⟨U+%04X⟩", r)
 	}
@@ -134,20 +135,6 @@ func shown(r rune, marks int) string {
 
 // markChars are the characters Visible's marks are made of.
 const markChars = "⟨⟩×␠↵⇥"
-
-// invisible reports whether r prints blank or nothing (white space aside).
-func invisible(r rune) bool {
-	if r < utf8.RuneSelf {
-		return r < ' ' || r == 0x7f
-	}
-	switch r {
-	case '\u2800', '\U0001D159', '\U00016FE4': // blanks that are symbols or marks
-		return true
-	}
-	// unicode.C is controls, format characters, surrogates, private use
-	// and unassigned code points.
-	return unicode.In(r, unicode.C, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
-}
 
 // isMark reports whether r is a combining mark drawn on the letter before
 // it (nonspacing or enclosing).
