@@ -150,12 +150,27 @@ type MemoryStore interface {
 	Embeddings(ctx context.Context, kind string, ids []int64) (map[int64][]float32, error)
 }
 
+// ThreadRoom names the room of a thread of a channel on a platform. A
+// thread everyone who reads the channel reads (a Discord public or
+// announcement thread, any Slack thread) is "<platform>:<channel>:<thread>",
+// in the channel's scope (RoomScope); a thread read by fewer (a Discord
+// private thread, read by its members only) is "<platform>:<thread>", a
+// room and a scope of its own, as a DM or a private channel is. When a
+// platform cannot tell which, the adapter asks for the latter.
+func ThreadRoom(platform, channel, thread string, sameAudience bool) string {
+	if !sameAudience || channel == "" {
+		return platform + ":" + thread
+	}
+	return platform + ":" + channel + ":" + thread
+}
+
 // RoomScope is the scope of a room: where what was said in it may be
-// recalled. Rooms are "<platform>:<channel>" or, for a thread,
-// "<platform>:<channel>:<thread>" (Discord and Slack alike), so a scope is
-// the room up to its second colon: a channel and its threads share one, a
-// DM (a channel of its own) has its own. A room with fewer parts is its
-// own scope.
+// recalled. Rooms are "<platform>:<channel>" or, for a thread read by
+// everyone who reads its channel, "<platform>:<channel>:<thread>" (Discord
+// and Slack alike, ThreadRoom), so a scope is the room up to its second
+// colon: a channel and its public threads share one; a DM, a private
+// channel, a group DM and a private thread (each named as a channel of its
+// own) have their own. A room with fewer parts is its own scope.
 func RoomScope(room string) string {
 	i := strings.IndexByte(room, ':')
 	if i < 0 {
