@@ -141,6 +141,15 @@ type MemoryStore interface {
 	// and every fact about them, in every room, in one transaction, and
 	// says how many of each it deleted.
 	Forget(ctx context.Context, person string) (messages, facts int64, err error)
+	// MoveRoom renames a room in memory: the messages said in room from,
+	// the facts learnt there and the knowledge documents of that room move
+	// to room to, in to's scope (RoomScope), in one transaction; it says
+	// how many messages and facts moved. A fact that to's scope knows
+	// already (the same person, the same text) is deleted rather than
+	// kept twice. From and to must be two rooms (ErrInvalid). A room is
+	// renamed when who can read it turns out to be fewer than its name
+	// said (a Discord private thread, docs/memory.md).
+	MoveRoom(ctx context.Context, from, to string) (messages, facts int64, err error)
 	// SaveEmbeddings stores the vectors of facts or passages (kind
 	// RecallFact or RecallPassage) by ID. A vector is stored once: one
 	// already there is kept.

@@ -102,6 +102,7 @@ func Run(t *testing.T, stores Stores) {
 		{"Facts", testFacts},
 		{"FactsConcurrent", testFactsConcurrent},
 		{"Forget", testForget},
+		{"MoveRoom", testMoveRoom},
 		{"PruneFacts", testPruneFacts},
 		{"Documents", testDocuments},
 		{"LargeDocument", testLargeDocument},
