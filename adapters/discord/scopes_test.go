@@ -192,3 +192,82 @@ func TestThreadNobodyDescribesIsARoomOfItsOwn(t *testing.T) {
 		t.Errorf("the channel did not recall its public thread once Discord described it:\n%s", memory)
 	}
 }
+
+// TestPrivateThreadsFormerRowsMoveOut: before private threads were rooms
+// of their own, a private thread's messages, facts and tasks were kept
+// under "discord:<channel>:<thread>", in the channel's scope. When the bot
+// connects and Discord lists the private thread, they move to the
+// thread's room: the channel no longer recalls them, the thread does, and
+// the task paused there goes on there.
+func TestPrivateThreadsFormerRowsMoveOut(t *testing.T) {
+	t.Parallel()
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		t.Parallel()
+		srv := newFake(t)
+		srv.AddPrivateThread(privateThread, channelID, alice, "the deal")
+		b := newBotCore(t, srv, nil, func(co *app.CoreOptions) { co.Store = open(t) })
+		b.model.Default(func(context.Context, plugin.ModelRequest) (plugin.ModelResponse, error) {
+			return plugin.ModelResponse{Text: anyAnswer, Model: "scripted"}, nil
+		})
+		former, room := "discord:"+channelID+":"+privateThread, "discord:"+privateThread
+		if _, _, err := b.store.SaveMemory(b.ctx, domain.Memory{Platform: "discord", MessageID: "1300000000000000400", Room: former,
+			AuthorID: alice, AuthorName: "alice", Text: "the acquisition target is ZEPHYRCORP-77, keep it quiet", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		// Another private thread, which Discord lists later (the bot is
+		// added to it): its words move out on its first message.
+		const later = "1300000000000000094"
+		if _, _, err := b.store.SaveMemory(b.ctx, domain.Memory{Platform: "discord", MessageID: "1300000000000000401",
+			Room: "discord:" + channelID + ":" + later, AuthorID: bob, AuthorName: "bob",
+			Text: "the acquisition budget is OSPREY-5 million", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.store.SaveFacts(b.ctx, []domain.Fact{{Room: former, About: "discord:" + alice,
+			Text: "Alice is buying ZEPHYRCORP-77 as the acquisition target", CreatedAt: t0}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.store.CreateTask(b.ctx, domain.NewTask{Goal: "Draft the term sheet", RequestorID: alice, Platform: "discord",
+			RoomID: former, WorkspaceID: guildID, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		// Paused, so no worker runs it before the test stops them.
+		if _, err := b.store.UpdateTask(b.ctx, 1, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Paused(cur, alice, t0)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		moved := make(chan domain.Task, 4)
+		b.core.Runtime.Subscribe(plugin.TaskChanged, func(_ context.Context, ev plugin.Event) {
+			if ev.Task != nil && ev.Task.RoomID == room {
+				moved <- *ev.Task
+			}
+		})
+		if err := b.core.Runtime.Start(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.core.Tasks.Stop(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-moved:
+		case <-b.ctx.Done():
+			t.Fatal("the private thread's task never moved to the thread's room")
+		}
+
+		srv.AddPrivateThread(later, channelID, bob, "the budget")
+		b.say(later, bob, "hello", 1)
+		b.say(channelID, carol, "what is the acquisition target, and the budget?", 1)
+		if p := b.promptWith("what is the acquisition target, and the budget?"); strings.Contains(p, "ZEPHYRCORP") || strings.Contains(p, "OSPREY") {
+			t.Errorf("the channel recalled what was said in the private threads before:\n%s", p)
+		}
+		// (A mention in the thread would answer the task there: ask the
+		// store what the thread recalls.)
+		recs, err := b.store.Recall(b.ctx, domain.RecallQuery{Text: "which acquisition target was it?", Room: room})
+		if err != nil || len(recs) != 2 {
+			t.Errorf("the private thread recalls %+v, %v; want its former message and fact", recs, err)
+		}
+		if got := b.task(1).RoomID; got != room {
+			t.Errorf("the task's room = %q, want %q", got, room)
+		}
+	})
+}

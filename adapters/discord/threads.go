@@ -205,7 +205,11 @@ func (a *Adapter) roomOf(ctx context.Context, channelID, guildID string) string 
 		return Name + ":" + channelID
 	}
 	public := kind == discordgo.ChannelTypeGuildPublicThread || kind == discordgo.ChannelTypeGuildNewsThread
-	return domain.ThreadRoom(Name, parent, channelID, public)
+	room := domain.ThreadRoom(Name, parent, channelID, public)
+	if !public {
+		a.adoptPrivate(ctx, parent, channelID, room)
+	}
+	return room
 }
 
 // isThread says whether a channel type is a thread's: public,
