@@ -81,9 +81,19 @@ func (a *Adapter) onGuildCreate(_ *discordgo.Session, g *discordgo.GuildCreate) 
 		return
 	}
 	defer a.inflight.Done()
+	// The event's guild and threads are the state's, which the gateway's
+	// later events write over (State.GuildAdd, ChannelAdd): read them
+	// under the state's lock.
+	type thread struct{ id, parent string }
+	var private []thread
+	a.sess.State.RLock()
 	for _, th := range g.Threads {
 		if th != nil && th.Type == discordgo.ChannelTypeGuildPrivateThread && th.ParentID != "" {
-			a.adoptPrivate(ctx, th.ParentID, th.ID, domain.ThreadRoom(Name, th.ParentID, th.ID, false))
+			private = append(private, thread{th.ID, th.ParentID})
 		}
+	}
+	a.sess.State.RUnlock()
+	for _, th := range private {
+		a.adoptPrivate(ctx, th.parent, th.id, domain.ThreadRoom(Name, th.parent, th.id, false))
 	}
 }
