@@ -95,8 +95,11 @@ func TestPrivateThreadIsItsOwnScope(t *testing.T) {
 			t.Errorf("in the channel, the prompt:\n%s\nwant the public thread's words recalled, not the private thread's", prompt)
 		}
 
-		// A task created in the channel works without the private words.
+		// A task created in the channel (moved to a thread of its own, in
+		// the channel's scope) works without the private words.
+		moves := b.watchMoves()
 		b.say(channelID, carol, "create task find out the acquisition target", 2)
+		b.moved(moves, 1)
 		b.step()
 		if it := b.promptWith("Task #1:"); strings.Contains(it, "ZEPHYRCORP") {
 			t.Errorf("the channel's task recalled the private thread:\n%s", it)
