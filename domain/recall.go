@@ -148,6 +148,15 @@ type MemoryStore interface {
 	// their messages, so that a retry is not stored again (SaveMemory),
 	// and a mark of when they were forgotten (SaveFacts).
 	Forget(ctx context.Context, person string) (messages, facts int64, err error)
+	// MoveRoom renames a room in memory: the messages said in room from,
+	// the facts learnt there and the knowledge documents of that room move
+	// to room to, in to's scope (RoomScope), in one transaction; it says
+	// how many messages and facts moved. A fact that to's scope knows
+	// already (the same person, the same text) is deleted rather than
+	// kept twice. From and to must be two rooms (ErrInvalid). A room is
+	// renamed when who can read it turns out to be fewer than its name
+	// said (a Discord private thread, docs/memory.md).
+	MoveRoom(ctx context.Context, from, to string) (messages, facts int64, err error)
 	// SaveEmbeddings stores the vectors of facts or passages (kind
 	// RecallFact or RecallPassage) by ID. A vector is stored once: one
 	// already there is kept.
@@ -157,12 +166,27 @@ type MemoryStore interface {
 	Embeddings(ctx context.Context, kind string, ids []int64) (map[int64][]float32, error)
 }
 
+// ThreadRoom names the room of a thread of a channel on a platform. A
+// thread everyone who reads the channel reads (a Discord public or
+// announcement thread, any Slack thread) is "<platform>:<channel>:<thread>",
+// in the channel's scope (RoomScope); a thread read by fewer (a Discord
+// private thread, read by its members only) is "<platform>:<thread>", a
+// room and a scope of its own, as a DM or a private channel is. When a
+// platform cannot tell which, the adapter asks for the latter.
+func ThreadRoom(platform, channel, thread string, sameAudience bool) string {
+	if !sameAudience || channel == "" {
+		return platform + ":" + thread
+	}
+	return platform + ":" + channel + ":" + thread
+}
+
 // RoomScope is the scope of a room: where what was said in it may be
-// recalled. Rooms are "<platform>:<channel>" or, for a thread,
-// "<platform>:<channel>:<thread>" (Discord and Slack alike), so a scope is
-// the room up to its second colon: a channel and its threads share one, a
-// DM (a channel of its own) has its own. A room with fewer parts is its
-// own scope.
+// recalled. Rooms are "<platform>:<channel>" or, for a thread read by
+// everyone who reads its channel, "<platform>:<channel>:<thread>" (Discord
+// and Slack alike, ThreadRoom), so a scope is the room up to its second
+// colon: a channel and its public threads share one; a DM, a private
+// channel, a group DM and a private thread (each named as a channel of its
+// own) have their own. A room with fewer parts is its own scope.
 func RoomScope(room string) string {
 	i := strings.IndexByte(room, ':')
 	if i < 0 {

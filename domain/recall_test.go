@@ -31,6 +31,30 @@ func TestRoomScope(t *testing.T) {
 	}
 }
 
+// TestThreadRoom: a thread read by everyone who reads its channel is in
+// the channel's scope; any other thread is a scope of its own, so what its
+// members say is never recalled in the channel, where people who cannot
+// read the thread would see it.
+func TestThreadRoom(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		channel, thread string
+		same            bool
+		room, scope     string
+	}{
+		{"100", "200", true, "discord:100:200", "discord:100"},
+		{"100", "200", false, "discord:200", "discord:200"},
+		{"", "200", true, "discord:200", "discord:200"},
+	}
+	for _, tt := range tests {
+		room := domain.ThreadRoom("discord", tt.channel, tt.thread, tt.same)
+		if room != tt.room || domain.RoomScope(room) != tt.scope {
+			t.Errorf("ThreadRoom(%q, %q, %v) = %q in scope %q; want %q in %q",
+				tt.channel, tt.thread, tt.same, room, domain.RoomScope(room), tt.room, tt.scope)
+		}
+	}
+}
+
 func TestParsePerson(t *testing.T) {
 	t.Parallel()
 	if p, id, err := domain.ParsePerson("slack:U1:x"); err != nil || p != "slack" || id != "U1:x" {

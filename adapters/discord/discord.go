@@ -82,6 +82,7 @@ type Adapter struct {
 	partial  map[string]partialSend
 	created  map[string]int64  // message or interaction ID → the task it created, until its reply
 	dms      map[string]string // user ID → the DM channel with the bot
+	adopted  map[string]bool   // private threads whose former room was moved (adoptPrivate)
 }
 
 var (
@@ -174,10 +175,12 @@ func New(opts Options) (*Adapter, error) {
 		partial: map[string]partialSend{},
 		created: map[string]int64{},
 		dms:     map[string]string{},
+		adopted: map[string]bool{},
 	}
 	sess.AddHandler(a.onMessageCreate)
 	sess.AddHandler(a.onInteractionCreate)
 	sess.AddHandler(a.onConnect)
+	sess.AddHandler(a.onGuildCreate)
 	return a, nil
 }
 

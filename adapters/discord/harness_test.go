@@ -46,7 +46,8 @@ func newFake(t *testing.T, opts ...discordfake.Option) *discordfake.Server {
 }
 
 // bot is Taskloom's core with the Discord adapter, connected to a fake
-// Discord: SQLite store, scripted model, fake clock. The task service's
+// Discord: SQLite store (unless the core's options name another), scripted
+// model, fake clock. The task service's
 // workers are stopped; tests run iterations with core.Tasks.Step.
 type bot struct {
 	t     *testing.T
@@ -91,7 +92,7 @@ func newBotCore(t *testing.T, srv *discordfake.Server, env map[string]string, co
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	b := &bot{t: t, ctx: ctx, srv: srv, clk: clock.NewFake(t0), store: teststore.SQLite(t), model: testkit.NewScriptedModel()}
+	b := &bot{t: t, ctx: ctx, srv: srv, clk: clock.NewFake(t0), model: testkit.NewScriptedModel()}
 	dir := t.TempDir()
 	cfg, err := config.Load(func(k string) string {
 		if k == "TASKLOOM_DATA_DIR" {
@@ -108,10 +109,14 @@ func newBotCore(t *testing.T, srv *discordfake.Server, env map[string]string, co
 	if err != nil {
 		t.Fatal(err)
 	}
-	co := app.CoreOptions{Config: cfg, Store: b.store, Model: b.model, Clock: b.clk, Logger: testLogger(), Owner: "test"}
+	co := app.CoreOptions{Config: cfg, Model: b.model, Clock: b.clk, Logger: testLogger(), Owner: "test"}
 	if core != nil {
 		core(&co)
 	}
+	if co.Store == nil {
+		co.Store = teststore.SQLite(t)
+	}
+	b.store = co.Store
 	b.core = app.NewCore(co)
 	opts := discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: b.core.Runtime}
 	for _, f := range tweak {

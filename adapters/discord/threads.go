@@ -79,7 +79,7 @@ func (a *Adapter) acknowledged(ctx context.Context, messageID string, r plugin.R
 	case dm:
 		log.Info("the task stays where it was created: Discord has no threads in DMs")
 		return
-	case thread != "":
+	case thread != "" || a.inThread(room):
 		log.Info("the task stays where it was created: that is a thread already")
 		return
 	case r.Ephemeral:
@@ -165,44 +165,81 @@ func splitRoom(room string) (channel, thread string) {
 	return channel, thread
 }
 
-// roomOf names the room of a channel of a guild: "discord:<channel>", or
-// "discord:<parent>:<thread>" for a thread. The channel comes from the
-// gateway's state (GUILD_CREATE lists the guild's channels and active
-// threads; THREAD_CREATE adds new ones), or else from the REST API, once.
+// roomOf names the room of a channel of a guild: "discord:<channel>";
+// for a public or announcement thread, which everyone who reads its
+// channel reads, "discord:<parent>:<thread>", in the channel's scope; for
+// a private thread, read by its members only, "discord:<thread>", a scope
+// of its own (domain.ThreadRoom), so what is said there is never recalled
+// in the channel. The channel comes from the gateway's state (GUILD_CREATE
+// lists the guild's channels and the active threads the bot may see;
+// THREAD_CREATE adds new ones), or else from the REST API, once. When
+// neither tells, the channel is a room of its own: were it a private
+// thread, its words stay in it.
 func (a *Adapter) roomOf(ctx context.Context, channelID, guildID string) string {
 	if guildID == "" {
 		return Name + ":" + channelID
 	}
-	var thread bool
-	var parent string
+	var (
+		kind   discordgo.ChannelType
+		parent string
+	)
 	if ch, err := a.sess.State.Channel(channelID); err == nil {
 		// The state's channels are written over in place by the gateway's
 		// events (State.ChannelAdd): read under the state's lock.
 		a.sess.State.RLock()
-		thread, parent = ch.IsThread(), ch.ParentID
+		kind, parent = ch.Type, ch.ParentID
 		a.sess.State.RUnlock()
 	} else {
 		ch, err := a.sess.Channel(channelID, discordgo.WithContext(ctx))
 		if err != nil {
-			a.log.Warn("cannot tell whether a channel is a thread; taking it for a channel", "channel", channelID, "err", err)
+			a.log.Warn("cannot tell whether a channel is a thread, nor who reads it; taking it for a room of its own", "channel", channelID, "err", err)
 			return Name + ":" + channelID
 		}
-		thread, parent = ch.IsThread(), ch.ParentID
+		kind, parent = ch.Type, ch.ParentID
 		kept := *ch // the state's, from now on
 		if err := a.sess.State.ChannelAdd(&kept); err != nil {
 			a.log.Debug("the state does not keep the channel", "channel", channelID, "err", err)
 		}
 	}
-	if thread && parent != "" {
-		return Name + ":" + parent + ":" + channelID
+	if !isThread(kind) || parent == "" {
+		return Name + ":" + channelID
 	}
-	return Name + ":" + channelID
+	public := kind == discordgo.ChannelTypeGuildPublicThread || kind == discordgo.ChannelTypeGuildNewsThread
+	room := domain.ThreadRoom(Name, parent, channelID, public)
+	if !public {
+		a.adoptPrivate(ctx, parent, channelID, room)
+	}
+	return room
+}
+
+// isThread says whether a channel type is a thread's: public,
+// announcement or private.
+func isThread(kind discordgo.ChannelType) bool {
+	return kind == discordgo.ChannelTypeGuildPublicThread || kind == discordgo.ChannelTypeGuildNewsThread ||
+		kind == discordgo.ChannelTypeGuildPrivateThread
+}
+
+// inThread says whether a room is a thread's: "discord:<parent>:<thread>",
+// or a private thread's "discord:<thread>", which the state knows since
+// roomOf named it.
+func (a *Adapter) inThread(room string) bool {
+	channel, thread := splitRoom(room)
+	if thread != "" {
+		return true
+	}
+	ch, err := a.sess.State.Channel(channel)
+	if err != nil {
+		return false
+	}
+	a.sess.State.RLock()
+	defer a.sess.State.RUnlock()
+	return isThread(ch.Type)
 }
 
 // taskReportsIn says whether a task reports in a thread's room, so that a
 // message there addressing the bot answers it, as a reply would.
 func (a *Adapter) taskReportsIn(ctx context.Context, room string) bool {
-	if _, thread := splitRoom(room); thread == "" {
+	if !a.inThread(room) {
 		return false
 	}
 	tasks, err := a.rt.Store().ListTasks(ctx, domain.TaskFilter{RoomID: room, Limit: 1})

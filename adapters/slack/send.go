@@ -55,11 +55,15 @@ func parseRoom(name string) (room, error) {
 	return room{Channel: channel, Thread: thread}, nil
 }
 
+// String names the room. Each Slack conversation — public channel,
+// private channel, group DM (mpim), DM — has an ID of its own, and so a
+// scope of its own (domain.RoomScope); a thread is read by everyone who
+// reads its conversation, so it shares the conversation's scope.
 func (r room) String() string {
 	if r.Thread == "" {
 		return Platform + ":" + r.Channel
 	}
-	return Platform + ":" + r.Channel + ":" + r.Thread
+	return domain.ThreadRoom(Platform, r.Channel, r.Thread, true)
 }
 
 // Send posts a notification or task message to a room, in its thread when

@@ -143,6 +143,13 @@ WHERE about = ?1 OR id IN (SELECT fact_id FROM fact_sources WHERE memory_id IN (
 	LiveSources:      `SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?1))`,
 	InsertFactSource: `INSERT INTO fact_sources (fact_id, memory_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING`,
 
+	MoveMessages: `UPDATE memories SET room = ?2, scope = ?3 WHERE room = ?1`,
+	DropKnownFacts: `DELETE FROM facts WHERE room = ?1 AND EXISTS (
+    SELECT 1 FROM facts known WHERE known.scope = ?2 AND known.about = facts.about AND known.text = facts.text AND known.id <> facts.id)`,
+	MoveFacts:     `UPDATE facts SET room = ?2, scope = ?3 WHERE room = ?1`,
+	MovePassages:  `UPDATE passages SET scope = ?2 WHERE document_id IN (SELECT id FROM documents WHERE room = ?1)`,
+	MoveDocuments: `UPDATE documents SET room = ?2, scope = ?3 WHERE room = ?1`,
+
 	SaveEmbedding: map[string]string{
 		domain.RecallFact:    `UPDATE facts SET embedding = ?2 WHERE id = ?1 AND embedding IS NULL`,
 		domain.RecallPassage: `UPDATE passages SET embedding = ?2 WHERE id = ?1 AND embedding IS NULL`,

@@ -102,6 +102,13 @@ type RecallSQL struct {
 	LiveSources, InsertFactSource                                string
 	BotMessagesAfter, DeleteMemories                             string
 
+	// MoveRoom's statements, in order: MoveMessages and MoveFacts: $1
+	// from, $2 to, $3 to's scope. DropKnownFacts deletes the facts of room
+	// $1 that scope $2 holds already (another row: the same person and
+	// text). MovePassages: $1 from, $2 to's scope (the passages of room
+	// $1's documents). MoveDocuments: $1 from, $2 to, $3 to's scope.
+	MoveMessages, DropKnownFacts, MoveFacts, MovePassages, MoveDocuments string
+
 	// SaveEmbedding and Embeddings by kind (domain.RecallFact,
 	// domain.RecallPassage). SaveEmbedding: $1 id, $2 the vector's bytes,
 	// only where none is stored. Embeddings: $1 List(ids); id and bytes.
@@ -827,6 +834,38 @@ func quotePhrases(text string) []string {
 		out = append(out, strings.Join(words[i:i+quoteWords], " "))
 	}
 	return out
+}
+
+// MoveRoom moves a room's messages, facts and documents to another room,
+// together; see domain.MemoryStore.
+func (r MemoryStore) MoveRoom(ctx context.Context, from, to string) (messages, facts int64, err error) {
+	if strings.TrimSpace(from) == "" || strings.TrimSpace(to) == "" || from == to {
+		return 0, 0, fmt.Errorf("move room %q to %q: %w: two rooms are needed", from, to, domain.ErrInvalid)
+	}
+	scope := domain.RoomScope(to)
+	err = r.DB.InTx(ctx, func(db DB) error {
+		var err error
+		if messages, err = db.Exec(ctx, r.SQL.MoveMessages, from, to, scope); err != nil {
+			return fmt.Errorf("messages: %w", err)
+		}
+		if _, err = db.Exec(ctx, r.SQL.DropKnownFacts, from, scope); err != nil {
+			return fmt.Errorf("facts known already: %w", err)
+		}
+		if facts, err = db.Exec(ctx, r.SQL.MoveFacts, from, to, scope); err != nil {
+			return fmt.Errorf("facts: %w", err)
+		}
+		if _, err = db.Exec(ctx, r.SQL.MovePassages, from, scope); err != nil {
+			return fmt.Errorf("passages: %w", err)
+		}
+		if _, err = db.Exec(ctx, r.SQL.MoveDocuments, from, to, scope); err != nil {
+			return fmt.Errorf("documents: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("move room %s to %s: %w", from, to, err)
+	}
+	return messages, facts, nil
 }
 
 // SaveEmbeddings stores vectors of facts or passages, each once.

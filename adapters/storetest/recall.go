@@ -339,6 +339,52 @@ func testForget(t *testing.T, s domain.Store) {
 	}
 }
 
+// testMoveRoom: MoveRoom takes a room's messages, facts and documents out
+// of the scope they were in into the new room's — the words of a thread
+// found to be private are no longer recalled in its channel, and are in
+// the thread's new room — keeping one of a fact both scopes know, and
+// nothing of the other rooms.
+func testMoveRoom(t *testing.T, s domain.Store) {
+	const channel, thread, private = "discord:1", "discord:1:2", "discord:2"
+	say(t, s, channel, "discord:u1", "the zephyr note of the channel")
+	say(t, s, thread, "discord:u1", "the zephyr secret of the thread")
+	learn(t, s, domain.Fact{Room: private, About: "discord:u1", Text: "u1 keeps zephyr quiet"})
+	learn(t, s,
+		domain.Fact{Room: thread, About: "discord:u1", Text: "u1 keeps zephyr quiet"},
+		domain.Fact{Room: thread, About: "discord:u1", Text: "u1 targets zephyr"},
+		domain.Fact{Room: channel, About: "discord:u1", Text: "u1 likes zephyr tea"})
+	addDoc(t, s, "Zephyr plan", thread, "The zephyr plan, for the thread only.")
+
+	msgs, facts, err := s.MoveRoom(t.Context(), thread, private)
+	if err != nil || msgs != 1 || facts != 1 {
+		t.Fatalf("MoveRoom = %d messages, %d facts, %v; want 1, 1 (the other fact known there already)", msgs, facts, err)
+	}
+	inChannel := texts(recall(t, s, domain.RecallQuery{Text: "zephyr", Room: channel, Limit: 100}))
+	slices.Sort(inChannel)
+	if want := []string{"the zephyr note of the channel", "u1 likes zephyr tea"}; !slices.Equal(inChannel, want) {
+		t.Errorf("the channel recalls %q; want only its own %q", inChannel, want)
+	}
+	inPrivate := texts(recall(t, s, domain.RecallQuery{Text: "zephyr", Room: private, Limit: 100}))
+	slices.Sort(inPrivate)
+	if want := []string{"The zephyr plan, for the thread only.", "the zephyr secret of the thread", "u1 keeps zephyr quiet", "u1 targets zephyr"}; !slices.Equal(inPrivate, want) {
+		t.Errorf("the new room recalls %q; want %q", inPrivate, want)
+	}
+	if ms, err := s.SearchMemories(t.Context(), domain.MemoryFilter{Room: private}); err != nil || len(ms) != 1 || ms[0].Room != private {
+		t.Errorf("the new room's messages: %+v, %v", ms, err)
+	}
+	if docs, err := s.Documents(t.Context(), private); err != nil || len(docs) != 1 || docs[0].Room != private {
+		t.Errorf("the new room's documents: %+v, %v", docs, err)
+	}
+	if msgs, facts, err := s.MoveRoom(t.Context(), thread, private); err != nil || msgs != 0 || facts != 0 {
+		t.Errorf("MoveRoom again = %d, %d, %v; want nothing", msgs, facts, err)
+	}
+	for _, bad := range [][2]string{{"", private}, {thread, ""}, {private, private}} {
+		if _, _, err := s.MoveRoom(t.Context(), bad[0], bad[1]); !errors.Is(err, domain.ErrInvalid) {
+			t.Errorf("MoveRoom(%q, %q) = %v; want ErrInvalid", bad[0], bad[1], err)
+		}
+	}
+}
+
 // testPruneFacts: retention deletes old facts as it does old messages.
 func testPruneFacts(t *testing.T, s domain.Store) {
 	learn(t, s,

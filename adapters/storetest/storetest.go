@@ -107,6 +107,7 @@ func Run(t *testing.T, stores Stores) {
 		{"Forget", testForget},
 		{"ForgetLeavesNoCopy", testForgetLeavesNoCopy},
 		{"ForgetRacingFacts", testForgetRacingFacts},
+		{"MoveRoom", testMoveRoom},
 		{"PruneFacts", testPruneFacts},
 		{"Documents", testDocuments},
 		{"LargeDocument", testLargeDocument},

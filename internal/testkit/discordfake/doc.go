@@ -28,8 +28,10 @@
 // three-second window (Responses), follow-ups and @original edits through
 // the interaction webhook, channels, guilds, members. Start Thread from
 // Message makes a public thread with the message's ID (Threads), announced
-// with THREAD_CREATE and listed in GUILD_CREATE; its messages are a
-// channel of their own whose parent_id is the channel; a DM, a thread, a
+// with THREAD_CREATE and listed in GUILD_CREATE (AddThread makes one a
+// person started; AddPrivateThread a private thread, type 12, with the bot
+// among its members); its messages are a channel of their own whose
+// parent_id is the channel; a DM, a thread, a
 // message with a thread already or a missing Create Public Threads
 // (DenyPermissions) is refused with Discord's codes. Autocomplete
 // dispatches type 4 interactions, answered by type 8 with at most 25

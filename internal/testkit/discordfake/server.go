@@ -212,7 +212,8 @@ type channel struct {
 	id, guildID, name string
 	recipient         string // DMs with the bot
 	// kind is the channel's type: GUILD_TEXT for guild channels, DM,
-	// GROUP_DM, or PUBLIC_THREAD.
+	// GROUP_DM, or a thread: PUBLIC_THREAD, ANNOUNCEMENT_THREAD or
+	// PRIVATE_THREAD (AddPrivateThread).
 	kind discordgo.ChannelType
 	// Threads: the channel they are in and who started them.
 	parentID, ownerID string

@@ -58,6 +58,26 @@ func (s *Server) AddThread(threadID, parentID, ownerID, name string) {
 	s.addThreadLocked(threadID, parent, ownerID, name, 1440)
 }
 
+// AddPrivateThread makes a private thread (GUILD_PRIVATE_THREAD) in a
+// guild text channel known, with the bot among its members, as when a
+// member started it in Discord's client and invited or mentioned the bot:
+// only its members (and those who may manage threads) see it or read its
+// messages, although they can all read the channel. Sessions that have
+// its guild get THREAD_CREATE, which Discord sends a user added to a
+// thread; messages sent to threadID are then in the thread.
+func (s *Server) AddPrivateThread(threadID, parentID, ownerID, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parent, ok := s.channels[parentID]
+	if !ok || parent.guildID == "" || parent.kind != discordgo.ChannelTypeGuildText {
+		// Discord makes private threads in text channels only.
+		s.t.Errorf("discordfake: AddPrivateThread(%s): %s is not a guild text channel the fake knows", threadID, parentID)
+		return
+	}
+	s.ensureUserLocked(ownerID)
+	s.addThreadOfLocked(discordgo.ChannelTypeGuildPrivateThread, threadID, parent, ownerID, name, 1440)
+}
+
 // threadsLocked lists the threads that keep, by ID (creation order).
 func (s *Server) threadsLocked(keep func(*channel) bool) []*channel {
 	var out []*channel
@@ -83,6 +103,11 @@ func (s *Server) addThreadLocked(id string, parent *channel, ownerID, name strin
 	if parent.kind == discordgo.ChannelTypeGuildNews {
 		kind = discordgo.ChannelTypeGuildNewsThread
 	}
+	return s.addThreadOfLocked(kind, id, parent, ownerID, name, archiveAfter)
+}
+
+// addThreadOfLocked records a thread of a type and announces it.
+func (s *Server) addThreadOfLocked(kind discordgo.ChannelType, id string, parent *channel, ownerID, name string, archiveAfter int) *channel {
 	th := &channel{id: id, guildID: parent.guildID, name: name, kind: kind, parentID: parent.id, ownerID: ownerID,
 		created: s.cfg.now().UTC()}
 	s.channels[id] = th
@@ -179,7 +204,7 @@ func (s *Server) botPermissionsLocked(ch *channel) int64 {
 // wireThread is a thread channel object, as GET /channels/{id},
 // THREAD_CREATE and GUILD_CREATE's threads carry it.
 func (s *Server) wireThread(c *channel) map[string]any {
-	return map[string]any{
+	w := map[string]any{
 		"id": c.id, "type": c.kind, "guild_id": c.guildID, "parent_id": c.parentID, "owner_id": c.ownerID,
 		"name": c.name, "last_message_id": nil, "rate_limit_per_user": 0, "flags": 0,
 		"message_count": len(s.messages[c.id]), "total_message_sent": len(s.messages[c.id]), "member_count": 1,
@@ -188,6 +213,12 @@ func (s *Server) wireThread(c *channel) map[string]any {
 			"archive_timestamp": c.created.Format(discordTime), "create_timestamp": c.created.Format(discordTime),
 		},
 	}
+	if c.kind == discordgo.ChannelTypeGuildPrivateThread {
+		// Whether members other than moderators may invite others: private
+		// threads only.
+		w["thread_metadata"].(map[string]any)["invitable"] = true
+	}
+	return w
 }
 
 // wireGroupDM is a group DM channel object.

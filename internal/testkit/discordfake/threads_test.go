@@ -145,6 +145,40 @@ func TestGuildCreateListsActiveThreads(t *testing.T) {
 	}
 }
 
+// TestPrivateThread: a private thread is a channel of type
+// GUILD_PRIVATE_THREAD (12) whose parent is the text channel, announced to
+// the bot (a member) with THREAD_CREATE, readable with GET /channels, its
+// messages its own; invitable is in its metadata, as only private threads
+// have it.
+func TestPrivateThread(t *testing.T) {
+	t.Parallel()
+	srv := discordfake.New(t, discordfake.WithGuild(discordfake.Guild{ID: guildID, ChannelIDs: []string{channelID}}))
+	s := newSession(t, srv)
+	threads := make(chan *discordgo.ThreadCreate, 2)
+	s.AddHandler(func(_ *discordgo.Session, tc *discordgo.ThreadCreate) { threads <- tc })
+	msgs := make(chan *discordgo.MessageCreate, 4)
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { msgs <- m })
+	open(t, s)
+
+	const private = "1300000000000000098"
+	srv.AddPrivateThread(private, channelID, userID, "deal")
+	if tc := receive(t, threads, "THREAD_CREATE"); tc.ID != private || tc.Type != discordgo.ChannelTypeGuildPrivateThread ||
+		tc.ParentID != channelID || tc.ThreadMetadata == nil || !tc.ThreadMetadata.Invitable {
+		t.Errorf("THREAD_CREATE = %+v (metadata %+v)", tc.Channel, tc.ThreadMetadata)
+	}
+	got, err := s.Channel(private)
+	if err != nil || got.Type != discordgo.ChannelTypeGuildPrivateThread || got.ParentID != channelID || !got.IsThread() {
+		t.Errorf("GET the private thread = %+v, %v", got, err)
+	}
+	srv.MessageCreate(private, guildID, userID, "<@"+srv.BotUser().ID+"> hi")
+	if m := receive(t, msgs, "a message in the private thread"); m.ChannelID != private || m.GuildID != guildID {
+		t.Errorf("MESSAGE_CREATE = %+v", m.Message)
+	}
+	if th := srv.Threads(channelID); len(th) != 1 || th[0].ID != private {
+		t.Errorf("Threads = %+v", th)
+	}
+}
+
 func TestAutocompleteAndContexts(t *testing.T) {
 	t.Parallel()
 	srv := discordfake.New(t, discordfake.WithGuild(discordfake.Guild{ID: guildID, ChannelIDs: []string{channelID}}))
