@@ -285,6 +285,17 @@ func (s *Server) FailNext(method, code string) {
 	s.faults[method] = append(s.faults[method], fault{status: http.StatusOK, errCode: code})
 }
 
+// ServerErrorNext makes the next n calls to method answer HTTP 500 with
+// {"ok":false,"error":"internal_error"}, as Slack does when it fails on
+// its side; nothing of the call is done.
+func (s *Server) ServerErrorNext(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[method] = append(s.faults[method], fault{status: http.StatusInternalServerError, errCode: "internal_error"})
+	}
+}
+
 // Call is one Web API call as the fake saw it.
 type Call struct {
 	Method string
