@@ -116,9 +116,12 @@ func TestCommandDuringLongStoreOutageIsRefusedInOneSentence(t *testing.T) {
 	text := b.mention("create task Build auth")
 	id := srv.MessageCreate(channelID, guildID, alice, text)
 	b.waitLog(&l, "the store cannot be reached; the message waits for it")
+	// A redelivery meanwhile gets no sentence of its own.
+	srv.Dispatch("MESSAGE_CREATE", wireMessage(id, channelID, guildID, alice, text, srv.BotUser().ID))
 	if !b.advanceUntil(time.Second, 40*time.Second, func() bool { return len(srv.Messages(channelID)) > 0 }) {
 		t.Fatalf("no answer after the outage outlasted the wait; logs:\n%s", l.String())
 	}
+	b.advanceUntil(time.Second, 5*time.Second, func() bool { return false })
 	ms := srv.Messages(channelID)
 	if len(ms) != 1 || ms[0].Content != "I could not reach my database, so nothing was done: say it again in a minute." {
 		t.Fatalf("answers = %+v, want the one sentence", ms)
@@ -177,4 +180,28 @@ func TestAcknowledgementFailingWith500IsDeliveredOnce(t *testing.T) {
 	if len(ns) != 0 {
 		t.Errorf("outbox still holds %+v", ns)
 	}
+}
+
+// A 500 that came after Discord had posted the acknowledgement (a
+// gateway's timeout) leaves no second copy: the outbox's retry carries the
+// nonce of the first attempt, and Discord answers it with the message
+// that attempt posted.
+func TestAcknowledgementPostedDespite500IsNotPostedTwice(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t)
+	b := start(t, srv)
+	path := "/channels/" + channelID + "/messages"
+	srv.FailAfterNext("POST", path, 1, http.StatusInternalServerError)
+
+	srv.MessageCreate(channelID, guildID, alice, b.mention("create task Build auth"))
+	if !b.advanceUntil(time.Second, 10*time.Second, func() bool { return len(srv.CallsTo("POST", path)) >= 2 }) {
+		t.Fatal("the acknowledgement was not retried")
+	}
+	b.advanceUntil(time.Second, 5*time.Second, func() bool { return false })
+	b.stop()
+	ms := srv.Messages(channelID)
+	if len(ms) != 1 {
+		t.Fatalf("%d messages, want the acknowledgement once: %+v", len(ms), ms)
+	}
+	mustContain(t, "acknowledgement", ms[0].Content, `Created task #1 "Build auth"`)
 }
