@@ -151,6 +151,7 @@ type fault struct {
 	status     int
 	errCode    string
 	retryAfter time.Duration
+	after      bool // the call is carried out before the error is answered
 }
 
 type responseURL struct {
@@ -293,6 +294,17 @@ func (s *Server) ServerErrorNext(method string, n int) {
 	defer s.mu.Unlock()
 	for range n {
 		s.faults[method] = append(s.faults[method], fault{status: http.StatusInternalServerError, errCode: "internal_error"})
+	}
+}
+
+// ServerErrorAfterNext is ServerErrorNext for calls that are carried out
+// all the same (a message is posted) before the 500 is answered, as when
+// the error comes from between the client and an API that did its work.
+func (s *Server) ServerErrorAfterNext(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[method] = append(s.faults[method], fault{status: http.StatusInternalServerError, errCode: "internal_error", after: true})
 	}
 }
 
