@@ -205,3 +205,30 @@ func TestAcknowledgementPostedDespite500IsNotPostedTwice(t *testing.T) {
 	}
 	mustContain(t, "acknowledgement", ms[0].Content, `Created task #1 "Build auth"`)
 }
+
+// A /task create whose interaction response Discord answers with 500 is
+// not left unacknowledged in the channel: the acknowledgement, public as
+// it would have been, is posted there by the outbox. (An interaction
+// cannot be answered later than Discord allows, and an ephemeral answer
+// cannot be posted for one person later at all: those are not queued.)
+func TestInteractionAcknowledgementFailingWith500IsPostedInTheChannel(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t)
+	b := start(t, srv)
+	srv.FailNext("POST", "/interactions/", 1, http.StatusInternalServerError)
+
+	b.slash(alice, "create", discordfake.CommandOption{Name: "goal", Value: "Build auth"})
+	if !b.advanceUntil(time.Second, 10*time.Second, func() bool { return len(srv.Messages(channelID)) > 0 }) {
+		t.Fatal("the acknowledgement never came")
+	}
+	b.advanceUntil(time.Second, 5*time.Second, func() bool { return false })
+	b.stop()
+	ms := srv.Messages(channelID)
+	if len(ms) != 1 || ms[0].InteractionID != "" || ms[0].ReplyTo != "" {
+		t.Fatalf("messages = %+v, want the acknowledgement once, posted in the channel", ms)
+	}
+	mustContain(t, "acknowledgement", ms[0].Content, `Created task #1 "Build auth"`)
+	if n := b.countTasks(); n != 1 {
+		t.Errorf("%d tasks, want 1", n)
+	}
+}
