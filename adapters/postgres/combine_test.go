@@ -129,6 +129,7 @@ func tracedStore(t *testing.T) (*Store, *sent) {
 	s := &Store{pool: pool}
 	s.Core = sqlstore.Core{D: s}
 	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
+	s.Records = sqlstore.Records{DB: poolDB{pool}, SQL: recordSQL}
 	s.MemoryStore = sqlstore.NewMemoryStore(poolDB{pool}, recallSQL)
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
@@ -286,4 +287,62 @@ func TestClaimWalksTheQueueIndex(t *testing.T) {
 		t.Errorf("the claim's plan in its transaction does not walk tasks_queue in order:\n%s", p)
 	}
 	t.Logf("without %q:\n%s", sqlClaimPlan, plan())
+}
+
+// TestNotifyingIterationStatements: an iteration of a task in a room that
+// posts there (a progress update, a tool's message) still writes the row,
+// its step and its event as one statement, with only the columns that
+// changed: the notifications' inserts go ahead of it, in the same round
+// trip, rather than sending the row on its own with every column.
+func TestNotifyingIterationStatements(t *testing.T) {
+	ctx := t.Context()
+	s, rec := tracedStore(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := s.CreateTask(ctx, domain.NewTask{Goal: "one", Now: now, MaxIterations: 10, MaxStaleIterations: 10,
+		Platform: "console", RoomID: "console"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.take()
+		if _, err := s.UpdateTask(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
+				Progress: 10 * (i + 1), Verdict: domain.VerdictContinue, Step: domain.Step{Action: "post", Success: true},
+				Notifications: []domain.Notification{{Category: domain.NotifyMessage, Payload: []byte(`{"text":"hello"}`)}}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		q, trips := rec.take()
+		var enqueued, rows int
+		for _, stmt := range q {
+			if strings.Contains(stmt, "INSERT INTO notifications") {
+				enqueued++
+			}
+			if strings.Contains(stmt, "UPDATE tasks") {
+				rows++
+				if !strings.Contains(stmt, "INSERT INTO task_steps") || !strings.Contains(stmt, "INSERT INTO task_events") || strings.Contains(stmt, "goal =") {
+					t.Errorf("iteration %d wrote the row as %q: want it with its step and event, and no column that did not change", i+1, stmt)
+				}
+			}
+		}
+		if enqueued == 0 || rows != 1 || trips != 1 {
+			t.Errorf("iteration %d: %d notifications and %d writes of the row in %d round trips, want some, 1 and 1: %.600q", i+1, enqueued, rows, trips, q)
+		}
+	}
+	got, err := s.ListNotifications(ctx, "", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	posts := 0
+	for _, n := range got {
+		if n.Category == domain.NotifyMessage && n.Room == "console" {
+			posts++
+		}
+	}
+	if posts != 2 {
+		t.Errorf("%d posts to console in the outbox, want 2: %+v", posts, got)
+	}
 }

@@ -656,8 +656,11 @@ func (t *txn) InsertStep(_ context.Context, st domain.Step) error {
 	return nil
 }
 
+// Enqueue queues the insert of n ahead of a held write of a task's row
+// (pendingWrite), which it neither reads nor changes: the row, its step
+// and its event still go as one statement after it, as a file's write
+// does.
 func (t *txn) Enqueue(_ context.Context, n domain.Notification) error {
-	t.release()
 	t.batch.Queue(sqlEnqueue, sqlstore.NotificationArgs(n, timeArg)...)
 	return nil
 }

@@ -77,6 +77,9 @@ func BenchmarkThroughTheBinary(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			url := benchDB(b)
 			raw := &rawQueue{pool: rawPool(b, url)}
+			if os.Getenv("TASKLOOM_BENCH_LOG") != "" {
+				logStatements(b, raw.pool)
+			}
 			sv := startServe(b, bin, dir, url, modelURL, raw.pool, workers)
 			defer sv.stop()
 			// In turns: a round of the raw baseline with serve stopped
@@ -185,6 +188,23 @@ func rawRound(tb testing.TB, pool *pgxpool.Pool, n int) {
 	}
 }
 
+// logStatements has PostgreSQL log every statement of the sessions that
+// open on pool's database from now on (serve's, not the raw baseline's),
+// with its duration, for a breakdown of where an iteration's time goes
+// (TASKLOOM_BENCH_LOG=1; the server's log, filtered by the database's
+// name, which this prints).
+func logStatements(tb testing.TB, pool *pgxpool.Pool) {
+	tb.Helper()
+	var db string
+	if err := pool.QueryRow(context.Background(), `SELECT current_database()`).Scan(&db); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := pool.Exec(context.Background(), `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET log_min_duration_statement = 0`); err != nil {
+		tb.Fatal(err)
+	}
+	fmt.Printf("logging the statements of database %s\n", db)
+}
+
 // served is `taskloom serve` running for the benchmark.
 type served struct {
 	tb         testing.TB
@@ -210,14 +230,23 @@ func startServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Poo
 	l.Close()
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DATABASE_URL=" + url,
-		"TASKLOOM_HTTP_ADDR=" + addr, "TASKLOOM_DATA_DIR=" + filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=false",
+		"TASKLOOM_HTTP_ADDR=" + addr, "TASKLOOM_DATA_DIR=" + filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=true",
 		"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=sk-bench", "TASKLOOM_WORKERS=" + strconv.Itoa(workers),
 		"TASKLOOM_MAX_ACTIVE=1000", "TASKLOOM_MAX_TOKENS=0", "TASKLOOM_FACTS=false", "TASKLOOM_LOG_LEVEL=warn"}
 	sv := &served{tb: tb, cmd: cmd, pool: pool, logs: &bytes.Buffer{}}
 	cmd.Stdout, cmd.Stderr = sv.logs, sv.logs
+	// The console's input stays open (it ends serve at its end) and says
+	// nothing.
+	in, keep, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { keep.Close() })
+	cmd.Stdin = in
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
+	in.Close()
 	sv.iterations = func() int {
 		var n int
 		if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(iteration), 0) FROM tasks`).Scan(&n); err != nil {
@@ -242,7 +271,7 @@ func startServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Poo
 		time.Sleep(100 * time.Millisecond)
 	}
 	for i := range queueTasks {
-		body := fmt.Sprintf(`{"goal": "keep notes %d", "max_iterations": 10000, "max_stale_iterations": 1000}`, i)
+		body := fmt.Sprintf(`{"goal": "keep notes %d", "room": "console", "max_iterations": 10000, "max_stale_iterations": 1000}`, i)
 		resp, err := http.Post(base+"/api/tasks", "application/json", strings.NewReader(body))
 		if err != nil {
 			sv.stop()
