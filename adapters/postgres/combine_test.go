@@ -131,6 +131,7 @@ func tracedStore(t *testing.T) (*Store, *sent) {
 	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
 	s.Records = sqlstore.Records{DB: poolDB{pool}, SQL: recordSQL}
 	s.MemoryStore = sqlstore.NewMemoryStore(poolDB{pool}, recallSQL)
+	s.Records.Wrote = s.MemoryStore.Wrote
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
