@@ -192,8 +192,9 @@ func TestIterationAheadStatements(t *testing.T) {
 // TestFileIterationAheadStatements: an iteration that writes a file is
 // still one round trip with the claim of the worker's next task: the
 // commit reads none of the task's files, which migration 0021's check
-// covers after the writes, in the same pipeline; a write past a limit is
-// refused all the same, with nothing written.
+// covers after the writes, in the same pipeline and in the same statement
+// as the last write; a write past a limit is refused all the same, with
+// nothing written.
 func TestFileIterationAheadStatements(t *testing.T) {
 	ctx := t.Context()
 	s, rec := tracedStore(t)
@@ -227,6 +228,13 @@ func TestFileIterationAheadStatements(t *testing.T) {
 		for _, stmt := range q {
 			if strings.Contains(stmt, "FROM task_files") {
 				t.Errorf("iteration %d read the task's files: %q", i+1, stmt)
+			}
+			// The check is folded into the file's write: one statement.
+			if strings.HasPrefix(stmt, "SELECT taskloom_check_files") {
+				t.Errorf("iteration %d checked the files in a statement of its own: %q", i+1, stmt)
+			}
+			if strings.Contains(stmt, "INSERT INTO task_files") && !strings.Contains(stmt, "taskloom_check_files") {
+				t.Errorf("iteration %d wrote its file without the check: %q", i+1, stmt)
 			}
 		}
 		if got, err := s.TaskFiles(ctx, c.Number); err != nil || len(got) != 1 || got[0].Path != "notes.md" {

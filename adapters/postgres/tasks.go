@@ -168,6 +168,10 @@ type txn struct {
 	pending *pendingWrite
 	// missed are the rows sqlUpdateTaskIfUnchanged found changed.
 	missed []int64
+	// lastPut is the file write queued last, while nothing was queued
+	// after it, with its task (files.go's CheckFiles folds into it).
+	lastPut     *pgx.QueuedQuery
+	lastPutTask int64
 }
 
 var (
