@@ -99,9 +99,9 @@ func TestRecallFromAnotherReplica(t *testing.T) {
 }
 
 // TestRecallInAnEmptyRoomSendsNothing: a task's prompt recalls every
-// iteration; in a room with nothing to recall — though other rooms hold
-// its words — and for words no knowledge holds, recall reads once and
-// then sends nothing for a while.
+// iteration; in a room with nothing to recall — no message, fact or
+// document of its own or of every room, though another room's hold its
+// words — recall reads once and then sends nothing for a while.
 func TestRecallInAnEmptyRoomSendsNothing(t *testing.T) {
 	ctx := t.Context()
 	s, rec := tracedStore(t)
@@ -110,6 +110,9 @@ func TestRecallInAnEmptyRoomSendsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.SaveFacts(ctx, []domain.Fact{{Room: "discord:9", Text: "Ann keeps notes", CreatedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddDocument(ctx, domain.Document{Title: "notes", Room: "discord:9", CreatedAt: time.Now()}, "Keep notes of every entry."); err != nil {
 		t.Fatal(err)
 	}
 	q := domain.RecallQuery{Text: "keep notes 12 entry 7 still going", Room: "console", Limit: 30}

@@ -49,8 +49,9 @@ type RecallSQL struct {
 	// DocumentColumns. DeletePassages, DeleteDocument: $1 document.
 	Documents, DeletePassages, DeleteDocument string
 
-	// Holding: $1 a scope; one row of two booleans: whether any message,
-	// and whether any fact, is in the scope.
+	// Holding: $1 a scope ("" for none); one row of three booleans:
+	// whether any message, any fact, and any document of the scope or of
+	// every room (scope "") is stored.
 	Holding string
 
 	// Frequencies by kind: $1 Terms(terms), $2 a cap; each term and in
@@ -173,7 +174,7 @@ func (r MemoryStore) SetClock(now func() time.Time) {
 // may find): the counts are forgotten every forgetAfter lookups.
 //
 // What is not there is remembered too, for absentFor: a word in no row of
-// a kind, and a scope with no message or no fact (a task's prompt recalls
+// a kind, and a scope with no message, no fact or no document (a task's prompt recalls
 // every iteration, mostly words nothing holds, often in a room with no
 // memory at all). Rows only appear by a write: one through this process
 // forgets what was remembered absent of its kind at once (Wrote), and one
@@ -563,9 +564,9 @@ func (r MemoryStore) Recall(ctx context.Context, q domain.RecallQuery) ([]domain
 		if scope == "" && kind != domain.RecallPassage {
 			continue // no room: only the knowledge of every room
 		}
-		if kind != domain.RecallPassage && !held[kind] {
-			// The room has no message, or no fact, to recall: nothing
-			// to count or read.
+		if !held[kind] {
+			// The room has no message, fact or document to recall:
+			// nothing to count or read.
 			continue
 		}
 		selecting, absent, err := r.selecting(ctx, kind, terms)
@@ -617,18 +618,15 @@ func (r MemoryStore) Recall(ctx context.Context, q domain.RecallQuery) ([]domain
 	return out, nil
 }
 
-// holding says, of the messages and facts among kinds, whether scope
-// holds any: remembered (wordCounts.holds), or read for both in one
-// statement.
+// holding says, of kinds, whether scope holds any row of each (for
+// passages, whether a document of the scope or of every room is stored):
+// remembered (wordCounts.holds), or read for the three in one statement.
 func (r MemoryStore) holding(ctx context.Context, scope string, kinds []string) (map[string]bool, error) {
 	held := map[string]bool{}
-	if scope == "" {
-		return held, nil
-	}
 	read := false
 	for _, kind := range kinds {
-		if kind == domain.RecallPassage {
-			continue
+		if scope == "" && kind != domain.RecallPassage {
+			continue // no room: only the knowledge of every room
 		}
 		holds, known := r.counts.holds(kind, scope)
 		held[kind] = holds
@@ -637,13 +635,20 @@ func (r MemoryStore) holding(ctx context.Context, scope string, kinds []string) 
 	if !read {
 		return held, nil
 	}
-	var messages, facts bool
-	if err := r.DB.QueryRow(ctx, r.SQL.Holding, scope).Scan(&messages, &facts); err != nil {
+	var messages, facts, documents bool
+	if err := r.DB.QueryRow(ctx, r.SQL.Holding, scope).Scan(&messages, &facts, &documents); err != nil {
 		return nil, fmt.Errorf("look for memories: %w", err)
 	}
-	r.counts.found(domain.RecallMessage, scope, messages)
-	r.counts.found(domain.RecallFact, scope, facts)
-	held[domain.RecallMessage], held[domain.RecallFact] = messages, facts
+	found := map[string]bool{domain.RecallMessage: messages, domain.RecallFact: facts, domain.RecallPassage: documents}
+	for kind, holds := range found {
+		if scope == "" && kind != domain.RecallPassage {
+			continue
+		}
+		r.counts.found(kind, scope, holds)
+		if _, asked := held[kind]; asked {
+			held[kind] = holds
+		}
+	}
 	return held, nil
 }
 
