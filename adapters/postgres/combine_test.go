@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -320,7 +323,9 @@ func TestNotifyingIterationStatements(t *testing.T) {
 		if _, err := s.UpdateTask(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
 			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
 				Progress: 10 * (i + 1), Verdict: domain.VerdictContinue, Step: domain.Step{Action: "post", Success: true},
-				Notifications: []domain.Notification{{Category: domain.NotifyMessage, Payload: []byte(`{"text":"hello"}`)}}})
+				Notifications: []domain.Notification{
+					{Category: domain.NotifyMessage, Payload: []byte(fmt.Sprintf(`{"text":"first %d"}`, i))},
+					{Category: domain.NotifyMessage, Payload: []byte(fmt.Sprintf(`{"text":"second %d"}`, i))}}})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -337,21 +342,25 @@ func TestNotifyingIterationStatements(t *testing.T) {
 				}
 			}
 		}
-		if enqueued == 0 || rows != 1 || trips != 1 {
-			t.Errorf("iteration %d: %d notifications and %d writes of the row in %d round trips, want some, 1 and 1: %.600q", i+1, enqueued, rows, trips, q)
+		// The iteration's notifications go as one insert of their rows.
+		if enqueued != 1 || rows != 1 || trips != 1 {
+			t.Errorf("iteration %d: %d inserts of notifications and %d writes of the row in %d round trips, want 1, 1 and 1: %.600q", i+1, enqueued, rows, trips, q)
 		}
 	}
 	got, err := s.ListNotifications(ctx, "", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	posts := 0
+	// Every post, in the order they were asked for (IDs ascending).
+	var posts []string
 	for _, n := range got {
-		if n.Category == domain.NotifyMessage && n.Room == "console" {
-			posts++
+		if n.Category == domain.NotifyMessage && n.Room == "console" && n.TaskNumber == 1 {
+			var p struct{ Text string }
+			_ = json.Unmarshal(n.Payload, &p)
+			posts = append(posts, p.Text)
 		}
 	}
-	if posts != 2 {
-		t.Errorf("%d posts to console in the outbox, want 2: %+v", posts, got)
+	if want := []string{"first 0", "second 0", "first 1", "second 1"}; !slices.Equal(posts, want) {
+		t.Errorf("posts to console in the outbox = %q, want %q", posts, want)
 	}
 }
