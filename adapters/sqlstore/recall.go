@@ -189,6 +189,9 @@ type wordCounts struct {
 	absent  map[string]time.Time // kind + "\x00" + word → when its absence is counted again
 	empty   map[string]time.Time // kind + "\x00" + scope → when it is looked at again
 	holding map[string]bool      // kind + "\x00" + scope: it held rows
+	// writes counts the writes of each kind (wrote): an absence read
+	// before a write and remembered after it would hide the row written.
+	writes  map[string]uint64
 	lookups int
 }
 
@@ -234,7 +237,21 @@ func (c *wordCounts) get(kind, word string) (int, bool) {
 	return n, ok
 }
 
-func (c *wordCounts) put(kind, word string, rows int) {
+// gen is how many writes of kind this process made: put and found take
+// it as it was before the read they remember.
+func (c *wordCounts) gen(kind string) uint64 {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes[kind]
+}
+
+// put remembers in how many rows of kind word is, counted by a read that
+// began at gen (a word in none is not remembered when a row of the kind
+// was written since).
+func (c *wordCounts) put(kind, word string, rows int, gen uint64) {
 	if c == nil {
 		return
 	}
@@ -242,6 +259,9 @@ func (c *wordCounts) put(kind, word string, rows int) {
 	defer c.mu.Unlock()
 	key := kind + "\x00" + word
 	if rows == 0 {
+		if c.writes[kind] != gen {
+			return
+		}
 		if c.absent == nil {
 			c.absent = map[string]time.Time{}
 		}
@@ -273,13 +293,18 @@ func (c *wordCounts) holds(kind, scope string) (holds, known bool) {
 	return false, false
 }
 
-// found remembers whether scope held rows of kind when just read.
-func (c *wordCounts) found(kind, scope string, holds bool) {
+// found remembers whether scope held rows of kind, read by a read that
+// began at gen (none is not remembered when a row of the kind was written
+// since).
+func (c *wordCounts) found(kind, scope string, holds bool, gen uint64) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !holds && c.writes[kind] != gen {
+		return
+	}
 	key := kind + "\x00" + scope
 	if holds {
 		if c.holding == nil {
@@ -303,6 +328,10 @@ func (c *wordCounts) wrote(kind string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.writes == nil {
+		c.writes = map[string]uint64{}
+	}
+	c.writes[kind]++
 	prefix := kind + "\x00"
 	for k := range c.absent {
 		if strings.HasPrefix(k, prefix) {
@@ -635,6 +664,10 @@ func (r MemoryStore) holding(ctx context.Context, scope string, kinds []string) 
 	if !read {
 		return held, nil
 	}
+	gens := map[string]uint64{}
+	for _, kind := range []string{domain.RecallMessage, domain.RecallFact, domain.RecallPassage} {
+		gens[kind] = r.counts.gen(kind)
+	}
 	var messages, facts, documents bool
 	if err := r.DB.QueryRow(ctx, r.SQL.Holding, scope).Scan(&messages, &facts, &documents); err != nil {
 		return nil, fmt.Errorf("look for memories: %w", err)
@@ -644,7 +677,7 @@ func (r MemoryStore) holding(ctx context.Context, scope string, kinds []string) 
 		if scope == "" && kind != domain.RecallPassage {
 			continue
 		}
-		r.counts.found(kind, scope, holds)
+		r.counts.found(kind, scope, holds, gens[kind])
 		if _, asked := held[kind]; asked {
 			held[kind] = holds
 		}
@@ -672,6 +705,7 @@ func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string)
 		}
 	}
 	if len(unknown) > 0 {
+		gen := r.counts.gen(kind)
 		counted, err := QueryAll(ctx, r.DB, r.SQL.Frequencies[kind], []any{r.SQL.Terms(unknown), selectAtMost},
 			func(row Row) (freq, error) {
 				var f freq
@@ -682,7 +716,7 @@ func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string)
 			return nil, false, fmt.Errorf("count words: %w", err)
 		}
 		for _, f := range counted {
-			r.counts.put(kind, f.term, f.rows)
+			r.counts.put(kind, f.term, f.rows, gen)
 		}
 		known = append(known, counted...)
 	}

@@ -56,10 +56,10 @@ func TestWordCounts(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	c := &wordCounts{rows: map[string]int{}, now: clk.Now}
-	c.put("passage", "tea", 12)
-	c.put("fact", "absent", 0)
-	c.put("message", "absent", 0)
-	c.put("passage", "nowhere", 0)
+	c.put("passage", "tea", 12, c.gen("passage"))
+	c.put("fact", "absent", 0, c.gen("fact"))
+	c.put("message", "absent", 0, c.gen("message"))
+	c.put("passage", "nowhere", 0, c.gen("passage"))
 	if n, ok := c.get("passage", "tea"); !ok || n != 12 {
 		t.Errorf("tea = %d, %v; want 12", n, ok)
 	}
@@ -89,7 +89,7 @@ func TestWordCounts(t *testing.T) {
 	if _, ok := c.get("message", "absent"); ok {
 		t.Error("a word in no message still remembered after a message was stored")
 	}
-	c.put("passage", "nowhere", 0)
+	c.put("passage", "nowhere", 0, c.gen("passage"))
 	clk.Advance(absentFor - time.Millisecond)
 	if _, ok := c.get("passage", "nowhere"); !ok {
 		t.Error("a word in no passage forgotten before absentFor")
@@ -105,7 +105,7 @@ func TestWordCounts(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range forgetAfter / 4 {
-				c.put("passage", strconv.Itoa(g*i), 1)
+				c.put("passage", strconv.Itoa(g*i), 1, c.gen("passage"))
 				c.get("passage", "tea")
 			}
 		})
@@ -126,8 +126,8 @@ func TestScopesHolding(t *testing.T) {
 	if _, known := c.holds("message", "discord:1"); known {
 		t.Error("a scope never read was known")
 	}
-	c.found("message", "discord:1", false)
-	c.found("fact", "discord:1", true)
+	c.found("message", "discord:1", false, c.gen("message"))
+	c.found("fact", "discord:1", true, c.gen("fact"))
 	if holds, known := c.holds("message", "discord:1"); holds || !known {
 		t.Errorf("a scope found with no message = %v, %v; want known to hold none", holds, known)
 	}
@@ -145,12 +145,40 @@ func TestScopesHolding(t *testing.T) {
 	if _, known := c.holds("message", "discord:1"); known {
 		t.Error("a scope with no message still known to hold none after a message was stored")
 	}
-	c.found("message", "discord:1", false)
+	c.found("message", "discord:1", false, c.gen("message"))
 	clk.Advance(absentFor)
 	if _, known := c.holds("message", "discord:1"); known {
 		t.Error("a scope with no message still known to hold none after absentFor")
 	}
 	if holds, _ := c.holds("fact", "discord:1"); !holds {
 		t.Error("a scope holding facts forgotten")
+	}
+}
+
+// TestAbsenceReadBeforeAWrite: an absence read before this process wrote
+// a row of the kind, and remembered after the write, is not remembered: it
+// would hide the row just written for absentFor.
+func TestAbsenceReadBeforeAWrite(t *testing.T) {
+	t.Parallel()
+	c := &wordCounts{rows: map[string]int{}}
+	gen := c.gen("message")
+	c.wrote("message") // a message stored while the read ran
+	c.found("message", "discord:1", false, gen)
+	c.put("message", "walrus", 0, gen)
+	if _, known := c.holds("message", "discord:1"); known {
+		t.Error("a scope read empty before a message was stored is known to hold none")
+	}
+	if _, ok := c.get("message", "walrus"); ok {
+		t.Error("a word read absent before a message was stored is remembered as absent")
+	}
+	c.found("message", "discord:1", true, gen)
+	if holds, known := c.holds("message", "discord:1"); !holds || !known {
+		t.Error("a scope found holding messages is not remembered so")
+	}
+	gen = c.gen("fact")
+	c.wrote("message")
+	c.put("fact", "walrus", 0, gen)
+	if _, ok := c.get("fact", "walrus"); !ok {
+		t.Error("a message stored kept a word in no fact from being remembered")
 	}
 }
