@@ -20,8 +20,9 @@ import (
 // task follow, sends the three as one statement (sqlWriteTask) that sets
 // only the columns that changed: one statement to parse, bind and run
 // instead of three, and a handful of parameters instead of every column.
-// Anything else the transaction sends first sends the held write on its
-// own, as it was.
+// The writes of the iteration's notifications and files, which neither
+// read nor change the row, are queued ahead of it; anything else the
+// transaction sends first sends the held write on its own, as it was.
 
 // pendingWrite is a task's row held back, with the step that followed it.
 type pendingWrite struct {

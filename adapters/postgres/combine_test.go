@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -129,7 +132,9 @@ func tracedStore(t *testing.T) (*Store, *sent) {
 	s := &Store{pool: pool}
 	s.Core = sqlstore.Core{D: s}
 	s.Reads = sqlstore.Reads{DB: poolDB{pool}, SQL: readSQL}
+	s.Records = sqlstore.Records{DB: poolDB{pool}, SQL: recordSQL}
 	s.MemoryStore = sqlstore.NewMemoryStore(poolDB{pool}, recallSQL)
+	s.Records.Wrote = s.MemoryStore.Wrote
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +195,9 @@ func TestIterationAheadStatements(t *testing.T) {
 // TestFileIterationAheadStatements: an iteration that writes a file is
 // still one round trip with the claim of the worker's next task: the
 // commit reads none of the task's files, which migration 0021's check
-// covers after the writes, in the same pipeline; a write past a limit is
-// refused all the same, with nothing written.
+// covers after the writes, in the same pipeline and in the same statement
+// as the last write; a write past a limit is refused all the same, with
+// nothing written.
 func TestFileIterationAheadStatements(t *testing.T) {
 	ctx := t.Context()
 	s, rec := tracedStore(t)
@@ -225,6 +231,13 @@ func TestFileIterationAheadStatements(t *testing.T) {
 		for _, stmt := range q {
 			if strings.Contains(stmt, "FROM task_files") {
 				t.Errorf("iteration %d read the task's files: %q", i+1, stmt)
+			}
+			// The check is folded into the file's write: one statement.
+			if strings.HasPrefix(stmt, "SELECT taskloom_check_files") {
+				t.Errorf("iteration %d checked the files in a statement of its own: %q", i+1, stmt)
+			}
+			if strings.Contains(stmt, "INSERT INTO task_files") && !strings.Contains(stmt, "taskloom_check_files") {
+				t.Errorf("iteration %d wrote its file without the check: %q", i+1, stmt)
 			}
 		}
 		if got, err := s.TaskFiles(ctx, c.Number); err != nil || len(got) != 1 || got[0].Path != "notes.md" {
@@ -286,4 +299,68 @@ func TestClaimWalksTheQueueIndex(t *testing.T) {
 		t.Errorf("the claim's plan in its transaction does not walk tasks_queue in order:\n%s", p)
 	}
 	t.Logf("without %q:\n%s", sqlClaimPlan, plan())
+}
+
+// TestNotifyingIterationStatements: an iteration of a task in a room that
+// posts there (a progress update, a tool's message) still writes the row,
+// its step and its event as one statement, with only the columns that
+// changed: the notifications' inserts go ahead of it, in the same round
+// trip, rather than sending the row on its own with every column.
+func TestNotifyingIterationStatements(t *testing.T) {
+	ctx := t.Context()
+	s, rec := tracedStore(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := s.CreateTask(ctx, domain.NewTask{Goal: "one", Now: now, MaxIterations: 10, MaxStaleIterations: 10,
+		Platform: "console", RoomID: "console"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w", StoreClock: true, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.take()
+		if _, err := s.UpdateTask(ctx, c.Number, func(cur domain.Task) (domain.Mutation, error) {
+			return domain.Iterated(cur, domain.Outcome{Owner: "w", Fence: c.Fence, Now: c.LeaseExpiresAt.Add(-time.Second),
+				Progress: 10 * (i + 1), Verdict: domain.VerdictContinue, Step: domain.Step{Action: "post", Success: true},
+				Notifications: []domain.Notification{
+					{Category: domain.NotifyMessage, Payload: []byte(fmt.Sprintf(`{"text":"first %d"}`, i))},
+					{Category: domain.NotifyMessage, Payload: []byte(fmt.Sprintf(`{"text":"second %d"}`, i))}}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		q, trips := rec.take()
+		var enqueued, rows int
+		for _, stmt := range q {
+			if strings.Contains(stmt, "INSERT INTO notifications") {
+				enqueued++
+			}
+			if strings.Contains(stmt, "UPDATE tasks") {
+				rows++
+				if !strings.Contains(stmt, "INSERT INTO task_steps") || !strings.Contains(stmt, "INSERT INTO task_events") || strings.Contains(stmt, "goal =") {
+					t.Errorf("iteration %d wrote the row as %q: want it with its step and event, and no column that did not change", i+1, stmt)
+				}
+			}
+		}
+		// The iteration's notifications go as one insert of their rows.
+		if enqueued != 1 || rows != 1 || trips != 1 {
+			t.Errorf("iteration %d: %d inserts of notifications and %d writes of the row in %d round trips, want 1, 1 and 1: %.600q", i+1, enqueued, rows, trips, q)
+		}
+	}
+	got, err := s.ListNotifications(ctx, "", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every post, in the order they were asked for (IDs ascending).
+	var posts []string
+	for _, n := range got {
+		if n.Category == domain.NotifyMessage && n.Room == "console" && n.TaskNumber == 1 {
+			var p struct{ Text string }
+			_ = json.Unmarshal(n.Payload, &p)
+			posts = append(posts, p.Text)
+		}
+	}
+	if want := []string{"first 0", "second 0", "first 1", "second 1"}; !slices.Equal(posts, want) {
+		t.Errorf("posts to console in the outbox = %q, want %q", posts, want)
+	}
 }

@@ -48,12 +48,29 @@ func (t *txn) TaskFiles(ctx context.Context, task int64) ([]domain.TaskFile, err
 // $2 the paths written, $3 and $4 the limits of files and bytes.
 const sqlCheckFiles = `SELECT taskloom_check_files($1, $2, $3, $4)`
 
+// sqlPutFileChecked is sqlPutFile and then, in the same statement, the
+// check of the task's files ($7 the paths written, $8 and $9 the limits):
+// the function is VOLATILE, so it sees the row the statement wrote, and
+// it runs on the row the write returns, after it.
+const sqlPutFileChecked = `WITH put AS (` + sqlPutFile + `
+RETURNING 1)
+SELECT taskloom_check_files($1, $7, $8, $9) FROM put`
+
 var _ sqlstore.FileChecker = (*txn)(nil)
 
 // CheckFiles queues the check after the writes, to run in the same
 // pipeline: a breach fails the transaction, and Store.Write reports it as
-// the FileError it is (fileRefusal).
+// the FileError it is (fileRefusal). When the last statement queued is a
+// write of one of the task's files, the check is folded into it
+// (sqlPutFileChecked): one statement less to parse, bind and run.
 func (t *txn) CheckFiles(_ context.Context, task int64, written []string) error {
+	n := len(t.batch.QueuedQueries)
+	if q := t.lastPut; q != nil && t.lastPutTask == task && n > 0 && t.batch.QueuedQueries[n-1] == q {
+		t.lastPut = nil
+		q.SQL = sqlPutFileChecked
+		q.Arguments = append(q.Arguments, written, domain.MaxTaskFiles, int64(domain.MaxTaskFileBytes))
+		return nil
+	}
 	t.batch.Queue(sqlCheckFiles, task, written, domain.MaxTaskFiles, int64(domain.MaxTaskFileBytes))
 	return nil
 }
@@ -81,7 +98,7 @@ func fileRefusal(err error) error {
 }
 
 func (t *txn) PutFile(_ context.Context, task int64, f domain.TaskFile, data []byte) error {
-	t.batch.Queue(sqlPutFile, sqlstore.FileArgs(task, f, data, timeArg)...)
+	t.lastPut, t.lastPutTask = t.batch.Queue(sqlPutFile, sqlstore.FileArgs(task, f, data, timeArg)...), task
 	return nil
 }
 

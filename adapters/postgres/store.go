@@ -72,6 +72,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s.Schedules = sqlstore.Schedules{Core: s.Core, DB: poolDB{pool}, SQL: scheduleSQL, Time: timeArg}
 	s.MemoryStore = sqlstore.NewMemoryStore(poolDB{pool}, recallSQL)
 	s.Dumps = sqlstore.Dumps{Dialect: dumpDialect{s}}
+	s.Records.Wrote = s.MemoryStore.Wrote
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)

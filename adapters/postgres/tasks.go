@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -168,6 +169,14 @@ type txn struct {
 	pending *pendingWrite
 	// missed are the rows sqlUpdateTaskIfUnchanged found changed.
 	missed []int64
+	// lastPut is the file write queued last, while nothing was queued
+	// after it, with its task (files.go's CheckFiles folds into it).
+	lastPut     *pgx.QueuedQuery
+	lastPutTask int64
+	// lastEnqueue is the insert of notifications queued last, of
+	// enqueued rows (Enqueue adds the next to it).
+	lastEnqueue *pgx.QueuedQuery
+	enqueued    int
 }
 
 var (
@@ -656,11 +665,55 @@ func (t *txn) InsertStep(_ context.Context, st domain.Step) error {
 	return nil
 }
 
+// Enqueue queues the insert of n ahead of a held write of a task's row
+// (pendingWrite), which it neither reads nor changes: the row, its step
+// and its event still go as one statement after it, as a file's write
+// does. Notifications queued one after the other (an iteration's progress
+// and action) go as one insert of their rows, in order, so their IDs
+// follow that order as separate inserts' would.
 func (t *txn) Enqueue(_ context.Context, n domain.Notification) error {
-	t.release()
-	t.batch.Queue(sqlEnqueue, sqlstore.NotificationArgs(n, timeArg)...)
+	args := sqlstore.NotificationArgs(n, timeArg)
+	nq := len(t.batch.QueuedQueries)
+	if q := t.lastEnqueue; q != nil && nq > 0 && t.batch.QueuedQueries[nq-1] == q && t.enqueued < maxEnqueueRows {
+		t.enqueued++
+		q.SQL = sqlEnqueueRows(t.enqueued)
+		q.Arguments = append(q.Arguments, args...)
+		return nil
+	}
+	t.lastEnqueue, t.enqueued = t.batch.Queue(sqlEnqueueRows(1), args...), 1
 	return nil
 }
+
+// maxEnqueueRows bounds the rows of one insert of notifications: the
+// statements of each count are prepared once per connection.
+const maxEnqueueRows = 8
+
+// enqueueRows are the inserts of 1 to maxEnqueueRows notifications, with
+// no RETURNING: a transaction's insert reads nothing back.
+var enqueueRows = func() []string {
+	out := make([]string, maxEnqueueRows+1)
+	for n := 1; n <= maxEnqueueRows; n++ {
+		var b strings.Builder
+		b.WriteString(`INSERT INTO notifications (room, task_number, category, payload, created_at, attempts, next_attempt_at, last_error) VALUES `)
+		for r := range n {
+			if r > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(")
+			for c := range 8 {
+				if c > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "$%d", r*8+c+1)
+			}
+			b.WriteString(")")
+		}
+		out[n] = b.String()
+	}
+	return out
+}()
+
+func sqlEnqueueRows(n int) string { return enqueueRows[n] }
 
 func (t *txn) ReadyRooms(ctx context.Context, now time.Time, room string, categories, skip []string) ([]string, error) {
 	rows, err := t.query(ctx, sqlPickRooms, timeArg(now), room, append([]string{}, categories...), append([]string{}, skip...))

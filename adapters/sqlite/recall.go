@@ -82,6 +82,8 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id`,
 	DeletePassages: `DELETE FROM passages WHERE document_id = ?1`,
 	DeleteDocument: `DELETE FROM documents WHERE id = ?1`,
 
+	Holding: `SELECT EXISTS (SELECT 1 FROM memories WHERE scope = ?1), EXISTS (SELECT 1 FROM facts WHERE scope = ?1),
+       EXISTS (SELECT 1 FROM documents WHERE scope IN ('', ?1))`,
 	Frequencies: map[string]string{
 		domain.RecallMessage: frequencies("memories_fts"),
 		domain.RecallFact:    frequencies("facts_fts"),

@@ -101,6 +101,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.Schedules = sqlstore.Schedules{Core: s.Core, DB: handles{read, write}, SQL: scheduleSQL, Time: timeArg}
 	s.MemoryStore = sqlstore.NewMemoryStore(handles{read, write}, recallSQL)
 	s.Dumps = sqlstore.Dumps{Dialect: dumpDialect{s}}
+	s.Records.Wrote = s.MemoryStore.Wrote
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)

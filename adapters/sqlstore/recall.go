@@ -49,6 +49,11 @@ type RecallSQL struct {
 	// DocumentColumns. DeletePassages, DeleteDocument: $1 document.
 	Documents, DeletePassages, DeleteDocument string
 
+	// Holding: $1 a scope ("" for none); one row of three booleans:
+	// whether any message, any fact, and any document of the scope or of
+	// every room (scope "") is stored.
+	Holding string
+
 	// Frequencies by kind: $1 Terms(terms), $2 a cap; each term and in
 	// how many rows of the kind it is, counting no further than the cap.
 	Frequencies map[string]string
@@ -145,29 +150,74 @@ func NewMemoryStore(db TxDB, sql RecallSQL) MemoryStore {
 	return MemoryStore{DB: db, SQL: sql, counts: &wordCounts{rows: map[string]int{}}}
 }
 
+// Wrote tells recall that rows of kind (domain.RecallMessage,
+// RecallFact, RecallPassage) were written through this process: it
+// forgets which scopes held none of them and which words were in none.
+// The store's own writes call it; a store whose messages are saved apart
+// (Records) passes it as Records.Wrote.
+func (r MemoryStore) Wrote(kind string) { r.counts.wrote(kind) }
+
+// SetClock sets the clock by which what recall remembers expires
+// (absentFor); time.Now unless set.
+func (r MemoryStore) SetClock(now func() time.Time) {
+	if r.counts != nil {
+		r.counts.mu.Lock()
+		r.counts.now = now
+		r.counts.mu.Unlock()
+	}
+}
+
 // wordCounts remember in how many rows of each kind words are (up to
 // selectAtMost): counting reads the rows, and the words of one query are
 // mostly those of others. A count grows stale as rows are written, which
 // only moves a word between selecting and not (recall's cost, not what it
-// may find): the counts are forgotten every forgetAfter lookups. A word in
-// no row of messages or facts is not remembered, since a row may have it
-// next. A word in no passage of knowledge is remembered as absent for
-// absentFor, or until this store adds a document: a task's prompt recalls
-// knowledge every iteration, mostly of words no document has, and knowledge
-// changes only when a document is added — on another replica, it is found
-// by this one's recalls absentFor later at most.
+// may find): the counts are forgotten every forgetAfter lookups.
+//
+// What is not there is remembered too, for absentFor: a word in no row of
+// a kind, and a scope with no message, no fact or no document (a task's prompt recalls
+// every iteration, mostly words nothing holds, often in a room with no
+// memory at all). Rows only appear by a write: one through this process
+// forgets what was remembered absent of its kind at once (Wrote), and one
+// through another process (a replica, `taskloom knowledge add`) is found
+// here absentFor later at most. A scope found holding rows is remembered
+// until the counts are forgotten: one that no longer does only costs a
+// recall that finds nothing.
 type wordCounts struct {
 	mu      sync.Mutex
+	now     func() time.Time     // nil: time.Now
 	rows    map[string]int       // kind + "\x00" + word
-	absent  map[string]time.Time // passage word → when its absence is counted again
+	absent  map[string]time.Time // kind + "\x00" + word → when its absence is counted again
+	empty   map[string]time.Time // kind + "\x00" + scope → when it is looked at again
+	holding map[string]bool      // kind + "\x00" + scope: it held rows
+	// writes counts the writes of each kind (wrote): an absence read
+	// before a write and remembered after it would hide the row written.
+	writes  map[string]uint64
 	lookups int
 }
 
 const forgetAfter = 20_000
 
-// absentFor is how long a word found in no passage is taken to be in
-// none without counting again.
+// absentFor is how long a word found in no row of a kind, or a scope
+// found with no row of a kind, is taken to be so without reading again.
 const absentFor = 2 * time.Second
+
+func (c *wordCounts) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// lookup counts a lookup, forgetting everything every forgetAfter.
+func (c *wordCounts) lookup() {
+	if c.lookups++; c.lookups > forgetAfter {
+		clear(c.rows)
+		clear(c.absent)
+		clear(c.empty)
+		clear(c.holding)
+		c.lookups = 0
+	}
+}
 
 func (c *wordCounts) get(kind, word string) (int, bool) {
 	if c == nil {
@@ -175,50 +225,124 @@ func (c *wordCounts) get(kind, word string) (int, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.lookups++; c.lookups > forgetAfter {
-		clear(c.rows)
-		clear(c.absent)
-		c.lookups = 0
-	}
-	if kind == domain.RecallPassage {
-		if until, ok := c.absent[word]; ok {
-			if time.Now().Before(until) {
-				return 0, true
-			}
-			delete(c.absent, word)
+	c.lookup()
+	key := kind + "\x00" + word
+	if until, ok := c.absent[key]; ok {
+		if c.clock().Before(until) {
+			return 0, true
 		}
+		delete(c.absent, key)
 	}
-	n, ok := c.rows[kind+"\x00"+word]
+	n, ok := c.rows[key]
 	return n, ok
 }
 
-func (c *wordCounts) put(kind, word string, rows int) {
+// gen is how many writes of kind this process made: put and found take
+// it as it was before the read they remember.
+func (c *wordCounts) gen(kind string) uint64 {
 	if c == nil {
-		return
+		return 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rows == 0 {
-		if kind == domain.RecallPassage {
-			if c.absent == nil {
-				c.absent = map[string]time.Time{}
-			}
-			c.absent[word] = time.Now().Add(absentFor)
-		}
-		return
-	}
-	c.rows[kind+"\x00"+word] = rows
+	return c.writes[kind]
 }
 
-// forgetAbsent forgets which words are in no passage: a document was
-// added.
-func (c *wordCounts) forgetAbsent() {
+// put remembers in how many rows of kind word is, counted by a read that
+// began at gen (a word in none is not remembered when a row of the kind
+// was written since).
+func (c *wordCounts) put(kind, word string, rows int, gen uint64) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.absent)
+	key := kind + "\x00" + word
+	if rows == 0 {
+		if c.writes[kind] != gen {
+			return
+		}
+		if c.absent == nil {
+			c.absent = map[string]time.Time{}
+		}
+		c.absent[key] = c.clock().Add(absentFor)
+		return
+	}
+	c.rows[key] = rows
+}
+
+// holds says whether scope holds rows of kind, if that is known: known
+// to hold some, or found with none less than absentFor ago.
+func (c *wordCounts) holds(kind, scope string) (holds, known bool) {
+	if c == nil {
+		return false, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lookup()
+	key := kind + "\x00" + scope
+	if c.holding[key] {
+		return true, true
+	}
+	if until, ok := c.empty[key]; ok {
+		if c.clock().Before(until) {
+			return false, true
+		}
+		delete(c.empty, key)
+	}
+	return false, false
+}
+
+// found remembers whether scope held rows of kind, read by a read that
+// began at gen (none is not remembered when a row of the kind was written
+// since).
+func (c *wordCounts) found(kind, scope string, holds bool, gen uint64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !holds && c.writes[kind] != gen {
+		return
+	}
+	key := kind + "\x00" + scope
+	if holds {
+		if c.holding == nil {
+			c.holding = map[string]bool{}
+		}
+		c.holding[key] = true
+		delete(c.empty, key)
+		return
+	}
+	if c.empty == nil {
+		c.empty = map[string]time.Time{}
+	}
+	c.empty[key] = c.clock().Add(absentFor)
+}
+
+// wrote forgets what was remembered absent of kind: rows of it were
+// written.
+func (c *wordCounts) wrote(kind string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writes == nil {
+		c.writes = map[string]uint64{}
+	}
+	c.writes[kind]++
+	prefix := kind + "\x00"
+	for k := range c.absent {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.absent, k)
+		}
+	}
+	for k := range c.empty {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.empty, k)
+		}
+	}
 }
 
 // maxTerms is how many distinct words of a query are searched: enough for
@@ -348,6 +472,8 @@ func (r MemoryStore) SaveFacts(ctx context.Context, facts []domain.Fact) ([]doma
 		}
 		return nil
 	})
+	// Even when the transaction failed: its answer may have been lost.
+	r.counts.wrote(domain.RecallFact)
 	if err != nil {
 		return nil, fmt.Errorf("save facts: %w", err)
 	}
@@ -387,7 +513,7 @@ func (r MemoryStore) AddDocument(ctx context.Context, d domain.Document, text st
 	})
 	// Its words are no longer absent from knowledge (even when the
 	// transaction failed: its answer may have been lost).
-	r.counts.forgetAbsent()
+	r.counts.wrote(domain.RecallPassage)
 	if err != nil {
 		return domain.Document{}, fmt.Errorf("add document %q: %w", d.Title, err)
 	}
@@ -451,15 +577,26 @@ func (r MemoryStore) Recall(ctx context.Context, q domain.RecallQuery) ([]domain
 		kinds = []string{domain.RecallMessage, domain.RecallFact, domain.RecallPassage}
 	}
 	scope := domain.RoomScope(strings.TrimSpace(q.Room))
-	var out []domain.Recollection
 	for _, kind := range kinds {
 		switch kind {
 		case domain.RecallMessage, domain.RecallFact, domain.RecallPassage:
 		default:
 			return nil, fmt.Errorf("recall: %w: no kind %q", domain.ErrInvalid, kind)
 		}
+	}
+	held, err := r.holding(ctx, scope, kinds)
+	if err != nil {
+		return nil, fmt.Errorf("recall in %s: %w", scope, err)
+	}
+	var out []domain.Recollection
+	for _, kind := range kinds {
 		if scope == "" && kind != domain.RecallPassage {
 			continue // no room: only the knowledge of every room
+		}
+		if !held[kind] {
+			// The room has no message, fact or document to recall:
+			// nothing to count or read.
+			continue
 		}
 		selecting, absent, err := r.selecting(ctx, kind, terms)
 		if err != nil {
@@ -510,12 +647,49 @@ func (r MemoryStore) Recall(ctx context.Context, q domain.RecallQuery) ([]domain
 	return out, nil
 }
 
+// holding says, of kinds, whether scope holds any row of each (for
+// passages, whether a document of the scope or of every room is stored):
+// remembered (wordCounts.holds), or read for the three in one statement.
+func (r MemoryStore) holding(ctx context.Context, scope string, kinds []string) (map[string]bool, error) {
+	held := map[string]bool{}
+	read := false
+	for _, kind := range kinds {
+		if scope == "" && kind != domain.RecallPassage {
+			continue // no room: only the knowledge of every room
+		}
+		holds, known := r.counts.holds(kind, scope)
+		held[kind] = holds
+		read = read || !known
+	}
+	if !read {
+		return held, nil
+	}
+	gens := map[string]uint64{}
+	for _, kind := range []string{domain.RecallMessage, domain.RecallFact, domain.RecallPassage} {
+		gens[kind] = r.counts.gen(kind)
+	}
+	var messages, facts, documents bool
+	if err := r.DB.QueryRow(ctx, r.SQL.Holding, scope).Scan(&messages, &facts, &documents); err != nil {
+		return nil, fmt.Errorf("look for memories: %w", err)
+	}
+	found := map[string]bool{domain.RecallMessage: messages, domain.RecallFact: facts, domain.RecallPassage: documents}
+	for kind, holds := range found {
+		if scope == "" && kind != domain.RecallPassage {
+			continue
+		}
+		r.counts.found(kind, scope, holds, gens[kind])
+		if _, asked := held[kind]; asked {
+			held[kind] = holds
+		}
+	}
+	return held, nil
+}
+
 // selecting are the words of terms a query of kind selects rows by: those
 // in some but fewer than commonAt rows; or, when none is, the least common
 // while the rows they are in add up to selectAtMost at most; or none, when
 // every word is in more rows than that (Recall then reads the newest rows
-// with any of them). absent reports that no word is in any row: each was
-// counted just now, since a word in no row is never remembered.
+// with any of them). absent reports that no word is in any row.
 func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string) (words []string, absent bool, err error) {
 	type freq struct {
 		term string
@@ -531,6 +705,7 @@ func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string)
 		}
 	}
 	if len(unknown) > 0 {
+		gen := r.counts.gen(kind)
 		counted, err := QueryAll(ctx, r.DB, r.SQL.Frequencies[kind], []any{r.SQL.Terms(unknown), selectAtMost},
 			func(row Row) (freq, error) {
 				var f freq
@@ -541,7 +716,7 @@ func (r MemoryStore) selecting(ctx context.Context, kind string, terms []string)
 			return nil, false, fmt.Errorf("count words: %w", err)
 		}
 		for _, f := range counted {
-			r.counts.put(kind, f.term, f.rows)
+			r.counts.put(kind, f.term, f.rows, gen)
 		}
 		known = append(known, counted...)
 	}
@@ -862,6 +1037,9 @@ func (r MemoryStore) MoveRoom(ctx context.Context, from, to string) (messages, f
 		}
 		return nil
 	})
+	for _, kind := range []string{domain.RecallMessage, domain.RecallFact, domain.RecallPassage} {
+		r.counts.wrote(kind) // the scope moved to holds them now
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("move room %s to %s: %w", from, to, err)
 	}

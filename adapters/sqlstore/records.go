@@ -51,6 +51,10 @@ type RecordSQL struct {
 type Records struct {
 	DB  DB
 	SQL RecordSQL
+	// Wrote, when set, is told of each message stored (with
+	// domain.RecallMessage): the MemoryStore's Wrote, so that recall
+	// forgets which scopes held no message.
+	Wrote func(kind string)
 }
 
 // SaveMemory stores a chat message once: a redelivery (same platform and
@@ -62,6 +66,9 @@ func (r Records) SaveMemory(ctx context.Context, m domain.Memory) (domain.Memory
 	m.CreatedAt = domain.UTC(m.CreatedAt)
 	m.InReplyTo = max(m.InReplyTo, 0)
 	stored, err := ScanMemory(r.DB.WriteRow(ctx, r.SQL.InsertMemory, MemoryArgs(m, r.SQL.Time)...))
+	if r.Wrote != nil {
+		r.Wrote(domain.RecallMessage) // even on an error: the insert may have been made
+	}
 	if err == nil {
 		return stored, true, nil
 	}

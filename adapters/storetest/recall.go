@@ -257,6 +257,44 @@ func testRecallScopes(t *testing.T, s domain.Store) {
 	}
 }
 
+// testRecallAfterWrites: recall in a room that held nothing to recall
+// (which a store may remember for a while, so as not to look every
+// iteration of a task) finds what is written there next through the same
+// store at once: a message, a fact, a document, a room's memory moved in.
+// A person who just told the bot something expects it to be remembered.
+func testRecallAfterWrites(t *testing.T, s domain.Store) {
+	room, other := "discord:500", "discord:501"
+	for range 2 { // the second time from what the store remembers
+		if got := recall(t, s, domain.RecallQuery{Text: "walrus pelican heron osprey", Room: room, Limit: 10}); len(got) != 0 {
+			t.Fatalf("in an empty room: %q", texts(got))
+		}
+	}
+	say(t, s, room, "discord:u1", "the walrus sleeps")
+	if got := recall(t, s, domain.RecallQuery{Text: "walrus pelican heron osprey", Room: room, Limit: 10}); len(got) != 1 || got[0].Kind != domain.RecallMessage {
+		t.Fatalf("after a message: %q; want the message", texts(got))
+	}
+	learn(t, s, domain.Fact{Room: room, Text: "the pelican is called Pete"})
+	if got := recall(t, s, domain.RecallQuery{Text: "pelican", Room: room, Limit: 10}); len(got) != 1 || got[0].Kind != domain.RecallFact {
+		t.Fatalf("after a fact: %q; want the fact", texts(got))
+	}
+	addDoc(t, s, "birds", room, "the heron fishes at dawn")
+	if got := recall(t, s, domain.RecallQuery{Text: "heron", Room: room, Limit: 10}); len(got) != 1 || got[0].Kind != domain.RecallPassage {
+		t.Fatalf("after a document: %q; want its passage", texts(got))
+	}
+	// Another room, empty and remembered so, gets this one's memory.
+	for range 2 {
+		if got := recall(t, s, domain.RecallQuery{Text: "walrus pelican osprey", Room: other, Limit: 10}); len(got) != 0 {
+			t.Fatalf("in another empty room: %q", texts(got))
+		}
+	}
+	if _, _, err := s.MoveRoom(t.Context(), room, other); err != nil {
+		t.Fatal(err)
+	}
+	if got := recall(t, s, domain.RecallQuery{Text: "walrus pelican osprey", Room: other, Limit: 10}); len(got) != 2 {
+		t.Fatalf("after the room's memory moved in: %q; want the message and the fact", texts(got))
+	}
+}
+
 // testRecallBeforeID: the message asking, and those after it, are not
 // recalled.
 func testRecallBeforeID(t *testing.T, s domain.Store) {

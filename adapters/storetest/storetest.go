@@ -100,6 +100,7 @@ func Run(t *testing.T, stores Stores) {
 		{"RecallStopWords", testRecallStopWords},
 		{"RecallCraftedQuery", testRecallCraftedQuery},
 		{"RecallScopes", testRecallScopes},
+		{"RecallAfterWrites", testRecallAfterWrites},
 		{"RecallBeforeID", testRecallBeforeID},
 		{"RecallCommonWords", testRecallCommonWords},
 		{"Facts", testFacts},

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -29,7 +30,13 @@ import (
 // process, built here, on PostgreSQL, its model an instant one behind a
 // real HTTP server (instantModel; TASKLOOM_BENCH_MODEL=fake uses
 // internal/testkit's OpenAI-compatible fake instead), answering at once
-// that the task writes a file and goes on. 64 tasks are created through the API;
+// that the task writes a file and goes on, as a real task does: each answer
+// writes content the file did not hold and moves the progress (the model
+// numbers its answers, without decoding the requests;
+// TASKLOOM_BENCH_CONTENT=same answers the same write every time, which
+// flatters the path). TASKLOOM_BENCH_BIN runs a taskloom binary built
+// elsewhere (another commit's, for a comparison in one run) instead of
+// building this tree's. 64 tasks are created through the API;
 // the iterations a second are counted in the store over
 // TASKLOOM_BENCH_ITERATIONS iterations (default 3000) after a warm-up,
 // beside the raw baseline (queue_bench_test.go) run in the same benchmark
@@ -39,17 +46,26 @@ import (
 func BenchmarkThroughTheBinary(b *testing.B) {
 	total := benchIterations(b)
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "taskloom")
-	build := exec.Command("go", "build", "-o", bin, "github.com/taskloom/taskloom/cmd/taskloom")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build taskloom: %v\n%s", err, out)
+	bin := os.Getenv("TASKLOOM_BENCH_BIN")
+	if bin == "" {
+		bin = filepath.Join(dir, "taskloom")
+		build := exec.Command("go", "build", "-o", bin, "github.com/taskloom/taskloom/cmd/taskloom")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("build taskloom: %v\n%s", err, out)
+		}
 	}
-	answer := testkit.DecisionJSON("write_file", map[string]string{"path": "notes.md", "content": "# Notes\nstill going\n"}, 50, "continue")
+	same := os.Getenv("TASKLOOM_BENCH_CONTENT") == "same"
+	answer := changingAnswer
+	if same {
+		answer = func(uint64) string {
+			return testkit.DecisionJSON("write_file", map[string]string{"path": "notes.md", "content": "# Notes\nstill going\n"}, 50, "continue")
+		}
+	}
 	modelURL := instantModel(b, answer)
 	if os.Getenv("TASKLOOM_BENCH_MODEL") == "fake" {
 		model := testkit.NewOpenAI(b)
 		model.Unrecorded()
-		model.SetDefault(answer)
+		model.SetDefault(answer(0)) // the fake answers one write every time
 		modelURL = model.URL()
 	}
 	type row struct {
@@ -61,15 +77,31 @@ func BenchmarkThroughTheBinary(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			url := benchDB(b)
 			raw := &rawQueue{pool: rawPool(b, url)}
-			var rawTime time.Duration
-			c := readCPU(b, raw.pool)
+			if os.Getenv("TASKLOOM_BENCH_LOG") != "" {
+				logStatements(b, raw.pool)
+			}
+			sv := startServe(b, bin, dir, url, modelURL, raw.pool, workers)
+			defer sv.stop()
+			// In turns: a round of the raw baseline with serve stopped
+			// (SIGSTOP), then as many of serve's iterations with it
+			// running, so both see the same load from the rest of the
+			// machine.
+			var rawTime, tlTime time.Duration
+			var rawCPU, tlCPU cpuUse
 			for left := total; left > 0; left -= roundIterations {
 				n := min(left, roundIterations)
+				sv.signal(syscall.SIGSTOP)
 				rawRound(b, raw.pool, queueTasks)
+				c := readCPU(b, raw.pool)
 				rawTime += drive(b, n, workers, []stepper{raw.worker})
+				rawCPU = rawCPU.add(readCPU(b, raw.pool).sub(c))
+				d, cpu := sv.measure(n)
+				tlTime += d
+				tlCPU = tlCPU.add(cpu)
 			}
-			rawCPU := readCPU(b, raw.pool).sub(c)
-			tl, tlCPU := runServe(b, bin, dir, url, modelURL, raw.pool, workers, total)
+			sv.stop()
+			sv.check(!same)
+			tl := float64(total) / tlTime.Seconds()
 			r := row{workers, float64(total) / rawTime.Seconds(), tl}
 			rows = append(rows, r)
 			b.ReportMetric(float64(rawCPU.server.Microseconds())/float64(total), "raw-pg-µs/it")
@@ -82,7 +114,11 @@ func BenchmarkThroughTheBinary(b *testing.B) {
 		})
 	}
 	var t strings.Builder
-	fmt.Fprintf(&t, "iterations/s through the binary, %d per side and worker count (PostgreSQL, instant model over HTTP, a file written each iteration):\n", total)
+	content := "changing content and progress"
+	if same {
+		content = "the same content every time"
+	}
+	fmt.Fprintf(&t, "iterations/s through the binary, %d per side and worker count (PostgreSQL, instant model over HTTP, a file written each iteration, %s):\n", total, content)
 	fmt.Fprintf(&t, "%8s %10s %10s %7s\n", "workers", "raw", "taskloom", "ratio")
 	for _, r := range rows {
 		fmt.Fprintf(&t, "%8d %10.0f %10.0f %6.0f%%\n", r.workers, r.raw, r.taskloom, 100*r.taskloom/r.raw)
@@ -90,25 +126,26 @@ func BenchmarkThroughTheBinary(b *testing.B) {
 	fmt.Print(t.String())
 }
 
-// instantModel serves POST /v1/chat/completions, answering every request
-// at once with content as the API shapes a completion, and returns its
-// base URL. It reads each request whole but does not decode it: the
-// benchmark's model runs on the two cores `serve` and PostgreSQL use, as a
-// real model would not, and testkit's fake, which decodes and checks every
-// request as the API does, spent about 0.17 ms of CPU an iteration on it —
-// a sixth of what Taskloom and its database spent — on the cores the
-// comparison is about (docs/PERFORMANCE.md, "Through the binary").
-func instantModel(tb testing.TB, content string) string {
+// changingAnswer is the instant model's answer number n (from 1): the
+// task writes notes.md with content no earlier answer wrote, and reports
+// progress that moves (1 to 99, never 100: the tasks go on).
+func changingAnswer(n uint64) string {
+	content := fmt.Sprintf("# Notes\nentry %d: still going\n", n)
+	return testkit.DecisionJSON("write_file", map[string]string{"path": "notes.md", "content": content}, int(n%99)+1, "continue")
+}
+
+// instantModel serves POST /v1/chat/completions, answering request n
+// (counted from 1 as they come) at once with answer(n) as the API shapes a
+// completion, and returns its base URL. It reads each request whole but
+// does not decode it: the benchmark's model runs on the two cores `serve`
+// and PostgreSQL use, as a real model would not, and testkit's fake, which
+// decodes and checks every request as the API does, spent about 0.17 ms of
+// CPU an iteration on it — a sixth of what Taskloom and its database
+// spent — on the cores the comparison is about (docs/PERFORMANCE.md,
+// "Through the binary"). Encoding the answer is a few microseconds.
+func instantModel(tb testing.TB, answer func(n uint64) string) string {
 	tb.Helper()
-	body, err := json.Marshal(map[string]any{
-		"id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": "bench",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": content}}},
-		"usage": map[string]any{"prompt_tokens": 2500, "completion_tokens": 40, "total_tokens": 2540},
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	var count atomic.Uint64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 			http.NotFound(w, r)
@@ -116,6 +153,16 @@ func instantModel(tb testing.TB, content string) string {
 		}
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body, err := json.Marshal(map[string]any{
+			"id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": "bench",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": answer(count.Add(1))}}},
+			"usage": map[string]any{"prompt_tokens": 2500, "completion_tokens": 40, "total_tokens": 2540},
+		})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -141,12 +188,38 @@ func rawRound(tb testing.TB, pool *pgxpool.Pool, n int) {
 	}
 }
 
-// runServe starts `taskloom serve` with workers workers on url, the model
-// at modelURL, creates queueTasks tasks through its API, lets them warm up
-// and times total iterations counted in the store. It returns the
-// iterations a second and the CPU the process (self) and the database's
-// backends (server) spent over the measure.
-func runServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Pool, workers, total int) (float64, cpuUse) {
+// logStatements has PostgreSQL log every statement of the sessions that
+// open on pool's database from now on (serve's, not the raw baseline's),
+// with its duration, for a breakdown of where an iteration's time goes
+// (TASKLOOM_BENCH_LOG=1; the server's log, filtered by the database's
+// name, which this prints).
+func logStatements(tb testing.TB, pool *pgxpool.Pool) {
+	tb.Helper()
+	var db string
+	if err := pool.QueryRow(context.Background(), `SELECT current_database()`).Scan(&db); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := pool.Exec(context.Background(), `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET log_min_duration_statement = 0`); err != nil {
+		tb.Fatal(err)
+	}
+	fmt.Printf("logging the statements of database %s\n", db)
+}
+
+// served is `taskloom serve` running for the benchmark.
+type served struct {
+	tb         testing.TB
+	cmd        *exec.Cmd
+	pool       *pgxpool.Pool
+	logs       *bytes.Buffer
+	stopped    bool
+	iterations func() int
+}
+
+// startServe starts `taskloom serve` with workers workers on url, the
+// model at modelURL, creates queueTasks tasks through its API and lets them
+// warm up: every task a few iterations old, the process's caches and
+// connections made.
+func startServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Pool, workers int) *served {
 	tb.Helper()
 	ctx := context.Background()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -155,25 +228,32 @@ func runServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Pool,
 	}
 	addr := l.Addr().String()
 	l.Close()
-	serve := exec.Command(bin, "serve")
-	serve.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DATABASE_URL=" + url,
-		"TASKLOOM_HTTP_ADDR=" + addr, "TASKLOOM_DATA_DIR=" + filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=false",
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DATABASE_URL=" + url,
+		"TASKLOOM_HTTP_ADDR=" + addr, "TASKLOOM_DATA_DIR=" + filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=true",
 		"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=sk-bench", "TASKLOOM_WORKERS=" + strconv.Itoa(workers),
 		"TASKLOOM_MAX_ACTIVE=1000", "TASKLOOM_MAX_TOKENS=0", "TASKLOOM_FACTS=false", "TASKLOOM_LOG_LEVEL=warn"}
-	var logs bytes.Buffer
-	serve.Stdout, serve.Stderr = &logs, &logs
-	if err := serve.Start(); err != nil {
+	sv := &served{tb: tb, cmd: cmd, pool: pool, logs: &bytes.Buffer{}}
+	cmd.Stdout, cmd.Stderr = sv.logs, sv.logs
+	// The console's input stays open (it ends serve at its end) and says
+	// nothing.
+	in, keep, err := os.Pipe()
+	if err != nil {
 		tb.Fatal(err)
 	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = serve.Process.Signal(syscall.SIGTERM)
-			_ = serve.Wait()
-		}
+	tb.Cleanup(func() { keep.Close() })
+	cmd.Stdin = in
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
 	}
-	defer stop()
+	in.Close()
+	sv.iterations = func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(iteration), 0) FROM tasks`).Scan(&n); err != nil {
+			tb.Fatal(err)
+		}
+		return n
+	}
 	base := "http://" + addr
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		resp, err := http.Get(base + "/readyz")
@@ -185,51 +265,84 @@ func runServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Pool,
 			}
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("taskloom serve not ready after 60s:\n%s", logs.String())
+			sv.stop()
+			tb.Fatalf("taskloom serve not ready after 60s:\n%s", sv.logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	for i := range queueTasks {
-		body := fmt.Sprintf(`{"goal": "keep notes %d", "max_iterations": 10000, "max_stale_iterations": 1000}`, i)
+		body := fmt.Sprintf(`{"goal": "keep notes %d", "room": "console", "max_iterations": 10000, "max_stale_iterations": 1000}`, i)
 		resp, err := http.Post(base+"/api/tasks", "application/json", strings.NewReader(body))
 		if err != nil {
+			sv.stop()
 			tb.Fatal(err)
 		}
 		out, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+			sv.stop()
 			tb.Fatalf("POST /api/tasks: %d %s", resp.StatusCode, out)
 		}
 	}
-	iterations := func() int {
-		var n int
-		if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(iteration), 0) FROM tasks`).Scan(&n); err != nil {
-			tb.Fatal(err)
+	sv.wait(4 * queueTasks)
+	return sv
+}
+
+// wait waits until the tasks have until iterations in all, and returns
+// how many they have.
+func (sv *served) wait(until int) int {
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		if n := sv.iterations(); n >= until {
+			return n
 		}
-		return n
-	}
-	// Warm up: every task a few iterations old, the process's caches
-	// and connections made.
-	wait := func(until int) {
-		for deadline := time.Now().Add(5 * time.Minute); iterations() < until; {
-			if time.Now().After(deadline) {
-				tb.Fatalf("%d iterations not reached in 5 minutes:\n%s", until, logs.String())
-			}
-			time.Sleep(20 * time.Millisecond)
+		if time.Now().After(deadline) {
+			sv.stop()
+			sv.tb.Fatalf("%d iterations not reached in 5 minutes:\n%s", until, sv.logs.String())
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	wait(4 * queueTasks)
-	from := iterations()
-	c := readCPU(tb, pool)
-	proc := procCPU(tb, serve.Process.Pid)
+}
+
+// signal sends sig to the process.
+func (sv *served) signal(sig syscall.Signal) {
+	if err := sv.cmd.Process.Signal(sig); err != nil {
+		sv.tb.Fatalf("signal taskloom serve: %v", err)
+	}
+}
+
+// measure lets the process (stopped or not) run n iterations, counted in
+// the store, and stops it again: how long they took and the CPU the
+// process (self) and the database's backends (server) spent meanwhile.
+func (sv *served) measure(n int) (time.Duration, cpuUse) {
+	from := sv.iterations()
+	c := readCPU(sv.tb, sv.pool)
+	proc := procCPU(sv.tb, sv.cmd.Process.Pid)
 	start := time.Now()
-	wait(from + total)
+	sv.signal(syscall.SIGCONT)
+	got := sv.wait(from + n)
 	elapsed := time.Since(start)
-	done := iterations() - from
-	cpu := readCPU(tb, pool).sub(c)
-	cpu.self = procCPU(tb, serve.Process.Pid) - proc
-	stop()
-	// Every task still going, and every iteration a file written.
+	sv.signal(syscall.SIGSTOP)
+	cpu := readCPU(sv.tb, sv.pool).sub(c)
+	cpu.self = procCPU(sv.tb, sv.cmd.Process.Pid) - proc
+	return elapsed * time.Duration(n) / time.Duration(got-from), cpu
+}
+
+// stop ends the process (once).
+func (sv *served) stop() {
+	if !sv.stopped {
+		sv.stopped = true
+		_ = sv.cmd.Process.Signal(syscall.SIGCONT)
+		_ = sv.cmd.Process.Signal(syscall.SIGTERM)
+		_ = sv.cmd.Wait()
+	}
+}
+
+// check checks, once the process stopped, that every task is still going
+// and that every iteration wrote a file; with changing answers, that the
+// files and the progress moved: one content per task, progress reported
+// anew.
+func (sv *served) check(changing bool) {
+	tb, pool, ctx := sv.tb, sv.pool, context.Background()
 	var ended, steps, writes int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status NOT IN ('queued', 'running')) FROM tasks`).Scan(&ended); err != nil {
 		tb.Fatal(err)
@@ -237,12 +350,21 @@ func runServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Pool,
 	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE action = 'write_file' AND success) FROM task_steps`).Scan(&steps, &writes); err != nil {
 		tb.Fatal(err)
 	}
+	var contents, progresses int
+	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT sha256) FROM task_files`).Scan(&contents); err != nil {
+		tb.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT progress) FROM tasks`).Scan(&progresses); err != nil {
+		tb.Fatal(err)
+	}
+	if changing && (contents < queueTasks || progresses < 2) {
+		tb.Fatalf("%d files' contents and %d progresses over %d tasks: the answers did not change them", contents, progresses, queueTasks)
+	}
 	if ended != 0 || writes != steps || steps == 0 {
 		rows, _ := pool.Query(ctx, `SELECT number, status, error FROM tasks WHERE status NOT IN ('queued', 'running') LIMIT 3`)
 		why, _ := pgx.CollectRows(rows, pgx.RowToMap)
-		tb.Fatalf("%d tasks ended (%v), %d of %d steps wrote a file:\n%s", ended, why, writes, steps, logs.String())
+		tb.Fatalf("%d tasks ended (%v), %d of %d steps wrote a file:\n%s", ended, why, writes, steps, sv.logs.String())
 	}
-	return float64(done) / elapsed.Seconds(), cpu
 }
 
 // procCPU is the CPU time process pid has used (/proc/PID/stat).
