@@ -201,7 +201,7 @@ var chatCommands = []ChatCommand{
 	{
 		Kind: CmdApprove, Usage: []string{"approve #3"}, Help: "approves or denies (with a reason) the tool call task #3 asked to make; the buttons of its 🔐 message do the same",
 		SlackHint: "approve <n> | deny <n> [reason]",
-		Parse: decision(CmdApprove, "approve", "allow"),
+		Parse:     decision(CmdApprove, "approve", "allow"),
 	},
 	{Kind: CmdDeny, Usage: []string{"deny #3 not that file"}, HelpWith: CmdApprove, Parse: decision(CmdDeny, "deny", "reject")},
 	{
