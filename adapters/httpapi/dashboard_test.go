@@ -185,6 +185,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	f.model.Decide("write_file", map[string]string{"path": "login.html", "content": "<form>…</form>"}, 40, "continue")
 	f.step()
 	run(t, ctx, "the bar moves to 40% without a reload", poll(bar+` === "40%"`))
+	// No worker holds it between iterations: it waits its turn, and the
+	// row says so rather than "Running" (a person wants to see which task
+	// a worker is on).
+	run(t, ctx, "the row says it waits its turn",
+		poll(`document.querySelector('#queue li[data-task="1"] .chip').textContent === "Queued (in rotation) · iter 1"`))
 	if !eval[bool](t, ctx, `window.sameLoad === true`) {
 		t.Fatal("the page was reloaded")
 	}
@@ -387,6 +392,13 @@ func screenshot(t *testing.T, ctx context.Context, f *fixture, auth []string) {
 		poll(`document.querySelector('#queue li[data-task="5"] .badge').hidden === false`),
 		chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`),
 	)
+	// An ended row has no controls: its metadata takes their room and
+	// wraps rather than being cut off ("ended 15m a…"): what ended when is
+	// what a person reads an ended row for.
+	clipped := `[...document.querySelectorAll('#ended li.task .sub')].filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.textContent).join(" | ")`
+	if cut := eval[string](t, ctx, clipped); cut != "" {
+		t.Errorf("ended rows cut their metadata off: %s", cut)
+	}
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
