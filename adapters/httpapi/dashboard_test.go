@@ -189,7 +189,8 @@ func TestDashboardInABrowser(t *testing.T) {
 	// row says so rather than "Running" (a person wants to see which task
 	// a worker is on).
 	run(t, ctx, "the row says it waits its turn",
-		poll(`document.querySelector('#queue li[data-task="1"] .chip').textContent === "Queued (in rotation) · iter 1"`))
+		poll(`document.querySelector('#queue li[data-task="1"] .chip').textContent === "Queued (in rotation)"`),
+		poll(`document.querySelector('#counts').textContent === "1queued0running"`))
 	if !eval[bool](t, ctx, `window.sameLoad === true`) {
 		t.Fatal("the page was reloaded")
 	}
@@ -390,6 +391,9 @@ func screenshot(t *testing.T, ctx context.Context, f *fixture, auth []string) {
 		chromedp.Click(chromedp.CSS(`#queue li[data-task="3"] .name`)),
 		poll(`document.querySelectorAll('#d-timeline li[data-type="iterated"]').length === 5`),
 		poll(`document.querySelector('#queue li[data-task="5"] .badge').hidden === false`),
+		// The chart as it stands now, not as it was read at load.
+		chromedp.Evaluate[chromedp.Void](`loadStats()`),
+		poll(`document.querySelector('#chart-legend').textContent.startsWith("queue 4 ")`),
 		chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`),
 	)
 	// An ended row has no controls: its metadata takes their room and

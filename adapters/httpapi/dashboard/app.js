@@ -681,7 +681,7 @@ function render() {
   }
   $("queue-empty").hidden = active.length > 0 || !state.loaded;
   renderEndedControls(ended);
-  renderCounts();
+  renderCounts(now);
   renderDetail(now);
 }
 
@@ -749,7 +749,7 @@ function fillRow(li, t, isNext, now) {
   li.querySelector(".bar > span").style.width = clamp(t.progress) + "%";
   li.querySelector(".pct").textContent = clamp(t.progress) + "%";
   const chip = li.querySelector(".chip");
-  chip.className = "chip " + t.status;
+  chip.className = chipClass(t, now);
   chip.textContent = statusText(t, now);
   const actions = li.querySelector(".actions");
   const want = controlsFor(t.status).join(",");
@@ -759,10 +759,17 @@ function fillRow(li, t, isNext, now) {
   }
 }
 
-// statusText says "Running" only while a worker holds the task: a
-// started task between two iterations waits its turn in the rotation.
+// inRotation: a started task no worker holds now, between two of its
+// iterations, waiting its turn. It shows as queued: "Running" means a
+// worker holds it.
+function inRotation(t, now) { return t.status === "running" && !leased(t, now); }
+
+// chipClass is the status chip's class: an in-rotation task's is queued's.
+function chipClass(t, now) { return "chip " + (inRotation(t, now) ? "queued" : t.status); }
+
 function statusText(t, now) {
-  if (t.status === "running") return (leased(t, now) ? "Running" : "Queued (in rotation)") + " · iter " + t.iteration;
+  if (inRotation(t, now)) return "Queued (in rotation)";
+  if (t.status === "running") return "Running · iter " + t.iteration;
   if (t.status === "waiting" && WAIT_WORD[t.waiting_on]) return WAIT_WORD[t.waiting_on];
   return STATUS_WORD[t.status] || t.status;
 }
@@ -808,9 +815,12 @@ function controlButton(n, op) {
   return b;
 }
 
-function renderCounts() {
+function renderCounts(now) {
   const c = {};
-  for (const t of state.tasks.values()) c[t.status] = (c[t.status] || 0) + 1;
+  for (const t of state.tasks.values()) {
+    const s = inRotation(t, now) ? "queued" : t.status; // running: a worker holds it
+    c[s] = (c[s] || 0) + 1;
+  }
   const box = $("counts");
   box.replaceChildren();
   for (const [label, keys] of [["queued", ["queued"]], ["running", ["running"]], ["waiting", ["waiting"]], ["paused", ["paused"]]]) {
@@ -832,7 +842,7 @@ function renderDetail(now) {
   $("d-num").href = taskHash(t.number);
   $("d-name").textContent = t.name;
   const chip = $("d-status");
-  chip.className = "chip " + t.status;
+  chip.className = chipClass(t, now);
   chip.textContent = statusText(t, now);
   $("d-goal").textContent = t.goal;
   $("d-bar").style.width = clamp(t.progress) + "%";
