@@ -223,6 +223,9 @@ func (rt *Runtime) modelSelect(ctx context.Context, msg *Message, state *State) 
 			}
 			continue
 		}
+		if info.TaskOnly {
+			continue // a task's tool: it refuses a call from chat
+		}
 		p := string(info.Parameters)
 		if p == "" {
 			p = "{}"
