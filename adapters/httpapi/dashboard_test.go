@@ -443,6 +443,7 @@ func TestDashboardDecides(t *testing.T) {
 	chip := `document.querySelector('#d-status').textContent`
 
 	run(t, ctx, "open the dashboard and select the task that asks",
+		chromedp.EmulateViewport(1440, 900), // the size of docs/dashboard-approval.png
 		media(map[string]string{"prefers-reduced-motion": "reduce"}),
 		chromedp.Navigate(ts.URL),
 		chromedp.WaitVisible(chromedp.CSS(`#conn[data-state="live"]`)),
@@ -473,6 +474,7 @@ func TestDashboardDecides(t *testing.T) {
 		!strings.Contains(call, `"url": "https://example.com/status"`) {
 		t.Fatalf("the call shown = %q; want http_get with its exact params", call)
 	}
+	shoot(t, ctx, "dashboard-approval.png")
 	run(t, ctx, "approve it",
 		chromedp.Click(chromedp.CSS(`#d-decide button[data-action="approve"]`)),
 		poll(`document.querySelector('#d-decide').dataset.mode === "granted"`),

@@ -570,7 +570,9 @@ function drawChart(stats) {
   }
   const last = known[known.length - 1];
   const total = known.reduce((s, p) => s + p.iterations, 0);
-  let legend = "queue " + stats.queue_depth + " (peak " + Math.max(0, ...known.map((p) => p.queue_depth)) + ")" +
+  // The peak counts now too: the chart's last point is the last whole
+  // minute, and the queue may have grown since.
+  let legend = "queue " + stats.queue_depth + " (peak " + Math.max(stats.queue_depth, ...known.map((p) => p.queue_depth)) + ")" +
     " · " + total + " iterations (peak " + Math.max(0, ...known.map((p) => p.iterations)) + "/min" +
     (last ? ", last minute " + last.iterations : "") + ")";
   if (stats.since) legend += " · counted from " + clock(stats.since);
