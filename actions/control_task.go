@@ -113,10 +113,15 @@ func (a ControlTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 		text += fmt.Sprintf(" Say %s to continue.", inlineCode(f, fmt.Sprintf("resume #%d", after.Number)))
 	}
 	if a.Op == CmdCancel {
-		// The room is told "🛑 Task #3 … canceled" as the task ends: the
-		// reply says what is next rather than the same line twice.
-		text = fmt.Sprintf("Canceled. Task #%d keeps its files: say %s to continue it as a new task.",
-			after.Number, inlineCode(f, fmt.Sprintf("retry #%d", after.Number)))
+		// The task's room is told "🛑 Task #3 … canceled" as the task
+		// ends: there the reply says what is next rather than the same
+		// line twice; elsewhere it says both.
+		retry := fmt.Sprintf(" keeps its files: say %s to continue it as a new task.", inlineCode(f, fmt.Sprintf("retry #%d", after.Number)))
+		if after.RoomID == msg.Room {
+			text = fmt.Sprintf("Canceled. Task #%d%s", after.Number, retry)
+		} else {
+			text += " It" + retry
+		}
 	}
 	return plugin.Result{Success: true, TaskNumber: after.Number, Text: text}, nil
 }
