@@ -220,13 +220,29 @@ const (
 	NotifyError    = "error"    // accumulate
 	NotifyTerminal = "terminal" // sent at once
 	NotifyMessage  = "message"  // a task's post_message or question: sent at once
+	// NotifyReply is the bot's reply to a person whose direct send failed
+	// (ReplyPayload): sent at once, alone in its message, under the key
+	// of the failed attempt.
+	NotifyReply = "reply"
 )
 
 // Urgent reports whether n is sent at once rather than with the next
-// batch: a task's end, or a message (a post, a question, an approval
-// request).
+// batch: a task's end, a message (a post, a question, an approval
+// request), or a reply to a person.
 func (n Notification) Urgent() bool {
-	return n.Category == NotifyTerminal || n.Category == NotifyMessage
+	return n.Category == NotifyTerminal || n.Category == NotifyMessage || n.Category == NotifyReply
+}
+
+// ReplyPayload is a NotifyReply's payload: the reply as the pipeline
+// made it, the platform message it answers (ReplyTo, "" for a command or
+// a button, which answer no message), and the delivery key and time of
+// the direct attempt that failed, so that the outbox's first attempt can
+// recognise what that one delivered (a Discord nonce, Slack metadata).
+type ReplyPayload struct {
+	Text    string    `json:"text"`
+	ReplyTo string    `json:"reply_to,omitempty"`
+	Key     string    `json:"key,omitempty"`
+	At      time.Time `json:"at,omitzero"`
 }
 
 // Notification statuses (docs/security.md).

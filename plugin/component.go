@@ -52,6 +52,10 @@ type Outgoing struct {
 	// Approvals are the tool calls the message asks a person to approve,
 	// for Approve / Deny buttons that carry the request's id.
 	Approvals []ApprovalRef
+	// ReplyTo is the platform message the message answers (a reply sent
+	// through the outbox), "" for none; a platform without replies to a
+	// message (Slack's room is the thread already) ignores it.
+	ReplyTo string
 }
 
 // ApprovalRef names one approval request: the task, and the id of the
@@ -139,6 +143,12 @@ type Response struct {
 	// TaskNumber names the task the reply is about, so a platform can add
 	// controls (Pause / Resume / Cancel buttons).
 	TaskNumber int64
+	// Key, set by the runtime on the reply to a message, names this reply
+	// on every attempt at it: a platform that can (a Discord nonce, Slack
+	// metadata) tags it, so that the outbox's retry of a send that failed
+	// after all recognises it instead of posting it twice. Replies
+	// without a key are sent untagged.
+	Key string
 }
 
 // ReplyFunc delivers a response where the message came from.
@@ -339,6 +349,9 @@ const (
 	TaskCreated     EventType = "TASK_CREATED"
 	TaskChanged     EventType = "TASK_CHANGED"
 	TaskEnded       EventType = "TASK_ENDED"
+	// ReplyQueued: a reply whose direct send failed is in the outbox
+	// (domain.NotifyReply), to be sent at once.
+	ReplyQueued EventType = "REPLY_QUEUED"
 )
 
 // Event is what the runtime tells subscribers.

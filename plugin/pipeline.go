@@ -24,19 +24,22 @@ const (
 // chat message:
 //
 //  1. persist it as a memory (a redelivered message stops here, so it is
-//     acted on once);
+//     acted on once), waiting for a store that cannot be reached, or
+//     answering that nothing was done (saveIncoming);
 //  2. decide whether to respond: DMs, mentions, replies to the bot and
 //     slash commands, not other chatter;
 //  3. compose state from the providers;
 //  4. choose an action: the deterministic command grammar first, then —
 //     with a real model — the model's pick (never a person's decision:
 //     see selectAction), else the fallback action;
-//  5. run it and reply through reply;
+//  5. run it and reply through reply; a reply whose send fails goes to
+//     the outbox, to be retried (queueReply);
 //  6. run the evaluators;
 //
 // emitting RUN_STARTED, MESSAGE_RECEIVED, ACTION_* and RUN_ENDED on the way.
 // Action failures and panics are answered with one clear sentence and
-// logged; only a failure to persist or to reply is returned.
+// logged; only a failure to persist or to reply (or queue the reply) is
+// returned.
 func (rt *Runtime) HandleMessage(ctx context.Context, msg Message, reply ReplyFunc) error {
 	if msg.Time.IsZero() {
 		msg.Time = rt.clk.Now()
@@ -44,12 +47,26 @@ func (rt *Runtime) HandleMessage(ctx context.Context, msg Message, reply ReplyFu
 	run := newRunID()
 	log := rt.log.With("run", run, "platform", msg.Platform, "room", msg.Room, "author", msg.AuthorID)
 
-	if st := rt.opts.Store; st != nil {
-		saved, inserted, err := st.SaveMemory(ctx, domain.Memory{
+	if rt.opts.Store != nil {
+		saved, inserted, err := rt.saveIncoming(ctx, &msg, domain.Memory{
 			Platform: msg.Platform, MessageID: msg.ID, Room: msg.Room, WorkspaceID: msg.WorkspaceID,
 			AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text, CreatedAt: domain.UTC(msg.Time),
-		})
-		if err != nil {
+		}, log)
+		switch {
+		case errors.Is(err, errInFlight):
+			log.Info("message is being handled already, or was answered that nothing was done; ignoring redelivery", "message", msg.ID)
+			return nil
+		case errors.Is(err, errStoreDown):
+			// Nothing was done; the answer says so and needs no store.
+			log.Error("the message was not handled: the store could not be reached", "message", msg.ID, "err", err)
+			if !msg.Addressed() {
+				return nil
+			}
+			if err := reply(ctx, Response{Text: sorryNoStore, Ephemeral: true}); err != nil {
+				return fmt.Errorf("handle message %s: say that nothing was done: %w", msg.ID, err)
+			}
+			return nil
+		case err != nil:
 			return fmt.Errorf("handle message %s: save memory: %w", msg.ID, err)
 		}
 		if !inserted {
@@ -83,8 +100,13 @@ func (rt *Runtime) HandleMessage(ctx context.Context, msg Message, reply ReplyFu
 		resp = Response{Text: sorryNoCommand}
 	}
 	if strings.TrimSpace(resp.Text) != "" {
+		resp.Key = ReplyKey(&msg)
+		at := rt.clk.Now()
 		if err := reply(ctx, resp); err != nil {
-			return fmt.Errorf("handle message %s: reply: %w", msg.ID, err)
+			queued, qerr := rt.queueReply(ctx, &msg, resp, at, err, log)
+			if !queued {
+				return fmt.Errorf("handle message %s: reply: %w", msg.ID, errors.Join(err, qerr))
+			}
 		}
 		eval.Responses = append(eval.Responses, resp)
 		rt.remember(ctx, &msg, resp, log)

@@ -35,6 +35,10 @@ type Options struct {
 	// when no real model is registered (the demo model does not chat).
 	// Default "help".
 	FallbackAction string
+	// StoreOutageWait is how long a message received while the store
+	// cannot be reached waits for it before it is answered that nothing
+	// was done (docs/chat.md). Default DefaultStoreOutageWait.
+	StoreOutageWait time.Duration
 }
 
 // Runtime hosts plugins. Register plugins, then Start; HandleMessage,
@@ -59,6 +63,10 @@ type Runtime struct {
 	running    []Service // started services, to stop in reverse
 	// sourced names the actions each source gave SetActions.
 	sourced map[string][]string
+	// unsaved are the messages this process could not persist yet (they
+	// wait for the store) or gave up on; see outage.go.
+	unsavedMu sync.Mutex
+	unsaved   map[string]unsavedMessage
 }
 
 // MountedRoute is a plugin route with its full path.
@@ -82,6 +90,9 @@ func New(opts Options) *Runtime {
 	if opts.FallbackAction == "" {
 		opts.FallbackAction = "help"
 	}
+	if opts.StoreOutageWait <= 0 {
+		opts.StoreOutageWait = DefaultStoreOutageWait
+	}
 	if opts.Character.Name == "" {
 		opts.Character = DefaultCharacter()
 	}
@@ -93,6 +104,7 @@ func New(opts Options) *Runtime {
 		models:     map[ModelType]Model{},
 		handlers:   map[EventType][]EventHandler{},
 		platforms:  map[string]Platform{},
+		unsaved:    map[string]unsavedMessage{},
 	}
 }
 

@@ -42,7 +42,7 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, mc *discordgo.MessageCre
 	}
 	defer a.takeCreated(mc.ID) // a task created without a reply gets no thread
 	reply := func(ctx context.Context, r plugin.Response) error {
-		first, err := a.reply(ctx, mc.ChannelID, mc.GuildID, mc.ID, r)
+		first, err := a.reply(ctx, mc.ChannelID, mc.ID, r)
 		if err != nil {
 			return err
 		}

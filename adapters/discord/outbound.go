@@ -136,7 +136,11 @@ func (a *Adapter) send(ctx context.Context, room string, m plugin.Outgoing, key 
 		if key != "" {
 			n = nonce(key, i)
 		}
-		id, err := a.post(ctx, channel, parts[i], nil, comps, n)
+		var ref *discordgo.MessageReference
+		if i == 0 && m.ReplyTo != "" {
+			ref = replyReference(channel, m.ReplyTo)
+		}
+		id, err := a.post(ctx, channel, parts[i], ref, comps, n)
 		if err != nil {
 			a.remember(memo, ids)
 			return plugin.SentMessage{IDs: ids}, fmt.Errorf("discord: send to %s (part %d of %d): %w", room, i+1, len(parts), undeliverable(err))
@@ -291,28 +295,34 @@ func channelOf(room string) (string, error) {
 // reply answers a message in its channel, as a reply to it on the first
 // part, and returns that part's ID. Discord has no ephemeral messages
 // outside interactions, so Ephemeral is not applied. A short rate limit is
-// waited out once.
-func (a *Adapter) reply(ctx context.Context, channelID, guildID, messageID string, r plugin.Response) (string, error) {
+// waited out once. With r.Key, each part carries a nonce of it with
+// enforce_nonce, as SendOnce's do: when this send fails, the outbox sends
+// the reply under the same key, and Discord answers a part this attempt
+// posted after all with that part.
+func (a *Adapter) reply(ctx context.Context, channelID, messageID string, r plugin.Response) (string, error) {
 	parts := splitText(r.Text)
 	var first string
 	controls := a.controls(ctx, nil, taskNumbers(r.TaskNumber))
 	for i, p := range parts {
 		var ref *discordgo.MessageReference
 		if i == 0 {
-			no := false
-			ref = &discordgo.MessageReference{MessageID: messageID, ChannelID: channelID, GuildID: guildID, FailIfNotExists: &no}
+			ref = replyReference(channelID, messageID)
 		}
 		var comps []discordgo.MessageComponent
 		if i == len(parts)-1 {
 			comps = controls
 		}
-		id, err := a.post(ctx, channelID, p, ref, comps, "")
+		var n string
+		if r.Key != "" {
+			n = nonce(r.Key, i)
+		}
+		id, err := a.post(ctx, channelID, p, ref, comps, n)
 		var rl *plugin.RateLimitedError
 		if errors.As(err, &rl) && rl.RetryAfter <= maxReplyWait {
 			if err := clock.Sleep(ctx, a.clk, rl.RetryAfter); err != nil {
 				return first, fmt.Errorf("discord: reply in %s: %w", channelID, err)
 			}
-			id, err = a.post(ctx, channelID, p, ref, comps, "")
+			id, err = a.post(ctx, channelID, p, ref, comps, n)
 		}
 		if err != nil {
 			return first, fmt.Errorf("discord: reply in %s: %w", channelID, err)
@@ -322,6 +332,13 @@ func (a *Adapter) reply(ctx context.Context, channelID, guildID, messageID strin
 		}
 	}
 	return first, nil
+}
+
+// replyReference makes a message a reply to messageID in channel, and
+// still postable when that message is gone.
+func replyReference(channelID, messageID string) *discordgo.MessageReference {
+	no := false
+	return &discordgo.MessageReference{MessageID: messageID, ChannelID: channelID, FailIfNotExists: &no}
 }
 
 // post sends one message of at most 2,000 characters and returns its ID;

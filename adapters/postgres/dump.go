@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -14,17 +13,6 @@ import (
 )
 
 var _ domain.Dumper = (*Store)(nil)
-
-// Export writes the store as a dump (sqlstore.Export) from one
-// REPEATABLE READ snapshot: replicas may serve meanwhile.
-func (s *Store) Export(ctx context.Context, w io.Writer, h domain.DumpHeader, progress func(int64)) (domain.DumpStats, error) {
-	return sqlstore.Export(ctx, dumpDialect{s}, w, h, progress)
-}
-
-// Import loads a dump into the empty store (sqlstore.Import).
-func (s *Store) Import(ctx context.Context, r io.Reader, progress func(int64)) (domain.DumpHeader, domain.DumpStats, error) {
-	return sqlstore.Import(ctx, dumpDialect{s}, r, progress)
-}
 
 // dumpDialect is PostgreSQL's part of export and import.
 type dumpDialect struct{ s *Store }

@@ -26,6 +26,7 @@ type Store struct {
 	sqlstore.Records
 	sqlstore.Schedules
 	sqlstore.MemoryStore
+	sqlstore.Dumps
 	pool *pgxpool.Pool
 	// claimed are the rows this store claimed, which a task's next
 	// mutation starts from (sqlstore.RowCache).
@@ -70,6 +71,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	s.Records = sqlstore.Records{DB: poolDB{pool}, SQL: recordSQL}
 	s.Schedules = sqlstore.Schedules{Core: s.Core, DB: poolDB{pool}, SQL: scheduleSQL, Time: timeArg}
 	s.MemoryStore = sqlstore.NewMemoryStore(poolDB{pool}, recallSQL)
+	s.Dumps = sqlstore.Dumps{Dialect: dumpDialect{s}}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)

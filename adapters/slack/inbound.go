@@ -162,13 +162,26 @@ func (a *Adapter) handleChat(in inbound) {
 			if resp.Ephemeral && !in.dm {
 				return a.postEphemeral(ctx, r, in.user, resp.Text)
 			}
-			_, err := a.post(ctx, r, resp.Text, replyTasks(resp), buttons{})
-			return err
+			return a.postReply(ctx, r, resp)
 		})
 	}
 	if err := a.rt.HandleMessage(ctx, msg, reply); err != nil {
 		a.log.Error("handling a Slack message failed", "message", in.id, "room", r.String(), "err", err)
 	}
+}
+
+// postReply posts a reply in the open, in its room, with the buttons of
+// the task it is about. With resp.Key its parts carry a notification's
+// metadata of that key, as SendOnce's do: when this post fails, the
+// outbox sends the reply under the same key, first looking in the room
+// for a part this attempt posted after all.
+func (a *Adapter) postReply(ctx context.Context, r room, resp plugin.Response) error {
+	var d *delivery
+	if resp.Key != "" {
+		d = &delivery{key: resp.Key}
+	}
+	_, err := a.postTagged(ctx, r, resp.Text, replyTasks(resp), buttons{}, d)
+	return err
 }
 
 // replyTasks is the task a reply gets buttons for: the one it is about,
@@ -403,8 +416,7 @@ func (a *Adapter) onInteraction(cb slackapi.InteractionCallback) {
 					if resp.Ephemeral && !home {
 						return a.postEphemeral(ctx, r, cb.User.ID, resp.Text)
 					}
-					_, err := a.post(ctx, r, resp.Text, replyTasks(resp), buttons{})
-					return err
+					return a.postReply(ctx, r, resp)
 				})
 			}
 			if err := a.rt.HandleMessage(ctx, msg, reply); err != nil {

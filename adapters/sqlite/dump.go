@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -13,17 +12,6 @@ import (
 )
 
 var _ domain.Dumper = (*Store)(nil)
-
-// Export writes the store as a dump (sqlstore.Export) from one read
-// transaction, which WAL keeps to one snapshot while the writer goes on.
-func (s *Store) Export(ctx context.Context, w io.Writer, h domain.DumpHeader, progress func(int64)) (domain.DumpStats, error) {
-	return sqlstore.Export(ctx, dumpDialect{s}, w, h, progress)
-}
-
-// Import loads a dump into the empty store (sqlstore.Import).
-func (s *Store) Import(ctx context.Context, r io.Reader, progress func(int64)) (domain.DumpHeader, domain.DumpStats, error) {
-	return sqlstore.Import(ctx, dumpDialect{s}, r, progress)
-}
 
 // dumpDialect is SQLite's part of export and import: times are unix
 // microseconds, booleans 0 and 1, JSON text.

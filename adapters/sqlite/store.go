@@ -45,6 +45,7 @@ type Store struct {
 	sqlstore.Records
 	sqlstore.Schedules
 	sqlstore.MemoryStore
+	sqlstore.Dumps
 	// write has one connection, and its transactions BEGIN IMMEDIATE:
 	// writers queue here rather than fail with SQLITE_BUSY.
 	write *sql.DB
@@ -99,6 +100,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.Records = sqlstore.Records{DB: handles{read, write}, SQL: recordSQL}
 	s.Schedules = sqlstore.Schedules{Core: s.Core, DB: handles{read, write}, SQL: scheduleSQL, Time: timeArg}
 	s.MemoryStore = sqlstore.NewMemoryStore(handles{read, write}, recallSQL)
+	s.Dumps = sqlstore.Dumps{Dialect: dumpDialect{s}}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)

@@ -143,6 +143,20 @@ type DumpDialect interface {
 	Resume(ctx context.Context, db DB, table, identity string, last int64) error
 }
 
+// Dumps gives a store Export and Import (domain.Dumper) over its dialect:
+// a store embeds it.
+type Dumps struct{ Dialect DumpDialect }
+
+// Export writes the store as a dump (see the package's Export).
+func (d Dumps) Export(ctx context.Context, w io.Writer, h domain.DumpHeader, progress func(int64)) (domain.DumpStats, error) {
+	return Export(ctx, d.Dialect, w, h, progress)
+}
+
+// Import loads a dump into the empty store (see the package's Import).
+func (d Dumps) Import(ctx context.Context, r io.Reader, progress func(int64)) (domain.DumpHeader, domain.DumpStats, error) {
+	return Import(ctx, d.Dialect, r, progress)
+}
+
 // dumpLine is every line of a dump after its header.
 type dumpLine struct {
 	Table string                     `json:"table,omitempty"`

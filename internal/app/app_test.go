@@ -399,12 +399,8 @@ func TestConsoleThroughAPipe(t *testing.T) {
 // as though someone else had made it.
 func TestOneLocalOperator(t *testing.T) {
 	t.Parallel()
-	in, typer := io.Pipe()
-	out := &syncBuffer{}
-	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_CONSOLE": "true"}
-	srv := launch(t, env, func(o *app.Options) { o.Stdin, o.Stdout = in, out })
-	defer func() { typer.Close(); srv.stop(); srv.wait(t, app.ShutdownTimeout+5*time.Second) }()
-	resp, err := http.Post(srv.base+"/api/tasks", "application/json", strings.NewReader(`{"goal": "made from the dashboard"}`))
+	c := startConsole(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0"})
+	resp, err := http.Post(c.srv.base+"/api/tasks", "application/json", strings.NewReader(`{"goal": "made from the dashboard"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,24 +408,10 @@ func TestOneLocalOperator(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create through the API = %d", resp.StatusCode)
 	}
-	waitOut := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(out.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the console never said %q:\n%s", want, out.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	if _, err := io.WriteString(typer, "pause #1\n"); err != nil {
-		t.Fatal(err)
-	}
-	waitOut(`Task #1 "Made from the dashboard" paused`)
-	if _, err := io.WriteString(typer, "cancel #1\n"); err != nil {
-		t.Fatal(err)
-	}
-	waitOut(`Task #1 "Made from the dashboard" canceled`)
+	c.say("pause #1")
+	c.waitFor(`Task #1 "Made from the dashboard" paused`)
+	c.say("cancel #1")
+	c.waitFor(`Task #1 "Made from the dashboard" canceled`)
 }
 
 // TestNewcomerSeesEveryFeature is the README's first run with no key: in
@@ -442,49 +424,70 @@ func TestNewcomerSeesEveryFeature(t *testing.T) {
 		t.Skip("bwrap is not installed (scripts/test installs it)")
 	}
 	t.Parallel()
+	c := startConsole(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+		"TASKLOOM_FLUSH_INTERVAL": "1s", "TASKLOOM_WORKERS": "2", "TASKLOOM_RUN_COMMAND": "true", "PATH": os.Getenv("PATH")})
+	c.waitFor("Type `help` for the commands")
+
+	c.say("note: the ingest queue comes back with ingest-restart on the primary")
+	c.waitFor("(demo model)")
+	c.say("how do I bring the ingest queue back?")
+	c.waitFor("this is what I recall that matches your words")
+	c.waitFor("ingest-restart")
+
+	c.say("create task Should the login use JWT or sessions?")
+	c.waitFor("Created task #1")
+	c.waitFor("which way should I take?")
+	c.say("answer #1 JWT, please")
+	c.waitFor(`✅ Task #1 "Should the login use JWT or sessions" completed`)
+
+	c.say("create task run the tests")
+	c.waitFor("Created task #2")
+	c.waitFor("approve #2")
+	c.say("approve #2")
+	c.waitFor("Approved")
+	c.waitFor(`✅ Task #2 "Run the tests" completed`)
+}
+
+// console is a `taskloom serve` whose console chat a test types into and
+// reads, through a pipe (TASKLOOM_CONSOLE=true).
+type console struct {
+	t     *testing.T
+	srv   *served
+	typer *io.PipeWriter
+	out   *syncBuffer
+}
+
+// startConsole launches serve with env and its console on a pipe; it stops
+// when the test ends.
+func startConsole(t *testing.T, env map[string]string) *console {
+	t.Helper()
 	in, typer := io.Pipe()
-	out := &syncBuffer{}
-	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0", "TASKLOOM_CONSOLE": "true",
-		"TASKLOOM_FLUSH_INTERVAL": "1s", "TASKLOOM_WORKERS": "2", "TASKLOOM_RUN_COMMAND": "true", "PATH": os.Getenv("PATH")}
-	srv := launch(t, env, func(o *app.Options) { o.Stdin, o.Stdout = in, out })
-	defer func() { typer.Close(); srv.stop(); srv.wait(t, app.ShutdownTimeout+5*time.Second) }()
-	typeLine := func(s string) {
-		t.Helper()
-		if _, err := io.WriteString(typer, s+"\n"); err != nil {
-			t.Fatal(err)
-		}
+	c := &console{t: t, typer: typer, out: &syncBuffer{}}
+	env["TASKLOOM_CONSOLE"] = "true"
+	c.srv = launch(t, env, func(o *app.Options) { o.Stdin, o.Stdout = in, c.out })
+	t.Cleanup(func() { typer.Close(); c.srv.stop(); c.srv.wait(t, app.ShutdownTimeout+5*time.Second) })
+	return c
+}
+
+// say types a line.
+func (c *console) say(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.typer, line+"\n"); err != nil {
+		c.t.Fatal(err)
 	}
-	waitFor := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for !strings.Contains(out.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the console never showed %q:\n%s", want, out.String())
-			}
-			time.Sleep(20 * time.Millisecond)
+}
+
+// waitFor waits, on the wall clock (it is the binary's), until the
+// console has shown want.
+func (c *console) waitFor(want string) {
+	c.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.Contains(c.out.String(), want) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the console never showed %q:\n%s", want, c.out.String())
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	waitFor("Type `help` for the commands")
-
-	typeLine("note: the ingest queue comes back with ingest-restart on the primary")
-	waitFor("(demo model)")
-	typeLine("how do I bring the ingest queue back?")
-	waitFor("this is what I recall that matches your words")
-	waitFor("ingest-restart")
-
-	typeLine("create task Should the login use JWT or sessions?")
-	waitFor("Created task #1")
-	waitFor("which way should I take?")
-	typeLine("answer #1 JWT, please")
-	waitFor("#1")
-	waitFor(`✅ Task #1 "Should the login use JWT or sessions" completed`)
-
-	typeLine("create task run the tests")
-	waitFor("Created task #2")
-	waitFor("approve #2")
-	typeLine("approve #2")
-	waitFor("Approved")
-	waitFor(`✅ Task #2 "Run the tests" completed`)
 }
 
 // served is a `taskloom serve` running in the test: its base URL, what

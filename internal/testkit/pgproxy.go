@@ -33,7 +33,9 @@ type PostgresProxy struct {
 	dropMatch string
 	dropped   int
 	conns     map[net.Conn]struct{}
-	wg        sync.WaitGroup
+	// down: the server is unreachable (SetDown).
+	down bool
+	wg   sync.WaitGroup
 }
 
 // ProxyPostgres starts a proxy in front of the server of dbURL, stopped
@@ -86,6 +88,25 @@ func (p *PostgresProxy) LoseRequests(n int, statement string) {
 	p.drops, p.dropMatch = n, statement
 }
 
+// SetDown makes the server unreachable through the proxy, or reachable
+// again: while down, the proxy closes every connection it holds and each
+// new one at once, as when PostgreSQL restarts (clients see their
+// connections break, then fail to connect).
+func (p *PostgresProxy) SetDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+	var open []net.Conn
+	if down {
+		for c := range p.conns {
+			open = append(open, c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+}
+
 // Dropped is how many statements the proxy has lost on their way.
 func (p *PostgresProxy) Dropped() int {
 	p.mu.Lock()
@@ -106,6 +127,13 @@ func (p *PostgresProxy) accept() {
 		client, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			client.Close()
+			continue
 		}
 		server, err := net.Dial("tcp", p.target)
 		if err != nil {

@@ -70,16 +70,21 @@ func (s *Service) deliver(ctx context.Context, room string, rows []domain.Notifi
 }
 
 // byMessage groups rows by the message they go out in: the rows of each
-// message an earlier attempt began (same key), and the rows no attempt
-// has carried yet, in the order of their oldest row.
+// message an earlier attempt began (same key), each reply to a person
+// alone, and the other rows no attempt has carried yet, in the order of
+// their oldest row.
 func byMessage(rows []domain.Notification) [][]domain.Notification {
 	var keys []string
 	groups := map[string][]domain.Notification{}
 	for _, r := range rows {
-		if _, seen := groups[r.DeliveryKey]; !seen {
-			keys = append(keys, r.DeliveryKey)
+		k := r.DeliveryKey
+		if k == "" && r.Category == domain.NotifyReply {
+			k = "\x00reply:" + strconv.FormatInt(r.ID, 10) // a reply goes alone (replyMessage)
 		}
-		groups[r.DeliveryKey] = append(groups[r.DeliveryKey], r)
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
 	}
 	out := make([][]domain.Notification, len(keys))
 	for i, k := range keys {
@@ -114,6 +119,9 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []domain
 		return false, s.failed(ctx, room, rows, err)
 	}
 	key, since := rows[0].DeliveryKey, firstAttempt(rows)
+	if key == "" {
+		key, since = replyKey(rows)
+	}
 	if key == "" {
 		key = deliveryKey(ids)
 	}
@@ -495,12 +503,13 @@ type rendered struct {
 	Tasks     []int64               `json:"tasks,omitempty"`
 	Ended     []int64               `json:"ended,omitempty"`
 	Approvals []plugin.ApprovalRef  `json:"approvals,omitempty"`
+	ReplyTo   string                `json:"reply_to,omitempty"`
 	Shown     []domain.RoomProgress `json:"shown,omitempty"`
 }
 
 // rendering encodes m and the progress it shows for BeginSend.
 func rendering(m plugin.Outgoing, shown []domain.RoomProgress) string {
-	b, err := json.Marshal(rendered{Text: m.Text, Tasks: m.Tasks, Ended: m.Ended, Approvals: m.Approvals, Shown: shown})
+	b, err := json.Marshal(rendered{Text: m.Text, Tasks: m.Tasks, Ended: m.Ended, Approvals: m.Approvals, ReplyTo: m.ReplyTo, Shown: shown})
 	if err != nil {
 		return "" // unreachable: plain values
 	}
@@ -518,7 +527,7 @@ func firstRendering(rows []domain.Notification) (plugin.Outgoing, []domain.RoomP
 		if json.Unmarshal([]byte(r.Rendered), &m) != nil || m.Text == "" {
 			return plugin.Outgoing{}, nil, false
 		}
-		return plugin.Outgoing{Text: m.Text, Tasks: m.Tasks, Ended: m.Ended, Approvals: m.Approvals}, m.Shown, true
+		return plugin.Outgoing{Text: m.Text, Tasks: m.Tasks, Ended: m.Ended, Approvals: m.Approvals, ReplyTo: m.ReplyTo}, m.Shown, true
 	}
 	return plugin.Outgoing{}, nil, false
 }

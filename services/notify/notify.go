@@ -189,6 +189,8 @@ func New(opts Options) *Service {
 	}
 	// Terminal changes and task posts go out at once.
 	rt.Subscribe(plugin.TaskEnded, func(context.Context, plugin.Event) { s.Poke() })
+	// So do replies whose direct send failed.
+	rt.Subscribe(plugin.ReplyQueued, func(context.Context, plugin.Event) { s.Poke() })
 	rt.Subscribe(plugin.TaskChanged, func(_ context.Context, ev plugin.Event) {
 		if !ev.Quiet {
 			s.Poke()
@@ -299,7 +301,7 @@ func (s *Service) FlushUrgent(ctx context.Context) (int, error) {
 }
 
 // urgent are the categories that go out at once.
-var urgent = []string{domain.NotifyTerminal, domain.NotifyMessage}
+var urgent = []string{domain.NotifyTerminal, domain.NotifyMessage, domain.NotifyReply}
 
 // now is the time claims are measured by: Runtime's clock, moved onto
 // the store's when StoreClock is set.
@@ -432,6 +434,9 @@ type (
 // questions first, then ended tasks, then one progress block per task. It
 // returns the progress each task is shown at, to remember as last sent.
 func (s *Service) compose(ctx context.Context, room string, rows []domain.Notification) (plugin.Outgoing, []domain.RoomProgress, error) {
+	if m, ok := replyMessage(rows); ok {
+		return m, nil, nil
+	}
 	f := render.ForPlatform(domain.RoomPlatform(room))
 	var order []int64
 	byTask := map[int64][]domain.Notification{}

@@ -45,7 +45,8 @@
 // gets that message back and no new one, as Discord's Create Message
 // documents. RemoveChannel and DenyChannel make a channel answer 404
 // Unknown Channel and 403 Missing Access (AllowChannel undoes the latter). RateLimitNext answers 429 with
-// Discord's body and headers; FailNext answers other errors.
+// Discord's body and headers; FailNext answers other errors, and FailAfterNext answers one after
+// carrying the call out, as a 5xx from between client and API does.
 //
 // Nothing in the fake sleeps; a test waits with WaitIdentified,
 // WaitResumed, WaitMessages, WaitCalls and WaitResponses, bounded by its

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"sort"
 	"strconv"
@@ -111,6 +112,8 @@ type fault struct {
 	status         int
 	retryAfter     time.Duration
 	global         bool
+	// after: the call is carried out before the error is answered.
+	after bool
 }
 
 // RateLimitNext makes the next n calls with method ("" for any) whose path
@@ -131,6 +134,16 @@ func (s *Server) RateLimitNext(method, pathPrefix string, n int, retryAfter time
 // discordgo retries a 502 up to Session.MaxRestRetries times by itself.
 func (s *Server) FailNext(method, pathPrefix string, n int, status int) {
 	s.addFault(&fault{method: method, prefix: pathPrefix, n: n, status: status})
+}
+
+// FailAfterNext is FailNext for calls that are carried out all the same:
+// the request takes effect (a message is created) and the client hears
+// status, as when a 5xx comes from between the client and an API that
+// did its work (a gateway's timeout). Only a nonce with enforce_nonce
+// (or a look at the channel) tells a client that retries that the message
+// is there.
+func (s *Server) FailAfterNext(method, pathPrefix string, n int, status int) {
+	s.addFault(&fault{method: method, prefix: pathPrefix, n: n, status: status, after: true})
 }
 
 func (s *Server) addFault(f *fault) {
@@ -185,6 +198,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if aerr := parseBody(c, r.Header.Get("Content-Type"), body); aerr != nil {
 		writeAPIError(sw, aerr)
 	} else if f := s.takeFault(c); f != nil {
+		if f.after {
+			s.mux.ServeHTTP(httptest.NewRecorder(), r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+		}
 		writeFault(sw, f, c)
 	} else if f, state := s.admit(c); f != nil {
 		writeFault(sw, f, c)

@@ -29,7 +29,9 @@
 // oldest and latest. Every call is
 // recorded (Calls, CallsTo, WaitCalls). RateLimitNext answers 429 with
 // Retry-After and {"ok":false,"error":"ratelimited"}, as Slack does;
-// FailNext answers another error.
+// FailNext answers another error, and ServerErrorNext an HTTP 500 for a
+// while, as Slack does when it fails on its side (ServerErrorAfterNext
+// after carrying the call out).
 //
 // Views: every slash command, button press and view submission comes with
 // a trigger ID that views.open exchanges once, within three seconds

@@ -151,6 +151,7 @@ type fault struct {
 	status     int
 	errCode    string
 	retryAfter time.Duration
+	after      bool // the call is carried out before the error is answered
 }
 
 type responseURL struct {
@@ -283,6 +284,28 @@ func (s *Server) FailNext(method, code string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults[method] = append(s.faults[method], fault{status: http.StatusOK, errCode: code})
+}
+
+// ServerErrorNext makes the next n calls to method answer HTTP 500 with
+// {"ok":false,"error":"internal_error"}, as Slack does when it fails on
+// its side; nothing of the call is done.
+func (s *Server) ServerErrorNext(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[method] = append(s.faults[method], fault{status: http.StatusInternalServerError, errCode: "internal_error"})
+	}
+}
+
+// ServerErrorAfterNext is ServerErrorNext for calls that are carried out
+// all the same (a message is posted) before the 500 is answered, as when
+// the error comes from between the client and an API that did its work.
+func (s *Server) ServerErrorAfterNext(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[method] = append(s.faults[method], fault{status: http.StatusInternalServerError, errCode: "internal_error", after: true})
+	}
 }
 
 // Call is one Web API call as the fake saw it.

@@ -52,6 +52,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			f = fs[0]
 			s.faults[method] = fs[1:]
 		}
+		if f.after {
+			s.dispatchLocked(method, token, params) // carried out all the same
+		}
 		call.Status, call.Error = f.status, f.errCode
 		s.calls = append(s.calls, call)
 		s.notifyLocked()

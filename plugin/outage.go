@@ -1,0 +1,176 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/taskloom/taskloom/domain"
+	"github.com/taskloom/taskloom/internal/clock"
+)
+
+// A store outage and a platform's failure to take a reply (docs/chat.md).
+//
+// A message is persisted first (its memory row is what makes a platform's
+// redelivery a no-op). When the store cannot be reached, the message
+// waits for it in this process, trying again with backoff on the
+// runtime's clock for StoreOutageWait, and is handled as usual when the
+// store answers. After that it is answered with sorryNoStore — a reply
+// that needs no store — and nothing is done. While it waits, and for
+// refusedTTL after it was answered so, a redelivery of the same message to
+// this process is ignored: it would do the thing twice, or, after the
+// sentence, do what the person was told was not done.
+//
+// The reply that answers a message is sent directly, tagged with its key
+// (Response.Key); when that send fails and the reply can be sent by
+// someone else later (it is not ephemeral, the room exists), it goes to
+// the outbox as a domain.NotifyReply under the same key, and the
+// notification service sends it with its retries and exactly-once
+// delivery.
+const (
+	// DefaultStoreOutageWait is Options.StoreOutageWait's default.
+	DefaultStoreOutageWait = 30 * time.Second
+	// storeRetryFirst and storeRetryMax bound the backoff between
+	// attempts to persist a message while the store is unreachable.
+	storeRetryFirst = 250 * time.Millisecond
+	storeRetryMax   = 4 * time.Second
+	// refusedTTL is how long a message answered with sorryNoStore is
+	// remembered, so that a redelivery of it is ignored.
+	refusedTTL = 10 * time.Minute
+)
+
+// sorryNoStore answers a message that could not be persisted in time.
+const sorryNoStore = "I could not reach my database, so nothing was done: say it again in a minute."
+
+var (
+	// errStoreDown: the store did not answer within StoreOutageWait.
+	errStoreDown = errors.New("the store could not be reached")
+	// errInFlight: the same message is being handled by this process,
+	// or was answered with sorryNoStore.
+	errInFlight = errors.New("the message is being handled already")
+)
+
+// unsavedMessage is a message this process has not persisted: being
+// persisted (refusedAt zero), or given up on at refusedAt.
+type unsavedMessage struct {
+	refusedAt time.Time
+}
+
+// ReplyKey is the delivery key of the reply to msg: the same on every
+// attempt at it, by any replica. "" for a message without an ID.
+func ReplyKey(msg *Message) string {
+	if msg.ID == "" {
+		return ""
+	}
+	return "reply:" + msg.Platform + ":" + msg.ID
+}
+
+// saveIncoming persists msg as mem, waiting up to StoreOutageWait for a
+// store that cannot be reached (see above). It returns errInFlight for a
+// redelivery of a message this process holds, and errStoreDown when the
+// store did not answer in time.
+func (rt *Runtime) saveIncoming(ctx context.Context, msg *Message, mem domain.Memory, log *slog.Logger) (domain.Memory, bool, error) {
+	key := ""
+	if msg.ID != "" {
+		key = msg.Platform + "\x00" + msg.ID
+		if !rt.holdUnsaved(key) {
+			return domain.Memory{}, false, errInFlight
+		}
+	}
+	refused := false
+	defer func() {
+		if key != "" {
+			rt.releaseUnsaved(key, refused)
+		}
+	}()
+	st := rt.opts.Store
+	deadline := rt.clk.Now().Add(rt.opts.StoreOutageWait)
+	delay := storeRetryFirst
+	for attempt := 1; ; attempt++ {
+		saved, inserted, err := st.SaveMemory(ctx, mem)
+		if err == nil || ctx.Err() != nil || errors.Is(err, domain.ErrInvalid) {
+			if err == nil && attempt > 1 {
+				log.Info("the store answers again; handling the message that waited for it", "attempts", attempt)
+			}
+			return saved, inserted, err
+		}
+		left := deadline.Sub(rt.clk.Now())
+		if left <= 0 {
+			refused = true
+			return domain.Memory{}, false, fmt.Errorf("%w for %s (%d attempts): %w", errStoreDown, rt.opts.StoreOutageWait, attempt, err)
+		}
+		if attempt == 1 {
+			log.Warn("the store cannot be reached; the message waits for it", "message", msg.ID, "up_to", rt.opts.StoreOutageWait, "err", err)
+		}
+		if err := clock.Sleep(ctx, rt.clk, min(delay, left)); err != nil {
+			return domain.Memory{}, false, fmt.Errorf("waiting for the store: %w", err)
+		}
+		delay = min(2*delay, storeRetryMax)
+	}
+}
+
+// holdUnsaved marks the message key as being persisted by this process;
+// false when it is already, or was given up on within refusedTTL.
+func (rt *Runtime) holdUnsaved(key string) bool {
+	now := rt.clk.Now()
+	rt.unsavedMu.Lock()
+	defer rt.unsavedMu.Unlock()
+	for k, u := range rt.unsaved {
+		if !u.refusedAt.IsZero() && now.Sub(u.refusedAt) > refusedTTL {
+			delete(rt.unsaved, k)
+		}
+	}
+	if _, ok := rt.unsaved[key]; ok {
+		return false
+	}
+	rt.unsaved[key] = unsavedMessage{}
+	return true
+}
+
+// releaseUnsaved forgets the message key once persisted, or remembers it
+// as given up on.
+func (rt *Runtime) releaseUnsaved(key string, refused bool) {
+	rt.unsavedMu.Lock()
+	defer rt.unsavedMu.Unlock()
+	if refused {
+		rt.unsaved[key] = unsavedMessage{refusedAt: rt.clk.Now()}
+		return
+	}
+	delete(rt.unsaved, key)
+}
+
+// queueReply puts resp, the reply to msg whose direct send (begun at at)
+// failed with sendErr, in the outbox, and reports whether it did. An
+// ephemeral reply is not queued: only its author may see it, and only the
+// interaction or event it answers can show it so — a later message would
+// show it to the whole room. Nor is a reply the platform says can never
+// be delivered there (the room is gone or forbidden).
+func (rt *Runtime) queueReply(ctx context.Context, msg *Message, resp Response, at time.Time, sendErr error, log *slog.Logger) (bool, error) {
+	var gone *UndeliverableError
+	st := rt.opts.Store
+	if st == nil || resp.Ephemeral || errors.As(sendErr, &gone) || msg.Room == "" {
+		return false, nil
+	}
+	p := domain.ReplyPayload{Text: resp.Text, Key: resp.Key, At: domain.UTC(at)}
+	if !msg.Command {
+		p.ReplyTo = msg.ID // a command or a button answers no message
+	}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return false, fmt.Errorf("queue the reply: %w", err)
+	}
+	// The reply is owed even when the message's context ends (a
+	// shutdown): it is queued regardless.
+	ctx = context.WithoutCancel(ctx)
+	if _, err := st.Enqueue(ctx, domain.Notification{
+		Room: msg.Room, TaskNumber: resp.TaskNumber, Category: domain.NotifyReply, Payload: payload, CreatedAt: rt.clk.Now(),
+	}); err != nil {
+		return false, fmt.Errorf("queue the reply: %w", err)
+	}
+	log.Warn("the reply could not be sent; it is queued in the outbox and will be retried", "message", msg.ID, "key", resp.Key, "err", sendErr)
+	rt.Emit(ctx, Event{Type: ReplyQueued, Message: msg})
+	return true, nil
+}

@@ -1,0 +1,142 @@
+package plugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/domain"
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+)
+
+// downStore is a real store whose SaveMemory cannot reach it while down.
+type downStore struct {
+	domain.Store
+	down  atomic.Bool
+	tries atomic.Int32
+}
+
+func (s *downStore) SaveMemory(ctx context.Context, m domain.Memory) (domain.Memory, bool, error) {
+	s.tries.Add(1)
+	if s.down.Load() {
+		return domain.Memory{}, false, errors.New("save memory: failed to connect to `host=127.0.0.1`: connection refused")
+	}
+	return s.Store.SaveMemory(ctx, m)
+}
+
+func newOutageRuntime(t *testing.T, st domain.Store, clk clock.Clock) *plugin.Runtime {
+	t.Helper()
+	rt := plugin.New(plugin.Options{Logger: quietLogger(), Store: st, Clock: clk, StoreOutageWait: 30 * time.Second})
+	create := prefixed("create_task", "create task", func(_ context.Context, c *plugin.Call) (plugin.Result, error) {
+		return plugin.Result{Success: true, Text: "Created task #7", TaskNumber: 7}, nil
+	})
+	pause := prefixed("pause_task", "pause", func(context.Context, *plugin.Call) (plugin.Result, error) {
+		return plugin.Result{Error: "Which task?"}, nil // a refusal: to its author only
+	})
+	if err := rt.Register(&plugin.Plugin{Name: "test", Actions: []plugin.Action{create, pause}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// The wait for the store is bounded on the runtime's clock: up to
+// StoreOutageWait the message still waits (and is carried out if the
+// store answers); at it, it is answered that nothing was done.
+func TestStoreOutageWaitIsBoundedOnTheRuntimesClock(t *testing.T) {
+	t.Parallel()
+	st := &downStore{Store: teststore.SQLite(t)}
+	st.down.Store(true)
+	clk := clock.NewFake(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
+	rt := newOutageRuntime(t, st, clk)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	replies := make(chan plugin.Response, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- rt.HandleMessage(ctx, plugin.Message{ID: "m1", Platform: "discord", Room: "discord:1", Text: "create task X", DM: true},
+			func(_ context.Context, r plugin.Response) error { replies <- r; return nil })
+	}()
+	start := clk.Now()
+	for clk.Now().Sub(start) < 30*time.Second-time.Millisecond {
+		if err := clk.BlockUntil(ctx, 1); err != nil {
+			t.Fatalf("the message stopped waiting after %s, %d tries", clk.Now().Sub(start), st.tries.Load())
+		}
+		select {
+		case r := <-replies:
+			t.Fatalf("answered %q after %s, before the bound", r.Text, clk.Now().Sub(start))
+		default:
+		}
+		clk.Advance(min(250*time.Millisecond, 30*time.Second-time.Millisecond-clk.Now().Sub(start)))
+	}
+	if n := st.tries.Load(); n < 8 || n > 40 {
+		t.Errorf("%d tries in 30 s, want a backoff of a few seconds at most", n)
+	}
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatalf("HandleMessage: %v", err)
+	}
+	r := <-replies
+	if r.Text != "I could not reach my database, so nothing was done: say it again in a minute." || !r.Ephemeral {
+		t.Errorf("answer = %+v, want the one sentence, to the author only", r)
+	}
+	if len(replies) != 0 {
+		t.Errorf("more than one answer")
+	}
+}
+
+// A reply the platform would not take goes to the outbox, under its key,
+// as an answer to the message — unless only its author may see it (the
+// room would) or the platform says it never can take it there.
+func TestFailedReplyIsQueuedInTheOutbox(t *testing.T) {
+	t.Parallel()
+	st := teststore.SQLite(t)
+	rt := newOutageRuntime(t, st, nil)
+	ctx := context.Background()
+	var queued atomic.Int32
+	rt.Subscribe(plugin.ReplyQueued, func(context.Context, plugin.Event) { queued.Add(1) })
+	fail := func(err error) plugin.ReplyFunc {
+		return func(context.Context, plugin.Response) error { return err }
+	}
+	serverError := errors.New("discord: reply in 1: HTTP 500 Internal Server Error")
+
+	if err := rt.HandleMessage(ctx, plugin.Message{ID: "m1", Platform: "discord", Room: "discord:1", Text: "create task X", DM: true}, fail(serverError)); err != nil {
+		t.Fatalf("HandleMessage with a queued reply: %v", err)
+	}
+	// Refused: ephemeral (help is), and undeliverable.
+	if err := rt.HandleMessage(ctx, plugin.Message{ID: "m2", Platform: "discord", Room: "discord:1", Text: "pause", DM: true}, fail(serverError)); err == nil {
+		t.Error("an ephemeral reply that failed was not reported")
+	}
+	gone := &plugin.UndeliverableError{Err: errors.New("404 Unknown Channel")}
+	if err := rt.HandleMessage(ctx, plugin.Message{ID: "m3", Platform: "discord", Room: "discord:1", Text: "create task Y", DM: true}, fail(gone)); err == nil {
+		t.Error("an undeliverable reply was not reported")
+	}
+	ns, err := st.ListNotifications(ctx, "", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns) != 1 || ns[0].Category != domain.NotifyReply || ns[0].Room != "discord:1" || ns[0].TaskNumber != 7 || !ns[0].Urgent() {
+		t.Fatalf("outbox = %+v, want the one reply to m1", ns)
+	}
+	var p domain.ReplyPayload
+	if err := json.Unmarshal(ns[0].Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Text != "Created task #7" || p.ReplyTo != "m1" || p.Key != plugin.ReplyKey(&plugin.Message{ID: "m1", Platform: "discord"}) || p.At.IsZero() {
+		t.Errorf("payload = %+v", p)
+	}
+	if queued.Load() != 1 {
+		t.Errorf("%d REPLY_QUEUED events, want 1", queued.Load())
+	}
+}
