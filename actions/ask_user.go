@@ -25,6 +25,7 @@ func (AskUser) Info() plugin.ActionInfo {
 		Examples:    []string{`{"question":"Should the login use JWT or server sessions?"}`},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["question"],"properties":{"question":{"type":"string"}}}`),
 		Tool:        true,
+		TaskOnly:    true,
 	}
 }
 

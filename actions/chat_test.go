@@ -157,7 +157,7 @@ func TestControlIsForTheRequestorAndAdmins(t *testing.T) {
 		k.expect("ann", "pause #1", "Task #1 is already paused.")
 		k.expect("boss", "resume #1", `▶️ Task #1 "Build auth" resumed`) // TASKLOOM_ADMINS
 		k.expect("carol", "pause #1", "paused", admin)                   // a Manage Server / workspace admin
-		k.expect("ann", "cancel #1", `🛑 Task #1 "Build auth" canceled`)
+		k.expect("ann", "cancel #1", "Canceled. Task #1 keeps its files: say `retry #1`")
 		k.expect("ann", "resume #1", "Task #1 has already ended (canceled); it cannot be resumed.")
 		if got, _ := k.store.GetTask(k.ctx, 1); got.Status != domain.StatusCanceled {
 			t.Fatalf("status %s", got.Status)
@@ -306,7 +306,7 @@ func TestRetryCommand(t *testing.T) {
 		k.expect("ann", "retry #1", "Task #1 has not ended (it is queued); only an ended task can be retried.")
 		k.expect("bob", "retry", "Which task? Say `retry #3`")
 		k.expect("bob", "retry #7", "There is no task #7 here.")
-		k.expect("ann", "cancel #1", "canceled")
+		k.expect("ann", "cancel #1", "Canceled. Task #1 keeps its files")
 		k.expect("eve", "retry #1", "There is no task #1 here.", inGuild("G2"))
 		if n := k.count(); n != 1 {
 			t.Fatalf("%d tasks after refused retries, want 1", n)
@@ -338,7 +338,7 @@ func TestRetryIsTheRequestors(t *testing.T) {
 		if _, err := k.store.ImportTaskFiles(k.ctx, 1, []domain.FileChange{{Path: "payroll.env", Data: []byte("PASSWORD=hunter2")}}, k.clk.Now()); err != nil {
 			t.Fatal(err)
 		}
-		k.expect("alice", "cancel #1", "canceled", inRoom("discord:CA"))
+		k.expect("alice", "cancel #1", "Canceled. Task #1 keeps its files", inRoom("discord:CA"))
 
 		k.expect("bob", "retry #1", "Only the person who created task #1, or an admin, can retry it.", inRoom("discord:CB"))
 		if n := k.count(); n != 1 {
@@ -406,7 +406,7 @@ func TestApproveAndDeny(t *testing.T) {
 		}
 
 		k.expect("ann", "create task Deploy again", "#2")
-		k.expect("ann", "cancel #1", "canceled")
+		k.expect("ann", "cancel #1", "Canceled. Task #1 keeps its files")
 		claimed, err := k.store.ClaimTask(k.ctx, domain.Claim{Owner: "w", Now: k.clk.Now(), Lease: time.Minute})
 		if err != nil || claimed.Number != 2 {
 			t.Fatalf("claim = #%d, %v", claimed.Number, err)

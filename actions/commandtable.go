@@ -24,9 +24,8 @@ type ChatCommand struct {
 	// Usage are examples of it as typed, the first its usual form: the
 	// help shows them.
 	Usage []string
-	// Help is its line in `help`; empty for a command help does not list
-	// (approve and deny, answered from the buttons of their request).
-	// HelpWith names the kind whose line it shares instead.
+	// Help is its line in `help`; every typed command has one, or shares
+	// another's: HelpWith names the kind whose line it shares instead.
 	Help, HelpWith string
 	// Parse reads it from text (trimmed, without "/task" or "!"); false
 	// when the text is not this command. A malformed one (no number) is
@@ -34,6 +33,9 @@ type ChatCommand struct {
 	Parse func(s string) (Command, bool)
 	// Slash is its /task subcommand; nil when it has none.
 	Slash *Slash
+	// SlackHint, when set, is its part of Slack's usage hint when it has
+	// no subcommand, instead of its first usage.
+	SlackHint string
 	// DiscordHelp and SlackHelp, when set, are its /task forms in the
 	// help instead of its subcommand's name and its options' examples.
 	DiscordHelp, SlackHelp string
@@ -196,8 +198,12 @@ var chatCommands = []ChatCommand{
 	{Kind: CmdPauseSchedule, Usage: []string{"pause schedule #2"}, HelpWith: CmdSchedules, Parse: scheduleOp(CmdPauseSchedule)},
 	{Kind: CmdResumeSchedule, Usage: []string{"resume schedule #2"}, HelpWith: CmdSchedules, Parse: scheduleOp(CmdResumeSchedule)},
 	{Kind: CmdUnschedule, Usage: []string{"unschedule #2"}, HelpWith: CmdSchedules, Parse: scheduleOp(CmdUnschedule)},
-	{Kind: CmdApprove, Usage: []string{"approve #3"}, Parse: decision(CmdApprove, "approve", "allow")},
-	{Kind: CmdDeny, Usage: []string{"deny #3 not that file"}, Parse: decision(CmdDeny, "deny", "reject")},
+	{
+		Kind: CmdApprove, Usage: []string{"approve #3"}, Help: "approves or denies (with a reason) the tool call task #3 asked to make; the buttons of its 🔐 message do the same",
+		SlackHint: "approve <n> | deny <n> [reason]",
+		Parse:     decision(CmdApprove, "approve", "allow"),
+	},
+	{Kind: CmdDeny, Usage: []string{"deny #3 not that file"}, HelpWith: CmdApprove, Parse: decision(CmdDeny, "deny", "reject")},
 	{
 		Kind: CmdForget, Usage: []string{"forget me"}, Help: "deletes every message you wrote and every fact about you, in every room",
 		Parse: matching(regexp.MustCompile(`(?i)^forget\s+(?:me|about\s+me|everything\s+about\s+me|what\s+i\s+(?:said|wrote))\s*[.!]?$`), CmdForget),
@@ -387,7 +393,10 @@ func SlackUsageHint() string {
 	var parts []string
 	for _, c := range chatCommands {
 		if c.Slash == nil {
-			if c.Help != "" {
+			switch {
+			case c.SlackHint != "":
+				parts = append(parts, c.SlackHint)
+			case c.Help != "":
 				parts = append(parts, c.Usage[0])
 			}
 			continue

@@ -66,10 +66,22 @@ func TestEveryCommandParsesItsUsage(t *testing.T) {
 			t.Errorf("SlashCommand(%q) = %s, %v", c.Slash.Name, got.Kind, ok)
 		}
 	}
-	if want := "create <goal> | list | status <n> | pause <n> | resume <n> | cancel <n> | search <words> | answer <n> <text> | retry <n> [context] | schedule <when> task <goal> | schedules | forget me | help"; actions.SlackUsageHint() != want {
+	if want := "create <goal> | list | status <n> | pause <n> | resume <n> | cancel <n> | search <words> | answer <n> <text> | retry <n> [context] | schedule <when> task <goal> | schedules | approve <n> | deny <n> [reason] | forget me | help"; actions.SlackUsageHint() != want {
 		t.Errorf("SlackUsageHint = %q, want %q", actions.SlackUsageHint(), want)
 	}
 	if !strings.Contains(actions.SlackUsageHint(), "retry") {
 		t.Error("no retry in the hint")
+	}
+}
+
+// TestHelpNamesEveryCommand: every command of the table is in the help —
+// a person who reads `help` learns every command they may type, the
+// decisions (approve, deny) included, which only a person can make.
+func TestHelpNamesEveryCommand(t *testing.T) {
+	help := actions.HelpText(render.Plain, nil)
+	for _, c := range actions.ChatCommands() {
+		if !strings.Contains(help, c.Usage[0]) {
+			t.Errorf("the help does not name %s (%q):\n%s", c.Kind, c.Usage[0], help)
+		}
 	}
 }

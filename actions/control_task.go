@@ -112,5 +112,16 @@ func (a ControlTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 	if a.Op == CmdPause {
 		text += fmt.Sprintf(" Say %s to continue.", inlineCode(f, fmt.Sprintf("resume #%d", after.Number)))
 	}
+	if a.Op == CmdCancel {
+		// The task's room is told "🛑 Task #3 … canceled" as the task
+		// ends: there the reply says what is next rather than the same
+		// line twice; elsewhere it says both.
+		retry := fmt.Sprintf(" keeps its files: say %s to continue it as a new task.", inlineCode(f, fmt.Sprintf("retry #%d", after.Number)))
+		if after.RoomID == msg.Room {
+			text = fmt.Sprintf("Canceled. Task #%d%s", after.Number, retry)
+		} else {
+			text += " It" + retry
+		}
+	}
 	return plugin.Result{Success: true, TaskNumber: after.Number, Text: text}, nil
 }

@@ -37,6 +37,7 @@ func (CreateSubtask) Info() plugin.ActionInfo {
 		Examples:   []string{`{"goal":"Write unit tests for the login endpoint","name":"Login tests"}`},
 		Parameters: schema(`{"type":"object","additionalProperties":false,"required":["goal"],"properties":{"goal":{"type":"string"},"name":{"type":"string"},"max_tokens":{"type":"integer","minimum":1}}}`),
 		Tool:       true,
+		TaskOnly:   true,
 	}
 }
 

@@ -54,6 +54,7 @@ func (*HTTPGet) Info() plugin.ActionInfo {
 		Examples:    []string{`{"url":"https://example.com/api/status"}`},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"type":"string","format":"uri"}}}`),
 		Tool:        true,
+		TaskOnly:    true,
 	}
 }
 

@@ -25,6 +25,7 @@ func (ListFiles) Info() plugin.ActionInfo {
 		Examples:    []string{`{}`, `{"path":"src"}`},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"properties":{"path":{"type":"string"}}}`),
 		Tool:        true,
+		TaskOnly:    true,
 	}
 }
 

@@ -27,6 +27,7 @@ func (PostMessage) Info() plugin.ActionInfo {
 		Examples:    []string{`{"text":"Finished the schema; starting on the endpoints."}`},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["text"],"properties":{"text":{"type":"string"}}}`),
 		Tool:        true,
+		TaskOnly:    true,
 		NeedsRoom:   true,
 	}
 }

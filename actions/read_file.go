@@ -36,6 +36,7 @@ func (ReadFile) Info() plugin.ActionInfo {
 		Examples:   []string{`{"path":"notes/plan.md"}`, `{"path":"data/big.csv","offset":65536,"limit":8000}`},
 		Parameters: schema(`{"type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"type":"string"},"offset":{"type":"integer","minimum":0,"description":"bytes to skip from the start of the file"},"limit":{"type":"integer","minimum":1,"maximum":1000000,"description":"bytes to read at most"}}}`),
 		Tool:       true,
+		TaskOnly:   true,
 	}
 }
 

@@ -30,6 +30,7 @@ func (ReadResult) Info() plugin.ActionInfo {
 		Examples:   []string{`{"step":7}`, `{"step":7,"offset":8000}`, `{"step":7,"call":2}`},
 		Parameters: schema(`{"type":"object","additionalProperties":false,"required":["step"],"properties":{"step":{"type":"integer","minimum":1,"description":"the step's number, as in \"Step 7\""},"call":{"type":"integer","minimum":1,"description":"which call of the step, as the 2 in \"Step 7.2\"; 1 (the default) is its first"},"offset":{"type":"integer","minimum":0,"description":"characters to skip from the start of the result"}}}`),
 		Tool:       true,
+		TaskOnly:   true,
 	}
 }
 

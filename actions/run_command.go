@@ -32,6 +32,7 @@ func (RunCommand) Info() plugin.ActionInfo {
 		Examples:    []string{`{"command":"go test ./..."}`},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["command"],"properties":{"command":{"type":"string"}}}`),
 		Tool:        true,
+		TaskOnly:    true,
 	}
 }
 

@@ -68,7 +68,7 @@ func (a SearchTasks) Handle(ctx context.Context, call *plugin.Call) (plugin.Resu
 	}
 	lines := []string{fmt.Sprintf("🔎 %d %s matching %s:", total, plural(total, "task", "tasks"), quoted(f, q))}
 	for _, t := range found {
-		lines = append(lines, fmt.Sprintf("#%d %s %s %d%%  %s", t.Number, quoted(f, t.Name), render.Bar(t.Progress), t.Progress, render.StatusWord(t.Status)))
+		lines = append(lines, fmt.Sprintf("#%d %s %s %d%%  %s", t.Number, quoted(f, t.Name), render.Bar(t.Progress), t.Progress, render.TaskStatusWord(t)))
 	}
 	if total > len(found) {
 		lines = append(lines, fmt.Sprintf("…and %d more", total-len(found)))

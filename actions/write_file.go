@@ -26,6 +26,7 @@ func (WriteFile) Info() plugin.ActionInfo {
 		Examples:    []string{`{"path":"notes/plan.md","content":"# Plan\n..."}`},
 		Parameters:  schema(`{"type":"object","additionalProperties":false,"required":["path","content"],"properties":{"path":{"type":"string","description":"relative path inside the workspace"},"content":{"type":"string"}}}`),
 		Tool:        true,
+		TaskOnly:    true,
 	}
 }
 

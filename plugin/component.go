@@ -166,6 +166,11 @@ type ActionInfo struct {
 	// Tool offers the action to agent tasks. Chat-only commands leave it
 	// false.
 	Tool bool
+	// TaskOnly says the action works only for a task: a tool that
+	// refuses a call from chat (the task's files, http_get,
+	// post_message, ask_user…). The chat model is not offered it: free
+	// text picks among what chat can do.
+	TaskOnly bool
 	// NeedsRoom says the tool works only for a task with a chat room
 	// (it posts there): a task without one is not offered it.
 	NeedsRoom bool

@@ -245,6 +245,9 @@ func (rt *Runtime) modelSelect(ctx context.Context, msg *Message, state *State) 
 			}
 			continue
 		}
+		if info.TaskOnly {
+			continue // a task's tool: it refuses a call from chat
+		}
 		p := string(info.Parameters)
 		if p == "" {
 			p = "{}"
@@ -282,9 +285,14 @@ func (rt *Runtime) modelSelect(ctx context.Context, msg *Message, state *State) 
 	return name, sel.Params, "", nil
 }
 
+// remember keeps the bot's reply as a memory of the room, in reply to
+// msg. A reply only its author is shown (Ephemeral: the help, a refusal,
+// an apology) is not kept: it was not said to the room, and kept it would
+// fill the room's memory and the chat model's conversation with the same
+// command list and refusals again and again (docs/memory.md).
 func (rt *Runtime) remember(ctx context.Context, msg *Message, resp Response, log *slog.Logger) {
 	st := rt.opts.Store
-	if st == nil {
+	if st == nil || resp.Ephemeral {
 		return
 	}
 	_, _, err := st.SaveMemory(ctx, domain.Memory{

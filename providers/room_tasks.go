@@ -46,7 +46,7 @@ func (p RoomTasks) Get(ctx context.Context, msg *plugin.Message, _ *plugin.State
 	lines := []string{"Tasks under way in this room:"}
 	numbers := make([]int64, 0, len(list))
 	for _, t := range list {
-		lines = append(lines, fmt.Sprintf("- #%d %q: %s, %d%%, iteration %d", t.Number, t.Name, strings.ToLower(render.StatusWord(t.Status)), t.Progress, t.Iteration))
+		lines = append(lines, fmt.Sprintf("- #%d %q: %s, %d%%, iteration %d", t.Number, t.Name, strings.ToLower(render.TaskStatusWord(t)), t.Progress, t.Iteration))
 		numbers = append(numbers, t.Number)
 	}
 	return plugin.ProviderResult{

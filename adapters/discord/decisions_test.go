@@ -122,7 +122,7 @@ func TestDecisionsAreAPersons(t *testing.T) {
 	}
 	b.sayAndWait(alice, "pause schedule #1", "Schedule #1")
 	b.sayAndWait(alice, "unschedule #1", "deleted")
-	b.sayAndWait(alice, "cancel #1", "canceled")
+	b.sayAndWait(alice, "cancel #1", "Canceled.")
 	b.sayAndWait(alice, "forget me", "Forgotten:")
 	if said := b.memoriesOf(alice); said != 0 {
 		t.Fatalf("alice has %d messages remembered after forget me", said)

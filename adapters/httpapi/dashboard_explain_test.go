@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,16 @@ func TestDashboardCreatesWithAStrategy(t *testing.T) {
 		poll(`document.querySelector('#chart').dataset.points === "60"`),
 		poll(`!!document.querySelector('#chart path.depth')`),
 		poll(`document.querySelector('#chart-legend').textContent.startsWith("queue 1 ")`),
+		// Its scale: the value of the chart's top, for each series.
+		poll(`document.querySelector('#chart-scale-depth').textContent === "— queue, top 1 task"`),
+		poll(`document.querySelector('#chart-scale-its').textContent.startsWith("▮ iterations, top ")`),
 	)
+	// Its minutes are the clock's: the axis names them, the last with its
+	// zone, one hour apart.
+	from, to := eval[string](t, ctx, `document.querySelector('#chart-from').textContent`), eval[string](t, ctx, `document.querySelector('#chart-to').textContent`)
+	if !regexp.MustCompile(`^\d\d:\d\d$`).MatchString(from) || !regexp.MustCompile(`^\d\d:\d\d .+$`).MatchString(to) || from[3:5] != to[3:5] {
+		t.Fatalf("the chart's axis runs from %q to %q; want clock minutes an hour apart", from, to)
+	}
 }
 
 // TestDashboardExplainsAReactTask: /#/tasks/N opens task N, whose
@@ -200,6 +210,7 @@ func TestDashboardFiltersEndedTasks(t *testing.T) {
 	run(t, ctx, "a text nothing matches",
 		chromedp.SendKeys(chromedp.CSS("#ended-q"), "zzz"),
 		poll(`!document.querySelector('#ended-empty').hidden && document.querySelectorAll('#ended li.task').length === 0`),
+		poll(count+` === "none match"`),
 	)
 	run(t, ctx, "a link opens an ended task on another page",
 		chromedp.Navigate(ts.URL+"/#/tasks/2"),

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http/httptest"
+	"regexp"
 	"testing"
 	"time"
 
@@ -36,6 +37,11 @@ func TestDashboardSchedules(t *testing.T) {
 		poll(`document.querySelector('`+row+` .cron').textContent === "0 9 * * 1-5"`),
 		poll(`document.querySelector('`+row+` .sub').textContent.startsWith("next run ")`),
 	)
+	// The next run names its time zone: a person reads it against the
+	// cron expression, whose zone may not be theirs.
+	if sub := eval[string](t, ctx, `document.querySelector('`+row+` .sub').textContent`); !regexp.MustCompile(`^next run .*\d\d:\d\d,? (UTC|GMT[+-]?[\d:]*|[A-Z]{3,5})$`).MatchString(sub) {
+		t.Fatalf("the schedule's next run reads %q: no time zone", sub)
+	}
 	run(t, ctx, "press Pause",
 		chromedp.Click(chromedp.CSS(row+` button[data-action="pause"]`)),
 		poll(`document.querySelector('`+row+` .sub').textContent === "paused"`),

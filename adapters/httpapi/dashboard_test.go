@@ -185,6 +185,12 @@ func TestDashboardInABrowser(t *testing.T) {
 	f.model.Decide("write_file", map[string]string{"path": "login.html", "content": "<form>…</form>"}, 40, "continue")
 	f.step()
 	run(t, ctx, "the bar moves to 40% without a reload", poll(bar+` === "40%"`))
+	// No worker holds it between iterations: it waits its turn, and the
+	// row says so rather than "Running" (a person wants to see which task
+	// a worker is on).
+	run(t, ctx, "the row says it waits its turn",
+		poll(`document.querySelector('#queue li[data-task="1"] .chip').textContent === "Queued (in rotation)"`),
+		poll(`document.querySelector('#counts').textContent === "1queued0running"`))
 	if !eval[bool](t, ctx, `window.sameLoad === true`) {
 		t.Fatal("the page was reloaded")
 	}
@@ -385,8 +391,18 @@ func screenshot(t *testing.T, ctx context.Context, f *fixture, auth []string) {
 		chromedp.Click(chromedp.CSS(`#queue li[data-task="3"] .name`)),
 		poll(`document.querySelectorAll('#d-timeline li[data-type="iterated"]').length === 5`),
 		poll(`document.querySelector('#queue li[data-task="5"] .badge').hidden === false`),
+		// The chart as it stands now, not as it was read at load.
+		chromedp.Evaluate[chromedp.Void](`loadStats()`),
+		poll(`document.querySelector('#chart-legend').textContent.startsWith("queue 4 ")`),
 		chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`),
 	)
+	// An ended row has no controls: its metadata takes their room and
+	// wraps rather than being cut off ("ended 15m a…"): what ended when is
+	// what a person reads an ended row for.
+	clipped := `[...document.querySelectorAll('#ended li.task .sub')].filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.textContent).join(" | ")`
+	if cut := eval[string](t, ctx, clipped); cut != "" {
+		t.Errorf("ended rows cut their metadata off: %s", cut)
+	}
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
@@ -427,6 +443,7 @@ func TestDashboardDecides(t *testing.T) {
 	chip := `document.querySelector('#d-status').textContent`
 
 	run(t, ctx, "open the dashboard and select the task that asks",
+		chromedp.EmulateViewport(1440, 900), // the size of docs/dashboard-approval.png
 		media(map[string]string{"prefers-reduced-motion": "reduce"}),
 		chromedp.Navigate(ts.URL),
 		chromedp.WaitVisible(chromedp.CSS(`#conn[data-state="live"]`)),
@@ -457,6 +474,7 @@ func TestDashboardDecides(t *testing.T) {
 		!strings.Contains(call, `"url": "https://example.com/status"`) {
 		t.Fatalf("the call shown = %q; want http_get with its exact params", call)
 	}
+	shoot(t, ctx, "dashboard-approval.png")
 	run(t, ctx, "approve it",
 		chromedp.Click(chromedp.CSS(`#d-decide button[data-action="approve"]`)),
 		poll(`document.querySelector('#d-decide').dataset.mode === "granted"`),

@@ -33,7 +33,8 @@ var activeStatuses = []domain.Status{domain.StatusQueued, domain.StatusRunning, 
 type statsBody struct {
 	WindowSeconds int `json:"window_seconds"`
 	BucketSeconds int `json:"bucket_seconds"`
-	// From and To bound the window; To is now.
+	// From and To bound the window: whole minutes, To the start of the
+	// current minute.
 	From time.Time `json:"from"`
 	To   time.Time `json:"to"`
 	// QueueDepth is how many tasks have not ended now.
@@ -56,9 +57,13 @@ type statsPoint struct {
 // stats answers GET /api/stats: queue depth and iterations per minute
 // over the last window (default an hour), for the dashboard's chart.
 //
-// The queue depth at the end of each minute is worked back from now: the
-// tasks that have not ended now, less those created since, plus those
-// that ended since. Iterations are the "iterated" events of each minute.
+// The minutes are whole minutes of the clock, the last one the minute
+// before the current one: the same points whenever in a minute the
+// chart is read, rather than minutes that slide with now (whose peaks
+// moved at every reload). The queue depth at the end of each minute is
+// worked back from now: the tasks that have not ended now, less those
+// created since, plus those that ended since. Iterations are the
+// "iterated" events of each minute.
 func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 	window := DefaultStatsWindow
 	if v := r.URL.Query().Get("window"); v != "" {
@@ -70,7 +75,7 @@ func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 		window = d
 	}
 	ctx := r.Context()
-	to := a.clk.Now().UTC().Truncate(time.Second)
+	to := a.clk.Now().UTC().Truncate(StatsBucket)
 	from := to.Add(-window)
 	depth, err := a.store.CountTasks(ctx, domain.TaskFilter{Statuses: activeStatuses})
 	if err != nil {
@@ -94,6 +99,9 @@ func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 
 	n := int(window / StatsBucket)
 	created, ended, iterated := make([]int, n), make([]int, n), make([]int, n)
+	// The current minute's tasks created and ended: not a point, but the
+	// depth is worked back through them.
+	createdLater, endedLater := 0, 0
 	var first time.Time
 	for after < latest {
 		evs, err := a.store.EventsSince(ctx, after, statsPage)
@@ -111,7 +119,16 @@ func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 			if first.IsZero() {
 				first = e.Time
 			}
-			b := min(max(int(e.Time.Sub(from)/StatsBucket), 0), n-1)
+			b := max(int(e.Time.Sub(from)/StatsBucket), 0)
+			if !e.Time.Before(to) {
+				switch {
+				case e.Type == domain.EventCreated && !endsTask(e):
+					createdLater++
+				case e.Type != domain.EventCreated && endsTask(e):
+					endedLater++
+				}
+				continue
+			}
 			switch e.Type {
 			case domain.EventCreated:
 				if !endsTask(e) {
@@ -137,7 +154,7 @@ func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 		since := first.UTC()
 		body.Since = &since
 	}
-	d := depth
+	d := depth + endedLater - createdLater
 	for i := n - 1; i >= 0; i-- {
 		start := from.Add(time.Duration(i) * StatsBucket)
 		p := statsPoint{Time: start}

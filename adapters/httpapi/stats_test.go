@@ -102,3 +102,30 @@ func TestStatsReadABoundedNumberOfEvents(t *testing.T) {
 		t.Fatalf("depth %v, iterations %v; want null before minute 30 and 1 from it", depth, its)
 	}
 }
+
+// TestStatsMinutesAreTheClocks: the points are whole minutes of the clock,
+// the last the minute before the current one, so reading the chart again
+// within a minute draws the same chart (its peak does not move with each
+// reload), and what happens in the current minute counts from the next.
+func TestStatsMinutesAreTheClocks(t *testing.T) {
+	f := statsScene(t)
+	depth, its := statsPoints(t, f.do("GET", "/api/stats", nil))
+	f.clk.Advance(20 * time.Second)
+	f.create("Created in the current minute")
+	f.model.Decide("list_files", nil, 10, "continue")
+	f.step()
+	f.clk.Advance(20 * time.Second)
+	r := f.do("GET", "/api/stats", nil)
+	again, itsAgain := statsPoints(t, r)
+	if r.body["from"] != "2026-05-06T07:00:00Z" || r.body["to"] != "2026-05-06T08:00:00Z" || r.body["queue_depth"].(float64) != 2 {
+		t.Fatalf("40 s into the minute, stats = %s", r.raw)
+	}
+	if !slices.Equal(depth, again) || !slices.Equal(its, itsAgain) {
+		t.Fatalf("40 s later in the same minute the points moved:\ndepth %v\nthen  %v\niterations %v\nthen       %v", depth, again, its, itsAgain)
+	}
+	f.clk.Advance(30 * time.Second) // the next minute: the task and its iteration count
+	depth, its = statsPoints(t, f.do("GET", "/api/stats", nil))
+	if depth[59] != 2 || its[59] != 1 || depth[58] != 1 {
+		t.Fatalf("a minute on: depth %v, iterations %v; want the new task and its iteration in the last minute", depth, its)
+	}
+}

@@ -56,6 +56,7 @@ func newTool(c *conn, t *sdk.Tool) (*tool, error) {
 		Description: desc,
 		Parameters:  params,
 		Tool:        true,
+		TaskOnly:    true,
 	}}, nil
 }
 

@@ -23,6 +23,8 @@ const (
 	sqlMigrationLock     = `SELECT pg_advisory_xact_lock($1)`
 	sqlAppliedMigrations = `SELECT version FROM schema_migrations`
 	sqlRecordMigration   = `INSERT INTO schema_migrations (version) VALUES ($1)`
+	sqlMigrationsExist   = `SELECT to_regclass('schema_migrations') IS NOT NULL`
+	sqlSchemaVersion     = `SELECT coalesce(max(version), 0) FROM schema_migrations`
 )
 
 // taskColumns are the columns of tasks, shared with adapters/sqlite.

@@ -103,6 +103,27 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// SchemaVersion is the version of the latest migration the database has
+// applied (0 when it was never migrated) and of the latest this binary
+// brings, without changing anything: what `taskloom doctor` and
+// `taskloom migrate` tell.
+func (s *Store) SchemaVersion(ctx context.Context) (applied, latest int, err error) {
+	files, err := sqlstore.MigrationFiles(migrations)
+	if err != nil {
+		return 0, 0, fmt.Errorf("schema version: %w", err)
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, sqlMigrationsExist).Scan(&exists); err != nil {
+		return 0, 0, fmt.Errorf("schema version: %w", err)
+	}
+	if exists {
+		if err := s.pool.QueryRow(ctx, sqlSchemaVersion).Scan(&applied); err != nil {
+			return 0, 0, fmt.Errorf("schema version: %w", err)
+		}
+	}
+	return applied, sqlstore.Latest(files), nil
+}
+
 // Migrate applies the embedded migrations not yet recorded in
 // schema_migrations, each in the one transaction that holds the migration
 // lock, so processes that start together apply each migration once.

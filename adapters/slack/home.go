@@ -334,7 +334,7 @@ func homeView(tasks []domain.Task, total int) slackapi.HomeTabViewRequest {
 	}
 	for _, t := range tasks {
 		num := strconv.FormatInt(t.Number, 10)
-		line := fmt.Sprintf("*#%s* %s\n%s %d%%  %s", num, quotedName(t), render.Bar(t.Progress), min(max(t.Progress, 0), 100), render.StatusWord(t.Status))
+		line := fmt.Sprintf("*#%s* %s\n%s %d%%  %s", num, quotedName(t), render.Bar(t.Progress), min(max(t.Progress, 0), 100), render.TaskStatusWord(t))
 		if t.Iteration > 0 {
 			line += fmt.Sprintf(" (iter %d)", t.Iteration)
 		}

@@ -19,6 +19,8 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 const (
 	sqlAppliedMigrations = `SELECT version FROM schema_migrations`
 	sqlRecordMigration   = `INSERT INTO schema_migrations (version) VALUES (?)`
+	sqlMigrationsExist   = `SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`
+	sqlSchemaVersion     = `SELECT coalesce(max(version), 0) FROM schema_migrations`
 )
 
 // taskColumns are the columns of tasks, shared with adapters/postgres.

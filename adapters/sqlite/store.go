@@ -131,6 +131,27 @@ func (s *Store) Close() error {
 	return errors.Join(append(errs, s.read.Close(), s.write.Close())...)
 }
 
+// SchemaVersion is the version of the latest migration the file has
+// applied (0 when it was never migrated) and of the latest this binary
+// brings, without changing anything: what `taskloom doctor` and
+// `taskloom migrate` tell.
+func (s *Store) SchemaVersion(ctx context.Context) (applied, latest int, err error) {
+	files, err := sqlstore.MigrationFiles(migrations)
+	if err != nil {
+		return 0, 0, fmt.Errorf("schema version: %w", err)
+	}
+	var exists bool
+	if err := s.read.QueryRowContext(ctx, sqlMigrationsExist).Scan(&exists); err != nil {
+		return 0, 0, fmt.Errorf("schema version: %w", err)
+	}
+	if exists {
+		if err := s.read.QueryRowContext(ctx, sqlSchemaVersion).Scan(&applied); err != nil {
+			return 0, 0, fmt.Errorf("schema version: %w", err)
+		}
+	}
+	return applied, sqlstore.Latest(files), nil
+}
+
 // Migrate applies the embedded migrations not yet recorded in
 // schema_migrations, in one IMMEDIATE transaction: another process
 // migrating the same file waits for it, then finds nothing to do. It then

@@ -75,3 +75,12 @@ func ToApply(files []Migration, applied []int) ([]Migration, error) {
 	}
 	return out, nil
 }
+
+// Latest is the version of the last of files (MigrationFiles), 0 for none:
+// the schema a binary brings.
+func Latest(files []Migration) int {
+	if len(files) == 0 {
+		return 0
+	}
+	return files[len(files)-1].Version
+}

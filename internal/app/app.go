@@ -466,14 +466,41 @@ func openUnmigrated(ctx context.Context, cfg config.Config, log *slog.Logger) (d
 	return st, nil
 }
 
+// runMigrate migrates the store and says what it did: the migrations it
+// applied, or that there were none to apply.
 func runMigrate(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) int {
-	st, err := openStore(ctx, cfg, log)
+	st, err := openUnmigrated(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "taskloom migrate: %v\n", err)
 		return exitCode(err)
 	}
 	defer st.Close()
-	fmt.Fprintln(o.Stdout, "migrations applied; the schema is up to date")
+	before := -1
+	v, versioned := st.(versioned)
+	if versioned {
+		if before, _, err = v.SchemaVersion(ctx); err != nil {
+			fmt.Fprintf(o.Stderr, "taskloom migrate: %v\n", err)
+			return ExitFailed
+		}
+	}
+	if err := st.Migrate(ctx); err != nil {
+		fmt.Fprintf(o.Stderr, "taskloom migrate: migrate: %v\n", err)
+		return ExitFailed
+	}
+	if !versioned {
+		fmt.Fprintln(o.Stdout, "the schema is up to date")
+		return ExitOK
+	}
+	after, _, err := v.SchemaVersion(ctx)
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "taskloom migrate: %v\n", err)
+		return ExitFailed
+	}
+	if after == before {
+		fmt.Fprintf(o.Stdout, "the schema is up to date (version %d); nothing to apply\n", after)
+		return ExitOK
+	}
+	fmt.Fprintf(o.Stdout, "applied migrations %d to %d; the schema is up to date (version %d)\n", before+1, after, after)
 	return ExitOK
 }
 

@@ -358,9 +358,15 @@ func TestConsoleThroughAPipe(t *testing.T) {
 	typeLine("create task an idea to drop")
 	waitFor("Created task #3")
 	typeLine("cancel #3")
-	waitFor(`🛑 Task #3 "An idea to drop" canceled.`)
+	waitFor("Canceled. Task #3 keeps its files: say 'retry #3' to continue it as a new task.")
+	waitFor(`🛑 Task #3 "An idea to drop" canceled`)
 	waitFor(`✅ Task #1 "Write a haiku" completed!`)
 	waitFor(`✅ Task #2 "Plan a trip" completed!`)
+	// One line says the task was canceled, not two near-identical ones
+	// (the reply and the room's announcement).
+	if n := strings.Count(out.String(), `"An idea to drop" canceled`); n != 1 {
+		t.Fatalf("%d lines say #3 was canceled:\n%s", n, out.String())
+	}
 	if strings.Count(out.String(), `✅ Task #1 "Write a haiku" completed!`) != 1 {
 		t.Fatalf("the completion was sent more than once:\n%s", out.String())
 	}

@@ -170,8 +170,12 @@ func TestFlagsAndMistakes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{"TASKLOOM_DATA_DIR": filepath.Join(dir, "not-here")}
-	if code, out, errOut := run(t, env, "migrate", "--data-dir", dir); code != 0 || !strings.Contains(out, "migrations applied") {
+	if code, out, errOut := run(t, env, "migrate", "--data-dir", dir); code != 0 || !strings.HasPrefix(out, "applied migrations 1 to ") {
 		t.Fatalf("migrate --data-dir = %d %q %q", code, out, errOut)
+	}
+	// Again: nothing is applied, and it does not say something was.
+	if code, out, errOut := run(t, env, "migrate", "--data-dir", dir); code != 0 || !strings.HasPrefix(out, "the schema is up to date (version ") || strings.Contains(out, "applied migrations") {
+		t.Fatalf("migrate again = %d %q %q", code, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "taskloom.db")); err != nil {
 		t.Fatalf("--data-dir was not used: %v", err)

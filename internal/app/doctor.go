@@ -39,8 +39,11 @@ const doctorTimeout = 15 * time.Second
 
 // runDoctor checks what serve needs — the store, the model, each
 // platform configured, the sandbox — without changing anything, prints a
-// table of what each says, and exits 1 when one failed.
-func runDoctor(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) int {
+// table of what each says, and exits 1 when one failed. The table is all
+// it prints: what the checks would log is in the table's lines, and a log
+// line on the terminal would land between them.
+func runDoctor(ctx context.Context, cfg config.Config, _ *slog.Logger, o Options) int {
+	log := slog.New(slog.DiscardHandler)
 	checks := []doctorCheck{
 		doctorStore(ctx, cfg),
 		doctorModel(ctx, cfg, log),
@@ -70,8 +73,8 @@ func writeDoctor(w io.Writer, checks []doctorCheck) {
 	tw.Flush()
 }
 
-// doctorStore opens the store serve would, without migrating it, and
-// closes it.
+// doctorStore opens the store serve would, without migrating it, says
+// which schema version it is at, and closes it.
 func doctorStore(ctx context.Context, cfg config.Config) doctorCheck {
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
@@ -80,8 +83,8 @@ func doctorStore(ctx context.Context, cfg config.Config) doctorCheck {
 		if err != nil {
 			return doctorCheck{"store", checkFailed, "DATABASE_URL: " + err.Error()}
 		}
-		st.Close()
-		return doctorCheck{"store", checkOK, "PostgreSQL answers"}
+		defer st.Close()
+		return schemaCheck(ctx, st, "PostgreSQL")
 	}
 	path := filepath.Join(cfg.DataDir, "taskloom.db")
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -91,8 +94,31 @@ func doctorStore(ctx context.Context, cfg config.Config) doctorCheck {
 	if err != nil {
 		return doctorCheck{"store", checkFailed, "TASKLOOM_DATA_DIR: " + err.Error()}
 	}
-	st.Close()
-	return doctorCheck{"store", checkOK, "SQLite at " + path}
+	defer st.Close()
+	return schemaCheck(ctx, st, "SQLite at "+path)
+}
+
+// versioned is a store that tells its schema version (both stores).
+type versioned interface {
+	SchemaVersion(ctx context.Context) (applied, latest int, err error)
+}
+
+// schemaCheck is the store's line: the schema version the store is at,
+// or that it needs `taskloom migrate` (serve migrates at start too, so a
+// store behind is a warning, not a failure).
+func schemaCheck(ctx context.Context, st versioned, what string) doctorCheck {
+	applied, latest, err := st.SchemaVersion(ctx)
+	switch {
+	case err != nil:
+		return doctorCheck{"store", checkFailed, what + ": " + err.Error()}
+	case applied == 0:
+		return doctorCheck{"store", checkWarning, what + " answers, not migrated yet: run taskloom migrate (serve also does at start)"}
+	case applied < latest:
+		return doctorCheck{"store", checkWarning, fmt.Sprintf("%s, schema version %d of %d: run taskloom migrate (serve also does at start)", what, applied, latest)}
+	case applied > latest:
+		return doctorCheck{"store", checkWarning, fmt.Sprintf("%s, schema version %d, newer than this binary's %d: a newer taskloom migrated it", what, applied, latest)}
+	}
+	return doctorCheck{"store", checkOK, fmt.Sprintf("%s, schema version %d (up to date)", what, applied)}
 }
 
 // doctorModel checks the model's endpoint as serve does at start.

@@ -36,6 +36,11 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("doctor's table lacks %q:\n%s", want, out)
 		}
 	}
+	// The table alone: a log line would land between its lines on a
+	// terminal.
+	if stderr != "" {
+		t.Errorf("doctor wrote beside its table:\n%s", stderr)
+	}
 	env["DISCORD_BOT_TOKEN"] = strings.TrimPrefix(dc.Token(), "Bot ")
 	if code, out, stderr := run(t, env, "doctor"); code != app.ExitOK || !strings.Contains(out, "discord  ok") {
 		t.Fatalf("doctor with every setting right: exit %d\n%s%s", code, out, stderr)
@@ -44,5 +49,31 @@ func TestDoctor(t *testing.T) {
 		if r.Path == "/v1/chat/completions" {
 			t.Error("doctor spent a completion")
 		}
+	}
+}
+
+// TestDoctorTellsTheSchema: doctor says which schema version the store is
+// at, and of a database never migrated that it is not yet, and how to — an
+// operator pointing a new host at a fresh database learns what to run
+// rather than reading "PostgreSQL answers".
+func TestDoctorTellsTheSchema(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "DATABASE_URL": testkit.PostgresURL(t)}
+	if code, out, stderr := run(t, env, "doctor"); code != app.ExitOK || !strings.Contains(out, "store    warning") || !strings.Contains(out, "PostgreSQL answers, not migrated yet: run taskloom migrate") {
+		t.Fatalf("doctor of a database never migrated: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := run(t, env, "migrate"); code != app.ExitOK || !strings.HasPrefix(out, "applied migrations 1 to ") {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := run(t, env, "doctor"); code != app.ExitOK || !strings.Contains(out, "store    ok") || !strings.Contains(out, "PostgreSQL, schema version ") || !strings.Contains(out, "(up to date)") {
+		t.Fatalf("doctor of a migrated database: exit %d\n%s%s", code, out, stderr)
+	}
+	// SQLite too, once serve or migrate made the file.
+	env = map[string]string{"TASKLOOM_DATA_DIR": t.TempDir()}
+	if code, out, stderr := run(t, env, "migrate"); code != app.ExitOK {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := run(t, env, "doctor"); code != app.ExitOK || !strings.Contains(out, "schema version ") || !strings.Contains(out, "(up to date)") {
+		t.Fatalf("doctor of a migrated SQLite file: exit %d\n%s%s", code, out, stderr)
 	}
 }

@@ -155,6 +155,14 @@ func TestKnowledgeReachesTheTaskAboutIt(t *testing.T) {
 	if code, out, errOut := run(t, env, "knowledge", "add", path); code != 0 || !strings.Contains(out, `Added document 1 "Operations runbook"`) {
 		t.Fatalf("knowledge add: exit %d\n%s%s", code, out, errOut)
 	}
+	// One passage reads "1 passage", not "1 passages".
+	short := filepath.Join(t.TempDir(), "oncall.md")
+	if err := os.WriteFile(short, []byte("# On call\n\nThe on-call rota is in the wiki."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run(t, env, "knowledge", "add", short); code != 0 || !strings.HasSuffix(out, ": 1 passage.\n") {
+		t.Fatalf("knowledge add of one passage: exit %d\n%s%s", code, out, errOut)
+	}
 	if code, out, errOut := run(t, env, "knowledge", "list"); code != 0 || !strings.Contains(out, "Operations runbook") || !strings.Contains(out, "(everywhere)") {
 		t.Fatalf("knowledge list: exit %d\n%s%s", code, out, errOut)
 	}

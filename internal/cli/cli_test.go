@@ -279,7 +279,7 @@ func TestCommands(t *testing.T) {
 		out  []string // substrings of stdout (exit 0) or stderr (otherwise)
 		json bool     // stdout is JSON
 	}{
-		{"list", []string{"list"}, 0, []string{"#  TASK", "PROGRESS", `1  Build auth`, "[████░░░░░░]  40%  running", "completed", "3 tasks"}, false},
+		{"list", []string{"list"}, 0, []string{"#  TASK", "PROGRESS", `1  Build auth`, "[████░░░░░░]  40%  queued (in rotation)", "completed", "3 tasks"}, false}, // no worker holds #1 between steps: it waits its turn
 		{"list a status", []string{"list", "--status", "completed"}, 0, []string{"2  Fix the", "1 task"}, false},
 		{"list a search", []string{"list", "--search", "DOCS"}, 0, []string{"3  Write docs"}, false},
 		{"list no match", []string{"list", "--search", "nothing like this"}, 0, []string{"No tasks match."}, false},
@@ -287,7 +287,7 @@ func TestCommands(t *testing.T) {
 		{"list as JSON", []string{"list", "--json"}, 0, []string{`"tasks"`, `"total": 3`}, true},
 		{"list with a bad status", []string{"list", "--status", "sleeping"}, 1, []string{`unknown status "sleeping"`}, false},
 		{"list with an argument", []string{"list", "everything"}, 2, []string{"list takes no arguments"}, false},
-		{"show", []string{"show", "1"}, 0, []string{`Task #1 "Build auth" — running`, "[████░░░░░░]  40%", "Steps (1):", "write_file a.txt", "✓"}, false},
+		{"show", []string{"show", "1"}, 0, []string{`Task #1 "Build auth" — queued (in rotation)`, "[████░░░░░░]  40%", "Steps (1):", "write_file a.txt", "✓"}, false},
 		{"show with #", []string{"show", "#3", "--json"}, 0, []string{`"number": 3`, `"steps"`}, true},
 		{"show unknown", []string{"show", "99"}, 1, []string{"there is no task #99"}, false},
 		{"files", []string{"files", "1"}, 0, []string{"PATH", "SIZE", "a.txt", "1"}, false},

@@ -89,7 +89,7 @@ func (f *follower) drawBar() {
 		return
 	}
 	t := f.task
-	line := fmt.Sprintf("#%d %s  %s  %s", t.Number, bar(t.Progress), taskStatus(t), "iteration "+iterations(t))
+	line := fmt.Sprintf("#%d %s  %s  %s", t.Number, bar(t.Progress), startedStatus(t), "iteration "+iterations(t))
 	switch {
 	case f.tty:
 		fmt.Fprint(f.r.out, "\r\033[K"+line)

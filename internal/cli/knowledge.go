@@ -147,7 +147,11 @@ func (r *runner) addKnowledge(files []string, room, title string) error {
 			}
 			continue
 		}
-		fmt.Fprintf(r.out, "Added document %d %q from %s: %d passages.\n", d.ID, clean(d.Title), path, d.Passages)
+		noun := "passages"
+		if d.Passages == 1 {
+			noun = "passage"
+		}
+		fmt.Fprintf(r.out, "Added document %d %q from %s: %d %s.\n", d.ID, clean(d.Title), path, d.Passages, noun)
 	}
 	return nil
 }

@@ -49,8 +49,20 @@ func statusWord(s string) string {
 }
 
 // taskStatus is a task's status as a person reads it, saying what a
-// waiting task waits for.
+// waiting task waits for, and "running" only while a worker holds it: a
+// started task between two iterations is "queued (in rotation)", waiting
+// its turn (the stored status, and --status, stay running).
 func taskStatus(t task) string {
+	if t.Status == "running" && t.LeaseOwner == "" {
+		return "queued (in rotation)"
+	}
+	return startedStatus(t)
+}
+
+// startedStatus is taskStatus for a view redrawn as the task moves (tasks
+// events --follow): each redraw follows an iteration, when the worker has
+// just let the task go, so a started task reads running.
+func startedStatus(t task) string {
 	if t.Status == "waiting" && t.WaitingOn != "" {
 		return "waiting for " + waitWord(t.WaitingOn)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/taskloom/taskloom/domain"
 )
 
 // cardErrors is how many of a card's pending errors it shows, the latest;
@@ -28,7 +30,7 @@ func Card(f Flavor, u Update) string {
 	t := u.Task
 	lines := []string{
 		"📋 " + title(f, t),
-		fmt.Sprintf("%s%s %d%%  %s", indent, Bar(t.Progress), clampPercent(t.Progress), TaskStatusWord(t)),
+		fmt.Sprintf("%s%s %d%%  %s", indent, Bar(t.Progress), clampPercent(t.Progress), cardStatusWord(t)),
 	}
 	if t.Iteration > 0 {
 		lines = append(lines, indent+"Iteration: "+itoa(t.Iteration))
@@ -54,4 +56,15 @@ func Card(f Flavor, u Update) string {
 		lines = append(lines, indent+"⚠️ Error: "+Escape(f, clip(e, lineErrorRune)))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// cardStatusWord is TaskStatusWord but for a started task, which a card
+// shows as Running: a card is edited after an iteration, when its worker
+// has just let the task go, so the lease says nothing about whether the
+// task is being worked (the queue and status views tell the rotation).
+func cardStatusWord(t domain.Task) string {
+	if t.Status == domain.StatusRunning {
+		return StatusWord(t.Status)
+	}
+	return TaskStatusWord(t)
 }

@@ -56,8 +56,14 @@ func Duration(d time.Duration) string {
 
 // TaskStatusWord is StatusWord for t, saying what a waiting task waits on
 // when it is not an answer: "Waiting for an approval", "Waiting for its
-// subtasks".
+// subtasks"; and "Running" only while a worker holds it: a running task
+// between two iterations waits its turn in the fair rotation, "Queued (in
+// rotation)" (with one worker and seven tasks, one runs and six wait). The
+// stored status stays running either way.
 func TaskStatusWord(t domain.Task) string {
+	if t.Status == domain.StatusRunning && t.LeaseOwner == "" {
+		return InRotation
+	}
 	if t.Status == domain.StatusWaiting {
 		switch t.WaitingOn {
 		case domain.WaitApproval:
@@ -68,6 +74,10 @@ func TaskStatusWord(t domain.Task) string {
 	}
 	return StatusWord(t.Status)
 }
+
+// InRotation is how a running task that no worker holds reads: it has
+// started and waits for its next turn.
+const InRotation = "Queued (in rotation)"
 
 // StatusWord is how a status reads in a sentence: "Running", "Waiting for an
 // answer", "Stalled". An unknown status is shown as it is stored.

@@ -168,7 +168,7 @@ func queueTasks() []domain.Task {
 
 func wideQueueTasks() []domain.Task {
 	a := fixtureTask(7, "日本語のドキュメントを翻訳する", domain.StatusRunning)
-	a.Progress, a.Iteration = 45, 5
+	a.Progress, a.Iteration, a.LeaseOwner = 45, 5, "w"
 	b := fixtureTask(8, "🚀 Launch the v2 marketing site with the new pricing page", domain.StatusPaused)
 	b.Progress, b.Iteration = 60, 9
 	c := fixtureTask(12, "Fix 👨‍👩‍👧 names", domain.StatusWaiting)
@@ -178,6 +178,7 @@ func wideQueueTasks() []domain.Task {
 
 func statusTask() domain.Task {
 	t := fixtureTask(1, "Build auth feature", domain.StatusRunning)
+	t.LeaseOwner = "w"
 	t.Goal = "Build the auth feature:\n- login and logout endpoints\n- a session cookie"
 	t.Progress, t.Iteration, t.StaleCounter = 80, 12, 1
 	t.StartedAt = t0.Add(5 * time.Second)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -366,5 +367,38 @@ func TestStatusStrategy(t *testing.T) {
 	task.Strategy, task.Phase = domain.StrategyLoop, ""
 	if got := Status(Plain, task, domain.StepPage{}); strings.Contains(got, "Strategy") {
 		t.Errorf("a loop task's status names its strategy:\n%s", got)
+	}
+}
+
+// TestRunningMeansHeld: with one worker and seven started tasks, the queue
+// shows one "Running" and six "Queued (in rotation)": a person reading the
+// list wants to know which task a worker is on now, not which have started.
+// The stored status stays running (the API and the store's names are fixed).
+func TestRunningMeansHeld(t *testing.T) {
+	t.Parallel()
+	var tasks []domain.Task
+	for n := int64(1); n <= 7; n++ {
+		task := fixtureTask(n, fmt.Sprintf("task %d", n), domain.StatusRunning)
+		task.Iteration = 2
+		if n == 3 {
+			task.LeaseOwner, task.LeaseExpiresAt = "worker-1", t0.Add(time.Minute)
+		}
+		tasks = append(tasks, task)
+	}
+	got := Queue(Plain, tasks, len(tasks), t0)
+	if n := strings.Count(got, "Running"); n != 1 {
+		t.Errorf("%d tasks read Running, want 1 (the one a worker holds):\n%s", n, got)
+	}
+	if n := strings.Count(got, InRotation); n != 6 {
+		t.Errorf("%d tasks read %q, want 6:\n%s", n, InRotation, got)
+	}
+	if !strings.Contains(got, `#3 "task 3"`) || !strings.Contains(got, "Running (iter 2)") {
+		t.Errorf("the held task does not read Running:\n%s", got)
+	}
+	if st := Status(Plain, tasks[0], domain.StepPage{}); !strings.Contains(st, "Status: "+InRotation) {
+		t.Errorf("status of a task in rotation:\n%s", st)
+	}
+	if st := Status(Plain, tasks[2], domain.StepPage{}); !strings.Contains(st, "Status: Running") {
+		t.Errorf("status of the held task:\n%s", st)
 	}
 }

@@ -556,11 +556,23 @@ function drawChart(stats) {
     pen = true;
   });
   if (d) parts.push(svg("path", { class: "depth", d }));
+  // The scale: a line at each chart's top, its value beside the chart.
+  parts.push(svg("line", { class: "grid", x1: 0, x2: W, y1: top, y2: top }));
   box.replaceChildren(...parts.filter(Boolean));
   box.dataset.points = String(known.length);
+  $("chart-scale-depth").textContent = "— queue, top " + maxDepth + (maxDepth === 1 ? " task" : " tasks");
+  $("chart-scale-its").textContent = "▮ iterations, top " + maxIts + "/min";
+  // The minutes are the clock's (GET /api/stats): the axis names them.
+  if (pts.length) {
+    $("chart-from").textContent = hhmm(pts[0].time);
+    $("chart-mid").textContent = hhmm(pts[Math.floor(pts.length / 2)].time);
+    $("chart-to").textContent = hhmm(stats.to, true);
+  }
   const last = known[known.length - 1];
   const total = known.reduce((s, p) => s + p.iterations, 0);
-  let legend = "queue " + stats.queue_depth + " (peak " + Math.max(0, ...known.map((p) => p.queue_depth)) + ")" +
+  // The peak counts now too: the chart's last point is the last whole
+  // minute, and the queue may have grown since.
+  let legend = "queue " + stats.queue_depth + " (peak " + Math.max(stats.queue_depth, ...known.map((p) => p.queue_depth)) + ")" +
     " · " + total + " iterations (peak " + Math.max(0, ...known.map((p) => p.iterations)) + "/min" +
     (last ? ", last minute " + last.iterations : "") + ")";
   if (stats.since) legend += " · counted from " + clock(stats.since);
@@ -671,7 +683,7 @@ function render() {
   }
   $("queue-empty").hidden = active.length > 0 || !state.loaded;
   renderEndedControls(ended);
-  renderCounts();
+  renderCounts(now);
   renderDetail(now);
 }
 
@@ -687,7 +699,7 @@ function renderEndedControls(ended) {
   $("ended-older").disabled = e.next === null;
   $("ended-newer").disabled = e.back.length === 0;
   const from = e.back.length * ENDED_SHOWN;
-  $("ended-count").textContent = !e.loaded ? "" : ended.length === 0 ? (filtered ? "0 match" : "") :
+  $("ended-count").textContent = !e.loaded ? "" : ended.length === 0 ? (filtered ? "none match" : "") :
     (from + 1) + "–" + (from + ended.length) + " of " + e.total;
 }
 
@@ -739,8 +751,8 @@ function fillRow(li, t, isNext, now) {
   li.querySelector(".bar > span").style.width = clamp(t.progress) + "%";
   li.querySelector(".pct").textContent = clamp(t.progress) + "%";
   const chip = li.querySelector(".chip");
-  chip.className = "chip " + t.status;
-  chip.textContent = statusText(t);
+  chip.className = chipClass(t, now);
+  chip.textContent = statusText(t, now);
   const actions = li.querySelector(".actions");
   const want = controlsFor(t.status).join(",");
   if (actions.dataset.for !== want) {
@@ -749,7 +761,16 @@ function fillRow(li, t, isNext, now) {
   }
 }
 
-function statusText(t) {
+// inRotation: a started task no worker holds now, between two of its
+// iterations, waiting its turn. It shows as queued: "Running" means a
+// worker holds it.
+function inRotation(t, now) { return t.status === "running" && !leased(t, now); }
+
+// chipClass is the status chip's class: an in-rotation task's is queued's.
+function chipClass(t, now) { return "chip " + (inRotation(t, now) ? "queued" : t.status); }
+
+function statusText(t, now) {
+  if (inRotation(t, now)) return "Queued (in rotation)";
   if (t.status === "running") return "Running · iter " + t.iteration;
   if (t.status === "waiting" && WAIT_WORD[t.waiting_on]) return WAIT_WORD[t.waiting_on];
   return STATUS_WORD[t.status] || t.status;
@@ -796,9 +817,12 @@ function controlButton(n, op) {
   return b;
 }
 
-function renderCounts() {
+function renderCounts(now) {
   const c = {};
-  for (const t of state.tasks.values()) c[t.status] = (c[t.status] || 0) + 1;
+  for (const t of state.tasks.values()) {
+    const s = inRotation(t, now) ? "queued" : t.status; // running: a worker holds it
+    c[s] = (c[s] || 0) + 1;
+  }
   const box = $("counts");
   box.replaceChildren();
   for (const [label, keys] of [["queued", ["queued"]], ["running", ["running"]], ["waiting", ["waiting"]], ["paused", ["paused"]]]) {
@@ -820,8 +844,8 @@ function renderDetail(now) {
   $("d-num").href = taskHash(t.number);
   $("d-name").textContent = t.name;
   const chip = $("d-status");
-  chip.className = "chip " + t.status;
-  chip.textContent = statusText(t);
+  chip.className = chipClass(t, now);
+  chip.textContent = statusText(t, now);
   $("d-goal").textContent = t.goal;
   $("d-bar").style.width = clamp(t.progress) + "%";
   $("d-pct").textContent = clamp(t.progress) + "%";
@@ -1301,6 +1325,20 @@ function compact(n) {
   if (n >= 1e3) return (n / 1e3).toFixed(1) + "k";
   return String(n);
 }
+// zoned is a date and time in the reader's time zone, saying which: a
+// schedule's next run is read against a cron expression, whose zone
+// (UTC unless the schedule says) may not be the reader's.
+function zoned(iso) {
+  const d = new Date(iso);
+  return isNaN(d) ? "" : d.toLocaleString([], { year: "numeric", month: "short", day: "numeric",
+    hour: "2-digit", minute: "2-digit", hour12: false, timeZoneName: "short" });
+}
+// hhmm is a time of day to the minute, in the reader's time zone.
+function hhmm(iso, zone) {
+  const d = new Date(iso);
+  return isNaN(d) ? "" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false,
+    timeZoneName: zone ? "short" : undefined });
+}
 function clock(iso) {
   const d = new Date(iso);
   return isNaN(d) ? "" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
@@ -1377,7 +1415,7 @@ async function loadSchedules() {
     li.dataset.id = sc.id;
     const head = el("div", "schedule-head");
     head.append(el("span", "num", "#" + sc.id), el("span", "name", sc.name), el("code", "cron", sc.cron));
-    const next = sc.paused ? "paused" : "next run " + new Date(sc.next_run_at).toLocaleString();
+    const next = sc.paused ? "paused" : "next run " + zoned(sc.next_run_at);
     let sub = next;
     if (sc.last_task) sub += " · last run #" + sc.last_task;
     if (sc.failures) sub += " · " + sc.failures + " failed in a row";
