@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/taskloom/taskloom/adapters/postgres"
 	"github.com/taskloom/taskloom/adapters/sqlite"
 	"github.com/taskloom/taskloom/domain"
@@ -414,8 +416,9 @@ func TestOneLocalOperator(t *testing.T) {
 	c.waitFor(`Task #1 "Made from the dashboard" canceled`)
 }
 
-// TestNewcomerSeesEveryFeature is the README's first run with no key: in
-// the console, with the demo model and run_command on, free text is
+// TestNewcomerSeesEveryFeature is the README's first run with no key: on
+// a pseudo-terminal, so the console starts as it does for a person, with
+// the demo model and run_command on, free text is
 // answered from the room's memory, a goal with a choice asks a question
 // and goes on with the answer, and a goal that runs something asks to run
 // a command and runs it once approved.
@@ -424,7 +427,7 @@ func TestNewcomerSeesEveryFeature(t *testing.T) {
 		t.Skip("bwrap is not installed (scripts/test installs it)")
 	}
 	t.Parallel()
-	c := startConsole(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
+	c := startTerminal(t, map[string]string{"TASKLOOM_DATA_DIR": t.TempDir(), "TASKLOOM_HTTP_ADDR": "127.0.0.1:0",
 		"TASKLOOM_FLUSH_INTERVAL": "1s", "TASKLOOM_WORKERS": "2", "TASKLOOM_RUN_COMMAND": "true", "PATH": os.Getenv("PATH")})
 	c.waitFor("Type `help` for the commands")
 
@@ -451,10 +454,10 @@ func TestNewcomerSeesEveryFeature(t *testing.T) {
 // console is a `taskloom serve` whose console chat a test types into and
 // reads, through a pipe (TASKLOOM_CONSOLE=true).
 type console struct {
-	t     *testing.T
-	srv   *served
-	typer *io.PipeWriter
-	out   *syncBuffer
+	t   *testing.T
+	srv *served
+	in  io.Writer // what is typed goes here
+	out *syncBuffer
 }
 
 // startConsole launches serve with env and its console on a pipe; it stops
@@ -462,17 +465,60 @@ type console struct {
 func startConsole(t *testing.T, env map[string]string) *console {
 	t.Helper()
 	in, typer := io.Pipe()
-	c := &console{t: t, typer: typer, out: &syncBuffer{}}
+	c := &console{t: t, in: typer, out: &syncBuffer{}}
 	env["TASKLOOM_CONSOLE"] = "true"
 	c.srv = launch(t, env, func(o *app.Options) { o.Stdin, o.Stdout = in, c.out })
 	t.Cleanup(func() { typer.Close(); c.srv.stop(); c.srv.wait(t, app.ShutdownTimeout+5*time.Second) })
 	return c
 }
 
+// startTerminal launches serve with env on a pseudo-terminal, as a
+// newcomer runs it: nothing says to chat, serve sees a terminal. The
+// terminal does not echo, so what the test reads is what serve wrote.
+func startTerminal(t *testing.T, env map[string]string) *console {
+	t.Helper()
+	master, slave := openPTY(t)
+	c := &console{t: t, in: master, out: &syncBuffer{}}
+	go func() { _, _ = io.Copy(c.out, master) }()
+	c.srv = launch(t, env, func(o *app.Options) { o.Stdin, o.Stdout = slave, slave })
+	t.Cleanup(func() { c.srv.stop(); c.srv.wait(t, app.ShutdownTimeout+5*time.Second); master.Close(); slave.Close() })
+	return c
+}
+
+// openPTY opens a pseudo-terminal pair with echo off, as posix_openpt,
+// unlockpt and ptsname do.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tios, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tios.Lflag &^= unix.ECHO
+	if err := unix.IoctlSetTermios(int(s.Fd()), unix.TCSETS, tios); err != nil {
+		t.Fatal(err)
+	}
+	return m, s
+}
+
 // say types a line.
 func (c *console) say(line string) {
 	c.t.Helper()
-	if _, err := io.WriteString(c.typer, line+"\n"); err != nil {
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
 		c.t.Fatal(err)
 	}
 }
