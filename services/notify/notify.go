@@ -539,7 +539,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []domain.Notifi
 		default:
 			continue
 		}
-		shown = append(shown, domain.RoomProgress{Room: room, TaskNumber: n, Progress: t.Progress})
+		shown = append(shown, domain.RoomProgress{Room: room, TaskNumber: n, Progress: t.Progress, From: last[n]})
 	}
 	parts := append(posts, ended...)
 	if len(updates) > 0 {
