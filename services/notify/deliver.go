@@ -240,21 +240,19 @@ func (s *Service) saturated() []string {
 	now := s.clk.Now()
 	s.pacersMu.Lock()
 	var names []string
-	var until time.Time
+	var ats []time.Time
 	for name, p := range s.pacers {
 		if p == nil {
 			continue
 		}
 		if at, full := p.saturated(now); full {
 			names = append(names, name)
-			if until.IsZero() || at.Before(until) {
-				until = at
-			}
+			ats = append(ats, at)
 		}
 	}
 	s.pacersMu.Unlock()
-	if len(names) > 0 {
-		s.holdUntil(until)
+	for i, name := range names {
+		s.holdUntil(name, true, ats[i])
 	}
 	return names
 }
@@ -366,7 +364,7 @@ func (s *Service) failed(ctx context.Context, room string, rows []domain.Notific
 	var held *heldBack
 	switch {
 	case errors.As(cause, &held):
-		s.holdUntil(held.until)
+		s.holdUntil(held.room, false, held.until)
 		return s.giveBack(ctx, room, rows, held.until)
 	case ctx.Err() != nil:
 		// Stopping: the send was canceled, not refused. Its rows are due
