@@ -1,6 +1,8 @@
 package notify_test
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/clock"
 	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
 )
 
 var deltaRE = regexp.MustCompile(`Progress: (\d+)% → (\d+)%`)
@@ -84,6 +87,61 @@ func TestFailingRoomKeepsItsOrder(t *testing.T) {
 				}
 				noPending(t, st)
 			})
+		}
+	})
+}
+
+// TestFailingRoomKeepsItsCardInOrder is TestFailingRoomKeepsItsOrder with
+// task cards: the card's first post fails for a minute while the task
+// moves on, and the task completes while the post waits or after. The
+// post waits and holds the room. When the task ended meanwhile its card is
+// not posted (its completion is: a card after it would show an ended task
+// as live) and the completion is the room's one message; otherwise the
+// card goes out once, is edited as the task moves, and the completion
+// follows it, the card showing the final state — nothing after the
+// completion, no second card, nothing left.
+func TestFailingRoomKeepsItsCardInOrder(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		clk := clock.NewFake(t0)
+		for _, endAt := range []int{50, 80} {
+			for _, c := range cardChats(t, clk) {
+				t.Run(fmt.Sprintf("%s/ends at %ds", c.name, endAt), func(t *testing.T) {
+					st := open(t)
+					f := cardFixture(t, st, "replica", clk, func(rt *plugin.Runtime) plugin.Platform { return c.adapter(t, rt) })
+					n := f.create(c.room, "Build auth").Number
+					f.iterate(n, 10, domain.VerdictContinue, true)
+					c.failPosts(clk.Now().Add(time.Minute))
+					f.flush()
+					for i := 1; i <= 100; i++ {
+						clk.Advance(time.Second)
+						switch {
+						case i%8 == 0 && i < endAt:
+							f.iterate(n, 10+i, domain.VerdictContinue, true)
+						case i == endAt:
+							f.iterate(n, 95, domain.VerdictDone, true)
+						}
+						f.flush()
+					}
+					ps := c.posts()
+					if endAt < 60 {
+						if len(ps) != 1 || !strings.Contains(ps[0].text, "completed!") {
+							t.Fatalf("the room has %+v; want the completion alone", ps)
+						}
+						if card, err := st.TaskCard(t.Context(), c.room, n); !errors.Is(err, domain.ErrNotFound) {
+							t.Errorf("the store names card %+v, %v; want none", card, err)
+						}
+					} else {
+						if len(ps) != 2 || !strings.Contains(ps[1].text, "completed!") {
+							t.Fatalf("the room has %+v; want the card, then the completion", ps)
+						}
+						mustContain(t, "the card", ps[0].text, "100%")
+						if got := cardOf(t, st, c.room, n); got.MessageID != ps[0].id {
+							t.Errorf("the store names card %s; the card is %s", got.MessageID, ps[0].id)
+						}
+					}
+					noPending(t, st)
+				})
+			}
 		}
 	})
 }
