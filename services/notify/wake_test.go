@@ -70,3 +70,53 @@ func TestEarlyWakeFlushesOnlyTheHeldRoom(t *testing.T) {
 		eventually(t, func() bool { return count("chat:R1") == 2 })
 	})
 }
+
+// TestEarlyWakeForASaturatedPlatformLeavesTheOthers: when a platform's
+// global window holds every one of its rooms, the loop wakes when it has
+// room again and flushes that platform's rooms; a room of another
+// platform that had its batch this interval waits for the tick.
+func TestEarlyWakeForASaturatedPlatformLeavesTheOthers(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		clk := clock.NewFake(t0)
+		lr := &limitedRoom{room: &room{name: "chat"}, clk: clk, lim: plugin.Limits{Global: plugin.Window{N: 1, Span: 10 * time.Second}}}
+		other := &room{name: "other"}
+		f := newFixture(t, st, "a", func(s *setup) {
+			s.clk = clk
+			s.platforms = func(*plugin.Runtime) []plugin.Platform { return []plugin.Platform{lr, other} }
+			// One sender: a second one could claim chat's other room
+			// before the first send fills the window.
+			s.opts = func(o *notify.Options) { o.Interval, o.Senders = time.Minute, 1 }
+		})
+		var tasks []int64
+		for _, r := range []string{"chat:R1", "chat:R2", "other:X"} {
+			tasks = append(tasks, f.create(r, "Watch the build").Number)
+		}
+		for _, n := range tasks {
+			f.iterate(n, 10, domain.VerdictContinue, true)
+		}
+		if got := f.flush(); got != 2 {
+			t.Fatalf("first flush delivered %d, want chat's first room and other:X", got)
+		}
+		ctx := ctxFor(t)
+		if err := f.svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.svc.Stop(context.Background()) })
+		if err := clk.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		// other:X's next batch: due at the tick.
+		if _, err := st.Enqueue(ctx, domain.Notification{Room: "other:X", TaskNumber: tasks[2], Category: domain.NotifyError,
+			Payload: []byte(`{"error":"disk full"}`), CreatedAt: clk.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(10 * time.Second) // chat's window has room again: the early wake
+		eventually(t, func() bool { return len(lr.messages()) == 2 && clk.Waiters() == 1 })
+		if got := other.messages(); len(got) != 1 {
+			t.Fatalf("other:X got %q by chat's early wake; want its one batch of this interval", got)
+		}
+		clk.Advance(50 * time.Second) // the tick
+		eventually(t, func() bool { return len(other.messages()) == 2 })
+	})
+}
