@@ -378,8 +378,17 @@ type Outbox interface {
 }
 
 // RoomProgress is the progress of one task as last shown in one room.
+//
+// Recording it never moves the room back: the progress recorded is
+// replaced by a higher one, or by a lower one only when the message that
+// showed it started from the progress recorded (From): a task whose
+// progress went down (a review sending work back) was shown the drop. A
+// message rendered against an older record, sent late, changes nothing.
 type RoomProgress struct {
 	Room       string
 	TaskNumber int64
 	Progress   int
+	// From is the progress the message showing Progress started its delta
+	// from: what the room had last seen when it was rendered.
+	From int `json:",omitempty"`
 }

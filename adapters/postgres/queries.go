@@ -252,22 +252,25 @@ RETURNING ` + notificationCols
 	// which case the room is left to it: one sender per room at a time.
 	roomHeld = `EXISTS (SELECT 1 FROM notifications h
   WHERE h.room = n.room AND h.claimed_by <> '' AND h.claim_expires_at > $1)`
+)
 
-	// sqlPickRooms lists rooms with a ready notification, the one whose
-	// oldest ready notification is oldest first: $1 now, $2 a room or ''
-	// for any, $3 categories or empty for any, $4 platforms whose rooms
-	// are skipped.
-	sqlPickRooms = `
+// sqlPickRooms lists rooms with a ready notification, the one whose
+// oldest ready notification is oldest first: $1 now, $2 a room or the empty string
+// for any, $3 categories or empty for any, $4 platforms whose rooms
+// are skipped.
+var sqlPickRooms = `
 SELECT n.room FROM notifications n
 WHERE ` + notificationReady + `
   AND ($2 = '' OR n.room = $2)
   AND (cardinality($3::text[]) = 0 OR n.category = ANY($3::text[]))
   AND split_part(n.room, ':', 1) <> ALL($4::text[])
   AND NOT ` + roomHeld + `
+  AND NOT ` + sqlstore.RoomWaits("$1", "n.room") + `
 GROUP BY n.room
 ORDER BY min(n.created_at) NULLS FIRST, min(n.id)
 LIMIT 8`
 
+const (
 	// sqlLockRoom takes the room for this transaction, or reports that
 	// another sender is claiming it right now.
 	sqlLockRoom = `SELECT pg_try_advisory_xact_lock(hashtextextended('taskloom.outbox.room:' || $1, 0))`
@@ -276,9 +279,12 @@ LIMIT 8`
 
 	sqlMarkSent = `DELETE FROM notifications WHERE id = ANY($1) AND claimed_by = $2`
 
+	// sqlUpsertRoomProgress records progress $3 of task $2 as shown in room
+	// $1 by a message whose delta started from $4 (domain.RoomProgress).
 	sqlUpsertRoomProgress = `
 INSERT INTO room_progress (room, task_number, progress) VALUES ($1, $2, $3)
-ON CONFLICT (room, task_number) DO UPDATE SET progress = EXCLUDED.progress`
+ON CONFLICT (room, task_number) DO UPDATE SET progress = EXCLUDED.progress
+WHERE EXCLUDED.progress > room_progress.progress OR room_progress.progress = $4`
 
 	sqlRelease = `
 UPDATE notifications
@@ -358,5 +364,5 @@ func qualified(table string, cols []string) string {
 // until $4.
 var sqlClaimRoom = `
 UPDATE notifications SET claimed_by = $3, claim_expires_at = $4
-WHERE id IN (` + sqlstore.ClaimRoomIDs(notificationReady, "$2", "$5") + `)
+WHERE id IN (` + sqlstore.ClaimRoomIDs(notificationReady, "$1", "$2", "$5") + `)
 RETURNING ` + notificationCols

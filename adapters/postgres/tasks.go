@@ -795,6 +795,6 @@ func (t *txn) exec(ctx context.Context, q string, args ...any) (int64, error) {
 
 func (t *txn) SaveRoomProgress(_ context.Context, p domain.RoomProgress) error {
 	t.release()
-	t.batch.Queue(sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress)
+	t.batch.Queue(sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress, p.From)
 	return nil
 }

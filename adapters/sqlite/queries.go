@@ -136,13 +136,14 @@ RETURNING ` + notificationCols
 	// is now).
 	notificationReady = `status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)
   AND (claimed_by = '' OR claim_expires_at <= ?1)`
+)
 
-	// sqlPickRoom is the room with a ready notification whose oldest ready
-	// notification is oldest: ?1 now, ?2 a room or '' for any, ?3 a JSON
-	// array of categories, empty for any, ?4 one of platforms whose rooms
-	// are skipped. A room where a sender holds a live claim is left to it:
-	// one sender per room at a time.
-	sqlPickRoom = `
+// sqlPickRoom is the room with a ready notification whose oldest ready
+// notification is oldest: ?1 now, ?2 a room or the empty string for any, ?3 a JSON
+// array of categories, empty for any, ?4 one of platforms whose rooms
+// are skipped. A room where a sender holds a live claim is left to it:
+// one sender per room at a time.
+var sqlPickRoom = `
 SELECT n.room FROM notifications n
 WHERE ` + notificationReady + `
   AND (?2 = '' OR n.room = ?2)
@@ -150,15 +151,20 @@ WHERE ` + notificationReady + `
   AND (?4 = '[]' OR substr(n.room, 1, instr(n.room || ':', ':') - 1) NOT IN (SELECT value FROM json_each(?4)))
   AND NOT EXISTS (SELECT 1 FROM notifications h
                   WHERE h.room = n.room AND h.claimed_by <> '' AND h.claim_expires_at > ?1)
+  AND NOT ` + sqlstore.RoomWaits("?1", "n.room") + `
 GROUP BY n.room
 ORDER BY min(n.created_at), min(n.id)
 LIMIT 1`
 
+const (
 	sqlMarkSent = `DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
 
+	// sqlUpsertRoomProgress records progress ?3 of task ?2 as shown in room
+	// ?1 by a message whose delta started from ?4 (domain.RoomProgress).
 	sqlUpsertRoomProgress = `
-INSERT INTO room_progress (room, task_number, progress) VALUES (?, ?, ?)
-ON CONFLICT (room, task_number) DO UPDATE SET progress = excluded.progress`
+INSERT INTO room_progress (room, task_number, progress) VALUES (?1, ?2, ?3)
+ON CONFLICT (room, task_number) DO UPDATE SET progress = excluded.progress
+WHERE excluded.progress > room_progress.progress OR room_progress.progress = ?4`
 
 	sqlRelease = `
 UPDATE notifications
@@ -239,5 +245,5 @@ func jsonList[T any](v []T) string {
 // until ?4.
 var sqlClaimRoom = `
 UPDATE notifications SET claimed_by = ?3, claim_expires_at = ?4
-WHERE id IN (` + sqlstore.ClaimRoomIDs(notificationReady, "?2", "?5") + `)
+WHERE id IN (` + sqlstore.ClaimRoomIDs(notificationReady, "?1", "?2", "?5") + `)
 RETURNING ` + notificationCols

@@ -187,6 +187,6 @@ func (t dialectTx) exec(ctx context.Context, q string, args ...any) (int64, erro
 }
 
 func (t dialectTx) SaveRoomProgress(ctx context.Context, p domain.RoomProgress) error {
-	_, err := t.tx.ExecContext(ctx, sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress)
+	_, err := t.tx.ExecContext(ctx, sqlUpsertRoomProgress, p.Room, p.TaskNumber, p.Progress, p.From)
 	return err
 }

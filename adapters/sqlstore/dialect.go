@@ -75,6 +75,9 @@ type Tx interface {
 	// DeleteSent deletes the rows of ids that owner still holds and says
 	// how many it deleted.
 	DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error)
+	// SaveRoomProgress records p unless it would move the room back
+	// (domain.RoomProgress): it replaces a lower progress, or any when
+	// the one recorded is p.From.
 	SaveRoomProgress(ctx context.Context, p domain.RoomProgress) error
 	// SaveTaskCard records c as the card of its room and task, replacing
 	// the one before.

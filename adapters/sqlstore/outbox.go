@@ -27,20 +27,36 @@ func PrepareNotification(n domain.Notification) (domain.Notification, error) {
 	return n, nil
 }
 
+// RoomWaits is the condition, in both dialects, that the room named by
+// room has a message waiting for its retry: rows a send began on (they
+// carry its delivery key), still pending, not due at now. Such a message
+// may have reached the platform, and only a send under its key can tell,
+// so it is never rendered again nor folded into another: it holds the
+// room's later rows, of every category, until it goes (or is given up
+// on), and the room sees its tasks' states in order.
+func RoomWaits(now, room string) string {
+	return `EXISTS (SELECT 1 FROM notifications w WHERE w.room = ` + room +
+		` AND w.status = 'pending' AND w.delivery_key <> '' AND w.next_attempt_at > ` + now + `)`
+}
+
 // ClaimRoomIDs is the query of the rows a room claim takes, in both
-// dialects: ready is the condition of a due, unclaimed row, room the
-// parameter naming the room, limit the one of the most rows.
+// dialects: ready is the condition of a due, unclaimed row, now the
+// parameter of the claim's time, room the one naming the room, limit the
+// one of the most rows.
 //
-// When a send began on some of the room's due rows (they carry its
-// delivery key), it is the rows of one such message, the oldest, whole:
-// its message is sent again exactly, never split across claims or merged
-// with another (a platform recognises it by its key). That is at most a
-// claim's worth, as the claim that began it took no more. Otherwise it is
-// at most limit rows without a key: terminal rows and task posts first,
-// so an ended task is not held behind a backlog of progress, then the
-// rest, each oldest first. What is left waits for the next claim.
-func ClaimRoomIDs(ready, room, limit string) string {
-	return `WITH due AS (SELECT id, delivery_key, category FROM notifications WHERE room = ` + room + ` AND ` + ready + `),
+// When a message a send began on waits for its retry (RoomWaits), it is
+// nothing: the room's later rows wait behind it. When a send began on
+// some of the room's due rows (they carry its delivery key), it is the
+// rows of one such message, the oldest, whole: its message is sent again
+// exactly, never split across claims or merged with another (a platform
+// recognises it by its key). That is at most a claim's worth, as the
+// claim that began it took no more. Otherwise it is at most limit rows
+// without a key: terminal rows and task posts first, so an ended task is
+// not held behind a backlog of progress, then the rest, each oldest
+// first. What is left waits for the next claim.
+func ClaimRoomIDs(ready, now, room, limit string) string {
+	return `WITH due AS (SELECT id, delivery_key, category FROM notifications WHERE room = ` + room + ` AND ` + ready +
+		` AND NOT ` + RoomWaits(now, room) + `),
   begun AS (SELECT delivery_key FROM due WHERE delivery_key <> '' ORDER BY id LIMIT 1)
 SELECT id FROM due WHERE delivery_key = (SELECT delivery_key FROM begun)
 UNION ALL

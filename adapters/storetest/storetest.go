@@ -134,6 +134,8 @@ func Run(t *testing.T, stores Stores) {
 		{"OutboxBeginSend", testOutboxBeginSend},
 		{"OutboxDeadLetters", testOutboxDeadLetters},
 		{"OutboxListNotifications", testOutboxListNotifications},
+		{"OutboxOrder", testOutboxOrder},
+		{"OutboxProgressNeverBack", testOutboxProgressNeverBack},
 		{"MoveTask", testMoveTask},
 		{"TaskCards", testTaskCards},
 

@@ -55,6 +55,9 @@ type cardChat struct {
 	rateLimitEdit func(id string) time.Duration
 	// edits counts the edit requests made.
 	edits func() int
+	// failPosts makes the platform answer the room's new messages with a
+	// 500 until the fake clock reaches until.
+	failPosts func(until time.Time)
 }
 
 const threadID = "1300000000000000030"
@@ -105,6 +108,9 @@ func cardChats(t *testing.T, clk *clock.Fake) []cardChat {
 				return time.Second
 			},
 			edits: func() int { return len(dc.CallsTo("PATCH", "/channels/"+channel+"/messages/")) },
+			failPosts: func(until time.Time) {
+				dc.FailUntil(http.MethodPost, "/channels/"+channel+"/messages", until, http.StatusInternalServerError)
+			},
 		}
 	}
 	slackChat := func(name string, thread bool) cardChat {
@@ -152,6 +158,9 @@ func cardChats(t *testing.T, clk *clock.Fake) []cardChat {
 				return 3 * time.Second
 			},
 			edits: func() int { return len(sl.CallsTo("chat.update")) },
+			failPosts: func(until time.Time) {
+				sl.FailUntil("chat.postMessage", until, http.StatusInternalServerError, "internal_error")
+			},
 		}
 	}
 	return []cardChat{

@@ -178,19 +178,27 @@ func (s *Service) send(ctx context.Context, p plugin.Platform, room string, m pl
 // guarded runs call, one platform call about the rows of ids (a send, a
 // card's edit), as send describes: under a deadline, with the claim
 // renewed, canceled with errClaimLost when a renewal fails. First it
-// waits for its turn by the platform's pacer (a post's, or an edit's when
+// waits for its turn by the platform's pacer, the claim renewed meanwhile (a post's, or an edit's when
 // post is false); a 429 pauses the room, or the whole platform, in the
 // pacer for its Retry-After. what names the call in its errors ("send
 // to").
 func (s *Service) guarded(ctx context.Context, what, room string, ids []int64, post bool, call func(context.Context) error) error {
-	if err := s.turn(ctx, room, post); err != nil {
-		return fmt.Errorf("%s %s: waiting for its turn: %w", what, room, err)
-	}
 	sendCtx, lose := context.WithCancelCause(ctx)
 	defer lose(nil)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	// The claim is renewed from before the wait for a turn: a wait longer
+	// than the lease (a platform's global pause) keeps the room, and one
+	// whose claim cannot be renewed ends as a send would.
 	wg.Go(func() { s.renew(sendCtx, done, lose, room, ids) })
+	if err := s.turn(sendCtx, room, post); err != nil {
+		close(done)
+		wg.Wait()
+		if cause := context.Cause(sendCtx); errors.Is(cause, errClaimLost) {
+			return fmt.Errorf("%s %s: waiting for its turn: %w: %w", what, room, cause, err)
+		}
+		return fmt.Errorf("%s %s: waiting for its turn: %w", what, room, err)
+	}
 	tctx, cancel := clock.WithTimeout(sendCtx, s.clk, s.opts.SendTimeout)
 	err := call(tctx)
 	timedOut := clock.TimedOut(tctx)
@@ -240,21 +248,19 @@ func (s *Service) saturated() []string {
 	now := s.clk.Now()
 	s.pacersMu.Lock()
 	var names []string
-	var until time.Time
+	var ats []time.Time
 	for name, p := range s.pacers {
 		if p == nil {
 			continue
 		}
 		if at, full := p.saturated(now); full {
 			names = append(names, name)
-			if until.IsZero() || at.Before(until) {
-				until = at
-			}
+			ats = append(ats, at)
 		}
 	}
 	s.pacersMu.Unlock()
-	if len(names) > 0 {
-		s.holdUntil(until)
+	for i, name := range names {
+		s.holdUntil(name, true, ats[i])
 	}
 	return names
 }
@@ -366,7 +372,7 @@ func (s *Service) failed(ctx context.Context, room string, rows []domain.Notific
 	var held *heldBack
 	switch {
 	case errors.As(cause, &held):
-		s.holdUntil(held.until)
+		s.holdUntil(held.room, false, held.until)
 		return s.giveBack(ctx, room, rows, held.until)
 	case ctx.Err() != nil:
 		// Stopping: the send was canceled, not refused. Its rows are due

@@ -98,6 +98,9 @@ type chat struct {
 	adapter func(t *testing.T, rt *plugin.Runtime) notify.OnceSender
 	// messages are the texts of the messages in the room, in order.
 	messages func() []string
+	// failUntil makes the platform answer the room's posts with a 500
+	// until the fake clock reaches until.
+	failUntil func(until time.Time)
 }
 
 // fakeChats starts a fake Discord and a fake Slack on clk's time, with a
@@ -113,6 +116,9 @@ func fakeChats(t *testing.T, clk *clock.Fake) []chat {
 			t.Fatal(err)
 		}
 		return ad
+	}
+	slackFails := func(until time.Time) {
+		sl.FailUntil("chat.postMessage", until, http.StatusInternalServerError, "internal_error")
 	}
 	slackTexts := func(thread string) func() []string {
 		return func() []string {
@@ -142,9 +148,12 @@ func fakeChats(t *testing.T, clk *clock.Fake) []chat {
 				}
 				return out
 			},
+			failUntil: func(until time.Time) {
+				dc.FailUntil(http.MethodPost, "/channels/"+channelID+"/messages", until, http.StatusInternalServerError)
+			},
 		},
-		{name: "slack", room: "slack:C1", adapter: slackAdapter, messages: slackTexts("")},
-		{name: "slack thread", room: "slack:C1:" + thread, adapter: slackAdapter, messages: slackTexts(thread)},
+		{name: "slack", room: "slack:C1", adapter: slackAdapter, messages: slackTexts(""), failUntil: slackFails},
+		{name: "slack thread", room: "slack:C1:" + thread, adapter: slackAdapter, messages: slackTexts(thread), failUntil: slackFails},
 	}
 }
 

@@ -25,6 +25,30 @@
 // taskloom_notifications_dead_total, and kept until someone retries it
 // (domain.Outbox's ListNotifications and RetryNotification).
 //
+// Order: a room never sees a task's older state after a newer one. A
+// message a send began on that failed and waits for its retry (its rows
+// carry its delivery key, not due yet) holds every later row of its room,
+// of any category — progress, posts, questions, approvals, terminal
+// messages, cards, and categories added later — until it is delivered or
+// given up on; the store's room claim takes nothing else of the room
+// meanwhile (sqlstore.RoomWaits), and other rooms are not held. It is not
+// superseded by a newer rendering even when it only carries progress: a
+// 500 or a reset says nothing about whether it reached the room, and a
+// message sent again under a new key would show twice (a second card,
+// for StyleCard). Rows no send began on are rendered from the task as it
+// is when they go, so they never show an older state. The progress
+// recorded as the room's last seen (domain.RoomProgress) moves up, or down
+// only when the message showing the drop started from the recorded value:
+// a message rendered against an older record and marked sent late
+// changes nothing. Nothing follows a task's terminal message, as its
+// rows after it render nothing about an ended task.
+//
+// A room the pacer put off wakes the loop when it is due; that early wake
+// flushes the rooms put off (and the platforms whose pacer was saturated)
+// and no other, so no room gets two batches inside one interval. A sender
+// waiting for its turn renews its claim as a send does, so a wait longer
+// than the lease keeps the room.
+//
 // With StyleCard (TASKLOOM_NOTIFY_STYLE=card, docs/discord.md, docs/slack.md) and a platform
 // that implements Editor, a task's progress, actions and errors go to
 // its card instead: one message per task and room, showing where the

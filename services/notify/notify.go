@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -118,26 +119,41 @@ type Service struct {
 
 	pacersMu sync.Mutex
 	pacers   map[string]*pacer // by platform name; nil for one without limits
-	// held is the earliest time a room the pacer put off is due again,
-	// on Runtime's clock; zero when none is.
-	held time.Time
+	// held are the rooms the pacer put off, and the platforms whose
+	// pacers were saturated, each with when it is due again on Runtime's
+	// clock: an early wake flushes them, and no other room.
+	held map[heldKey]time.Time
 }
 
 // heldUntil is the earliest time a room put off by the pacer is due.
 func (s *Service) heldUntil() time.Time {
 	s.pacersMu.Lock()
 	defer s.pacersMu.Unlock()
-	return s.held
+	var first time.Time
+	for _, t := range s.held {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	return first
 }
 
-// holdUntil notes that a room put off by the pacer is due at t, so that
-// the loop flushes then rather than at its next tick.
-func (s *Service) holdUntil(t time.Time) {
+// holdUntil notes that room — or every room of a platform, when room is a
+// platform's name a saturated pacer held — is due at t, so that the loop
+// flushes it then rather than at its next tick.
+func (s *Service) holdUntil(room string, platform bool, t time.Time) {
 	s.pacersMu.Lock()
 	defer s.pacersMu.Unlock()
-	if s.held.IsZero() || t.Before(s.held) {
-		s.held = t
+	k := heldKey{name: room, platform: platform}
+	if at, ok := s.held[k]; !ok || t.Before(at) {
+		s.held[k] = t
 	}
+}
+
+// heldKey names a room, or a platform, held by the pacer.
+type heldKey struct {
+	name     string
+	platform bool
 }
 
 // clearHeld forgets the rooms noted by holdUntil: a flush is about to
@@ -145,7 +161,26 @@ func (s *Service) holdUntil(t time.Time) {
 func (s *Service) clearHeld() {
 	s.pacersMu.Lock()
 	defer s.pacersMu.Unlock()
-	s.held = time.Time{}
+	clear(s.held)
+}
+
+// takeHeld forgets and returns the rooms and platforms noted by holdUntil
+// that are due at now.
+func (s *Service) takeHeld(now time.Time) (rooms, platforms []string) {
+	s.pacersMu.Lock()
+	defer s.pacersMu.Unlock()
+	for k, t := range s.held {
+		if t.After(now) {
+			continue
+		}
+		delete(s.held, k)
+		if k.platform {
+			platforms = append(platforms, k.name)
+		} else {
+			rooms = append(rooms, k.name)
+		}
+	}
+	return rooms, platforms
 }
 
 var _ plugin.Service = (*Service)(nil)
@@ -186,6 +221,7 @@ func New(opts Options) *Service {
 		sched:  cron.Every(opts.Interval),
 		poke:   make(chan struct{}, 1),
 		pacers: map[string]*pacer{},
+		held:   map[heldKey]time.Time{},
 	}
 	// Terminal changes and task posts go out at once.
 	rt.Subscribe(plugin.TaskEnded, func(context.Context, plugin.Event) { s.Poke() })
@@ -279,6 +315,15 @@ func (s *Service) loop(ctx context.Context) {
 				s.log.Error("sending urgent notifications failed", "err", err)
 			}
 		case <-t.C():
+			if now := s.clk.Now(); now.Before(next) {
+				// Woken early for rooms the pacer put off: they go now, and
+				// every other room waits for its tick, so that no room gets
+				// two batches inside one interval.
+				if err := s.flushHeld(ctx, now); err != nil {
+					s.log.Error("flushing held-back notifications failed", "err", err)
+				}
+				continue
+			}
 			s.clearHeld()
 			if _, err := s.flush(ctx, nil, s.stop); err != nil {
 				s.log.Error("flushing notifications failed", "err", err)
@@ -317,6 +362,47 @@ func (s *Service) now() time.Time {
 // rows left, the flush waits for a sender to finish and claims again, so
 // a room's backlog goes out message after message within one flush.
 func (s *Service) flush(ctx context.Context, categories []string, halt <-chan struct{}) (int, error) {
+	return s.flushScope(ctx, scope{categories: categories}, halt)
+}
+
+// scope narrows what a flush claims: rows of categories (any when
+// empty), of room only (any when empty), and no room of the platforms of
+// skip (besides those saturated).
+type scope struct {
+	categories []string
+	room       string
+	skip       []string
+}
+
+// flushHeld is an early wake's flush: the rooms the pacer put off that
+// are due at now, each claimed alone, and the rooms of the platforms
+// whose pacers were saturated (skipping every other platform's).
+func (s *Service) flushHeld(ctx context.Context, now time.Time) error {
+	rooms, platforms := s.takeHeld(now)
+	var errs []error
+	if len(platforms) > 0 {
+		var skip []string
+		s.pacersMu.Lock()
+		for name := range s.pacers {
+			if !slices.Contains(platforms, name) {
+				skip = append(skip, name)
+			}
+		}
+		s.pacersMu.Unlock()
+		if _, err := s.flushScope(ctx, scope{skip: skip}, s.stop); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range rooms {
+		if _, err := s.flushScope(ctx, scope{room: r}, s.stop); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flushScope is flush, narrowed to sc.
+func (s *Service) flushScope(ctx context.Context, sc scope, halt <-chan struct{}) (int, error) {
 	if s.opts.StoreClock {
 		t, err := s.store.Now(ctx)
 		if err != nil {
@@ -358,8 +444,8 @@ func (s *Service) flush(ctx context.Context, categories []string, halt <-chan st
 		}
 		busy := inflight.Load() > 0 // read before the claim: see below
 		room, rows, err := s.store.ClaimRoom(ctx, domain.RoomClaim{
-			Owner: s.opts.Owner, Now: s.now(), Lease: s.opts.Lease, Categories: categories,
-			SkipPlatforms: s.saturated(),
+			Owner: s.opts.Owner, Now: s.now(), Lease: s.opts.Lease, Categories: sc.categories, Room: sc.room,
+			SkipPlatforms: append(s.saturated(), sc.skip...),
 		})
 		if err != nil {
 			<-slots
@@ -544,7 +630,7 @@ func (s *Service) compose(ctx context.Context, room string, rows []domain.Notifi
 		default:
 			continue
 		}
-		shown = append(shown, domain.RoomProgress{Room: room, TaskNumber: n, Progress: t.Progress})
+		shown = append(shown, domain.RoomProgress{Room: room, TaskNumber: n, Progress: t.Progress, From: last[n]})
 	}
 	parts := append(posts, ended...)
 	if len(updates) > 0 {

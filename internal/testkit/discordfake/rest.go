@@ -114,6 +114,9 @@ type fault struct {
 	global         bool
 	// after: the call is carried out before the error is answered.
 	after bool
+	// until, when set, bounds the fault in time (the fake's clock) instead
+	// of by n: it answers every matching call before until.
+	until time.Time
 }
 
 // RateLimitNext makes the next n calls with method ("" for any) whose path
@@ -146,6 +149,13 @@ func (s *Server) FailAfterNext(method, pathPrefix string, n int, status int) {
 	s.addFault(&fault{method: method, prefix: pathPrefix, n: n, status: status, after: true})
 }
 
+// FailUntil makes every matching call (as in RateLimitNext) answer status,
+// with FailNext's body, until the fake's clock (WithNow) reaches until: a
+// platform failing for a while, then recovering.
+func (s *Server) FailUntil(method, pathPrefix string, until time.Time, status int) {
+	s.addFault(&fault{method: method, prefix: pathPrefix, status: status, until: until})
+}
+
 func (s *Server) addFault(f *fault) {
 	f.prefix = strings.TrimPrefix(f.prefix, apiPrefix)
 	s.mu.Lock()
@@ -157,6 +167,12 @@ func (s *Server) takeFault(c *Call) *fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, f := range s.faults {
+		if !f.until.IsZero() {
+			if c.matches(f.method, f.prefix) && s.cfg.now().Before(f.until) {
+				return f
+			}
+			continue
+		}
 		if c.matches(f.method, f.prefix) {
 			f.n--
 			if f.n <= 0 {

@@ -152,6 +152,9 @@ type fault struct {
 	errCode    string
 	retryAfter time.Duration
 	after      bool // the call is carried out before the error is answered
+	// until, when set, makes the fault answer every call before it (the
+	// fake's clock) rather than one.
+	until time.Time
 }
 
 type responseURL struct {
@@ -306,6 +309,16 @@ func (s *Server) ServerErrorAfterNext(method string, n int) {
 	for range n {
 		s.faults[method] = append(s.faults[method], fault{status: http.StatusInternalServerError, errCode: "internal_error", after: true})
 	}
+}
+
+// FailUntil makes every call to method answer HTTP status with
+// {"ok":false,"error":code} until the fake's clock (WithNow) reaches
+// until: Slack failing for a while (a 500 "internal_error", a 503
+// "service_unavailable"), then recovering.
+func (s *Server) FailUntil(method string, until time.Time, status int, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[method] = append(s.faults[method], fault{status: status, errCode: code, until: until})
 }
 
 // Call is one Web API call as the fake saw it.

@@ -47,10 +47,17 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	f, limited := s.limitLocked(method, params, time.Now())
-	if fs := s.faults[method]; len(fs) > 0 || limited {
+	fs := s.faults[method]
+	for len(fs) > 0 && !fs[0].until.IsZero() && !s.cfg.now().Before(fs[0].until) {
+		fs = fs[1:] // a fault for a while, over
+	}
+	s.faults[method] = fs
+	if len(fs) > 0 || limited {
 		if !limited {
 			f = fs[0]
-			s.faults[method] = fs[1:]
+			if f.until.IsZero() {
+				s.faults[method] = fs[1:]
+			}
 		}
 		if f.after {
 			s.dispatchLocked(method, token, params) // carried out all the same
