@@ -51,8 +51,9 @@ func RoomWaits(now, room string) string {
 // exactly, never split across claims or merged with another (a platform
 // recognises it by its key). That is at most a claim's worth, as the
 // claim that began it took no more. Otherwise it is at most limit rows
-// without a key: terminal rows and task posts first, so an ended task is
-// not held behind a backlog of progress, then the rest, each oldest
+// without a key: terminal rows, task posts and replies to people first,
+// so an ended task or a reply is not held behind a backlog of progress,
+// then the rest, each oldest
 // first. What is left waits for the next claim.
 func ClaimRoomIDs(ready, now, room, limit string) string {
 	return `WITH due AS (SELECT id, delivery_key, category FROM notifications WHERE room = ` + room + ` AND ` + ready +
@@ -61,7 +62,7 @@ func ClaimRoomIDs(ready, now, room, limit string) string {
 SELECT id FROM due WHERE delivery_key = (SELECT delivery_key FROM begun)
 UNION ALL
 SELECT id FROM (SELECT id FROM due WHERE delivery_key = '' AND NOT EXISTS (SELECT 1 FROM begun)
-  ORDER BY category NOT IN ('` + domain.NotifyTerminal + `', '` + domain.NotifyMessage + `'), id LIMIT ` + limit + `) fresh`
+  ORDER BY category NOT IN ('` + domain.NotifyTerminal + `', '` + domain.NotifyMessage + `', '` + domain.NotifyReply + `'), id LIMIT ` + limit + `) fresh`
 }
 
 // ClaimRoom claims the due notifications of one room for c.Owner until

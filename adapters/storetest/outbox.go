@@ -714,3 +714,17 @@ func testOutboxListNotifications(t *testing.T, s domain.Store) {
 		t.Errorf("ListNotifications(sent): %v, want ErrInvalid", err)
 	}
 }
+
+// testOutboxReplyNotHeldBehindProgress: a reply to a person queued after
+// its direct send failed is claimed ahead of a backlog of progress, as a
+// task's terminal message is: the person waits for it.
+func testOutboxReplyNotHeldBehindProgress(t *testing.T, s domain.Store) {
+	for i := range 9 {
+		enqueue(t, s, "room-a", domain.NotifyProgress, at(time.Duration(i)*time.Second))
+	}
+	reply := enqueue(t, s, "room-a", domain.NotifyReply, at(10*time.Second)).ID
+	c := domain.RoomClaim{Owner: "sender-1", Now: at(time.Minute), Lease: time.Minute, Limit: 3}
+	if _, got := claimRoom(t, s, c); !slices.Contains(got, reply) {
+		t.Fatalf("first claim = %v; want the reply #%d among them, ahead of the progress", got, reply)
+	}
+}

@@ -109,6 +109,7 @@ func Run(t *testing.T, stores Stores) {
 		{"ForgetLeavesNoCopy", testForgetLeavesNoCopy},
 		{"ForgetRacingFacts", testForgetRacingFacts},
 		{"MoveRoom", testMoveRoom},
+		{"OutboxReplyNotHeldBehindProgress", testOutboxReplyNotHeldBehindProgress},
 		{"PruneFacts", testPruneFacts},
 		{"Documents", testDocuments},
 		{"LargeDocument", testLargeDocument},
