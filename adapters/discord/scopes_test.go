@@ -41,11 +41,23 @@ func startOn(t *testing.T, srv *discordfake.Server, open teststore.Opener, tweak
 }
 
 // say has author mention the bot with text in a guild channel or thread
-// and waits for the bot's answer there (its replies-th message).
-func (b *bot) say(channel, author, text string, replies int) {
+// and waits for the bot's answer to it there.
+func (b *bot) say(channel, author, text string) {
 	b.t.Helper()
-	b.srv.MessageCreate(channel, guildID, author, b.mention(text))
-	b.messages(channel, replies)
+	id := b.srv.MessageCreate(channel, guildID, author, b.mention(text))
+	// Wait for the bot's answer to this message, not for a count of the
+	// channel's messages: an earlier answer may still be on its way (one
+	// whose channel Discord did not know yet is sent again from the
+	// outbox).
+	for n := 1; ; {
+		ms := b.messages(channel, n)
+		for _, m := range ms {
+			if m.ReplyTo == id {
+				return
+			}
+		}
+		n = len(ms) + 1
+	}
 }
 
 // promptWith is the prompt of the model's first request that contains
@@ -87,9 +99,9 @@ func TestPrivateThreadIsItsOwnScope(t *testing.T) {
 		srv.AddThread(publicThread, channelID, bob, "staging")
 		b := startOn(t, srv, open, withThreads)
 
-		b.say(privateThread, alice, "the acquisition target is ZEPHYRCORP-77, keep it quiet", 1)
-		b.say(publicThread, bob, "the staging database is ORCA-7 in Frankfurt", 1)
-		b.say(channelID, carol, "what is the acquisition target, and the staging database?", 1)
+		b.say(privateThread, alice, "the acquisition target is ZEPHYRCORP-77, keep it quiet")
+		b.say(publicThread, bob, "the staging database is ORCA-7 in Frankfurt")
+		b.say(channelID, carol, "what is the acquisition target, and the staging database?")
 		prompt := b.promptWith("what is the acquisition target, and the staging database?")
 		if !strings.Contains(recalled(prompt), "ORCA-7") || strings.Contains(prompt, "ZEPHYRCORP") {
 			t.Errorf("in the channel, the prompt:\n%s\nwant the public thread's words recalled, not the private thread's", prompt)
@@ -98,7 +110,7 @@ func TestPrivateThreadIsItsOwnScope(t *testing.T) {
 		// A task created in the channel (moved to a thread of its own, in
 		// the channel's scope) works without the private words.
 		moves := b.watchMoves()
-		b.say(channelID, carol, "create task find out the acquisition target", 2)
+		b.say(channelID, carol, "create task find out the acquisition target")
 		b.moved(moves, 1)
 		b.step()
 		if it := b.promptWith("Task #1:"); strings.Contains(it, "ZEPHYRCORP") {
@@ -106,7 +118,7 @@ func TestPrivateThreadIsItsOwnScope(t *testing.T) {
 		}
 
 		// In the private thread, its own words are remembered.
-		b.say(privateThread, alice, "remind me: which acquisition target?", 2)
+		b.say(privateThread, alice, "remind me: which acquisition target?")
 		if p := b.promptWith("remind me: which acquisition target?"); !strings.Contains(p, "ZEPHYRCORP-77") {
 			t.Errorf("in the private thread, the prompt:\n%s\nwant its own words", p)
 		}
@@ -134,7 +146,7 @@ func TestTaskInAPrivateThreadStaysThere(t *testing.T) {
 	var log logs
 	b := startOn(t, srv, teststore.SQLite, withThreads, log.into)
 
-	b.say(privateThread, alice, "create task Draft the term sheet", 1)
+	b.say(privateThread, alice, "create task Draft the term sheet")
 	b.model.Decide("ask_user", map[string]string{"question": "Which currency?"}, 10, "continue")
 	b.step()
 	b.flush(true)
@@ -182,15 +194,15 @@ func TestThreadNobodyDescribesIsARoomOfItsOwn(t *testing.T) {
 	if !strings.Contains(log.String(), "taking it for a room of its own") {
 		t.Errorf("the log does not say the channel was taken for a room of its own:\n%s", log.String())
 	}
-	b.say(channelID, carol, "what is the deploy password?", 1)
+	b.say(channelID, carol, "what is the deploy password?")
 	if p := b.promptWith("what is the deploy password?"); strings.Contains(p, "HUMMINGBIRD") {
 		t.Errorf("the channel recalled what was said in a channel nobody described:\n%s", p)
 	}
 
 	// Discord now tells: a public thread of the channel.
 	srv.AddThread(thread, channelID, bob, "deploys")
-	b.say(thread, bob, "the staging database is ORCA-7 in Frankfurt", 1)
-	b.say(channelID, carol, "which staging database?", 2)
+	b.say(thread, bob, "the staging database is ORCA-7 in Frankfurt")
+	b.say(channelID, carol, "which staging database?")
 	if memory := recalled(b.promptWith("which staging database?")); !strings.Contains(memory, "ORCA-7") {
 		t.Errorf("the channel did not recall its public thread once Discord described it:\n%s", memory)
 	}
@@ -258,8 +270,8 @@ func TestPrivateThreadsFormerRowsMoveOut(t *testing.T) {
 		}
 
 		srv.AddPrivateThread(later, channelID, bob, "the budget")
-		b.say(later, bob, "hello", 1)
-		b.say(channelID, carol, "what is the acquisition target, and the budget?", 1)
+		b.say(later, bob, "hello")
+		b.say(channelID, carol, "what is the acquisition target, and the budget?")
 		if p := b.promptWith("what is the acquisition target, and the budget?"); strings.Contains(p, "ZEPHYRCORP") || strings.Contains(p, "OSPREY") {
 			t.Errorf("the channel recalled what was said in the private threads before:\n%s", p)
 		}
