@@ -234,17 +234,30 @@ func nonce(key string, i int) string {
 	return "n" + digest(n)[:maxNonce-1]
 }
 
-// undeliverable marks err undeliverable when Discord said the channel does
-// not exist (404 Unknown Channel) or may not be posted in (403: Missing
-// Access, Missing Permissions, a user who accepts no DMs).
+// undeliverable marks err undeliverable when Discord refused the request
+// itself, so that sending the same message again can only be refused
+// again: the channel does not exist (404 Unknown Channel) or may not be
+// posted in (403: Missing Access, Missing Permissions, a user who accepts
+// no DMs), or the message is one Discord does not take (400 Invalid Form
+// Body, 413, and the other 4xx). A message is sent as it was first
+// rendered on every attempt, so such a message would otherwise hold its
+// room until it is given up a day later. Not so: 401 (the bot's token,
+// which the operator can fix, and every other message fails with it
+// too), 408 and 429 (try again later), 404 of anything but the channel.
 func undeliverable(err error) error {
 	var re *discordgo.RESTError
 	if !errors.As(err, &re) || re.Response == nil {
 		return err
 	}
 	switch code := re.Response.StatusCode; {
-	case code == http.StatusForbidden,
-		code == http.StatusNotFound && re.Message != nil && re.Message.Code == discordgo.ErrCodeUnknownChannel:
+	case code == http.StatusUnauthorized, code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
+		return err
+	case code == http.StatusNotFound:
+		if re.Message != nil && re.Message.Code == discordgo.ErrCodeUnknownChannel {
+			return &plugin.UndeliverableError{Err: err}
+		}
+		return err
+	case code >= 400 && code < 500:
 		return &plugin.UndeliverableError{Err: err}
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,41 @@ func TestSendOnceHistoryUnreadable(t *testing.T) {
 	}
 	if ms := srv.Messages(channelID); len(ms) != 1 {
 		t.Fatalf("%d messages after the retry; want 1", len(ms))
+	}
+}
+
+// TestRefusedMessagesAreUndeliverable: a message Discord refuses as such
+// (a 400 or another 4xx) would be refused again on every attempt, since
+// every attempt sends its first rendering; it is given up at once instead
+// of holding its room's later messages for a day. A revoked token (401),
+// a timeout (408) and a server error are tried again: they say nothing
+// about the message.
+func TestRefusedMessagesAreUndeliverable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	srv := newFake(t, discordfake.WithNow(clk.Now))
+	a := sender(t, srv, clk)
+	room := "discord:" + channelID
+	for i, c := range []struct {
+		status int
+		given  bool
+	}{
+		{http.StatusBadRequest, true},
+		{http.StatusRequestEntityTooLarge, true},
+		{http.StatusForbidden, true},
+		{http.StatusUnauthorized, false},
+		{http.StatusRequestTimeout, false},
+		{http.StatusNotFound, false}, // not Unknown Channel
+		{http.StatusInternalServerError, false},
+	} {
+		srv.FailNext("POST", "/channels/"+channelID+"/messages", 1, c.status)
+		_, err := a.SendOnce(ctx, room, plugin.Outgoing{Text: "progress"}, "k"+strconv.Itoa(i), time.Time{})
+		if err == nil {
+			t.Fatalf("%d: the send succeeded", c.status)
+		}
+		if undeliverableErr(err) != c.given {
+			t.Errorf("%d: undeliverable = %v, want %v (%v)", c.status, undeliverableErr(err), c.given, err)
+		}
 	}
 }

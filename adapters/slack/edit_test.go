@@ -137,3 +137,35 @@ func TestEditErrors(t *testing.T) {
 		t.Errorf("an edit longer than a message = %v", err)
 	}
 }
+
+// TestRefusedMessagesAreUndeliverable: a message Slack refuses as such
+// (too long, blocks it does not take, a channel where the app may not
+// post) would be refused again on every attempt, since every attempt
+// sends its first rendering: it is given up at once instead of holding
+// its room's later messages for a day. Slack's own trouble is tried
+// again.
+func TestRefusedMessagesAreUndeliverable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, fake := editAdapter(t)
+	for _, c := range []struct {
+		code  string
+		given bool
+	}{
+		{"msg_too_long", true},
+		{"invalid_blocks", true},
+		{"restricted_action", true},
+		{"not_in_channel", true},
+		{"internal_error", false},
+		{"fatal_error", false},
+	} {
+		fake.FailNext("chat.postMessage", c.code)
+		_, err := a.Send(ctx, "slack:C1", plugin.Outgoing{Text: "progress"})
+		if err == nil {
+			t.Fatalf("%s: the send succeeded", c.code)
+		}
+		if undeliverableErr(err) != c.given {
+			t.Errorf("%s: undeliverable = %v, want %v (%v)", c.code, undeliverableErr(err), c.given, err)
+		}
+	}
+}

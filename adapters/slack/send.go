@@ -221,10 +221,18 @@ func slackTS(t time.Time) string {
 }
 
 // undeliverableCodes are the Web API errors after which no retry can post
-// the message: the channel is gone, archived or closed to the bot, or the
-// workspace or app is deactivated.
+// the message: the channel is gone, archived or closed to the bot, the
+// workspace or app is deactivated, or Slack does not take the message as
+// it is (every attempt sends its first rendering, so it would be refused
+// again, holding its room's later messages until given up a day later).
 var undeliverableCodes = map[string]bool{
 	"channel_not_found": true, "not_in_channel": true, "is_archived": true, "account_inactive": true,
+	"msg_too_long": true, "msg_blocks_too_long": true, "no_text": true, "invalid_blocks": true,
+	"invalid_blocks_format": true, "too_many_attachments": true, "invalid_attachments": true,
+	"invalid_metadata_format": true, "invalid_metadata_schema": true, "metadata_too_large": true,
+	"restricted_action": true, "restricted_action_read_only_channel": true,
+	"restricted_action_thread_only_channel": true, "restricted_action_non_threadable_channel": true,
+	"cannot_reply_to_message": true, "ekm_access_denied": true, "invalid_arguments": true,
 }
 
 // undeliverable marks err undeliverable when Slack answered one of
