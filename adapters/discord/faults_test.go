@@ -232,3 +232,29 @@ func TestInteractionAcknowledgementFailingWith500IsPostedInTheChannel(t *testing
 		t.Errorf("%d tasks, want 1", n)
 	}
 }
+
+// A /task create whose interaction response Discord made although it
+// answered 500 (the error came from between, after the work): interaction
+// responses carry no nonce, so the bot asks for the response (@original)
+// before posting the acknowledgement anywhere else. People see it once.
+func TestInteractionAcknowledgementMadeDespite500IsNotPostedTwice(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t)
+	b := start(t, srv)
+	srv.FailAfterNext("POST", "/interactions/", 1, http.StatusInternalServerError)
+
+	b.slash(alice, "create", discordfake.CommandOption{Name: "goal", Value: "Build auth"})
+	if !b.advanceUntil(time.Second, 10*time.Second, func() bool { return len(srv.Messages(channelID)) > 0 }) {
+		t.Fatal("the acknowledgement never came")
+	}
+	b.advanceUntil(time.Second, 5*time.Second, func() bool { return false })
+	b.stop()
+	ms := srv.Messages(channelID)
+	if len(ms) != 1 || ms[0].InteractionID == "" {
+		t.Fatalf("messages = %+v, want the acknowledgement once, as the interaction's response", ms)
+	}
+	mustContain(t, "acknowledgement", ms[0].Content, `Created task #1 "Build auth"`)
+	if n := b.countTasks(); n != 1 {
+		t.Errorf("%d tasks, want 1", n)
+	}
+}

@@ -3,6 +3,8 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -418,7 +420,11 @@ func (r *interactionReply) reply(ctx context.Context, resp plugin.Response) erro
 			},
 		}, opt)
 		if err != nil {
-			return interactionError("respond to", r.in, err)
+			id, made := r.madeDespite(ctx, err)
+			if !made {
+				return interactionError("respond to", r.in, err)
+			}
+			first = id
 		}
 		next = 1
 	case deferred:
@@ -467,6 +473,27 @@ func (r *interactionReply) reply(ctx context.Context, resp plugin.Response) erro
 	return nil
 }
 
+// madeDespite reports whether the interaction's response was made although
+// creating it failed with err, and its message's ID: a server error or a
+// lost answer may come after Discord did the work, and an interaction
+// response carries no nonce to make a second attempt harmless, so its
+// @original is asked for. A refusal (4xx) made nothing.
+func (r *interactionReply) madeDespite(ctx context.Context, err error) (string, bool) {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < http.StatusInternalServerError {
+		return "", false
+	}
+	if ctx.Err() != nil {
+		return "", false
+	}
+	m, gerr := r.a.sess.InteractionResponse(r.in, discordgo.WithContext(ctx))
+	if gerr != nil || m == nil || m.ID == "" {
+		return "", false
+	}
+	r.a.log.Info("an interaction's response was made although Discord answered an error", "interaction", r.in.ID, "err", err)
+	return m.ID, true
+}
+
 // deferResponse acknowledges the interaction with "thinking…", when no
 // reply has been sent yet. A command's deferral is public, as most
 // replies are; a button's is ephemeral, as its reply will be.
@@ -485,8 +512,10 @@ func (r *interactionReply) deferResponse(ctx context.Context) {
 		Data: &discordgo.InteractionResponseData{Flags: flags},
 	}, discordgo.WithContext(ctx))
 	if err != nil {
-		r.a.log.Error("deferring an interaction failed", "interaction", r.in.ID, "err", err)
-		return
+		if _, made := r.madeDespite(ctx, err); !made {
+			r.a.log.Error("deferring an interaction failed", "interaction", r.in.ID, "err", err)
+			return
+		}
 	}
 	r.state, r.deferredEphemeral = deferred, r.component
 	r.a.log.Debug("interaction deferred", "interaction", r.in.ID, "after", r.a.opts.DeferAfter)
