@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -96,6 +98,19 @@ func (s *Serve) URL() string { return "http://" + s.addr }
 
 // Pid is the process's id.
 func (s *Serve) Pid() int { return s.cmd.Process.Pid }
+
+// CPU is the CPU time the process has used so far (/proc/PID/stat).
+func (s *Serve) CPU() time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Pid()))
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	line := string(raw)
+	f := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
 
 // Logs is what the process wrote so far.
 func (s *Serve) Logs() string { return s.logs.String() }

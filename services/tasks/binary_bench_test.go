@@ -212,14 +212,14 @@ func (sv *served) wait(until int) int {
 func (sv *served) measure(n int) (time.Duration, cpuUse) {
 	from := sv.iterations()
 	c := readCPU(sv.tb, sv.pool)
-	proc := procCPU(sv.tb, sv.Pid())
+	proc := sv.CPU()
 	start := time.Now()
 	sv.Signal(syscall.SIGCONT)
 	got := sv.wait(from + n)
 	elapsed := time.Since(start)
 	sv.Signal(syscall.SIGSTOP)
 	cpu := readCPU(sv.tb, sv.pool).sub(c)
-	cpu.self = procCPU(sv.tb, sv.Pid()) - proc
+	cpu.self = sv.CPU() - proc
 	return elapsed * time.Duration(n) / time.Duration(got-from), cpu
 }
 
@@ -251,17 +251,4 @@ func (sv *served) check(changing bool) {
 		why, _ := pgx.CollectRows(rows, pgx.RowToMap)
 		tb.Fatalf("%d tasks ended (%v), %d of %d steps wrote a file:\n%s", ended, why, writes, steps, sv.Logs())
 	}
-}
-
-// procCPU is the CPU time process pid has used (/proc/PID/stat).
-func procCPU(tb testing.TB, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	line := string(raw)
-	f := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * 10 * time.Millisecond
 }
