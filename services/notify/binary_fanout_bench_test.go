@@ -82,15 +82,21 @@ func fanOutThroughTheBinary(b *testing.B, cfg binaryFanOutConfig, replicas, n in
 	model := testkit.InstantModel(b, cfg.modelDelay, testkit.ChangingAnswer)
 	url := testkit.PostgresURL(b)
 	dir := b.TempDir()
-	env := []string{"DATABASE_URL=" + url, "TASKLOOM_DATA_DIR=" + filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=false",
+	env := []string{"DATABASE_URL=" + url, "TASKLOOM_CONSOLE=false",
 		"DISCORD_BOT_TOKEN=" + strings.TrimPrefix(fake.Token(), "Bot "), "DISCORD_API_URL=" + fake.URL(),
 		"DISCORD_APPLICATION_ID=" + fake.ApplicationID(),
 		"OPENAI_BASE_URL=" + model, "OPENAI_API_KEY=sk-bench", "TASKLOOM_WORKERS=" + strconv.Itoa(cfg.workers),
 		"TASKLOOM_MAX_ACTIVE=100000", "TASKLOOM_MAX_TOKENS=0", "TASKLOOM_FACTS=false", "TASKLOOM_LOG_LEVEL=warn"}
 	serves := make([]*testkit.Serve, replicas)
 	for i := range serves {
-		// One after the other: the first migrates the database.
-		serves[i] = testkit.StartServe(b, cfg.bin, filepath.Join(dir, strconv.Itoa(i)), env...)
+		// One after the other: the first migrates the database. Each has
+		// a home and a data folder of its own, as on machines of their
+		// own.
+		home := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		serves[i] = testkit.StartServe(b, cfg.bin, home, slices.Concat(env, []string{"TASKLOOM_DATA_DIR=" + filepath.Join(home, "data")})...)
 	}
 	logs := func() string {
 		var s strings.Builder
