@@ -191,20 +191,29 @@ func fanOutThroughTheBinary(b *testing.B, cfg binaryFanOutConfig, replicas, n in
 	}
 
 	waits := make([]time.Duration, n)
-	served := 0
+	var servedWaits []time.Duration
 	for i, id := range ids {
 		if at, ok := first[id]; ok {
 			waits[i] = at.Sub(created[i])
-			served++
+			servedWaits = append(servedWaits, waits[i])
 		} else {
 			waits[i] = end.Sub(created[i]) // not served: at least this
 		}
 	}
 	slices.Sort(waits)
-	within := 0
-	for _, w := range waits[:served] {
-		if w <= 30*time.Second {
-			within++
+	slices.Sort(servedWaits)
+	served := len(servedWaits)
+	servedWithin := func(d time.Duration) int {
+		k, _ := slices.BinarySearch(servedWaits, d+1)
+		return k
+	}
+	within := servedWithin(30 * time.Second)
+	// How the rooms were served over time: those served within 10 s,
+	// 20 s… of their task's creation.
+	var by strings.Builder
+	for _, at := range []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 45 * time.Second, 60 * time.Second, 90 * time.Second} {
+		if at <= cfg.giveUp {
+			fmt.Fprintf(&by, " %s:%d", at, servedWithin(at))
 		}
 	}
 	// What the store says at the end: the iterations run, and the
@@ -238,12 +247,12 @@ func fanOutThroughTheBinary(b *testing.B, cfg binaryFanOutConfig, replicas, n in
 		lower = fmt.Sprintf(" (%d rooms not served in %s count as their wait so far: the figures they reach are lower bounds)", n-served, cfg.giveUp)
 	}
 	fmt.Printf("fan-out through the binary, %d replica(s) × %d workers, %d rooms, model %s: %d rooms served, %d within 30 s, %d first messages not a batch; "+
-		"creation to first batch: max %s, p50 %s, p99 %s%s; %d 429s (%d global); %d messages in %s (%.1f/s); %d iterations (%.0f/s); tasks created in %s; serve used %.0f%% of a core; %d outbox rows pending for %d rooms at the end\n",
+		"creation to first batch: max %s, p50 %s, p99 %s%s; %d 429s (%d global); %d messages in %s (%.1f/s); %d iterations (%.0f/s); tasks created in %s; serve used %.0f%% of a core; %d outbox rows pending for %d rooms at the end; rooms served within%s\n",
 		replicas, cfg.workers, n, cfg.modelDelay, served, within, len(other),
 		pct(100).Round(100*time.Millisecond), pct(50).Round(100*time.Millisecond), pct(99).Round(100*time.Millisecond), lower,
 		throttled, global, len(accepted), elapsed.Round(100*time.Millisecond), float64(len(accepted))/elapsed.Seconds(),
 		iterations, float64(iterations)/elapsed.Seconds(), allCreated.Round(100*time.Millisecond),
-		100*cpu.Seconds()/elapsed.Seconds(), pending, pendingRooms)
+		100*cpu.Seconds()/elapsed.Seconds(), pending, pendingRooms, by.String())
 	for _, sv := range serves {
 		sv.Stop()
 	}
