@@ -112,7 +112,7 @@ var fanOutPlatforms = []fanOutPlatform{
 // a second round pending and a tenth of it sent, how long Stop took
 // against a 10 s deadline and how many rows it left claimed.
 //
-//	go test -run XXX -bench FanOut -benchtime 1x -timeout 30m ./services/notify/
+//	go test -run XXX -bench 'FanOut$' -benchtime 1x -timeout 30m ./services/notify/
 func BenchmarkFanOut(b *testing.B) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("TASKLOOM_BENCH_ROOMS")); err == nil && v > 0 {

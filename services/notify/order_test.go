@@ -47,46 +47,59 @@ func inOrder(t *testing.T, msgs []string) (ended bool, last int) {
 }
 
 // TestFailingRoomKeepsItsOrder: the platform answers a room's posts with
-// a 500 for a minute while its task moves on and completes. The message
-// that failed waits for its retry and holds the room's later rows: once
-// the platform recovers the room gets it, then the task's newer state
-// and its completion — never an older state after a newer one, nothing
-// after the completion, nothing lost or doubled. (Before, the newer rows
-// went out while the first waited, and the first then rewound the room:
-// "0% → 38%", then "0% → 10%", then "✅ completed" followed by a batch.)
+// a 500 for a minute while its task moves on, and the task completes
+// while the first batch waits (at 50 s) or once the platform is back (at
+// 80 s, the task still moving when it recovers). The message that failed
+// waits for its retry and holds the room's later rows: once the platform
+// recovers the room gets it, then the task's newer state and its
+// completion — never an older state after a newer one, nothing after the
+// completion, nothing lost or doubled. (Before, the newer rows went out
+// while the first waited, and the first then rewound the room: "0% →
+// 38%", then "0% → 10%", then "✅ completed" followed by a batch.)
 func TestFailingRoomKeepsItsOrder(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
 		clk := clock.NewFake(t0)
-		for _, c := range fakeChats(t, clk) {
-			t.Run(c.name, func(t *testing.T) {
-				st := open(t)
-				f := c.fixture(t, st, "replica", clk)
-				n := f.create(c.room, "Build auth").Number
-				f.iterate(n, 10, domain.VerdictContinue, true)
-				c.failUntil(clk.Now().Add(time.Minute))
-				f.flush()
-				for i := 1; i <= 100; i++ {
-					clk.Advance(time.Second)
-					switch {
-					case i%8 == 0 && i < 50:
-						f.iterate(n, 10+i, domain.VerdictContinue, true)
-					case i == 50:
-						f.iterate(n, 95, domain.VerdictDone, true) // completes while the first batch waits
-					}
+		for _, endAt := range []int{50, 80} {
+			for _, c := range fakeChats(t, clk) {
+				t.Run(fmt.Sprintf("%s/ends at %ds", c.name, endAt), func(t *testing.T) {
+					st := open(t)
+					f := c.fixture(t, st, "replica", clk)
+					n := f.create(c.room, "Build auth").Number
+					f.iterate(n, 10, domain.VerdictContinue, true)
+					c.failUntil(clk.Now().Add(time.Minute))
 					f.flush()
-				}
-				msgs := c.messages()
-				ended, _ := inOrder(t, msgs)
-				// The progress rows that waited go out with the completion, which
-				// shows the task's end rather than a batch about it.
-				if !ended || len(msgs) != 2 || !strings.Contains(msgs[0], "Progress: 0% → 10%") {
-					t.Errorf("the room got %q; want the first batch, then the rest, ending with the completion", msgs)
-				}
-				if got, err := st.LastSent(t.Context(), c.room, []int64{n}); err != nil || got[n] != 100 {
-					t.Errorf("room_progress = %v, %v; want 100 (the completion)", got, err)
-				}
-				noPending(t, st)
-			})
+					for i := 1; i <= 100; i++ {
+						clk.Advance(time.Second)
+						switch {
+						case i%8 == 0 && i < endAt:
+							f.iterate(n, 10+i, domain.VerdictContinue, true)
+						case i == endAt:
+							f.iterate(n, 95, domain.VerdictDone, true)
+						}
+						f.flush()
+					}
+					msgs := c.messages()
+					ended, _ := inOrder(t, msgs)
+					if !ended || len(msgs) < 2 || !strings.Contains(msgs[0], "Progress: 0% → 10%") {
+						t.Errorf("the room got %q; want the first batch, then the rest, ending with the completion", msgs)
+					}
+					if endAt < 60 && len(msgs) != 2 {
+						// The progress rows that waited go out with the
+						// completion, which shows the task's end rather
+						// than a batch about it.
+						t.Errorf("the room got %q; want the first batch, then the completion", msgs)
+					}
+					if endAt > 60 && len(msgs) < 3 {
+						// The task moved on after the platform recovered:
+						// the room saw where it got before its end.
+						t.Errorf("the room got %q; want the first batch, the task's newer progress, then the completion", msgs)
+					}
+					if got, err := st.LastSent(t.Context(), c.room, []int64{n}); err != nil || got[n] != 100 {
+						t.Errorf("room_progress = %v, %v; want 100 (the completion)", got, err)
+					}
+					noPending(t, st)
+				})
+			}
 		}
 	})
 }

@@ -1,20 +1,14 @@
 package tasks_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -28,7 +22,7 @@ import (
 // BenchmarkThroughTheBinary measures the write path end to end
 // (docs/PERFORMANCE.md, "Through the binary"): the real `taskloom serve`
 // process, built here, on PostgreSQL, its model an instant one behind a
-// real HTTP server (instantModel; TASKLOOM_BENCH_MODEL=fake uses
+// real HTTP server (testkit.InstantModel; TASKLOOM_BENCH_MODEL=fake uses
 // internal/testkit's OpenAI-compatible fake instead), answering at once
 // that the task writes a file and goes on, as a real task does: each answer
 // writes content the file did not hold and moves the progress (the model
@@ -46,22 +40,15 @@ import (
 func BenchmarkThroughTheBinary(b *testing.B) {
 	total := benchIterations(b)
 	dir := b.TempDir()
-	bin := os.Getenv("TASKLOOM_BENCH_BIN")
-	if bin == "" {
-		bin = filepath.Join(dir, "taskloom")
-		build := exec.Command("go", "build", "-o", bin, "github.com/taskloom/taskloom/cmd/taskloom")
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("build taskloom: %v\n%s", err, out)
-		}
-	}
+	bin := testkit.TaskloomBinary(b, dir)
 	same := os.Getenv("TASKLOOM_BENCH_CONTENT") == "same"
-	answer := changingAnswer
+	answer := testkit.ChangingAnswer
 	if same {
 		answer = func(uint64) string {
 			return testkit.DecisionJSON("write_file", map[string]string{"path": "notes.md", "content": "# Notes\nstill going\n"}, 50, "continue")
 		}
 	}
-	modelURL := instantModel(b, answer)
+	modelURL := testkit.InstantModel(b, 0, answer)
 	if os.Getenv("TASKLOOM_BENCH_MODEL") == "fake" {
 		model := testkit.NewOpenAI(b)
 		model.Unrecorded()
@@ -81,7 +68,7 @@ func BenchmarkThroughTheBinary(b *testing.B) {
 				logStatements(b, raw.pool)
 			}
 			sv := startServe(b, bin, dir, url, modelURL, raw.pool, workers)
-			defer sv.stop()
+			defer sv.Stop()
 			// In turns: a round of the raw baseline with serve stopped
 			// (SIGSTOP), then as many of serve's iterations with it
 			// running, so both see the same load from the rest of the
@@ -90,7 +77,7 @@ func BenchmarkThroughTheBinary(b *testing.B) {
 			var rawCPU, tlCPU cpuUse
 			for left := total; left > 0; left -= roundIterations {
 				n := min(left, roundIterations)
-				sv.signal(syscall.SIGSTOP)
+				sv.Signal(syscall.SIGSTOP)
 				rawRound(b, raw.pool, queueTasks)
 				c := readCPU(b, raw.pool)
 				rawTime += drive(b, n, workers, []stepper{raw.worker})
@@ -99,7 +86,7 @@ func BenchmarkThroughTheBinary(b *testing.B) {
 				tlTime += d
 				tlCPU = tlCPU.add(cpu)
 			}
-			sv.stop()
+			sv.Stop()
 			sv.check(!same)
 			tl := float64(total) / tlTime.Seconds()
 			r := row{workers, float64(total) / rawTime.Seconds(), tl}
@@ -124,52 +111,6 @@ func BenchmarkThroughTheBinary(b *testing.B) {
 		fmt.Fprintf(&t, "%8d %10.0f %10.0f %6.0f%%\n", r.workers, r.raw, r.taskloom, 100*r.taskloom/r.raw)
 	}
 	fmt.Print(t.String())
-}
-
-// changingAnswer is the instant model's answer number n (from 1): the
-// task writes notes.md with content no earlier answer wrote, and reports
-// progress that moves (1 to 99, never 100: the tasks go on).
-func changingAnswer(n uint64) string {
-	content := fmt.Sprintf("# Notes\nentry %d: still going\n", n)
-	return testkit.DecisionJSON("write_file", map[string]string{"path": "notes.md", "content": content}, int(n%99)+1, "continue")
-}
-
-// instantModel serves POST /v1/chat/completions, answering request n
-// (counted from 1 as they come) at once with answer(n) as the API shapes a
-// completion, and returns its base URL. It reads each request whole but
-// does not decode it: the benchmark's model runs on the two cores `serve`
-// and PostgreSQL use, as a real model would not, and testkit's fake, which
-// decodes and checks every request as the API does, spent about 0.17 ms of
-// CPU an iteration on it — a sixth of what Taskloom and its database
-// spent — on the cores the comparison is about (docs/PERFORMANCE.md,
-// "Through the binary"). Encoding the answer is a few microseconds.
-func instantModel(tb testing.TB, answer func(n uint64) string) string {
-	tb.Helper()
-	var count atomic.Uint64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body, err := json.Marshal(map[string]any{
-			"id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": "bench",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": answer(count.Add(1))}}},
-			"usage": map[string]any{"prompt_tokens": 2500, "completion_tokens": 40, "total_tokens": 2540},
-		})
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	}))
-	tb.Cleanup(srv.Close)
-	return srv.URL + "/v1"
 }
 
 // rawRound ends the raw baseline's tasks and fills its queue with n fresh
@@ -207,11 +148,9 @@ func logStatements(tb testing.TB, pool *pgxpool.Pool) {
 
 // served is `taskloom serve` running for the benchmark.
 type served struct {
+	*testkit.Serve
 	tb         testing.TB
-	cmd        *exec.Cmd
 	pool       *pgxpool.Pool
-	logs       *bytes.Buffer
-	stopped    bool
 	iterations func() int
 }
 
@@ -222,31 +161,11 @@ type served struct {
 func startServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Pool, workers int) *served {
 	tb.Helper()
 	ctx := context.Background()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DATABASE_URL=" + url,
-		"TASKLOOM_HTTP_ADDR=" + addr, "TASKLOOM_DATA_DIR=" + filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=true",
-		"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=sk-bench", "TASKLOOM_WORKERS=" + strconv.Itoa(workers),
-		"TASKLOOM_MAX_ACTIVE=1000", "TASKLOOM_MAX_TOKENS=0", "TASKLOOM_FACTS=false", "TASKLOOM_LOG_LEVEL=warn"}
-	sv := &served{tb: tb, cmd: cmd, pool: pool, logs: &bytes.Buffer{}}
-	cmd.Stdout, cmd.Stderr = sv.logs, sv.logs
-	// The console's input stays open (it ends serve at its end) and says
-	// nothing.
-	in, keep, err := os.Pipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { keep.Close() })
-	cmd.Stdin = in
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	in.Close()
+	sv := &served{tb: tb, pool: pool}
+	sv.Serve = testkit.StartServe(tb, bin, dir, "DATABASE_URL="+url,
+		"TASKLOOM_DATA_DIR="+filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=true",
+		"OPENAI_BASE_URL="+modelURL, "OPENAI_API_KEY=sk-bench", "TASKLOOM_WORKERS="+strconv.Itoa(workers),
+		"TASKLOOM_MAX_ACTIVE=1000", "TASKLOOM_MAX_TOKENS=0", "TASKLOOM_FACTS=false", "TASKLOOM_LOG_LEVEL=warn")
 	sv.iterations = func() int {
 		var n int
 		if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(iteration), 0) FROM tasks`).Scan(&n); err != nil {
@@ -254,33 +173,17 @@ func startServe(tb testing.TB, bin, dir, url, modelURL string, pool *pgxpool.Poo
 		}
 		return n
 	}
-	base := "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			sv.stop()
-			tb.Fatalf("taskloom serve not ready after 60s:\n%s", sv.logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	for i := range queueTasks {
 		body := fmt.Sprintf(`{"goal": "keep notes %d", "room": "console", "max_iterations": 10000, "max_stale_iterations": 1000}`, i)
-		resp, err := http.Post(base+"/api/tasks", "application/json", strings.NewReader(body))
+		resp, err := http.Post(sv.URL()+"/api/tasks", "application/json", strings.NewReader(body))
 		if err != nil {
-			sv.stop()
+			sv.Stop()
 			tb.Fatal(err)
 		}
 		out, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-			sv.stop()
+			sv.Stop()
 			tb.Fatalf("POST /api/tasks: %d %s", resp.StatusCode, out)
 		}
 	}
@@ -296,17 +199,10 @@ func (sv *served) wait(until int) int {
 			return n
 		}
 		if time.Now().After(deadline) {
-			sv.stop()
-			sv.tb.Fatalf("%d iterations not reached in 5 minutes:\n%s", until, sv.logs.String())
+			sv.Stop()
+			sv.tb.Fatalf("%d iterations not reached in 5 minutes:\n%s", until, sv.Logs())
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// signal sends sig to the process.
-func (sv *served) signal(sig syscall.Signal) {
-	if err := sv.cmd.Process.Signal(sig); err != nil {
-		sv.tb.Fatalf("signal taskloom serve: %v", err)
 	}
 }
 
@@ -316,25 +212,15 @@ func (sv *served) signal(sig syscall.Signal) {
 func (sv *served) measure(n int) (time.Duration, cpuUse) {
 	from := sv.iterations()
 	c := readCPU(sv.tb, sv.pool)
-	proc := procCPU(sv.tb, sv.cmd.Process.Pid)
+	proc := sv.CPU()
 	start := time.Now()
-	sv.signal(syscall.SIGCONT)
+	sv.Signal(syscall.SIGCONT)
 	got := sv.wait(from + n)
 	elapsed := time.Since(start)
-	sv.signal(syscall.SIGSTOP)
+	sv.Signal(syscall.SIGSTOP)
 	cpu := readCPU(sv.tb, sv.pool).sub(c)
-	cpu.self = procCPU(sv.tb, sv.cmd.Process.Pid) - proc
+	cpu.self = sv.CPU() - proc
 	return elapsed * time.Duration(n) / time.Duration(got-from), cpu
-}
-
-// stop ends the process (once).
-func (sv *served) stop() {
-	if !sv.stopped {
-		sv.stopped = true
-		_ = sv.cmd.Process.Signal(syscall.SIGCONT)
-		_ = sv.cmd.Process.Signal(syscall.SIGTERM)
-		_ = sv.cmd.Wait()
-	}
 }
 
 // check checks, once the process stopped, that every task is still going
@@ -363,19 +249,6 @@ func (sv *served) check(changing bool) {
 	if ended != 0 || writes != steps || steps == 0 {
 		rows, _ := pool.Query(ctx, `SELECT number, status, error FROM tasks WHERE status NOT IN ('queued', 'running') LIMIT 3`)
 		why, _ := pgx.CollectRows(rows, pgx.RowToMap)
-		tb.Fatalf("%d tasks ended (%v), %d of %d steps wrote a file:\n%s", ended, why, writes, steps, sv.logs.String())
+		tb.Fatalf("%d tasks ended (%v), %d of %d steps wrote a file:\n%s", ended, why, writes, steps, sv.Logs())
 	}
-}
-
-// procCPU is the CPU time process pid has used (/proc/PID/stat).
-func procCPU(tb testing.TB, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	line := string(raw)
-	f := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * 10 * time.Millisecond
 }

@@ -1,15 +1,12 @@
 package tasks_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -585,11 +582,7 @@ func BenchmarkQueueIdleRSS(b *testing.B) {
 	const tasks = 10_000
 	ctx := context.Background()
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "taskloom")
-	build := exec.Command("go", "build", "-o", bin, "github.com/taskloom/taskloom/cmd/taskloom")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build taskloom: %v\n%s", err, out)
-	}
+	bin := testkit.TaskloomBinary(b, dir)
 	url := benchDB(b)
 	pool := rawPool(b, url)
 	for _, q := range []string{
@@ -616,26 +609,10 @@ func BenchmarkQueueIdleRSS(b *testing.B) {
 			b.Fatalf("fill: %v", err)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	serve := exec.Command(bin, "serve")
-	serve.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DATABASE_URL=" + url,
-		"TASKLOOM_HTTP_ADDR=" + addr, "TASKLOOM_DATA_DIR=" + filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=false"}
-	var logs bytes.Buffer
-	serve.Stdout, serve.Stderr = &logs, &logs
-	if err := serve.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = serve.Process.Signal(syscall.SIGTERM)
-		_ = serve.Wait()
-	})
+	serve := testkit.StartServe(b, bin, dir, "DATABASE_URL="+url,
+		"TASKLOOM_DATA_DIR="+filepath.Join(dir, "data"), "TASKLOOM_CONSOLE=false")
 	get := func(path string) int {
-		resp, err := http.Get("http://" + addr + path)
+		resp, err := http.Get(serve.URL() + path)
 		if err != nil {
 			return 0
 		}
@@ -643,19 +620,13 @@ func BenchmarkQueueIdleRSS(b *testing.B) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode
 	}
-	for deadline := time.Now().Add(60 * time.Second); get("/readyz") != http.StatusOK; {
-		if time.Now().After(deadline) {
-			b.Fatalf("taskloom serve not ready after 60s:\n%s", logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	for _, path := range []string{"/api/tasks", "/metrics"} {
 		if code := get(path); code != http.StatusOK {
 			b.Fatalf("GET %s: %d", path, code)
 		}
 	}
 	time.Sleep(5 * time.Second)
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", serve.Process.Pid))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", serve.Pid()))
 	if err != nil {
 		b.Fatal(err)
 	}
