@@ -14,10 +14,13 @@ import (
 // process's pacer alone.
 type PaceShares interface {
 	// PaceBeat records that m.Replica, sending as m.Bot on m.Platform, is
-	// alive at m.At and asked for m.Demand requests since its last beat,
-	// and returns the members of that bot seen after m.At-ttl, m among
-	// them, ordered by replica. Members not seen for much longer than
-	// ttl are deleted, and so are room windows long over.
+	// alive at m.At and asked for m.Demand requests in the beat period
+	// before epoch m.Epoch. A replica's first beat of an epoch records its
+	// demand for that epoch, the epoch before's kept as PrevEpoch and
+	// PrevDemand; a later beat of the same epoch changes only At. It
+	// returns the members of that bot seen after m.At-ttl, m among them,
+	// ordered by replica. Members not seen for much longer than ttl are
+	// deleted, and so are room windows long over.
 	PaceBeat(ctx context.Context, m PaceMember, ttl time.Duration) ([]PaceMember, error)
 	// PaceLeave deletes a member: a replica that stops gives its share
 	// back at once.
@@ -37,9 +40,13 @@ type PaceMember struct {
 	// gives it, or a digest of its token, never the token.
 	Bot     string
 	Replica string
-	// At is when the replica last beat, on the clock it paces by.
+	// At is when the replica last beat, on the clock the replicas share.
 	At time.Time
-	// Demand is how many requests the replica asked for in the second
-	// before its last beat.
-	Demand int
+	// Epoch is the epoch (a count of beat periods) of the replica's
+	// latest beat, and Demand how many requests it said it asked for
+	// then; PrevEpoch and PrevDemand are those of the beat before.
+	Epoch      int64
+	Demand     int
+	PrevEpoch  int64
+	PrevDemand int
 }

@@ -19,23 +19,28 @@ const paceForget = time.Minute
 // own row is added to it. It deletes what has long been silent.
 const sqlPaceBeat = `
 WITH beat AS (
-    INSERT INTO pace_members (platform, bot, replica, seen_at, demand) VALUES ($1, $2, $3, $4, $5)
-    ON CONFLICT (platform, bot, replica) DO UPDATE SET seen_at = EXCLUDED.seen_at, demand = EXCLUDED.demand
-    RETURNING replica, seen_at, demand
+    INSERT INTO pace_members AS m (platform, bot, replica, seen_at, epoch, demand) VALUES ($1, $2, $3, $4, $5, $6)
+    ON CONFLICT (platform, bot, replica) DO UPDATE SET
+        seen_at = EXCLUDED.seen_at,
+        prev_epoch = CASE WHEN m.epoch < EXCLUDED.epoch THEN m.epoch ELSE m.prev_epoch END,
+        prev_demand = CASE WHEN m.epoch < EXCLUDED.epoch THEN m.demand ELSE m.prev_demand END,
+        demand = CASE WHEN m.epoch < EXCLUDED.epoch THEN EXCLUDED.demand ELSE m.demand END,
+        epoch = GREATEST(m.epoch, EXCLUDED.epoch)
+    RETURNING replica, seen_at, epoch, demand, prev_epoch, prev_demand
 ), gone AS (
-    DELETE FROM pace_members WHERE platform = $1 AND bot = $2 AND seen_at < $7 AND replica <> $3
+    DELETE FROM pace_members WHERE platform = $1 AND bot = $2 AND seen_at < $8 AND replica <> $3
 ), over AS (
-    DELETE FROM pace_rooms WHERE platform = $1 AND bot = $2 AND last_at < $7
+    DELETE FROM pace_rooms WHERE platform = $1 AND bot = $2 AND last_at < $8
 )
-SELECT replica, seen_at, demand FROM pace_members
-WHERE platform = $1 AND bot = $2 AND seen_at > $6 AND replica <> $3
+SELECT replica, seen_at, epoch, demand, prev_epoch, prev_demand FROM pace_members
+WHERE platform = $1 AND bot = $2 AND seen_at > $7 AND replica <> $3
 UNION ALL
-SELECT replica, seen_at, demand FROM beat
+SELECT replica, seen_at, epoch, demand, prev_epoch, prev_demand FROM beat
 ORDER BY replica`
 
 // PaceBeat implements domain.PaceShares.
 func (s *Store) PaceBeat(ctx context.Context, m domain.PaceMember, ttl time.Duration) ([]domain.PaceMember, error) {
-	rows, err := s.pool.Query(ctx, sqlPaceBeat, m.Platform, m.Bot, m.Replica, m.At, m.Demand, m.At.Add(-ttl), m.At.Add(-paceForget))
+	rows, err := s.pool.Query(ctx, sqlPaceBeat, m.Platform, m.Bot, m.Replica, m.At, m.Epoch, m.Demand, m.At.Add(-ttl), m.At.Add(-paceForget))
 	if err != nil {
 		return nil, fmt.Errorf("pace beat of %s: %w", m.Replica, err)
 	}
@@ -43,7 +48,7 @@ func (s *Store) PaceBeat(ctx context.Context, m domain.PaceMember, ttl time.Dura
 	var out []domain.PaceMember
 	for rows.Next() {
 		p := domain.PaceMember{Platform: m.Platform, Bot: m.Bot}
-		if err := rows.Scan(&p.Replica, &p.At, &p.Demand); err != nil {
+		if err := rows.Scan(&p.Replica, &p.At, &p.Epoch, &p.Demand, &p.PrevEpoch, &p.PrevDemand); err != nil {
 			return nil, fmt.Errorf("pace beat of %s: %w", m.Replica, err)
 		}
 		p.At = p.At.UTC()

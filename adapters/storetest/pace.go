@@ -21,17 +21,22 @@ func testPaceShares(t *testing.T, s domain.Store) {
 	}
 	ctx := t.Context()
 	const ttl = 3 * time.Second
+	var last domain.PaceMember
 	beat := func(replica string, d time.Duration, demand int) []string {
 		t.Helper()
-		got, err := ps.PaceBeat(ctx, domain.PaceMember{Platform: "discord", Bot: "b1", Replica: replica, At: at(d), Demand: demand}, ttl)
+		got, err := ps.PaceBeat(ctx, domain.PaceMember{Platform: "discord", Bot: "b1", Replica: replica, At: at(d),
+			Epoch: int64(d / time.Second), Demand: demand}, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var names []string
 		for _, m := range got {
 			names = append(names, m.Replica)
-			if m.Replica == replica && (m.Demand != demand || !m.At.Equal(at(d))) {
-				t.Errorf("%s's own beat came back as %+v", replica, m)
+			if m.Replica == replica {
+				last = m
+				if !m.At.Equal(at(d)) || m.Epoch != int64(d/time.Second) {
+					t.Errorf("%s's own beat came back as %+v", replica, m)
+				}
 			}
 		}
 		return names
@@ -58,6 +63,15 @@ func testPaceShares(t *testing.T, s domain.Store) {
 		t.Fatal(err)
 	}
 	same("after r3 left", beat("r1", 3200*time.Millisecond, 0), "r1")
+	// An epoch's demand is its first beat's; the epoch before's is kept.
+	beat("r1", 3300*time.Millisecond, 7)
+	if last.Epoch != 3 || last.Demand != 0 || last.PrevEpoch != 0 {
+		t.Errorf("a second beat in epoch 3 with demand 7: %+v; want the first's demand, 0", last)
+	}
+	beat("r1", 4100*time.Millisecond, 9)
+	if last.Epoch != 4 || last.Demand != 9 || last.PrevEpoch != 3 || last.PrevDemand != 0 {
+		t.Errorf("the first beat of epoch 4 with demand 9: %+v; want epoch 3's demand kept as the previous", last)
+	}
 
 	// A room's window: 2 in any 5 s.
 	const n, span = 2, 5 * time.Second

@@ -12,7 +12,10 @@ CREATE UNLOGGED TABLE pace_members (
     bot      TEXT NOT NULL,
     replica  TEXT NOT NULL,
     seen_at  TIMESTAMPTZ NOT NULL,
-    demand   INTEGER NOT NULL DEFAULT 0,
+    epoch       BIGINT NOT NULL,
+    demand      INTEGER NOT NULL,
+    prev_epoch  BIGINT NOT NULL DEFAULT 0,
+    prev_demand INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (platform, bot, replica)
 );
 
