@@ -2,7 +2,7 @@ package notify
 
 import (
 	"context"
-		"slices"
+	"slices"
 	"sync"
 	"time"
 
