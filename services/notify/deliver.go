@@ -241,7 +241,7 @@ func (s *Service) pacer(room string) *pacer {
 			// Shared: nothing goes before the first beat, which the
 			// first request writes (beatIfDue).
 			p.sh = &share{store: s.opts.Shares, platform: name, bot: lim.Bot, replica: s.opts.Owner}
-			p.noShare = true
+			p.noShare = lim.Global.N > 0
 		}
 	}
 	s.pacers[name] = p
@@ -252,8 +252,8 @@ func (s *Service) pacer(room string) *pacer {
 // the loop's beats keep it alive, and a sender writes one when the loop
 // does not run or is late.
 func (s *Service) beatIfDue(ctx context.Context, p *pacer) {
-	if p == nil || p.sh == nil {
-		return
+	if p == nil || p.sh == nil || p.lim.Global.N <= 0 {
+		return // alone, or only rooms' windows to share
 	}
 	now := s.now()
 	if !p.sh.beatDue(now) {

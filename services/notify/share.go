@@ -77,7 +77,7 @@ func (sh *share) beatDue(now time.Time) bool {
 	e, in := epochOf(now)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return e > sh.epoch && in >= beatFrom && in < beatTo
+	return sh.epoch == 0 || e > sh.epoch && in >= beatFrom && in < beatTo
 }
 
 // beat writes p's beat at now, on the shared clock, when due, and sets
@@ -89,7 +89,9 @@ func (sh *share) beat(ctx context.Context, p *pacer, now, local time.Time) error
 	}
 	defer sh.mu.Unlock()
 	e, in := epochOf(now)
-	if e <= sh.epoch || in < beatFrom || in >= beatTo {
+	// A first beat goes at once: it reads no epoch's members but to see
+	// whether the replica is alone, which a late write cannot hide.
+	if sh.epoch != 0 && (e <= sh.epoch || in < beatFrom || in >= beatTo) {
 		return nil
 	}
 	members, err := sh.store.PaceBeat(ctx, domain.PaceMember{Platform: sh.platform, Bot: sh.bot, Replica: sh.replica,

@@ -140,20 +140,21 @@ func TestSharedPaceFollowsDemand(t *testing.T) {
 
 // TestSharedPaceOfADeadReplicaComesBack: when one of three replicas stops
 // beating (it died), the other two take its share back once its beat
-// expires, and never exceed the bot's pace meanwhile.
+// is two epochs old (within three seconds), and never exceed the bot's
+// pace meanwhile.
 func TestSharedPaceOfADeadReplicaComesBack(t *testing.T) {
 	rs := sharedReplicas(t, 3)
 	runShared(t, rs, 0, 3*time.Second)
 	rs[1].alive = false // dies at 3 s
-	runShared(t, rs, 3*time.Second, 10*time.Second)
+	runShared(t, rs, 3*time.Second, 8*time.Second)
 	all := allTimes(rs)
 	if most := mostIn(all, time.Second); most > 45 {
 		t.Errorf("%d requests in one second across the replicas", most)
 	}
-	// The dead replica's beat expires at 3 s + shareTTL; the others
-	// grow at their next two beats.
-	back := 3*time.Second + shareTTL + 2*beatEvery
-	if n := sendsWithin(rs, back, back+2*time.Second); n < 80 {
+	// Its last beat was in epoch 2: the beats of epoch 4 leave it out,
+	// and the others' shares grow at 5 s (share.beat).
+	back := 6 * time.Second
+	if n := sendsWithin(rs, back, back+2*time.Second); n < 85 {
 		t.Errorf("the two live replicas sent %d requests in the 2 s from %s; want most of the bot's 90", n, back)
 	}
 }
