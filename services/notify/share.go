@@ -69,6 +69,8 @@ type share struct {
 	mu sync.Mutex // one beat at a time
 	// epoch is the epoch of the last beat; zero before the first.
 	epoch int64
+	// failed is when the last beat failed: the next waits an epoch.
+	failed time.Time
 }
 
 // beatDue reports whether a beat is due at now, on the shared clock: none
@@ -77,12 +79,17 @@ func (sh *share) beatDue(now time.Time) bool {
 	e, in := epochOf(now)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if !sh.failed.IsZero() && now.Sub(sh.failed) < beatEvery {
+		return false
+	}
 	return sh.epoch == 0 || e > sh.epoch && in >= beatFrom && in < beatTo
 }
 
 // beat writes p's beat at now, on the shared clock, when due, and sets
 // p's global window to its share; local is now on p's clock. A beat
-// already being written by another sender is left to it.
+// already being written by another sender is left to it. When the store
+// cannot be reached the share stays as it was, and the next beat waits
+// an epoch.
 func (sh *share) beat(ctx context.Context, p *pacer, now, local time.Time) error {
 	if !sh.mu.TryLock() {
 		return nil
@@ -97,8 +104,15 @@ func (sh *share) beat(ctx context.Context, p *pacer, now, local time.Time) error
 	members, err := sh.store.PaceBeat(ctx, domain.PaceMember{Platform: sh.platform, Bot: sh.bot, Replica: sh.replica,
 		At: now, Epoch: e, Demand: p.takeAsked()}, shareTTL)
 	if err != nil {
+		sh.failed = now
+		if sh.epoch == 0 {
+			// No share yet and no store to ask: pace alone, as without
+			// a store to share through, until a beat goes through.
+			p.setShare(p.lim.Global, local)
+		}
 		return err
 	}
+	sh.failed = time.Time{}
 	sh.epoch = e
 	var last []domain.PaceMember // the members of the epoch before, with their demand then
 	others := false
