@@ -170,3 +170,34 @@ func mostIn(times []time.Time, d time.Duration) int {
 	}
 	return most
 }
+
+// TestAllotAddsUpToTheWindow: whatever the members and their demands,
+// their places add up to the window's (k windows' when there are more
+// members than places), each member has one, and the rest follow demand.
+func TestAllotAddsUpToTheWindow(t *testing.T) {
+	g := plugin.Window{N: 9, Span: 200 * time.Millisecond}
+	for _, demands := range [][]int{{0}, {5}, {0, 0}, {100, 0}, {3, 3, 3}, {1, 50, 7}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}} {
+		var ms []domain.PaceMember
+		for i, d := range demands {
+			ms = append(ms, domain.PaceMember{Replica: fmt.Sprintf("r%02d", i), Demand: d})
+		}
+		k := (len(ms) + g.N - 1) / g.N
+		sum := 0
+		for i, m := range ms {
+			w := allot(ms, m.Replica, g)
+			if w.Span != g.Span*time.Duration(k) || w.N < 1 {
+				t.Fatalf("%v: %s gets %+v", demands, m.Replica, w)
+			}
+			if i > 0 && demands[i] > demands[0] && w.N < allot(ms, ms[0].Replica, g).N {
+				t.Errorf("%v: %s asked for more than r00 and got fewer places", demands, m.Replica)
+			}
+			sum += w.N
+		}
+		if sum != k*g.N {
+			t.Errorf("%v: the places add up to %d; the window has %d", demands, sum, k*g.N)
+		}
+	}
+	if w := allot([]domain.PaceMember{{Replica: "r1"}}, "r2", g); w.N != 0 {
+		t.Errorf("a replica that is no member gets %+v", w)
+	}
+}
