@@ -7,11 +7,11 @@ import (
 
 // PaceShares is a Store through which the replicas that send as one bot
 // share the rate limits the platform sets that bot (docs/deploy.md,
-// "Replicas"): each replica beats every second, the members seen lately
-// split the bot's global limit between them, and a room's window of
-// recent messages is kept where every replica books in it. adapters/postgres
-// implements it; a store without it (SQLite: one process) leaves each
-// process's pacer alone.
+// "What replicas share"): each replica beats every second, the members
+// of the second before split the bot's global limit between them, and a
+// room's window of recent messages is kept where every replica books in
+// it. adapters/postgres implements it; a store without it (SQLite: one
+// process) leaves each process's pacer alone.
 type PaceShares interface {
 	// PaceBeat records that m.Replica, sending as m.Bot on m.Platform, is
 	// alive at m.At and asked for m.Demand requests in the beat period

@@ -25,7 +25,7 @@ type Limits struct {
 	// Bot names whose limits these are, the same in every replica sending
 	// as that bot and never its token (BotKey makes one from it): the
 	// replicas that share a database and a Bot share its limits
-	// (docs/deploy.md, "Replicas"). Empty paces each process alone.
+	// (docs/deploy.md, "What replicas share"). Empty paces each process alone.
 	Bot string
 }
 

@@ -846,7 +846,8 @@ func NewCore(o CoreOptions) *Core {
 		StoreClock: onRealClock(o.Clock), Style: cfg.NotifyStyle}
 	if ps, ok := o.Store.(domain.PaceShares); ok {
 		// PostgreSQL: the replicas sending as one bot share its pace
-		// (docs/deploy.md, "Replicas"); SQLite's one process paces alone.
+		// (docs/deploy.md, "What replicas share"); SQLite's one process
+		// paces alone.
 		notifyOpts.Shares = ps
 	}
 	notifier := notify.New(notifyOpts)

@@ -78,7 +78,7 @@ type Options struct {
 	MaxPaceWait time.Duration
 	// Shares, when set, shares the limits of each platform's bot with the
 	// other replicas sending as that bot through the same store (the
-	// PostgreSQL store; docs/deploy.md, "Replicas"), as Owner; nil
+	// PostgreSQL store; docs/deploy.md, "What replicas share"), as Owner; nil
 	// paces this process alone.
 	Shares domain.PaceShares
 }
@@ -319,8 +319,9 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 // beats writes the beats of the shared pacers in the middle of every
-// epoch until stop is closed, so that a replica with nothing to send keeps its place among
-// the members, and its share follows the others' demand.
+// epoch until stop is closed, so that a replica with nothing to send
+// keeps its place among the members, and its share follows the others'
+// demand.
 func (s *Service) beats(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	for {

@@ -11,7 +11,7 @@ import (
 )
 
 // How replicas sending as one bot share its limits (docs/deploy.md,
-// "Replicas").
+// "What replicas share").
 const (
 	// beatEvery is an epoch: each replica beats once in every one, and
 	// shares follow the members and demands of the epoch before.

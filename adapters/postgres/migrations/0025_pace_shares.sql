@@ -1,12 +1,12 @@
--- The pace the replicas sending as one bot share (docs/deploy.md,
--- "Replicas"; domain.PaceShares). pace_members holds each replica's beat:
--- the members seen in the last seconds split the bot's global limit, in
--- proportion to the demand each wrote. pace_rooms holds each room's
--- window (its bucket: the channel its messages count in), the times of
--- its latest messages, which a replica books in before it sends there,
--- whichever replica sent there before. Both are state of the last
--- seconds, rebuilt within a second after a loss: unlogged, and left out
--- of dumps.
+-- The pace the replicas sending as one bot share (docs/deploy.md, "What
+-- replicas share"; domain.PaceShares). pace_members holds each replica's
+-- beat: the members that beat in the epoch (second) before split the
+-- bot's global limit, in proportion to the demand each wrote then.
+-- pace_rooms holds each room's window (its bucket: the channel its
+-- messages count in), the times of its latest messages, which a replica
+-- books in before it sends there, whichever replica sent there before.
+-- Both are state of the last seconds, rebuilt within a second after a
+-- loss: unlogged, and left out of dumps.
 CREATE UNLOGGED TABLE pace_members (
     platform TEXT NOT NULL,
     bot      TEXT NOT NULL,
