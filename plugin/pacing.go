@@ -1,6 +1,10 @@
 package plugin
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
 
 // Limits are the rate limits a platform publishes for a bot's requests,
 // which the notification service keeps to instead of learning them from
@@ -18,6 +22,18 @@ type Limits struct {
 	// platform's channel (a Discord thread is a channel of its own; a
 	// Slack thread counts with its channel). Nil counts each room apart.
 	Bucket func(room string) string
+	// Bot names whose limits these are, the same in every replica sending
+	// as that bot and never its token (BotKey makes one from it): the
+	// replicas that share a database and a Bot share its limits
+	// (docs/deploy.md, "What replicas share"). Empty paces each process alone.
+	Bot string
+}
+
+// BotKey names a bot by its token without giving the token away: a
+// digest of it, for Limits.Bot.
+func BotKey(token string) string {
+	sum := sha256.Sum256([]byte("taskloom pace\x00" + token))
+	return hex.EncodeToString(sum[:12])
 }
 
 // Window is "at most N in any span of Span".

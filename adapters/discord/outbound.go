@@ -75,9 +75,11 @@ func (a *Adapter) SendOnce(ctx context.Context, room string, m plugin.Outgoing, 
 // bot, paced at 9 in any 200 ms (45 a second, in bursts small enough that
 // requests made late by a busy machine do not crowd into the next
 // second); 5 messages in 5 s per channel — a thread is a channel of its
-// own — paced over 5.5 s.
+// own — paced over 5.5 s. The limits are the bot's, named by its token's
+// digest, which every replica sending as the bot shares.
 func (a *Adapter) Limits() plugin.Limits {
 	return plugin.Limits{
+		Bot:    plugin.BotKey(a.opts.Token),
 		Global: plugin.Window{N: 9, Span: 200 * time.Millisecond},
 		Room:   plugin.Window{N: 5, Span: 5500 * time.Millisecond},
 		Bucket: func(room string) string {

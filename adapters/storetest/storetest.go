@@ -156,6 +156,8 @@ func Run(t *testing.T, stores Stores) {
 		{"ScheduleAutoPause", testScheduleAutoPause},
 		{"ScheduleSkips", testScheduleSkips},
 		{"SchedulePauseDelete", testSchedulePauseDelete},
+
+		{"PaceShares", testPaceShares},
 	}
 	// The tests of Migrate get an empty store.
 	t.Run("MigrateTwice", func(t *testing.T) { testMigrateTwice(t, stores.Empty(t)) })

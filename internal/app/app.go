@@ -842,8 +842,15 @@ func NewCore(o CoreOptions) *Core {
 	}
 	rt := plugin.New(plugin.Options{Store: o.Store, Character: o.Character, Logger: o.Logger, Clock: o.Clock})
 	rec := metrics.New(metrics.Options{Store: o.Store, Logger: o.Logger})
-	notifier := notify.New(notify.Options{Runtime: rt, Interval: cfg.FlushInterval, Owner: o.Owner, Demo: plugin.IsDemo(o.Model), Metrics: rec,
-		StoreClock: onRealClock(o.Clock), Style: cfg.NotifyStyle})
+	notifyOpts := notify.Options{Runtime: rt, Interval: cfg.FlushInterval, Owner: o.Owner, Demo: plugin.IsDemo(o.Model), Metrics: rec,
+		StoreClock: onRealClock(o.Clock), Style: cfg.NotifyStyle}
+	if ps, ok := o.Store.(domain.PaceShares); ok {
+		// PostgreSQL: the replicas sending as one bot share its pace
+		// (docs/deploy.md, "What replicas share"); SQLite's one process
+		// paces alone.
+		notifyOpts.Shares = ps
+	}
+	notifier := notify.New(notifyOpts)
 	taskOpts := tasks.Options{Runtime: rt, Workers: cfg.Workers, Lease: cfg.Lease, Owner: o.Owner, Notify: notifier.Outbox, Metrics: rec,
 		Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens, AnswerTimeout: cfg.AnswerTimeout, MaxActivePerUser: cfg.MaxActive,
 		Retention: cfg.Retention, ApproveTools: cfg.ApproveTools, StoreClock: onRealClock(o.Clock),

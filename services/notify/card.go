@@ -182,7 +182,7 @@ func (s *Service) deliverCard(ctx context.Context, room string, ed Editor, task 
 	card, err := s.store.TaskCard(ctx, room, task)
 	switch {
 	case err == nil:
-		if err := s.pace(room, false); err != nil {
+		if err := s.pace(ctx, room, false); err != nil {
 			return false, s.failed(ctx, room, rows, err)
 		}
 		err := s.guarded(ctx, "edit the card in", room, ids, false, func(ctx context.Context) error {
@@ -218,7 +218,7 @@ func (s *Service) postCard(ctx context.Context, room string, ed Editor, task int
 		// which the platform recognises; the next flush edits it.
 		msg, shown = first, firstShown
 	}
-	if err := s.pace(room, true); err != nil {
+	if err := s.pace(ctx, room, true); err != nil {
 		return false, s.failed(ctx, room, rows, err)
 	}
 	key, since := rows[0].DeliveryKey, firstAttempt(rows)

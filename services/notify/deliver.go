@@ -115,7 +115,7 @@ func (s *Service) deliverMessage(ctx context.Context, room string, rows []domain
 		s.opts.Metrics.NotificationFailed(platformName)
 		return false, s.failed(ctx, room, rows, fmt.Errorf("no platform is connected for room %s", room))
 	}
-	if err := s.pace(room, true); err != nil {
+	if err := s.pace(ctx, room, true); err != nil {
 		return false, s.failed(ctx, room, rows, err)
 	}
 	key, since := rows[0].DeliveryKey, firstAttempt(rows)
@@ -235,10 +235,71 @@ func (s *Service) pacer(room string) *pacer {
 	}
 	var p *pacer
 	if l, ok := platform.(plugin.Limited); ok {
-		p = newPacer(l.Limits(), s.opts.MaxPaceWait)
+		lim := l.Limits()
+		p = newPacer(lim, s.opts.MaxPaceWait)
+		if s.opts.Shares != nil && lim.Bot != "" {
+			// Shared: nothing goes before the first beat, which the
+			// first request writes (beatIfDue).
+			p.sh = &share{store: s.opts.Shares, platform: name, bot: lim.Bot, replica: s.opts.Owner}
+			p.noShare = lim.Global.N > 0
+		}
 	}
 	s.pacers[name] = p
 	return p
+}
+
+// beatIfDue writes the beat of p's share when one is due (share.beat):
+// the loop's beats keep it alive, and a sender writes one when the loop
+// does not run or is late.
+func (s *Service) beatIfDue(ctx context.Context, p *pacer) {
+	if p == nil || p.sh == nil || p.lim.Global.N <= 0 {
+		return // alone, or only rooms' windows to share
+	}
+	now := s.now()
+	if !p.sh.beatDue(now) {
+		return
+	}
+	if err := p.sh.beat(ctx, p, now, s.clk.Now()); err != nil && ctx.Err() == nil {
+		s.log.Warn("cannot share the platform's pace with the other replicas; keeping the last share", "platform", p.sh.platform, "err", err)
+	}
+}
+
+// sharedPacers lists the pacers that share their limits.
+func (s *Service) sharedPacers() []*pacer {
+	s.pacersMu.Lock()
+	defer s.pacersMu.Unlock()
+	var out []*pacer
+	for _, p := range s.pacers {
+		if p != nil && p.sh != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// bookRoom books a post to room in the room's window the replicas share,
+// when p is shared, and returns a *heldBack when another replica filled
+// that window. A store that cannot say leaves the room to this
+// replica's own window.
+func (s *Service) bookRoom(ctx context.Context, p *pacer, room string) error {
+	if p.sh == nil || p.lim.Room.N <= 0 {
+		return nil
+	}
+	now := s.now()
+	free, ok, err := p.sh.store.PaceRoom(ctx, p.sh.platform, p.sh.bot, p.bucket(room), now, p.lim.Room.N, p.lim.Room.Span)
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.log.Warn("cannot book the room's pace with the other replicas; pacing it alone", "room", room, "err", err)
+		return nil
+	case ok:
+		return nil
+	}
+	until := s.clk.Now().Add(free.Sub(now))
+	p.pause(room, until, false)
+	return &heldBack{room: room, until: until}
 }
 
 // saturated lists the platforms whose pacers hold every room beyond
@@ -271,11 +332,12 @@ func (s *Service) saturated() []string {
 // is begun (BeginSend), so that a send held back is not taken for one
 // that may have reached the platform; the request is booked when it is
 // made (turn, from guarded).
-func (s *Service) pace(room string, post bool) error {
+func (s *Service) pace(ctx context.Context, room string, post bool) error {
 	p := s.pacer(room)
 	if p == nil {
 		return nil
 	}
+	s.beatIfDue(ctx, p)
 	if at, ok := p.admit(room, s.clk.Now(), post); !ok {
 		return &heldBack{room: room, until: at}
 	}
@@ -291,9 +353,12 @@ func (s *Service) turn(ctx context.Context, room string, post bool) error {
 		return nil
 	}
 	for {
+		s.beatIfDue(ctx, p)
 		now := s.clk.Now()
 		retry, ok, roomFull := p.take(room, now, post)
 		switch {
+		case ok && post:
+			return s.bookRoom(ctx, p, room)
 		case ok:
 			return nil
 		case roomFull:

@@ -49,6 +49,12 @@
 // waiting for its turn renews its claim as a send does, so a wait longer
 // than the lease keeps the room.
 //
+// Replicas sending as one bot through one PostgreSQL (Options.Shares)
+// share its pace: each gets a share of the bot's global window, split by a
+// beat a second, and books each message in its room's window in the
+// database, so that the bot keeps to its limits whichever replica sends
+// (share.go, docs/deploy.md).
+//
 // With StyleCard (TASKLOOM_NOTIFY_STYLE=card, docs/discord.md, docs/slack.md) and a platform
 // that implements Editor, a task's progress, actions and errors go to
 // its card instead: one message per task and room, showing where the

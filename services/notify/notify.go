@@ -76,6 +76,11 @@ type Options struct {
 	// limit before its room is given back for later; DefaultMaxPaceWait
 	// when zero.
 	MaxPaceWait time.Duration
+	// Shares, when set, shares the limits of each platform's bot with the
+	// other replicas sending as that bot through the same store (the
+	// PostgreSQL store; docs/deploy.md, "What replicas share"), as Owner; nil
+	// paces this process alone.
+	Shares domain.PaceShares
 }
 
 // Metrics receives the notification service's measurements. Its methods
@@ -113,6 +118,8 @@ type Service struct {
 	// cancel ends the loop's context: a send still running at the end of
 	// Stop's deadline.
 	cancel context.CancelFunc
+	// beating is closed when the beats of the shared pacers end.
+	beating chan struct{}
 	// skew is the store's clock minus Runtime's, in nanoseconds, as the
 	// last flush read it (StoreClock).
 	skew atomic.Int64
@@ -256,7 +263,13 @@ func (s *Service) Start(ctx context.Context) error {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
+	s.beating = make(chan struct{})
 	go s.loop(loopCtx)
+	if s.opts.Shares != nil {
+		go s.beats(loopCtx, s.stop, s.beating)
+	} else {
+		close(s.beating)
+	}
 	s.log.Info("notification service started", "interval", s.opts.Interval)
 	return nil
 }
@@ -270,7 +283,7 @@ func (s *Service) Start(ctx context.Context) error {
 // once, and Stop returns.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	stop, done, cancel := s.stop, s.done, s.cancel
+	stop, done, cancel, beating := s.stop, s.done, s.cancel, s.beating
 	if stop != nil {
 		select {
 		case <-stop: // already stopped
@@ -290,10 +303,45 @@ func (s *Service) Stop(ctx context.Context) error {
 		return fmt.Errorf("notification service: a send was canceled at shutdown: %w", ctx.Err())
 	}
 	cancel()
-	if _, err := s.flush(ctx, urgent, nil); err != nil {
-		return fmt.Errorf("notification service: last flush: %w", err)
+	<-beating
+	_, err := s.flush(ctx, urgent, nil)
+	if err != nil {
+		err = fmt.Errorf("notification service: last flush: %w", err)
 	}
-	return nil
+	// The others take this replica's share of the pace at their next
+	// beat, not once its beat has expired.
+	for _, p := range s.sharedPacers() {
+		if lerr := p.sh.leave(ctx); lerr != nil {
+			s.log.Warn("cannot give this replica's share of the pace back; it expires in seconds", "platform", p.sh.platform, "err", lerr)
+		}
+	}
+	return err
+}
+
+// beats writes the beats of the shared pacers in the middle of every
+// epoch until stop is closed, so that a replica with nothing to send
+// keeps its place among the members, and its share follows the others'
+// demand.
+func (s *Service) beats(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		// The middle of the next epoch: in the part beats are written.
+		_, in := epochOf(s.now())
+		wait := beatEvery/2 - in
+		if wait <= 0 {
+			wait += beatEvery
+		}
+		t := s.clk.NewTimer(wait)
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		for _, p := range s.sharedPacers() {
+			s.beatIfDue(ctx, p)
+		}
+	}
 }
 
 func (s *Service) loop(ctx context.Context) {

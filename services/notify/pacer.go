@@ -24,13 +24,28 @@ const DefaultMaxPaceWait = 2 * time.Second
 // A room's window is its bucket's (plugin.Limits.Bucket): the channel
 // the platform counts its messages in.
 //
-// It paces one process: replicas sharing a bot token share its limits
-// too, and fall back on the pauses their 429s ask for.
+// Alone, it paces one process. Replicas sending as one bot through one
+// PostgreSQL share its limits (share.go): the global window is this
+// replica's share of the bot's (setShare), and a room's window is booked
+// in the database too, whichever replica sent to the room before.
 type pacer struct {
 	lim     plugin.Limits
 	maxWait time.Duration
+	sh      *share // nil when the pacer is alone
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// limit is the global window kept to: lim.Global alone, this
+	// replica's share of it when shared.
+	limit plugin.Window
+	// noShare is set while the replica has no share yet (it has just
+	// joined): no request goes until a beat gives it one.
+	noShare bool
+	// pending is a larger share, kept to from growAt on.
+	pending *plugin.Window
+	growAt  time.Time
+	// asked counts the requests asked for since the last beat, and those
+	// put off for the global window: the demand the share follows.
+	asked      int
 	global     window
 	rooms      map[string]*window
 	pausedAll  time.Time
@@ -39,7 +54,49 @@ type pacer struct {
 }
 
 func newPacer(lim plugin.Limits, maxWait time.Duration) *pacer {
-	return &pacer{lim: lim, maxWait: maxWait, rooms: map[string]*window{}, pausedRoom: map[string]time.Time{}, sweepAt: 64}
+	return &pacer{lim: lim, maxWait: maxWait, limit: lim.Global, rooms: map[string]*window{}, pausedRoom: map[string]time.Time{}, sweepAt: 64}
+}
+
+// shareRetry is how soon a request is tried again while the replica has
+// no share: its next beat may give it one.
+const shareRetry = 100 * time.Millisecond
+
+// setShare makes w the global window kept to: at once when it allows no
+// more requests than the current one, else from growAt on (share.beat
+// says why), keeping the latest bookings that fit it. A zero w.N holds
+// every request until a share is set.
+func (p *pacer) setShare(w plugin.Window, growAt time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	grows := w.N > 0 && (p.noShare || slower(p.limit, w))
+	if !grows {
+		p.applyLocked(w)
+		p.pending = nil
+		return
+	}
+	p.pending, p.growAt = &w, growAt
+}
+
+// applyLocked makes w the global window now.
+func (p *pacer) applyLocked(w plugin.Window) {
+	p.noShare = w.N <= 0
+	if w.N <= 0 || w == p.limit {
+		return
+	}
+	old := p.global.ordered()
+	if len(old) > w.N {
+		old = old[len(old)-w.N:]
+	}
+	p.limit, p.global = w, window{times: old}
+}
+
+// takeAsked returns the demand counted since it was last taken.
+func (p *pacer) takeAsked() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.asked
+	p.asked = 0
+	return n
 }
 
 // window is a sliding-window log: the times of the latest bookings, at
@@ -69,6 +126,13 @@ func (w *window) book(lim plugin.Window, at time.Time) {
 		w.times[w.next] = at
 		w.next = (w.next + 1) % lim.N
 	}
+}
+
+// ordered is the bookings, oldest first.
+func (w *window) ordered() []time.Time {
+	out := make([]time.Time, 0, len(w.times))
+	out = append(out, w.times[w.next:]...)
+	return append(out, w.times[:w.next]...)
 }
 
 // newest is the latest booking, zero when there is none.
@@ -101,6 +165,7 @@ func (p *pacer) bucket(room string) string {
 func (p *pacer) admit(room string, now time.Time, post bool) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.asked++
 	roomAt, at := p.freeLocked(p.bucket(room), now, post)
 	switch {
 	case roomAt.After(now):
@@ -127,9 +192,10 @@ func (p *pacer) take(room string, now time.Time, post bool) (retry time.Time, ok
 	case roomAt.After(now):
 		return roomAt, false, true
 	case at.After(now):
+		p.asked++ // waiting for the global window: wants more of it
 		return at, false, false
 	}
-	p.global.book(p.lim.Global, now)
+	p.global.book(p.limit, now)
 	if p.lim.Room.N > 0 && post {
 		rw := p.rooms[room]
 		if rw == nil {
@@ -154,11 +220,19 @@ func (p *pacer) saturated(now time.Time) (time.Time, bool) {
 // freeLocked is when the room's window and the global one have room for
 // a request at or after now, pauses included.
 func (p *pacer) freeLocked(room string, now time.Time, post bool) (roomAt, globalAt time.Time) {
+	if p.pending != nil && !now.Before(p.growAt) {
+		p.applyLocked(*p.pending)
+		p.pending = nil
+	}
 	roomAt = later(now, p.pausedRoom[room])
 	if rw := p.rooms[room]; rw != nil && post {
 		roomAt = later(roomAt, rw.free(p.lim.Room, now))
 	}
-	return roomAt, later(p.global.free(p.lim.Global, now), p.pausedAll)
+	globalAt = later(p.global.free(p.limit, now), p.pausedAll)
+	if p.noShare {
+		globalAt = later(globalAt, now.Add(shareRetry))
+	}
+	return roomAt, globalAt
 }
 
 // pause holds requests to room, or to every room when global, until

@@ -1,0 +1,111 @@
+package notify_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskloom/taskloom/adapters/discord"
+	"github.com/taskloom/taskloom/domain"
+	"github.com/taskloom/taskloom/internal/clock"
+	"github.com/taskloom/taskloom/internal/testkit/discordfake"
+	"github.com/taskloom/taskloom/internal/testkit/teststore"
+	"github.com/taskloom/taskloom/plugin"
+	"github.com/taskloom/taskloom/services/notify"
+	"github.com/taskloom/taskloom/services/tasks"
+)
+
+// TestReplicasShareTheBotsPace: three replicas sending as one Discord bot
+// through one PostgreSQL flush 240 rooms at once into a fake that
+// enforces Discord's published limits on the wall clock (50 requests in
+// any second per bot): each replica alone would pace to 45 a second and
+// together draw global 429s; sharing the pace, they draw none, and every
+// room gets its message.
+func TestReplicasShareTheBotsPace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs on the wall clock for seconds")
+	}
+	const rooms, replicas = 240, 3
+	ctx := context.Background()
+	begin := time.Now()
+	st := teststore.Postgres(t)
+	const guild = "1200000000000000001"
+	var ids []string
+	for i := range rooms {
+		ids = append(ids, strconv.Itoa(1400000000000000000+i))
+	}
+	srv := discordfake.New(t, discordfake.WithGuild(discordfake.Guild{ID: guild, Name: "Fan-out", ChannelIDs: ids}))
+	srv.EnforceLimits(discordfake.PublishedLimits)
+	var svcs []*notify.Service
+	var f *fixture
+	for r := range replicas {
+		rt := plugin.New(plugin.Options{Store: st, Clock: clock.Real{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := rt.Register(&plugin.Plugin{Name: "orchestrator"}); err != nil {
+			t.Fatal(err)
+		}
+		ad, err := discord.New(discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Register(ad.Plugin()); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rt.Stop(stop)
+		})
+		svc := notify.New(notify.Options{Runtime: rt, Owner: fmt.Sprintf("replica-%d", r+1), Interval: time.Second,
+			StoreClock: true, Shares: st.(domain.PaceShares)})
+		svcs = append(svcs, svc)
+		if f == nil {
+			f = &fixture{t: t, ctx: ctx, store: st, rt: rt, svc: svc,
+				tasks: tasks.New(tasks.Options{Runtime: rt, Owner: "writer", Notify: svc.Outbox})}
+		}
+	}
+	for i, id := range ids {
+		task, err := f.tasks.Create(ctx, domain.NewTask{Goal: "Watch the build", RoomID: "discord:" + id,
+			RequestorID: fmt.Sprintf("u%d", i), Now: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.iterate(task.Number, 10, domain.VerdictContinue, true)
+	}
+	start := time.Now()
+	t.Logf("%d rooms pending after %s", rooms, start.Sub(begin).Round(time.Millisecond))
+	for _, svc := range svcs {
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { svc.Stop(context.Background()) })
+	}
+	delivered := func() map[string]int {
+		got := map[string]int{}
+		for _, c := range srv.CallsTo("POST", "/channels/") {
+			channel, tail, _ := strings.Cut(strings.TrimPrefix(c.Path, "/channels/"), "/")
+			if tail == "messages" && c.Status == 200 {
+				got[channel]++
+			}
+		}
+		return got
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(delivered()) < rooms && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("delivered in %s", time.Since(start).Round(time.Millisecond))
+	if got := len(delivered()); got != rooms {
+		t.Errorf("%d of %d rooms got their message", got, rooms)
+	}
+	if all, global := srv.Throttled(); all > 0 {
+		t.Errorf("the fake answered %d requests with 429 (%d global); replicas sharing the bot's pace draw none", all, global)
+	}
+}
