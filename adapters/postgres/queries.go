@@ -247,35 +247,62 @@ RETURNING ` + notificationCols
 	// is now).
 	notificationReady = `status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
   AND (claimed_by = '' OR claim_expires_at <= $1)`
-
-	// roomHeld is true while some sender holds a live claim in the room, in
-	// which case the room is left to it: one sender per room at a time.
-	roomHeld = `EXISTS (SELECT 1 FROM notifications h
-  WHERE h.room = n.room AND h.claimed_by <> '' AND h.claim_expires_at > $1)`
 )
 
-// sqlPickRooms lists rooms with a ready notification, the one whose
-// oldest ready notification is oldest first: $1 now, $2 a room or the empty string
-// for any, $3 categories or empty for any, $4 platforms whose rooms
-// are skipped.
-var sqlPickRooms = `
-SELECT n.room FROM notifications n
-WHERE ` + notificationReady + `
-  AND ($2 = '' OR n.room = $2)
-  AND (cardinality($3::text[]) = 0 OR n.category = ANY($3::text[]))
-  AND split_part(n.room, ':', 1) <> ALL($4::text[])
-  AND NOT ` + roomHeld + `
-  AND NOT ` + sqlstore.RoomWaits("$1", "n.room") + `
-GROUP BY n.room
-ORDER BY min(n.created_at) NULLS FIRST, min(n.id)
+// The walks of the rooms' heads of a room claim (sqlstore.RoomWalk): $1
+// now, $2 $3 $4 the key after which, $5 platforms whose rooms are
+// skipped; by the rooms' oldest rows, or by their urgent ones.
+var (
+	sqlWalkRooms = `
+SELECT room, first_at, first_id FROM notification_rooms
+WHERE hold_at <= $1 AND ready_at <= $1
+  AND (first_at, first_id, room) > ($2::timestamptz, $3::bigint, $4::text)
+  AND split_part(room, ':', 1) <> ALL($5::text[])
+ORDER BY first_at, first_id, room
 LIMIT 8`
+	sqlWalkUrgentRooms = `
+SELECT room, urgent_at, urgent_id FROM notification_rooms
+WHERE urgent_at IS NOT NULL AND hold_at <= $1 AND ready_at <= $1
+  AND (urgent_at, urgent_id, room) > ($2::timestamptz, $3::bigint, $4::text)
+  AND split_part(room, ':', 1) <> ALL($5::text[])
+ORDER BY urgent_at, urgent_id, room
+LIMIT 8`
+)
+
+const (
+	// sqlRoomState reads, after the room's lock, its head's version (NULL:
+	// none) and whether room $2 is to be claimed at now $1: derived from
+	// its rows (notification_rooms_derived), no live claim nor waiting
+	// message holds it, a row is due, its order key is the one its head
+	// was walked at ($5 urgent or not, $3 $4; NULL $3: any) and, when
+	// categories $6 are given, one of its ready rows is of them.
+	sqlRoomState = `
+SELECT (SELECT version FROM notification_rooms WHERE room = $2),
+  coalesce((SELECT d.hold_at <= $1 AND d.ready_at <= $1
+      AND ($3::timestamptz IS NULL OR CASE WHEN $5::boolean THEN (d.urgent_at, d.urgent_id) = ($3, $4::bigint)
+                                          ELSE (d.first_at, d.first_id) = ($3, $4::bigint) END)
+    FROM notification_rooms_derived d WHERE d.room = $2), false)
+  AND (cardinality($6::text[]) = 0 OR EXISTS (SELECT 1 FROM notifications
+    WHERE room = $2 AND category = ANY($6::text[]) AND ` + notificationReady + `))`
+
+	// sqlWriteRoomHead writes room $1's head as its rows derive it, or
+	// deletes it when it has none pending, unless a write lowered it since
+	// the claim read its version $2 (NULL: there was no head).
+	sqlWriteRoomHead = `
+WITH d AS (SELECT * FROM notification_rooms_derived WHERE room = $1),
+gone AS (DELETE FROM notification_rooms WHERE room = $1 AND version = $2::bigint AND NOT EXISTS (SELECT 1 FROM d))
+INSERT INTO notification_rooms AS h (room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at)
+SELECT room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at FROM d
+ON CONFLICT (room) DO UPDATE SET first_at = EXCLUDED.first_at, first_id = EXCLUDED.first_id,
+    urgent_at = EXCLUDED.urgent_at, urgent_id = EXCLUDED.urgent_id, hold_at = EXCLUDED.hold_at,
+    ready_at = EXCLUDED.ready_at, version = h.version + 1
+WHERE h.version = $2::bigint`
+)
 
 const (
 	// sqlLockRoom takes the room for this transaction, or reports that
 	// another sender is claiming it right now.
 	sqlLockRoom = `SELECT pg_try_advisory_xact_lock(hashtextextended('taskloom.outbox.room:' || $1, 0))`
-
-	sqlRoomHeld = `SELECT ` + roomHeld + ` FROM (SELECT $2::text AS room) n`
 
 	sqlMarkSent = `DELETE FROM notifications WHERE id = ANY($1) AND claimed_by = $2`
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/domain"
@@ -715,37 +717,65 @@ var enqueueRows = func() []string {
 
 func sqlEnqueueRows(n int) string { return enqueueRows[n] }
 
-func (t *txn) ReadyRooms(ctx context.Context, now time.Time, room string, categories, skip []string) ([]string, error) {
-	rows, err := t.query(ctx, sqlPickRooms, timeArg(now), room, append([]string{}, categories...), append([]string{}, skip...))
+// RoomHeads implements sqlstore.Tx.
+func (t *txn) RoomHeads(ctx context.Context, w sqlstore.RoomWalk) ([]sqlstore.RoomKey, error) {
+	q := sqlWalkRooms
+	if w.Urgent {
+		q = sqlWalkUrgentRooms
+	}
+	at, id := w.After.At, w.After.ID
+	if at == nil {
+		// Before every head: '-infinity' is the earliest a head says.
+		at, id = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}, math.MinInt64
+	}
+	rows, err := t.query(ctx, q, timeArg(w.Now), at, id, w.After.Room, append([]string{}, w.Skip...))
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (sqlstore.RoomKey, error) {
+		var k sqlstore.RoomKey
+		var at pgtype.Timestamptz
+		err := row.Scan(&k.Room, &at, &k.ID)
+		k.At = at
+		return k, err
+	})
 }
 
 // ClaimRoom takes the room's advisory lock for this transaction (another
-// sender claiming it at this moment holds it), then checks, after the
-// lock, that no claim committed just before holds the room.
-func (t *txn) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]domain.Notification, error) {
-	var locked, held bool
-	if err := t.queryRow(ctx, sqlLockRoom, room).Scan(&locked); err != nil {
+// sender claiming it at this moment holds it, or an enqueue into it is
+// committing: sqlstore.RoomWalk passes it by), then reads, after the lock,
+// whether the room is due as its rows say (a claim committed just before
+// holds it) and as its head was walked, claims its rows if so, and writes
+// its head as the rows now derive it.
+func (t *txn) ClaimRoom(ctx context.Context, k sqlstore.RoomKey, c sqlstore.RoomTake) ([]domain.Notification, error) {
+	var locked bool
+	if err := t.queryRow(ctx, sqlLockRoom, k.Room).Scan(&locked); err != nil {
 		return nil, err
 	}
 	if !locked {
 		return nil, nil
 	}
-	if err := t.queryRow(ctx, sqlRoomHeld, timeArg(now), room).Scan(&held); err != nil {
+	var version *int64
+	var due bool
+	if err := t.queryRow(ctx, sqlRoomState, timeArg(c.Now), k.Room, k.At, k.ID, c.Urgent,
+		append([]string{}, c.Categories...)).Scan(&version, &due); err != nil {
 		return nil, err
 	}
-	if held {
-		return nil, nil
+	var claimed []domain.Notification
+	if due {
+		rows, err := t.query(ctx, sqlClaimRoom, timeArg(c.Now), k.Room, c.Owner, timeArg(c.Until), c.Limit)
+		if err != nil {
+			return nil, err
+		}
+		claimed, err = sqlstore.Collect(rows, sqlstore.ScanNotification)
+		if err != nil {
+			return nil, err
+		}
 	}
-	rows, err := t.query(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return sqlstore.Collect(rows, sqlstore.ScanNotification)
+	// Queued: it goes with the commit.
+	t.release()
+	t.batch.Queue(sqlWriteRoomHead, k.Room, version)
+	return claimed, nil
 }
 
 func (t *txn) DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error) {
