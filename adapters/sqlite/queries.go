@@ -157,13 +157,12 @@ WHERE urgent_at IS NOT NULL AND hold_at <= ?1 AND ready_at <= ?1
 ORDER BY urgent_at, urgent_id, room
 LIMIT 8`
 
-	// sqlRoomState reads room ?2's head's version (NULL: none) and whether
-	// the room is to be claimed at now ?1, as adapters/postgres's: ?3 ?4
-	// the key its head was walked at (NULL ?3: any), ?5 whether by urgent
-	// rows, ?6 a JSON array of categories, empty for any.
+	// sqlRoomState reads whether room ?2 is to be claimed at now ?1, as
+	// adapters/postgres's sqlClaimRoom: ?3 ?4 the key its head was walked
+	// at (NULL ?3: any), ?5 whether by urgent rows, ?6 a JSON array of
+	// categories, empty for any.
 	sqlRoomState = `
-SELECT (SELECT version FROM notification_rooms WHERE room = ?2),
-  coalesce((SELECT d.hold_at <= ?1 AND d.ready_at <= ?1
+SELECT coalesce((SELECT d.hold_at <= ?1 AND d.ready_at <= ?1
       AND (?3 IS NULL OR CASE WHEN ?5 THEN d.urgent_at = ?3 AND d.urgent_id = ?4
                              ELSE d.first_at = ?3 AND d.first_id = ?4 END)
     FROM notification_rooms_derived d WHERE d.room = ?2), 0)
@@ -171,22 +170,22 @@ SELECT (SELECT version FROM notification_rooms WHERE room = ?2),
     WHERE room = ?2 AND category IN (SELECT value FROM json_each(?6)) AND ` + notificationReady + `))`
 
 	// sqlDropRoomHead and sqlWriteRoomHead write room ?1's head as its
-	// rows derive it, or delete it when it has none pending, unless it
-	// changed since the claim read its version ?2.
+	// rows derive it, or delete it when it has none pending. The writer is
+	// alone: nothing lowers the head meanwhile.
 	sqlDropRoomHead = `
-DELETE FROM notification_rooms WHERE room = ?1 AND version IS ?2
+DELETE FROM notification_rooms WHERE room = ?1
   AND NOT EXISTS (SELECT 1 FROM notifications WHERE room = ?1 AND status = 'pending')`
 	sqlWriteRoomHead = `
 INSERT INTO notification_rooms (room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at)
 SELECT room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at FROM notification_rooms_derived WHERE room = ?1
 ON CONFLICT (room) DO UPDATE SET first_at = excluded.first_at, first_id = excluded.first_id,
     urgent_at = excluded.urgent_at, urgent_id = excluded.urgent_id, hold_at = excluded.hold_at,
-    ready_at = excluded.ready_at, version = version + 1
-WHERE version IS ?2`
+    ready_at = excluded.ready_at, version = version + 1`
 )
 
 const (
-	sqlMarkSent = `DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
+	sqlMarkSent      = `DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
+	sqlMarkSentRooms = `SELECT DISTINCT room FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
 
 	// sqlUpsertRoomProgress records progress ?3 of task ?2 as shown in room
 	// ?1 by a message whose delta started from ?4 (domain.RoomProgress).
@@ -252,7 +251,7 @@ WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
 // the store prepares once.
 var writeStatements = []string{
 	sqlGetTask, sqlInsertTask, sqlUpdateTask, sqlCountActive, sqlChildren, sqlClaimPick, sqlClaimTask,
-	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlWalkRooms, sqlWalkUrgentRooms, sqlRoomState, sqlDropRoomHead, sqlWriteRoomHead, sqlClaimRoom, sqlMarkSent,
+	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlWalkRooms, sqlWalkUrgentRooms, sqlRoomState, sqlDropRoomHead, sqlWriteRoomHead, sqlClaimRoom, sqlMarkSent, sqlMarkSentRooms,
 	sqlUpsertRoomProgress, sqlRelease, sqlGiveBack, sqlRenewClaim, sqlMarkSending, sqlFail,
 	sqlLockNotification, sqlRetryNotification,
 }

@@ -140,10 +140,9 @@ func (t dialectTx) RoomHeads(ctx context.Context, w sqlstore.RoomWalk) ([]sqlsto
 // IMMEDIATE transaction that walked to the room keeps every other sender
 // and writer out until it commits.
 func (t dialectTx) ClaimRoom(ctx context.Context, k sqlstore.RoomKey, c sqlstore.RoomTake) ([]domain.Notification, error) {
-	var version *int64
 	var due bool
 	if err := t.tx.QueryRowContext(ctx, sqlRoomState, timeArg(c.Now), k.Room, k.At, k.ID, c.Urgent,
-		jsonList(c.Categories)).Scan(&version, &due); err != nil {
+		jsonList(c.Categories)).Scan(&due); err != nil {
 		return nil, err
 	}
 	var claimed []domain.Notification
@@ -157,19 +156,41 @@ func (t dialectTx) ClaimRoom(ctx context.Context, k sqlstore.RoomKey, c sqlstore
 			return nil, err
 		}
 	}
-	if _, err := t.tx.ExecContext(ctx, sqlDropRoomHead, k.Room, version); err != nil {
-		return nil, err
-	}
-	if _, err := t.tx.ExecContext(ctx, sqlWriteRoomHead, k.Room, version); err != nil {
-		return nil, err
-	}
-	return claimed, nil
+	return claimed, t.writeRoomHead(ctx, k.Room)
 }
 
+// writeRoomHead writes room's head as its rows derive it.
+func (t dialectTx) writeRoomHead(ctx context.Context, room string) error {
+	if _, err := t.tx.ExecContext(ctx, sqlDropRoomHead, room); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(ctx, sqlWriteRoomHead, room)
+	return err
+}
+
+// DeleteSent deletes the rows sent and writes the heads of their rooms
+// as the rows left derive them, so that a room's next claim finds its
+// head exact.
 func (t dialectTx) DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlMarkSentRooms, jsonList(ids), owner)
+	if err != nil {
+		return 0, err
+	}
+	rooms, err := sqlstore.Collect(rows, func(r sqlstore.Row) (string, error) {
+		var s string
+		return s, r.Scan(&s)
+	})
+	if err != nil {
+		return 0, err
+	}
 	res, err := t.tx.ExecContext(ctx, sqlMarkSent, jsonList(ids), owner)
 	if err != nil {
 		return 0, err
+	}
+	for _, room := range rooms {
+		if err := t.writeRoomHead(ctx, room); err != nil {
+			return 0, err
+		}
 	}
 	return res.RowsAffected()
 }
