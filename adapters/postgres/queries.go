@@ -381,6 +381,16 @@ func qualified(table string, cols []string) string {
 	return strings.Join(q, ", ")
 }
 
+// sqlMendRoomHeads gives each room with pending rows and no head (the
+// table emptied by hand, say) a head that says it is due at once, which
+// its first claim makes exact; Migrate runs it at every start. A head is
+// never missing otherwise: the triggers write it with the rows.
+const sqlMendRoomHeads = `
+INSERT INTO notification_rooms (room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at)
+SELECT room, first_at, first_id, urgent_at, urgent_id, '-infinity', '-infinity' FROM notification_rooms_derived d
+WHERE NOT EXISTS (SELECT 1 FROM notification_rooms h WHERE h.room = d.room)
+ON CONFLICT (room) DO NOTHING`
+
 // roomLocked is true when this transaction took the lock of room $1
 // (sqlLockRoom).
 const roomLocked = `current_setting('taskloom.outbox_room', true) = $1`

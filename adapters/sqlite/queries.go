@@ -138,6 +138,15 @@ RETURNING ` + notificationCols
   AND (claimed_by = '' OR claim_expires_at <= ?1)`
 )
 
+// sqlMendRoomHeads gives each room with pending rows and no head a head
+// due at once, as adapters/postgres's; Migrate runs it at every start.
+const sqlMendRoomHeads = `
+INSERT INTO notification_rooms (room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at)
+SELECT room, first_at, first_id, urgent_at, urgent_id, -9223372036854775807, -9223372036854775807
+FROM notification_rooms_derived d
+WHERE NOT EXISTS (SELECT 1 FROM notification_rooms h WHERE h.room = d.room)
+ON CONFLICT (room) DO NOTHING`
+
 // The walks of the rooms' heads of a room claim (sqlstore.RoomWalk): ?1
 // now, ?2 ?3 ?4 the key after which, ?5 a JSON array of platforms whose
 // rooms are skipped; by the rooms' oldest rows, or by their urgent ones.
