@@ -1,6 +1,7 @@
--- The heads of the outbox's rooms (docs/notifications.md, "Claiming a
--- room"): one row per room with pending notifications, so that a room
--- claim walks rooms in order instead of grouping every pending row.
+-- The heads of the outbox's rooms (docs/PERFORMANCE.md, "Claiming a
+-- room at 50,000 pending rows"): one row per room with pending
+-- notifications, so that a room claim walks rooms in order instead of
+-- grouping every pending row.
 --
 -- A head holds lower bounds of what its room's pending rows say, as
 -- notification_rooms_derived derives them exactly: first_at and first_id,
