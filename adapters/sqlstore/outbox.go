@@ -108,7 +108,11 @@ type RoomTake struct {
 // ClaimRoom claims the due notifications of one room for c.Owner until
 // c.Now+c.Lease, those of ClaimRoomIDs with at most rc.Limit
 // (domain.RoomClaimRows) new ones: the first ready room, oldest first,
-// that no other sender holds or is claiming.
+// that no other sender holds or is claiming. Rooms go by their oldest
+// pending row (a row waiting for its retry counts too), then their lowest
+// ID; a claim of urgent categories only by their oldest urgent row; a
+// claim of other categories walks every due room and takes the first
+// with a ready row of one of them.
 //
 // It walks the rooms' heads (notification_rooms) in order rather than
 // the pending rows, so it costs in proportion to the rooms it passes,
