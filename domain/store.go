@@ -302,8 +302,8 @@ type RoomClaim struct {
 	Lease time.Duration
 	// StoreClock measures the claim on the store's clock instead of Now.
 	StoreClock bool
-	// Room, when set, claims that room; otherwise the room whose oldest due
-	// notification is oldest.
+	// Room, when set, claims that room; otherwise the due room whose
+	// oldest pending notification is oldest.
 	Room string
 	// Categories, when set, claim the room only if it has a due
 	// notification of one of them (terminal ones go out at once).

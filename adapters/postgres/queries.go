@@ -247,37 +247,59 @@ RETURNING ` + notificationCols
 	// is now).
 	notificationReady = `status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
   AND (claimed_by = '' OR claim_expires_at <= $1)`
-
-	// roomHeld is true while some sender holds a live claim in the room, in
-	// which case the room is left to it: one sender per room at a time.
-	roomHeld = `EXISTS (SELECT 1 FROM notifications h
-  WHERE h.room = n.room AND h.claimed_by <> '' AND h.claim_expires_at > $1)`
 )
 
-// sqlPickRooms lists rooms with a ready notification, the one whose
-// oldest ready notification is oldest first: $1 now, $2 a room or the empty string
-// for any, $3 categories or empty for any, $4 platforms whose rooms
-// are skipped.
-var sqlPickRooms = `
-SELECT n.room FROM notifications n
-WHERE ` + notificationReady + `
-  AND ($2 = '' OR n.room = $2)
-  AND (cardinality($3::text[]) = 0 OR n.category = ANY($3::text[]))
-  AND split_part(n.room, ':', 1) <> ALL($4::text[])
-  AND NOT ` + roomHeld + `
-  AND NOT ` + sqlstore.RoomWaits("$1", "n.room") + `
-GROUP BY n.room
-ORDER BY min(n.created_at) NULLS FIRST, min(n.id)
+// The walks of the rooms' heads of a room claim (sqlstore.RoomWalk): $1
+// now, $2 $3 $4 the key after which, $5 platforms whose rooms are
+// skipped; by the rooms' oldest rows, or by their urgent ones.
+var (
+	sqlWalkRooms = `
+SELECT room, first_at, first_id FROM notification_rooms
+WHERE hold_at <= $1 AND ready_at <= $1
+  AND (first_at, first_id, room) > ($2::timestamptz, $3::bigint, $4::text)
+  AND split_part(room, ':', 1) <> ALL($5::text[])
+ORDER BY first_at, first_id, room
 LIMIT 8`
+	sqlWalkUrgentRooms = `
+SELECT room, urgent_at, urgent_id FROM notification_rooms
+WHERE urgent_at IS NOT NULL AND hold_at <= $1 AND ready_at <= $1
+  AND (urgent_at, urgent_id, room) > ($2::timestamptz, $3::bigint, $4::text)
+  AND split_part(room, ':', 1) <> ALL($5::text[])
+ORDER BY urgent_at, urgent_id, room
+LIMIT 8`
+)
 
 const (
-	// sqlLockRoom takes the room for this transaction, or reports that
-	// another sender is claiming it right now.
-	sqlLockRoom = `SELECT pg_try_advisory_xact_lock(hashtextextended('taskloom.outbox.room:' || $1, 0))`
+	// sqlWriteRoomHead writes room $1's head as its rows derive it, or
+	// deletes it when it has none pending, when this transaction holds the
+	// room's lock (sqlLockRoom), unless a write lowered the head after
+	// this statement's snapshot: its version, then, is no longer the one
+	// the snapshot read (NULL: there was no head).
+	sqlWriteRoomHead = `
+WITH d AS (SELECT * FROM notification_rooms_derived WHERE room = $1 AND ` + roomLocked + `),
+v AS (SELECT version FROM notification_rooms WHERE room = $1),
+gone AS (DELETE FROM notification_rooms WHERE room = $1 AND version = (SELECT version FROM v)
+  AND NOT EXISTS (SELECT 1 FROM d) AND ` + roomLocked + `)
+INSERT INTO notification_rooms AS h (room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at)
+SELECT room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at FROM d
+ON CONFLICT (room) DO UPDATE SET first_at = EXCLUDED.first_at, first_id = EXCLUDED.first_id,
+    urgent_at = EXCLUDED.urgent_at, urgent_id = EXCLUDED.urgent_id, hold_at = EXCLUDED.hold_at,
+    ready_at = EXCLUDED.ready_at, version = h.version + 1
+WHERE h.version = (SELECT version FROM v)`
+)
 
-	sqlRoomHeld = `SELECT ` + roomHeld + ` FROM (SELECT $2::text AS room) n`
+const (
+	// sqlLockRoom tries to take room $1 for this transaction (another
+	// sender claiming it right now holds it; an enqueue into it that is
+	// committing holds it shared, notification_rooms_insert) and records
+	// whether it did for roomLocked.
+	sqlLockRoom = `SELECT set_config('taskloom.outbox_room',
+  CASE WHEN pg_try_advisory_xact_lock(hashtextextended('taskloom.outbox.room:' || $1, 0)) THEN $1 ELSE '' END, true)`
 
-	sqlMarkSent = `DELETE FROM notifications WHERE id = ANY($1) AND claimed_by = $2`
+	// sqlMarkSent deletes the rows sent and lists their rooms, whose heads
+	// the sender then writes as their rows are left (txn.DeleteSent).
+	sqlMarkSent = `WITH d AS (DELETE FROM notifications WHERE id = ANY($1) AND claimed_by = $2 RETURNING room)
+SELECT count(*), coalesce(array_agg(DISTINCT room), '{}') FROM d`
 
 	// sqlUpsertRoomProgress records progress $3 of task $2 as shown in room
 	// $1 by a message whose delta started from $4 (domain.RoomProgress).
@@ -359,10 +381,35 @@ func qualified(table string, cols []string) string {
 	return strings.Join(q, ", ")
 }
 
+// sqlMendRoomHeads gives each room with pending rows and no head (the
+// table emptied by hand, say) a head that says it is due at once, which
+// its first claim makes exact; Migrate runs it at every start. A head is
+// never missing otherwise: the triggers write it with the rows.
+const sqlMendRoomHeads = `
+INSERT INTO notification_rooms (room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at)
+SELECT room, first_at, first_id, urgent_at, urgent_id, '-infinity', '-infinity' FROM notification_rooms_derived d
+WHERE NOT EXISTS (SELECT 1 FROM notification_rooms h WHERE h.room = d.room)
+ON CONFLICT (room) DO NOTHING`
+
+// roomLocked is true when this transaction took the lock of room $1
+// (sqlLockRoom).
+const roomLocked = `current_setting('taskloom.outbox_room', true) = $1`
+
 // sqlClaimRoom claims the ready notifications of room $2 that
-// sqlstore.ClaimRoomIDs picks, at most $5 new ones, for owner $3
-// until $4.
+// sqlstore.ClaimRoomIDs picks, at most $5 new ones, for owner $3 until
+// $4 (now $1), when this transaction holds the room's lock
+// (sqlLockRoom) and, as the room's rows say after it
+// (notification_rooms_derived), no live claim nor message waiting for
+// its retry holds the room, a row is due, its order key is the one its
+// head was walked at ($8 urgent or not, $6 $7; NULL $6: any) and, when
+// categories $9 are given, one of its ready rows is of them.
 var sqlClaimRoom = `
 UPDATE notifications SET claimed_by = $3, claim_expires_at = $4
 WHERE id IN (` + sqlstore.ClaimRoomIDs(notificationReady, "$1", "$2", "$5") + `)
+  AND current_setting('taskloom.outbox_room', true) = $2
+  AND EXISTS (SELECT 1 FROM notification_rooms_derived d WHERE d.room = $2 AND d.hold_at <= $1 AND d.ready_at <= $1
+    AND ($6::timestamptz IS NULL OR CASE WHEN $8::boolean THEN (d.urgent_at, d.urgent_id) = ($6, $7::bigint)
+                                        ELSE (d.first_at, d.first_id) = ($6, $7::bigint) END))
+  AND (cardinality($9::text[]) = 0 OR EXISTS (SELECT 1 FROM notifications c
+    WHERE c.room = $2 AND c.category = ANY($9::text[]) AND ` + notificationReady + `))
 RETURNING ` + notificationCols

@@ -159,6 +159,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 				return fmt.Errorf("migrate: record %s: %w", m.Name, err)
 			}
 		}
+		// Rooms with pending rows and no head get one (a head is derived
+		// from the rows: sqlMendRoomHeads), at every start.
+		if _, err := tx.Exec(ctx, sqlMendRoomHeads); err != nil {
+			return fmt.Errorf("migrate: mend the outbox's room heads: %w", err)
+		}
 		return nil
 	})
 }

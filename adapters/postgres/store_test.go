@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/taskloom/taskloom/adapters/storetest"
 	"github.com/taskloom/taskloom/domain"
 	"github.com/taskloom/taskloom/internal/testkit"
@@ -88,6 +90,68 @@ FROM generate_series(1, 5000) AS i`, now); err != nil {
 	c, err := s.ClaimTask(ctx, domain.Claim{Owner: "w", Now: now, Lease: time.Minute})
 	if err != nil || c.Number != 5001 {
 		t.Errorf("ClaimTask = #%d, %v; want #5001", c.Number, err)
+	}
+}
+
+// TestRoomClaimWalksTheHeads checks that a room claim reads the rooms'
+// heads by their index, and each room's rows by notifications_room,
+// never every pending row: its cost grows with the rooms it visits, not
+// the outbox (BenchmarkRoomClaim measures it).
+func TestRoomClaimWalksTheHeads(t *testing.T) {
+	s := open(t)
+	ctx := t.Context()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := s.pool.Exec(ctx, `INSERT INTO notifications (room, task_number, category, payload, created_at, next_attempt_at)
+SELECT 'discord:' || (g % 1000), g, CASE WHEN g % 5 = 0 THEN 'terminal' ELSE 'progress' END, '{}',
+       $1::timestamptz - make_interval(secs => 50000 - g), $1::timestamptz - make_interval(secs => 50000 - g)
+FROM generate_series(1, 50000) g`, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	first := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	for name, c := range map[string]struct {
+		q     string
+		index string
+		args  []any
+	}{
+		"walk":        {sqlWalkRooms, "notification_rooms_first", []any{now, first, int64(0), "", []string{}}},
+		"urgent walk": {sqlWalkUrgentRooms, "notification_rooms_urgent", []any{now, first, int64(0), "", []string{}}},
+		"claim": {sqlClaimRoom, "notifications_room", []any{now, "discord:1", "o", now.Add(time.Minute), 50, now, int64(1),
+			false, []string{"terminal"}}},
+		"head": {sqlWriteRoomHead, "notifications_room", []any{"discord:1"}},
+	} {
+		rows, err := s.pool.Query(ctx, "EXPLAIN "+c.q, c.args...)
+		if err != nil {
+			t.Fatalf("explain %s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, c.index) {
+			t.Errorf("the %s plan does not use %s:\n%s", name, c.index, text)
+		}
+		if strings.Contains(text, "Seq Scan on notifications") {
+			t.Errorf("the %s plan scans every notification:\n%s", name, text)
+		}
+	}
+	// And the claim takes the oldest room, all 50 of its rows.
+	room, ns, err := s.ClaimRoom(ctx, domain.RoomClaim{Owner: "o", Now: now, Lease: time.Minute})
+	if err != nil || room != "discord:1" || len(ns) != 50 {
+		t.Errorf("ClaimRoom = %s with %d rows, %v; want discord:1 with 50", room, len(ns), err)
 	}
 }
 

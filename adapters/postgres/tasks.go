@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
 	"github.com/taskloom/taskloom/domain"
@@ -715,41 +717,75 @@ var enqueueRows = func() []string {
 
 func sqlEnqueueRows(n int) string { return enqueueRows[n] }
 
-func (t *txn) ReadyRooms(ctx context.Context, now time.Time, room string, categories, skip []string) ([]string, error) {
-	rows, err := t.query(ctx, sqlPickRooms, timeArg(now), room, append([]string{}, categories...), append([]string{}, skip...))
-	if err != nil {
-		return nil, err
+// RoomHeads implements sqlstore.Tx, piped behind the transaction's
+// pending statements (a head written back by the room visited last).
+func (t *txn) RoomHeads(ctx context.Context, w sqlstore.RoomWalk) ([]sqlstore.RoomKey, error) {
+	q := sqlWalkRooms
+	if w.Urgent {
+		q = sqlWalkUrgentRooms
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	at, id := w.After.At, w.After.ID
+	if at == nil {
+		// Before every head: '-infinity' is the earliest a head says.
+		at, id = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}, math.MinInt64
+	}
+	var keys []sqlstore.RoomKey
+	t.release()
+	t.batch.Queue(q, timeArg(w.Now), at, id, w.After.Room, append([]string{}, w.Skip...)).Query(func(rows pgx.Rows) error {
+		var err error
+		keys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (sqlstore.RoomKey, error) {
+			var k sqlstore.RoomKey
+			var at pgtype.Timestamptz
+			err := row.Scan(&k.Room, &at, &k.ID)
+			k.At = at
+			return k, err
+		})
+		return err
+	})
+	return keys, t.send(ctx)
 }
 
-// ClaimRoom takes the room's advisory lock for this transaction (another
-// sender claiming it at this moment holds it), then checks, after the
-// lock, that no claim committed just before holds the room.
-func (t *txn) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]domain.Notification, error) {
-	var locked, held bool
-	if err := t.queryRow(ctx, sqlLockRoom, room).Scan(&locked); err != nil {
+// ClaimRoom sends, in one round trip, the try of the room's advisory
+// lock for this transaction with a read of its head's version, and the
+// claim, which takes rows only when that lock was taken (another sender
+// claiming the room at this moment holds it, or an enqueue into it is
+// committing: the walk passes it by) and, read after the lock, the room
+// is due as its rows say (a claim committed just before holds it) and as
+// its head was walked (sqlClaimRoom). The write of its head, as its rows
+// then derive it, goes with the transaction's next statements.
+func (t *txn) ClaimRoom(ctx context.Context, k sqlstore.RoomKey, c sqlstore.RoomTake) ([]domain.Notification, error) {
+	var claimed []domain.Notification
+	t.release()
+	t.batch.Queue(sqlLockRoom, k.Room)
+	t.batch.Queue(sqlClaimRoom, timeArg(c.Now), k.Room, c.Owner, timeArg(c.Until), c.Limit, k.At, k.ID, c.Urgent,
+		append([]string{}, c.Categories...)).Query(func(rows pgx.Rows) error {
+		var err error
+		claimed, err = sqlstore.Collect(rows, sqlstore.ScanNotification)
+		return err
+	})
+	if err := t.send(ctx); err != nil {
 		return nil, err
 	}
-	if !locked {
-		return nil, nil
-	}
-	if err := t.queryRow(ctx, sqlRoomHeld, timeArg(now), room).Scan(&held); err != nil {
-		return nil, err
-	}
-	if held {
-		return nil, nil
-	}
-	rows, err := t.query(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return sqlstore.Collect(rows, sqlstore.ScanNotification)
+	t.batch.Queue(sqlWriteRoomHead, k.Room)
+	return claimed, nil
 }
 
+// DeleteSent deletes the rows sent, then, with the commit, writes the
+// heads of their rooms as the rows left derive them, for each room whose
+// lock it takes (sqlLockRoom; a room being claimed or enqueued into is
+// left as it is): the room's next claim then finds its head exact,
+// rather than the head still pointing at the rows sent.
 func (t *txn) DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error) {
-	return t.exec(ctx, sqlMarkSent, ids, owner)
+	var n int64
+	var rooms []string
+	if err := t.queryRow(ctx, sqlMarkSent, ids, owner).Scan(&n, &rooms); err != nil {
+		return 0, err
+	}
+	for _, room := range rooms {
+		t.batch.Queue(sqlLockRoom, room)
+		t.batch.Queue(sqlWriteRoomHead, room)
+	}
+	return n, nil
 }
 
 func (t *txn) ReleaseClaimed(ctx context.Context, owner string, ids []int64, retryAt time.Time, reason string) (int64, error) {

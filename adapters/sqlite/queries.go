@@ -138,26 +138,63 @@ RETURNING ` + notificationCols
   AND (claimed_by = '' OR claim_expires_at <= ?1)`
 )
 
-// sqlPickRoom is the room with a ready notification whose oldest ready
-// notification is oldest: ?1 now, ?2 a room or the empty string for any, ?3 a JSON
-// array of categories, empty for any, ?4 one of platforms whose rooms
-// are skipped. A room where a sender holds a live claim is left to it:
-// one sender per room at a time.
-var sqlPickRoom = `
-SELECT n.room FROM notifications n
-WHERE ` + notificationReady + `
-  AND (?2 = '' OR n.room = ?2)
-  AND (?3 = '[]' OR n.category IN (SELECT value FROM json_each(?3)))
-  AND (?4 = '[]' OR substr(n.room, 1, instr(n.room || ':', ':') - 1) NOT IN (SELECT value FROM json_each(?4)))
-  AND NOT EXISTS (SELECT 1 FROM notifications h
-                  WHERE h.room = n.room AND h.claimed_by <> '' AND h.claim_expires_at > ?1)
-  AND NOT ` + sqlstore.RoomWaits("?1", "n.room") + `
-GROUP BY n.room
-ORDER BY min(n.created_at), min(n.id)
-LIMIT 1`
+// sqlMendRoomHeads gives each room with pending rows and no head a head
+// due at once, as adapters/postgres's; Migrate runs it at every start.
+const sqlMendRoomHeads = `
+INSERT INTO notification_rooms (room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at)
+SELECT room, first_at, first_id, urgent_at, urgent_id, -9223372036854775807, -9223372036854775807
+FROM notification_rooms_derived d
+WHERE NOT EXISTS (SELECT 1 FROM notification_rooms h WHERE h.room = d.room)
+ON CONFLICT (room) DO NOTHING`
+
+// The walks of the rooms' heads of a room claim (sqlstore.RoomWalk): ?1
+// now, ?2 ?3 ?4 the key after which, ?5 a JSON array of platforms whose
+// rooms are skipped; by the rooms' oldest rows, or by their urgent ones.
+const (
+	sqlWalkRooms = `
+SELECT room, first_at, first_id FROM notification_rooms
+WHERE hold_at <= ?1 AND ready_at <= ?1
+  AND (first_at, first_id, room) > (?2, ?3, ?4)
+  AND (?5 = '[]' OR substr(room, 1, instr(room || ':', ':') - 1) NOT IN (SELECT value FROM json_each(?5)))
+ORDER BY first_at, first_id, room
+LIMIT 8`
+	sqlWalkUrgentRooms = `
+SELECT room, urgent_at, urgent_id FROM notification_rooms
+WHERE urgent_at IS NOT NULL AND hold_at <= ?1 AND ready_at <= ?1
+  AND (urgent_at, urgent_id, room) > (?2, ?3, ?4)
+  AND (?5 = '[]' OR substr(room, 1, instr(room || ':', ':') - 1) NOT IN (SELECT value FROM json_each(?5)))
+ORDER BY urgent_at, urgent_id, room
+LIMIT 8`
+
+	// sqlRoomState reads whether room ?2 is to be claimed at now ?1, as
+	// adapters/postgres's sqlClaimRoom: ?3 ?4 the key its head was walked
+	// at (NULL ?3: any), ?5 whether by urgent rows, ?6 a JSON array of
+	// categories, empty for any.
+	sqlRoomState = `
+SELECT coalesce((SELECT d.hold_at <= ?1 AND d.ready_at <= ?1
+      AND (?3 IS NULL OR CASE WHEN ?5 THEN d.urgent_at = ?3 AND d.urgent_id = ?4
+                             ELSE d.first_at = ?3 AND d.first_id = ?4 END)
+    FROM notification_rooms_derived d WHERE d.room = ?2), 0)
+  AND (?6 = '[]' OR EXISTS (SELECT 1 FROM notifications
+    WHERE room = ?2 AND category IN (SELECT value FROM json_each(?6)) AND ` + notificationReady + `))`
+
+	// sqlDropRoomHead and sqlWriteRoomHead write room ?1's head as its
+	// rows derive it, or delete it when it has none pending. The writer is
+	// alone: nothing lowers the head meanwhile.
+	sqlDropRoomHead = `
+DELETE FROM notification_rooms WHERE room = ?1
+  AND NOT EXISTS (SELECT 1 FROM notifications WHERE room = ?1 AND status = 'pending')`
+	sqlWriteRoomHead = `
+INSERT INTO notification_rooms (room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at)
+SELECT room, first_at, first_id, urgent_at, urgent_id, hold_at, ready_at FROM notification_rooms_derived WHERE room = ?1
+ON CONFLICT (room) DO UPDATE SET first_at = excluded.first_at, first_id = excluded.first_id,
+    urgent_at = excluded.urgent_at, urgent_id = excluded.urgent_id, hold_at = excluded.hold_at,
+    ready_at = excluded.ready_at, version = version + 1`
+)
 
 const (
-	sqlMarkSent = `DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
+	sqlMarkSent      = `DELETE FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
+	sqlMarkSentRooms = `SELECT DISTINCT room FROM notifications WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
 
 	// sqlUpsertRoomProgress records progress ?3 of task ?2 as shown in room
 	// ?1 by a message whose delta started from ?4 (domain.RoomProgress).
@@ -223,7 +260,7 @@ WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
 // the store prepares once.
 var writeStatements = []string{
 	sqlGetTask, sqlInsertTask, sqlUpdateTask, sqlCountActive, sqlChildren, sqlClaimPick, sqlClaimTask,
-	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlPickRoom, sqlClaimRoom, sqlMarkSent,
+	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlWalkRooms, sqlWalkUrgentRooms, sqlRoomState, sqlDropRoomHead, sqlWriteRoomHead, sqlClaimRoom, sqlMarkSent, sqlMarkSentRooms,
 	sqlUpsertRoomProgress, sqlRelease, sqlGiveBack, sqlRenewClaim, sqlMarkSending, sqlFail,
 	sqlLockNotification, sqlRetryNotification,
 }

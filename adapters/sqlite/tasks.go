@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/taskloom/taskloom/adapters/sqlstore"
@@ -110,33 +111,86 @@ func (t dialectTx) Enqueue(ctx context.Context, n domain.Notification) error {
 	return err
 }
 
-func (t dialectTx) ReadyRooms(ctx context.Context, now time.Time, room string, categories, skip []string) ([]string, error) {
-	rows, err := t.tx.QueryContext(ctx, sqlPickRoom, timeArg(now), room, jsonList(categories), jsonList(skip))
+// RoomHeads implements sqlstore.Tx.
+func (t dialectTx) RoomHeads(ctx context.Context, w sqlstore.RoomWalk) ([]sqlstore.RoomKey, error) {
+	q := sqlWalkRooms
+	if w.Urgent {
+		q = sqlWalkUrgentRooms
+	}
+	at, id := w.After.At, w.After.ID
+	if at == nil {
+		at, id = int64(math.MinInt64), math.MinInt64 // before every head
+	}
+	rows, err := t.tx.QueryContext(ctx, q, timeArg(w.Now), at, id, w.After.Room, jsonList(w.Skip))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	return sqlstore.Collect(rows, func(r sqlstore.Row) (string, error) {
-		var s string
-		return s, r.Scan(&s)
+	return sqlstore.Collect(rows, func(r sqlstore.Row) (sqlstore.RoomKey, error) {
+		var k sqlstore.RoomKey
+		var at int64
+		err := r.Scan(&k.Room, &at, &k.ID)
+		k.At = at
+		return k, err
 	})
 }
 
-// ClaimRoom claims the room's due rows: the IMMEDIATE transaction that
-// picked the room keeps every other sender out until it commits.
-func (t dialectTx) ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]domain.Notification, error) {
-	rows, err := t.tx.QueryContext(ctx, sqlClaimRoom, timeArg(now), room, owner, timeArg(until), limit)
-	if err != nil {
+// ClaimRoom claims the room's due rows when its rows say it is due as its
+// head was walked, and writes its head as they then derive it: the
+// IMMEDIATE transaction that walked to the room keeps every other sender
+// and writer out until it commits.
+func (t dialectTx) ClaimRoom(ctx context.Context, k sqlstore.RoomKey, c sqlstore.RoomTake) ([]domain.Notification, error) {
+	var due bool
+	if err := t.tx.QueryRowContext(ctx, sqlRoomState, timeArg(c.Now), k.Room, k.At, k.ID, c.Urgent,
+		jsonList(c.Categories)).Scan(&due); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	return sqlstore.Collect(rows, sqlstore.ScanNotification)
+	var claimed []domain.Notification
+	if due {
+		rows, err := t.tx.QueryContext(ctx, sqlClaimRoom, timeArg(c.Now), k.Room, c.Owner, timeArg(c.Until), c.Limit)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		if claimed, err = sqlstore.Collect(rows, sqlstore.ScanNotification); err != nil {
+			return nil, err
+		}
+	}
+	return claimed, t.writeRoomHead(ctx, k.Room)
 }
 
+// writeRoomHead writes room's head as its rows derive it.
+func (t dialectTx) writeRoomHead(ctx context.Context, room string) error {
+	if _, err := t.tx.ExecContext(ctx, sqlDropRoomHead, room); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(ctx, sqlWriteRoomHead, room)
+	return err
+}
+
+// DeleteSent deletes the rows sent and writes the heads of their rooms
+// as the rows left derive them, so that a room's next claim finds its
+// head exact.
 func (t dialectTx) DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlMarkSentRooms, jsonList(ids), owner)
+	if err != nil {
+		return 0, err
+	}
+	rooms, err := sqlstore.Collect(rows, func(r sqlstore.Row) (string, error) {
+		var s string
+		return s, r.Scan(&s)
+	})
+	if err != nil {
+		return 0, err
+	}
 	res, err := t.tx.ExecContext(ctx, sqlMarkSent, jsonList(ids), owner)
 	if err != nil {
 		return 0, err
+	}
+	for _, room := range rooms {
+		if err := t.writeRoomHead(ctx, room); err != nil {
+			return 0, err
+		}
 	}
 	return res.RowsAffected()
 }

@@ -62,16 +62,17 @@ type Tx interface {
 	// to room to; it says how many it moved.
 	MoveNotifications(ctx context.Context, task int64, from, to string) (int64, error)
 
-	// ReadyRooms lists rooms with a due notification that no sender
-	// holds, the one waiting longest first: only room when it is set, only
-	// rooms with one of categories when they are set, and no room of the
-	// platforms of skip.
-	ReadyRooms(ctx context.Context, now time.Time, room string, categories, skip []string) ([]string, error)
-	// ClaimRoom claims the due notifications of room that ClaimRoomIDs
-	// picks, with limit, for owner until until, unless another sender holds
-	// the room or is claiming it at this moment (then it claims nothing
-	// and returns none).
-	ClaimRoom(ctx context.Context, room, owner string, now, until time.Time, limit int) ([]domain.Notification, error)
+	// RoomHeads lists the next heads of a room claim's walk (RoomWalk), at
+	// most a few of them, in order, with the key each was found at.
+	RoomHeads(ctx context.Context, w RoomWalk) ([]RoomKey, error)
+	// ClaimRoom claims the due notifications of room k.Room that
+	// ClaimRoomIDs picks (RoomTake), unless another sender holds the room
+	// or is claiming it at this moment, the room is not due, its head was
+	// later than k says (k.At set), or no ready row is of t.Categories:
+	// then it claims nothing and returns none. Either way it writes the
+	// room's head as its rows derive it, when nothing lowered it
+	// meanwhile.
+	ClaimRoom(ctx context.Context, k RoomKey, t RoomTake) ([]domain.Notification, error)
 	// DeleteSent deletes the rows of ids that owner still holds and says
 	// how many it deleted.
 	DeleteSent(ctx context.Context, owner string, ids []int64) (int64, error)

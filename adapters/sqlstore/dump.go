@@ -96,9 +96,12 @@ var dumpTables = []dumpTable{
 }
 
 // NotDumped are the tables a store has that a dump leaves out: the import
-// migrates its store itself, and the pace the replicas share (PostgreSQL's
-// pace_members and pace_rooms) is state of the last seconds.
-var NotDumped = []string{"schema_migrations", "pace_members", "pace_rooms"}
+// migrates its store itself; the heads of the outbox's rooms
+// (notification_rooms) are derived from the notifications, which the
+// store's triggers rebuild them from as an import inserts them; and the
+// pace the replicas share (PostgreSQL's pace_members and pace_rooms) is
+// state of the last seconds.
+var NotDumped = []string{"schema_migrations", "notification_rooms", "pace_members", "pace_rooms"}
 
 // DumpedTables lists the names of the tables a dump holds, in order.
 func DumpedTables() []string {

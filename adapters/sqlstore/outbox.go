@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/taskloom/taskloom/domain"
@@ -56,19 +57,72 @@ func RoomWaits(now, room string) string {
 // then the rest, each oldest
 // first. What is left waits for the next claim.
 func ClaimRoomIDs(ready, now, room, limit string) string {
+	urgentList := "'" + strings.Join(UrgentCategories, "', '") + "'"
 	return `WITH due AS (SELECT id, delivery_key, category FROM notifications WHERE room = ` + room + ` AND ` + ready +
 		` AND NOT ` + RoomWaits(now, room) + `),
   begun AS (SELECT delivery_key FROM due WHERE delivery_key <> '' ORDER BY id LIMIT 1)
 SELECT id FROM due WHERE delivery_key = (SELECT delivery_key FROM begun)
 UNION ALL
 SELECT id FROM (SELECT id FROM due WHERE delivery_key = '' AND NOT EXISTS (SELECT 1 FROM begun)
-  ORDER BY category NOT IN ('` + domain.NotifyTerminal + `', '` + domain.NotifyMessage + `', '` + domain.NotifyReply + `'), id LIMIT ` + limit + `) fresh`
+  ORDER BY category NOT IN (` + urgentList + `), id LIMIT ` + limit + `) fresh`
+}
+
+// UrgentCategories are the categories of rows that go out at once,
+// whatever backlog their room has: a task's end, its posts and replies
+// to people (ClaimRoomIDs takes them first; a room's head orders rooms by
+// them too, notification_rooms.urgent_at).
+var UrgentCategories = []string{domain.NotifyTerminal, domain.NotifyMessage, domain.NotifyReply}
+
+// RoomKey is where a room claim's walk of the rooms' heads is: a room and
+// the order key its head was found at (At in the dialect's own type; nil
+// for a room claimed by name, which no order bounds).
+type RoomKey struct {
+	Room string
+	At   any
+	ID   int64
+}
+
+// RoomWalk asks a dialect for the next rooms' heads of a claim: those due
+// at Now (no live claim or waiting message holds them, a row is ready),
+// after After in order, oldest first (by their urgent rows when Urgent),
+// of no platform of Skip.
+type RoomWalk struct {
+	Now    time.Time
+	After  RoomKey
+	Urgent bool
+	Skip   []string
+}
+
+// RoomTake is what a dialect's claim of one room takes: for Owner from Now
+// until Until, at most Limit new rows, only when a ready row is of one of
+// Categories (any when empty); Urgent says which order key the room was
+// walked by.
+type RoomTake struct {
+	Owner      string
+	Now, Until time.Time
+	Limit      int
+	Categories []string
+	Urgent     bool
 }
 
 // ClaimRoom claims the due notifications of one room for c.Owner until
 // c.Now+c.Lease, those of ClaimRoomIDs with at most rc.Limit
 // (domain.RoomClaimRows) new ones: the first ready room, oldest first,
-// that no other sender holds or is claiming.
+// that no other sender holds or is claiming. Rooms go by their oldest
+// pending row (a row waiting for its retry counts too), then their lowest
+// ID; a claim of urgent categories only by their oldest urgent row; a
+// claim of other categories walks every due room and takes the first
+// with a ready row of one of them.
+//
+// It walks the rooms' heads (notification_rooms) in order rather than
+// the pending rows, so it costs in proportion to the rooms it passes,
+// not the rows waiting. A head is a lower bound of its room (every write
+// of the outbox lowers it, none raises it), so the walk sees every room
+// that is due; the dialect's claim derives the room it visits exactly
+// from its rows and, when the head was stale (later than it said), writes
+// it back raised and passes on: the room comes again further on in the
+// walk if it is still due. A room is claimed only when its head was
+// exact, so rooms go oldest first.
 func (c Core) ClaimRoom(ctx context.Context, rc domain.RoomClaim) (string, []domain.Notification, error) {
 	if rc.Owner == "" || (rc.Now.IsZero() && !rc.StoreClock) {
 		return "", nil, fmt.Errorf("claim room: %w: a claim needs an owner and a time", domain.ErrInvalid)
@@ -79,26 +133,50 @@ func (c Core) ClaimRoom(ctx context.Context, rc domain.RoomClaim) (string, []dom
 		if err := onStoreClock(ctx, tx, rc.StoreClock, &rc.Now); err != nil {
 			return err
 		}
-		now, until := domain.UTC(rc.Now), domain.UTC(rc.Now.Add(rc.Lease))
-		limit := rc.Limit
-		if limit <= 0 {
-			limit = domain.RoomClaimRows
+		take := RoomTake{Owner: rc.Owner, Now: domain.UTC(rc.Now), Until: domain.UTC(rc.Now.Add(rc.Lease)),
+			Limit: rc.Limit, Categories: rc.Categories}
+		if take.Limit <= 0 {
+			take.Limit = domain.RoomClaimRows
 		}
-		rooms, err := tx.ReadyRooms(ctx, now, rc.Room, rc.Categories, rc.SkipPlatforms)
-		if err != nil {
+		if rc.Room != "" {
+			ns, err := tx.ClaimRoom(ctx, RoomKey{Room: rc.Room}, take)
+			if len(ns) > 0 {
+				room, claimed = rc.Room, ns
+			}
 			return err
 		}
-		for _, r := range rooms {
-			ns, err := tx.ClaimRoom(ctx, r, rc.Owner, now, until, limit)
+		// Rooms with a due row of categories that are all urgent ones are
+		// walked by their urgent rows; other categories (none of the
+		// service's) by their oldest row, each room checked.
+		take.Urgent = len(rc.Categories) > 0
+		for _, cat := range rc.Categories {
+			if !slices.Contains(UrgentCategories, cat) {
+				take.Urgent = false
+			}
+		}
+		walk := RoomWalk{Now: take.Now, Urgent: take.Urgent, Skip: rc.SkipPlatforms}
+		for {
+			keys, err := tx.RoomHeads(ctx, walk)
 			if err != nil {
 				return err
 			}
-			if len(ns) > 0 {
-				room, claimed = r, ns
+			for _, k := range keys {
+				ns, err := tx.ClaimRoom(ctx, k, take)
+				if err != nil {
+					return err
+				}
+				if len(ns) > 0 {
+					room, claimed = k.Room, ns
+					return nil
+				}
+				walk.After = k
+			}
+			if len(keys) == 0 {
+				// A head written back raised may come again after the
+				// last one read: the walk ends when none is left.
 				return nil
 			}
 		}
-		return nil
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("claim room for %s: %w", rc.Owner, err)

@@ -120,6 +120,7 @@ func Run(t *testing.T, stores Stores) {
 		{"EventStreamExactlyOnce", testEventStreamExactlyOnce},
 
 		{"OutboxEnqueue", testOutboxEnqueue},
+		{"OutboxRoomHeads", testOutboxRoomHeads},
 		{"OutboxClaimExclusive", testOutboxClaimExclusive},
 		{"OutboxClaimExpiry", testOutboxClaimExpiry},
 		{"OutboxRelease", testOutboxRelease},
@@ -174,6 +175,13 @@ func Run(t *testing.T, stores Stores) {
 			t.Fatal("Stores.Exec is not set: the schema guard goes untested")
 		}
 		testMigrateRefusesANewerSchema(t, stores.Empty(t), stores.Exec)
+	})
+	t.Run("OutboxRoomHeadsRepaired", func(t *testing.T) {
+		s := stores.Empty(t)
+		if err := s.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		testOutboxRoomHeadsRepaired(t, s, stores.Exec)
 	})
 	open := stores.Migrated
 	if open == nil {
