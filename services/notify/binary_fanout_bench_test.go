@@ -185,6 +185,9 @@ func fanOutThroughTheBinary(b *testing.B, cfg binaryFanOutConfig, replicas, n in
 	end := time.Now()
 	b.StopTimer()
 	throttled, global := fake.Throttled()
+	if throttled > 0 {
+		fmt.Print(describeThrottled(fake.Calls()))
+	}
 	var cpu time.Duration
 	for i, sv := range serves {
 		cpu += sv.CPU() - cpu0[i]
@@ -259,6 +262,39 @@ func fanOutThroughTheBinary(b *testing.B, cfg binaryFanOutConfig, replicas, n in
 	if os.Getenv("TASKLOOM_BENCH_LOGS") != "" {
 		fmt.Print(logs())
 	}
+}
+
+// describeThrottled says, of the first few calls answered 429, what they
+// were and what the bot asked in the second before each, by kind of
+// route: what a pacer did not count or did not hold to.
+func describeThrottled(calls []discordfake.Call) string {
+	var out strings.Builder
+	shown := 0
+	for i, c := range calls {
+		if c.Status != http.StatusTooManyRequests || shown == 3 {
+			continue
+		}
+		shown++
+		kinds := map[string]int{}
+		for _, p := range calls[:i] {
+			if c.Time.Sub(p.Time) < time.Second {
+				kinds[p.Method+" "+routeKind(p.Path)]++
+			}
+		}
+		fmt.Fprintf(&out, "429 for %s %s at %s; the second before it: %v\n", c.Method, c.Path, c.Time.Format("15:04:05.000"), kinds)
+	}
+	return out.String()
+}
+
+// routeKind is a path with its IDs left out: /channels/{}/messages.
+func routeKind(path string) string {
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if p != "" && strings.Trim(p, "0123456789") == "" {
+			parts[i] = "{}"
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 // tail is the last n bytes of s.

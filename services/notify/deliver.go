@@ -352,13 +352,21 @@ func (s *Service) turn(ctx context.Context, room string, post bool) error {
 	if p == nil {
 		return nil
 	}
+	if post {
+		// The room's window shared with the other replicas is booked
+		// first: it is a statement to the store, whose time (a busy
+		// database's tens of milliseconds) must not fall between the
+		// global booking and the request, where it would let requests
+		// booked in one second reach the platform crowded into the next.
+		if err := s.bookRoom(ctx, p, room); err != nil {
+			return err
+		}
+	}
 	for {
 		s.beatIfDue(ctx, p)
 		now := s.clk.Now()
 		retry, ok, roomFull := p.take(room, now, post)
 		switch {
-		case ok && post:
-			return s.bookRoom(ctx, p, room)
 		case ok:
 			return nil
 		case roomFull:
