@@ -137,6 +137,7 @@ type dbTask struct {
 	parent   bool
 	schedule bool
 	lease    string
+	ended    time.Time
 }
 
 var terminal = []string{"completed", "failed", "stalemate", "canceled"}
@@ -152,14 +153,14 @@ func (s *soak) check(settled bool) {
 	if !settled {
 		add("other", time.Now(), "the service did not settle within %s of the faults' end", settleLimit)
 	}
-	rows, err := s.db.Query(ctx, `SELECT number, goal, status, platform, room_id, parent_number IS NOT NULL, schedule_id IS NOT NULL, lease_owner FROM tasks ORDER BY number`)
+	rows, err := s.db.Query(ctx, `SELECT number, goal, status, platform, room_id, parent_number IS NOT NULL, schedule_id IS NOT NULL, lease_owner, COALESCE(completed_at, now()) FROM tasks ORDER BY number`)
 	if err != nil {
 		s.t.Fatalf("read the tasks: %v", err)
 	}
 	var tasks []dbTask
 	for rows.Next() {
 		var t dbTask
-		if err := rows.Scan(&t.number, &t.goal, &t.status, &t.platform, &t.room, &t.parent, &t.schedule, &t.lease); err != nil {
+		if err := rows.Scan(&t.number, &t.goal, &t.status, &t.platform, &t.room, &t.parent, &t.schedule, &t.lease, &t.ended); err != nil {
 			s.t.Fatal(err)
 		}
 		tasks = append(tasks, t)
@@ -174,8 +175,11 @@ func (s *soak) check(settled bool) {
 		}
 	}
 
-	// Each command made its task exactly once.
+	// Each command made its task exactly once. What a replica killed
+	// soon after it took a command lost is a known gap, reported apart
+	// (killedAfter).
 	refused := 0
+	var known []string
 	for _, c := range s.commands {
 		goal := "soak " + c.kind + " " + c.id
 		switch n := len(made[goal]); {
@@ -184,6 +188,10 @@ func (s *soak) check(settled bool) {
 		case n == 0 && !c.ambiguous:
 			if s.refused(c) {
 				refused++
+				continue
+			}
+			if s.killedAfter(c) {
+				known = append(known, fmt.Sprintf("%s command %q in %s made no task (%.3fs)", c.platform, goal, c.room, c.at.Sub(s.log.start).Seconds()))
 				continue
 			}
 			add("lost", c.at, "%s command %q in %s made no task", c.platform, goal, c.room)
@@ -203,7 +211,7 @@ func (s *soak) check(settled bool) {
 		if t.status == "waiting" && c != nil && c.leave && !t.parent && !t.schedule {
 			continue
 		}
-		add("other", time.Now(), "task #%d %q is %s at the end", t.number, t.goal, t.status)
+		add("other", t.ended, "task #%d %q is %s at the end", t.number, t.goal, t.status)
 	}
 
 	// No lease left to a replica: every task ended or waiting, none
@@ -312,6 +320,9 @@ func (s *soak) check(settled bool) {
 					add("duplicated", it.at, "%s: approval request twice", where)
 				}
 			case "progress":
+				if it.from >= 0 && st.lastTo >= 0 && it.from != st.lastTo {
+					add("lost", it.at, "%s: progress shown from %d%%, but the room was last shown %d%%: %q", where, it.from, st.lastTo, it.block)
+				}
 				if it.to >= 0 {
 					if it.to < st.lastTo {
 						add("out_of_order", it.at, "%s: progress back from %d%% to %d%%: %q", where, st.lastTo, it.to, it.block)
@@ -335,14 +346,18 @@ func (s *soak) check(settled bool) {
 			where := fmt.Sprintf("%s %s task #%d %q (%s)", k.platform, k.room, t.number, t.goal, t.status)
 			switch {
 			case slices.Contains(terminal, t.status) && st.terminal == 0:
-				add("lost", time.Now(), "%s: no terminal message", where)
+				add("lost", t.ended, "%s: no terminal message (ended at %.3fs)", where, t.ended.Sub(s.log.start).Seconds())
 			case t.status == "waiting" && strings.HasPrefix(t.goal, "soak ask ") && st.question == 0:
 				add("lost", time.Now(), "%s: its question never shown", where)
 			case t.status == "waiting" && strings.HasPrefix(t.goal, "soak approve ") && st.approval == 0:
 				add("lost", time.Now(), "%s: its approval request never shown", where)
 			}
 			if c := s.byGoal(t.goal); c != nil && !t.parent && !t.schedule && c.platform == k.platform && st.ack == 0 {
-				add("lost", time.Now(), "%s: never acknowledged", where)
+				if s.killedAfter(c) {
+					known = append(known, fmt.Sprintf("%s: never acknowledged (%.3fs)", where, c.at.Sub(s.log.start).Seconds()))
+					continue
+				}
+				add("lost", c.at, "%s: never acknowledged (asked at %.3fs)", where, c.at.Sub(s.log.start).Seconds())
 			}
 		}
 	}
@@ -384,18 +399,46 @@ func (s *soak) check(settled bool) {
 	fmt.Printf("soak: checked %d tasks in %d rooms: %s\n", roomed, len(items), jsonString(kinds))
 	fmt.Printf("soak: schedule runs=%d, platform error answers: discord=%d slack=%d, model calls=%d\n",
 		schedRuns, dErrs, sErrs, s.model.calls.Load())
+	if len(known) > 0 {
+		fmt.Printf("soak: %d lost to a replica killed within %s of taking the command (a known gap, docs/testing.md):\n", len(known), killWindow)
+		for _, k := range known {
+			fmt.Printf("  %s\n", k)
+		}
+	}
 	if len(vs) > 0 {
 		fmt.Printf("soak: %d violations; the first ones, with the events around them:\n", len(vs))
 		for _, v := range vs[:min(len(vs), 5)] {
 			fmt.Printf("  [%s] %s\n%s", v.kind, v.what, s.log.around(v.at, 5*time.Second))
 		}
+		fmt.Printf("soak: the replicas' logs are in %s\n", s.dir)
 		fmt.Printf("soak: replay with scripts/soak -duration %s -seed %d\n", *durationFlag, s.seed)
 	}
-	fmt.Printf("soak: duration=%s seed=%d kills=%d stops=%d pg_restarts=%d conn_drops=%d platform_errors=%d model_errors=%d tasks=%d messages=%d lost=%d duplicated=%d out_of_order=%d\n",
-		*durationFlag, s.seed, s.kills, s.stops, s.pgRestarts, s.connDrops, dErrs+sErrs, s.model.errors.Load(), len(tasks), messages, lost, duplicated, outOfOrder)
+	fmt.Printf("soak: duration=%s seed=%d kills=%d stops=%d pg_restarts=%d conn_drops=%d platform_errors=%d model_errors=%d tasks=%d messages=%d lost=%d duplicated=%d out_of_order=%d lost_in_kills=%d\n",
+		*durationFlag, s.seed, s.kills, s.stops, s.pgRestarts, s.connDrops, dErrs+sErrs, s.model.errors.Load(), len(tasks), messages, lost, duplicated, outOfOrder, len(known))
 	if len(vs) > 0 {
 		s.t.Fail()
 	}
+}
+
+// killWindow is how soon after a command a kill of the replica that took
+// it may lose it.
+const killWindow = 15 * time.Second
+
+// killedAfter says whether the replica that took the command (on Discord,
+// where every replica receives it, any) was killed within killWindow
+// after it: the command, or its acknowledgement, was then only in that
+// process — a Slack event is acknowledged before it is stored, and a
+// reply waits in the process for a short rate limit before it is queued
+// in the outbox — and is a known loss, counted apart, not a violation.
+func (s *soak) killedAfter(c *command) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.killed {
+		if k.at.After(c.at) && k.at.Sub(c.at) < killWindow && (c.via < 0 || c.via == k.replica) {
+			return true
+		}
+	}
+	return false
 }
 
 // refused says whether the room told the command's author that nothing
