@@ -411,7 +411,7 @@ func (s *soak) check(settled bool) {
 			fmt.Printf("  [%s] %s\n%s", v.kind, v.what, s.log.around(v.at, 5*time.Second))
 		}
 		fmt.Printf("soak: the replicas' logs are in %s\n", s.dir)
-		fmt.Printf("soak: replay with scripts/soak -duration %s -seed %d\n", *durationFlag, s.seed)
+		fmt.Printf("soak: replay with %s\n", replay(s.seed))
 	}
 	fmt.Printf("soak: duration=%s seed=%d kills=%d stops=%d pg_restarts=%d conn_drops=%d platform_errors=%d model_errors=%d tasks=%d messages=%d lost=%d duplicated=%d out_of_order=%d lost_in_kills=%d\n",
 		*durationFlag, s.seed, s.kills, s.stops, s.pgRestarts, s.connDrops, dErrs+sErrs, s.model.errors.Load(), len(tasks), messages, lost, duplicated, outOfOrder, len(known))

@@ -120,6 +120,15 @@ func (s *soak) jitter(min, max time.Duration) time.Duration {
 	return min + time.Duration(s.intn(int(max-min)/int(time.Millisecond)+1))*time.Millisecond
 }
 
+// replay is the command that replays a run of seed.
+func replay(seed uint64) string {
+	cmd := fmt.Sprintf("scripts/soak -duration %s -seed %d", *durationFlag, seed)
+	if *loseMatch != "task" {
+		cmd += fmt.Sprintf(" -lose %q", *loseMatch)
+	}
+	return cmd
+}
+
 // TestSoak is the soak (scripts/soak; docs/testing.md). It is skipped
 // unless -duration is given.
 func TestSoak(t *testing.T) {
@@ -130,7 +139,7 @@ func TestSoak(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	fmt.Printf("soak: seed=%d duration=%s (replay: scripts/soak -duration %s -seed %d)\n", seed, *durationFlag, *durationFlag, seed)
+	fmt.Printf("soak: seed=%d duration=%s (replay: %s)\n", seed, *durationFlag, replay(seed))
 	s := &soak{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), log: &eventLog{start: time.Now()},
 		http: &http.Client{Timeout: 5 * time.Second}, answered: map[int64]time.Time{}, nextID: map[string]int{}}
 	s.setup()
