@@ -163,12 +163,33 @@ func (rt *Runtime) queueReply(ctx context.Context, msg *Message, resp Response, 
 		return false, fmt.Errorf("queue the reply: %w", err)
 	}
 	// The reply is owed even when the message's context ends (a
-	// shutdown): it is queued regardless.
+	// shutdown): it is queued regardless. A store that cannot be reached
+	// (the platform and the database failing together) is waited for as
+	// an incoming message waits, up to StoreOutageWait; a shutdown ends
+	// the wait. A queueing whose answer was lost may queue the reply
+	// twice: both go under its key, which the platform recognises.
+	wait := ctx
 	ctx = context.WithoutCancel(ctx)
-	if _, err := st.Enqueue(ctx, domain.Notification{
-		Room: msg.Room, TaskNumber: resp.TaskNumber, Category: domain.NotifyReply, Payload: payload, CreatedAt: rt.clk.Now(),
-	}); err != nil {
-		return false, fmt.Errorf("queue the reply: %w", err)
+	deadline := rt.clk.Now().Add(rt.opts.StoreOutageWait)
+	delay := storeRetryFirst
+	for attempt := 1; ; attempt++ {
+		_, err := st.Enqueue(ctx, domain.Notification{
+			Room: msg.Room, TaskNumber: resp.TaskNumber, Category: domain.NotifyReply, Payload: payload, CreatedAt: rt.clk.Now(),
+		})
+		if err == nil {
+			break
+		}
+		left := deadline.Sub(rt.clk.Now())
+		if left <= 0 || errors.Is(err, domain.ErrInvalid) {
+			return false, fmt.Errorf("queue the reply (%d attempts): %w", attempt, err)
+		}
+		if attempt == 1 {
+			log.Warn("the store cannot be reached; the reply waits for it to be queued", "message", msg.ID, "up_to", rt.opts.StoreOutageWait, "err", err)
+		}
+		if err := clock.Sleep(wait, rt.clk, min(delay, left)); err != nil {
+			return false, fmt.Errorf("queue the reply: waiting for the store: %w", err)
+		}
+		delay = min(2*delay, storeRetryMax)
 	}
 	log.Warn("the reply could not be sent; it is queued in the outbox and will be retried", "message", msg.ID, "key", resp.Key, "err", sendErr)
 	rt.Emit(ctx, Event{Type: ReplyQueued, Message: msg})

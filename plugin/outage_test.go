@@ -19,6 +19,19 @@ type downStore struct {
 	domain.Store
 	down  atomic.Bool
 	tries atomic.Int32
+	// enqueueDown: Enqueue cannot reach the store; enqueues counts the
+	// tries.
+	enqueueDown atomic.Bool
+	enqueues    atomic.Int32
+}
+
+// Enqueue cannot reach the store while enqueueDown.
+func (s *downStore) Enqueue(ctx context.Context, n domain.Notification) (domain.Notification, error) {
+	s.enqueues.Add(1)
+	if s.enqueueDown.Load() {
+		return domain.Notification{}, errors.New("enqueue notification: FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
+	}
+	return s.Store.Enqueue(ctx, n)
 }
 
 func (s *downStore) SaveMemory(ctx context.Context, m domain.Memory) (domain.Memory, bool, error) {
@@ -138,5 +151,47 @@ func TestFailedReplyIsQueuedInTheOutbox(t *testing.T) {
 	}
 	if queued.Load() != 1 {
 		t.Errorf("%d REPLY_QUEUED events, want 1", queued.Load())
+	}
+}
+
+// A reply the platform would not take while the store cannot be reached
+// either (the platform timing out during a PostgreSQL restart) waits for
+// the store, as a message does, and is queued once it answers.
+func TestFailedReplyWaitsForTheStoreToBeQueued(t *testing.T) {
+	t.Parallel()
+	st := &downStore{Store: teststore.SQLite(t)}
+	st.enqueueDown.Store(true)
+	clk := clock.NewFake(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
+	rt := newOutageRuntime(t, st, clk)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	timeout := errors.New("discord: reply in 1: context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
+	done := make(chan error, 1)
+	go func() {
+		done <- rt.HandleMessage(ctx, plugin.Message{ID: "m1", Platform: "discord", Room: "discord:1", Text: "create task X", DM: true},
+			func(context.Context, plugin.Response) error { return timeout })
+	}()
+	for i := range 6 { // 5 s of a store that cannot be reached, then back
+		if err := clk.BlockUntil(ctx, 1); err != nil {
+			t.Fatalf("the reply stopped waiting for the store after %d tries", st.enqueues.Load())
+		}
+		if i == 5 {
+			st.enqueueDown.Store(false)
+		}
+		clk.Advance(time.Second)
+	}
+	clk.Advance(4 * time.Second) // past the longest wait between tries
+	if err := <-done; err != nil {
+		t.Fatalf("HandleMessage: %v", err)
+	}
+	ns, err := st.ListNotifications(ctx, "", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns) != 1 || ns[0].Category != domain.NotifyReply || ns[0].TaskNumber != 7 {
+		t.Fatalf("outbox = %+v, want the one reply to m1", ns)
+	}
+	if n := st.enqueues.Load(); n < 3 {
+		t.Errorf("%d tries to queue the reply, want it tried again while the store was away", n)
 	}
 }

@@ -919,3 +919,52 @@ func TestEnforceLimits(t *testing.T) {
 		t.Errorf("Throttled = %d, %d global; want 2, 1 global", all, global)
 	}
 }
+
+// TestStallNext: a stalled call hangs until the client's timeout, and is
+// carried out or not as asked; one the client waits out gets a 504.
+func TestStallNext(t *testing.T) {
+	t.Parallel()
+	srv := discordfake.New(t)
+	srv.AddChannel(channelID, guildID)
+	s := newSession(t, srv)
+	s.MaxRestRetries = 0
+	s.Client.Timeout = 100 * time.Millisecond // Point's transport kept
+	path := "/channels/" + channelID + "/messages"
+
+	srv.StallNext("POST", path, 1, time.Minute, true)
+	start := time.Now()
+	if _, err := s.ChannelMessageSend(channelID, "made"); err == nil {
+		t.Fatal("a stalled call succeeded")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the stalled call was held %s, past its client's timeout", d)
+	}
+	srv.StallNext("POST", path, 1, time.Minute, false)
+	if _, err := s.ChannelMessageSend(channelID, "not made"); err == nil {
+		t.Fatal("a stalled call succeeded")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := srv.WaitCalls(ctx, "POST", path, 2); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range srv.Messages(channelID) {
+		texts = append(texts, m.Content)
+	}
+	if !slices.Equal(texts, []string{"made"}) {
+		t.Errorf("messages = %q, want only the one carried out", texts)
+	}
+
+	s.Client.Timeout = 10 * time.Second
+	srv.StallNext("POST", path, 1, 50*time.Millisecond, false)
+	start = time.Now()
+	_, err := s.ChannelMessageSend(channelID, "waited")
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("a call stalled for 50ms answered in %s", d)
+	}
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Response.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("a call waited out: %v, want a 504", err)
+	}
+}

@@ -46,9 +46,12 @@
 // documents. RemoveChannel and DenyChannel make a channel answer 404
 // Unknown Channel and 403 Missing Access (AllowChannel undoes the latter). RateLimitNext answers 429 with
 // Discord's body and headers; FailNext answers other errors, and FailAfterNext answers one after
-// carrying the call out, as a 5xx from between client and API does.
+// carrying the call out, as a 5xx from between client and API does;
+// StallNext hangs calls until the client gives up, then answers 504,
+// carried out or not.
 //
-// Nothing in the fake sleeps; a test waits with WaitIdentified,
+// Nothing in the fake sleeps but a call StallNext holds (on the wall
+// clock, as long as it was told or until its client gives up); a test waits with WaitIdentified,
 // WaitResumed, WaitMessages, WaitCalls and WaitResponses, bounded by its
 // context.
 package discordfake

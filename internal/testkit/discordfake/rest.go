@@ -117,6 +117,9 @@ type fault struct {
 	// until, when set, bounds the fault in time (the fake's clock) instead
 	// of by n: it answers every matching call before until.
 	until time.Time
+	// stall holds the call this long on the wall clock, or until the
+	// client gives up, before the rest of the fault.
+	stall time.Duration
 }
 
 // RateLimitNext makes the next n calls with method ("" for any) whose path
@@ -154,6 +157,16 @@ func (s *Server) FailAfterNext(method, pathPrefix string, n int, status int) {
 // platform failing for a while, then recovering.
 func (s *Server) FailUntil(method, pathPrefix string, until time.Time, status int) {
 	s.addFault(&fault{method: method, prefix: pathPrefix, status: status, until: until})
+}
+
+// StallNext makes the next n matching calls (as in RateLimitNext) hang,
+// as Discord does when it stops answering: each is held for d on the wall
+// clock, or until the client gives up (its timeout), then carried out
+// when carriedOut (the client that gave up cannot tell it was) and
+// answered 504 Gateway Timeout, as Discord's edge answers a request its
+// API did not answer in time.
+func (s *Server) StallNext(method, pathPrefix string, n int, d time.Duration, carriedOut bool) {
+	s.addFault(&fault{method: method, prefix: pathPrefix, n: n, status: http.StatusGatewayTimeout, stall: d, after: carriedOut})
 }
 
 func (s *Server) addFault(f *fault) {
@@ -214,6 +227,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if aerr := parseBody(c, r.Header.Get("Content-Type"), body); aerr != nil {
 		writeAPIError(sw, aerr)
 	} else if f := s.takeFault(c); f != nil {
+		if f.stall > 0 {
+			t := time.NewTimer(f.stall)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+			}
+			t.Stop()
+		}
 		if f.after {
 			s.mux.ServeHTTP(httptest.NewRecorder(), r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
 		}

@@ -31,7 +31,8 @@
 // Retry-After and {"ok":false,"error":"ratelimited"}, as Slack does;
 // FailNext answers another error, and ServerErrorNext an HTTP 500 for a
 // while, as Slack does when it fails on its side (ServerErrorAfterNext
-// after carrying the call out).
+// after carrying the call out); StallNext hangs calls until the client
+// gives up, then answers 504, carried out or not.
 //
 // Views: every slash command, button press and view submission comes with
 // a trigger ID that views.open exchanges once, within three seconds
@@ -76,6 +77,7 @@
 // interactions get response URLs on this server; what is posted to them is
 // kept with the messages.
 //
-// Nothing in the fake sleeps; tests wait with WaitMessages, WaitCalls,
+// Nothing in the fake sleeps but a call StallNext holds (on the wall
+// clock, as long as it was told or until its client gives up); tests wait with WaitMessages, WaitCalls,
 // WaitAck and WaitConnections, bounded by their context.
 package slackfake

@@ -155,6 +155,9 @@ type fault struct {
 	// until, when set, makes the fault answer every call before it (the
 	// fake's clock) rather than one.
 	until time.Time
+	// stall holds the call this long on the wall clock, or until the
+	// client gives up, before the rest of the fault.
+	stall time.Duration
 }
 
 type responseURL struct {
@@ -319,6 +322,19 @@ func (s *Server) FailUntil(method string, until time.Time, status int, code stri
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults[method] = append(s.faults[method], fault{status: status, errCode: code, until: until})
+}
+
+// StallNext makes the next n calls to method hang, as Slack does when it
+// stops answering: each is held for d on the wall clock, or until the
+// client gives up (its timeout), then carried out when carriedOut (the
+// client that gave up cannot tell it was) and answered HTTP 504 with
+// {"ok":false,"error":"request_timeout"}.
+func (s *Server) StallNext(method string, n int, d time.Duration, carriedOut bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[method] = append(s.faults[method], fault{status: http.StatusGatewayTimeout, errCode: "request_timeout", stall: d, after: carriedOut})
+	}
 }
 
 // Call is one Web API call as the fake saw it.

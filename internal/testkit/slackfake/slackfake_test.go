@@ -549,3 +549,43 @@ func TestEnforceLimits(t *testing.T) {
 		t.Errorf("Throttled = %d, want 2", got)
 	}
 }
+
+// TestStallNext: a stalled call hangs until the client's timeout, and is
+// carried out or not as asked; one the client waits out gets a 504
+// request_timeout.
+func TestStallNext(t *testing.T) {
+	t.Parallel()
+	s := slackfake.New(t)
+	ctx := context.Background()
+	short := slack.New(s.BotToken(), slack.OptionAPIURL(s.APIURL()), slack.OptionHTTPClient(&http.Client{Timeout: 100 * time.Millisecond}))
+	s.StallNext("chat.postMessage", 1, time.Minute, true)
+	start := time.Now()
+	if _, _, err := short.PostMessageContext(ctx, "C1", slack.MsgOptionText("made", false)); err == nil {
+		t.Fatal("a stalled call succeeded")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the stalled call was held %s, past its client's timeout", d)
+	}
+	s.StallNext("chat.postMessage", 1, time.Minute, false)
+	if _, _, err := short.PostMessageContext(ctx, "C1", slack.MsgOptionText("not made", false)); err == nil {
+		t.Fatal("a stalled call succeeded")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := s.WaitCalls(wctx, "chat.postMessage", 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Messages(); len(got) != 1 || got[0].Text != "made" {
+		t.Errorf("messages = %+v, want only the one carried out", got)
+	}
+	s.StallNext("chat.postMessage", 1, 50*time.Millisecond, false)
+	start = time.Now()
+	_, _, err := client(s, s.BotToken()).PostMessageContext(ctx, "C1", slack.MsgOptionText("waited", false))
+	var se slack.StatusCodeError
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("a call stalled for 50ms answered in %s", d)
+	}
+	if !errors.As(err, &se) || se.Code != http.StatusGatewayTimeout {
+		t.Errorf("a call waited out: %v (%T), want a 504", err, err)
+	}
+}

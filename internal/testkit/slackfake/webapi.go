@@ -59,6 +59,16 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 				s.faults[method] = fs[1:]
 			}
 		}
+		if f.stall > 0 {
+			s.mu.Unlock()
+			t := time.NewTimer(f.stall)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+			}
+			t.Stop()
+			s.mu.Lock()
+		}
 		if f.after {
 			s.dispatchLocked(method, token, params) // carried out all the same
 		}
