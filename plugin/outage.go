@@ -91,6 +91,15 @@ func (rt *Runtime) saveIncoming(ctx context.Context, msg *Message, mem domain.Me
 	delay := storeRetryFirst
 	for attempt := 1; ; attempt++ {
 		saved, inserted, err := st.SaveMemory(ctx, mem)
+		if err == nil && !inserted && attempt > 1 && sameReceipt(saved, mem) {
+			// An earlier attempt's insert committed and only its answer
+			// was lost (a connection cut after the commit): the row is
+			// this receipt's, not a redelivery's, which another receipt
+			// would have stored at its own time. Taking it for a
+			// redelivery would drop the message without a word.
+			log.Info("the message was stored by an attempt whose answer was lost; handling it", "message", msg.ID, "attempts", attempt)
+			inserted = true
+		}
 		if err == nil || ctx.Err() != nil || errors.Is(err, domain.ErrInvalid) {
 			if err == nil && attempt > 1 {
 				log.Info("the store answers again; handling the message that waited for it", "attempts", attempt)
@@ -110,6 +119,17 @@ func (rt *Runtime) saveIncoming(ctx context.Context, msg *Message, mem domain.Me
 		}
 		delay = min(2*delay, storeRetryMax)
 	}
+}
+
+// sameReceipt reports whether stored is the row of mem's receipt: the same
+// author, room and text, received at the same time (within the
+// millisecond a store may round it to). A platform's redelivery is
+// received, and stored, at a time of its own.
+func sameReceipt(stored, mem domain.Memory) bool {
+	domain.CleanMemory(&mem) // as the store saved it
+	d := stored.CreatedAt.Sub(mem.CreatedAt)
+	return stored.AuthorID == mem.AuthorID && stored.Room == mem.Room && stored.Text == mem.Text &&
+		d > -time.Millisecond && d < time.Millisecond
 }
 
 // holdUnsaved marks the message key as being persisted by this process;

@@ -23,6 +23,9 @@ type downStore struct {
 	// tries.
 	enqueueDown atomic.Bool
 	enqueues    atomic.Int32
+	// loseAnswers: so many SaveMemory calls are carried out and their
+	// answer lost, as when the connection is cut after the commit.
+	loseAnswers atomic.Int32
 }
 
 // Enqueue cannot reach the store while enqueueDown.
@@ -38,6 +41,12 @@ func (s *downStore) SaveMemory(ctx context.Context, m domain.Memory) (domain.Mem
 	s.tries.Add(1)
 	if s.down.Load() {
 		return domain.Memory{}, false, errors.New("save memory: failed to connect to `host=127.0.0.1`: connection refused")
+	}
+	if s.loseAnswers.Add(-1) >= 0 {
+		if _, _, err := s.Store.SaveMemory(ctx, m); err != nil {
+			return domain.Memory{}, false, err
+		}
+		return domain.Memory{}, false, errors.New("save memory: unexpected EOF")
 	}
 	return s.Store.SaveMemory(ctx, m)
 }
@@ -193,5 +202,57 @@ func TestFailedReplyWaitsForTheStoreToBeQueued(t *testing.T) {
 	}
 	if n := st.enqueues.Load(); n < 3 {
 		t.Errorf("%d tries to queue the reply, want it tried again while the store was away", n)
+	}
+}
+
+// A message whose insert committed but whose answer was lost (the
+// connection cut after the commit, as the soak's dropped connections do)
+// is carried out once when the retry finds its row, not taken for a
+// redelivery and dropped without a word; a true redelivery, received
+// later, is still ignored.
+func TestMessageStoredByALostAnswerIsHandled(t *testing.T) {
+	t.Parallel()
+	st := &downStore{Store: teststore.SQLite(t)}
+	clk := clock.NewFake(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
+	rt := newOutageRuntime(t, st, clk)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var creates atomic.Int32
+	rt.Subscribe(plugin.ActionCompleted, func(_ context.Context, e plugin.Event) {
+		if e.Action == "create_task" {
+			creates.Add(1)
+		}
+	})
+	st.loseAnswers.Store(1)
+	msg := plugin.Message{ID: "m1", Platform: "discord", Room: "discord:1", AuthorID: "u1", Text: "create task X", DM: true}
+	replies := make(chan plugin.Response, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- rt.HandleMessage(ctx, msg, func(_ context.Context, r plugin.Response) error { replies <- r; return nil })
+	}()
+	if err := clk.BlockUntil(ctx, 1); err != nil { // the wait before the second attempt
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatalf("HandleMessage: %v", err)
+	}
+	select {
+	case r := <-replies:
+		if r.Text != "Created task #7" {
+			t.Fatalf("answer = %q, want the task created", r.Text)
+		}
+	default:
+		t.Fatal("the message was taken for a redelivery: no answer, nothing done")
+	}
+	// The platform delivers it again, a minute later.
+	clk.Advance(time.Minute)
+	redelivered := msg
+	redelivered.Time = time.Time{}
+	if err := rt.HandleMessage(ctx, redelivered, func(_ context.Context, r plugin.Response) error { replies <- r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(replies) != 0 || creates.Load() != 1 {
+		t.Errorf("the redelivery was acted on: %d more answers, %d creations", len(replies), creates.Load())
 	}
 }
