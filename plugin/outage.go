@@ -122,14 +122,17 @@ func (rt *Runtime) saveIncoming(ctx context.Context, msg *Message, mem domain.Me
 }
 
 // sameReceipt reports whether stored is the row of mem's receipt: the same
-// author, room and text, received at the same time (within the
-// millisecond a store may round it to). A platform's redelivery is
-// received, and stored, at a time of its own.
+// author, room and text, received at the same microsecond (both stores
+// keep microseconds, as domain.UTC does). A platform's redelivery is
+// received at a time of its own, and so is each replica's copy of an
+// event every replica hears (a Discord gateway event): one replica's
+// insert whose answer was lost is not confused with another's, which
+// received it microseconds apart. Only a copy received in the very same
+// microsecond by another replica, whose own insert failed, could be.
 func sameReceipt(stored, mem domain.Memory) bool {
 	domain.CleanMemory(&mem) // as the store saved it
-	d := stored.CreatedAt.Sub(mem.CreatedAt)
 	return stored.AuthorID == mem.AuthorID && stored.Room == mem.Room && stored.Text == mem.Text &&
-		d > -time.Millisecond && d < time.Millisecond
+		stored.CreatedAt.Equal(domain.UTC(mem.CreatedAt))
 }
 
 // holdUnsaved marks the message key as being persisted by this process;
