@@ -3,7 +3,6 @@ package soak
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/taskloom/taskloom/internal/testkit"
 )
 
 // replica is one `taskloom serve` process, restarted on the same address
@@ -33,12 +34,7 @@ type replica struct {
 
 func newReplica(tb testing.TB, n int, bin, dir string, env []string) *replica {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testkit.FreeAddr(tb)
 	rdir := filepath.Join(dir, fmt.Sprintf("replica%d", n))
 	if err := os.MkdirAll(rdir, 0o755); err != nil {
 		tb.Fatal(err)

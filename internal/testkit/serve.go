@@ -37,6 +37,18 @@ func TaskloomBinary(tb testing.TB, dir string) string {
 	return bin
 }
 
+// FreeAddr is a loopback address whose port was free a moment ago, for a
+// child process of the test to listen on.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // Serve is `taskloom serve` running as a child process of the test.
 type Serve struct {
 	tb      testing.TB
@@ -54,12 +66,7 @@ type Serve struct {
 // would end serve at its end). It is stopped when tb ends, if not before.
 func StartServe(tb testing.TB, bin, dir string, env ...string) *Serve {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := FreeAddr(tb)
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, env...)
 	cmd.Env = append(cmd.Env, "TASKLOOM_HTTP_ADDR="+addr)
