@@ -439,16 +439,19 @@ func (d *EgressDoor) admit() bool {
 // CutOffRefused times.
 func (d *EgressDoor) refuseTooMany(c net.Conn) {
 	l := d.e.limits
-	body := fmt.Sprintf("Taskloom's egress proxy refused a connection: this sandbox has %d open already.\n", l.Conns)
-	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	c.Close()
+	// Counted and logged before it is answered: a sandbox that reads the
+	// answer and opens the next connection finds this refusal counted, at
+	// its time.
 	d.mu.Lock()
 	d.windowLocked()
 	d.refused++
 	n := d.refused
 	d.mu.Unlock()
 	d.e.refusal.log("too many connections", "egress proxy refused a sandbox's connection: too many open at once", "sandbox", d.name, "open", l.Conns)
+	body := fmt.Sprintf("Taskloom's egress proxy refused a connection: this sandbox has %d open already.\n", l.Conns)
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	c.Close()
 	if n >= l.CutOffRefused {
 		d.cutOff(fmt.Sprintf("it kept opening more than %d connections at once to Taskloom's network proxy", l.Conns))
 	}
