@@ -34,7 +34,10 @@ const (
 	DefaultGiveUpAfter = 24 * time.Hour
 	// DefaultSenders is how many rooms a flush sends to at once.
 	DefaultSenders = 8
-	roomsPerFlush  = 1000
+	// roomsPerFlush is how many rooms a flush claims before it ends, so
+	// that the loop looks at its schedule and its held rooms again; a
+	// flush that ends so is followed by the next at once.
+	roomsPerFlush = 1000
 	// giveBackTimeout bounds giving rows back when a send was canceled.
 	giveBackTimeout = 5 * time.Second
 )
@@ -130,6 +133,8 @@ type Service struct {
 	// pacers were saturated, each with when it is due again on Runtime's
 	// clock: an early wake flushes them, and no other room.
 	held map[heldKey]time.Time
+	// perFlush is how many rooms a flush claims at most (roomsPerFlush).
+	perFlush int
 }
 
 // heldUntil is the earliest time a room put off by the pacer is due.
@@ -229,6 +234,8 @@ func New(opts Options) *Service {
 		poke:   make(chan struct{}, 1),
 		pacers: map[string]*pacer{},
 		held:   map[heldKey]time.Time{},
+
+		perFlush: roomsPerFlush,
 	}
 	// Terminal changes and task posts go out at once.
 	rt.Subscribe(plugin.TaskEnded, func(context.Context, plugin.Event) { s.Poke() })
@@ -373,10 +380,18 @@ func (s *Service) loop(ctx context.Context) {
 				continue
 			}
 			s.clearHeld()
-			if _, err := s.flush(ctx, nil, s.stop); err != nil {
+			_, more, err := s.flushSome(ctx, scope{}, s.stop)
+			if err != nil {
 				s.log.Error("flushing notifications failed", "err", err)
 			}
-			if now := s.clk.Now(); !now.Before(next) {
+			switch now := s.clk.Now(); {
+			case more:
+				// The flush claimed as many rooms as one may, and more may
+				// be due: they go on at once, not a whole interval after
+				// the others (a thousand rooms waited 5 s more for their
+				// first batch).
+				next = now
+			case !now.Before(next):
 				next = s.sched.Next(now)
 			}
 		}
@@ -451,10 +466,18 @@ func (s *Service) flushHeld(ctx context.Context, now time.Time) error {
 
 // flushScope is flush, narrowed to sc.
 func (s *Service) flushScope(ctx context.Context, sc scope, halt <-chan struct{}) (int, error) {
+	n, _, err := s.flushSome(ctx, sc, halt)
+	return n, err
+}
+
+// flushSome is flushScope that also says whether it ended because it had
+// claimed perFlush rooms, with more perhaps due, rather than because none
+// was.
+func (s *Service) flushSome(ctx context.Context, sc scope, halt <-chan struct{}) (int, bool, error) {
 	if s.opts.StoreClock {
 		t, err := s.store.Now(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("read the store's clock: %w", err)
+			return 0, false, fmt.Errorf("read the store's clock: %w", err)
 		}
 		s.skew.Store(int64(t.Sub(s.clk.Now())))
 	}
@@ -468,26 +491,29 @@ func (s *Service) flushScope(ctx context.Context, sc scope, halt <-chan struct{}
 		slots    = make(chan struct{}, s.opts.Senders)
 		finished = make(chan struct{}, s.opts.Senders)
 	)
-	// report waits for the senders and returns what they did, with cause,
-	// why the flush ended early (nil when it did not).
-	report := func(cause error) (int, error) {
+	// report waits for the senders and returns what they did, with
+	// whether the flush claimed all it may and cause, why it ended early
+	// (nil when it did not).
+	report := func(more bool, cause error) (int, bool, error) {
 		wg.Wait()
 		mu.Lock()
 		defer mu.Unlock()
-		return int(sent.Load()), errors.Join(append([]error{cause}, errs...)...)
+		return int(sent.Load()), more, errors.Join(append([]error{cause}, errs...)...)
 	}
-	for range roomsPerFlush {
+	// Only claims that took a room count: a claim that found none while
+	// senders were busy waits for one of them, and is not a room claimed.
+	for claimed := 0; claimed < s.perFlush; {
 		select {
 		case slots <- struct{}{}:
 		case <-halt:
-			return report(nil)
+			return report(false, nil)
 		case <-ctx.Done():
-			return report(ctx.Err())
+			return report(false, ctx.Err())
 		}
 		select {
 		case <-halt:
 			<-slots
-			return report(nil)
+			return report(false, nil)
 		default:
 		}
 		busy := inflight.Load() > 0 // read before the claim: see below
@@ -497,12 +523,12 @@ func (s *Service) flushScope(ctx context.Context, sc scope, halt <-chan struct{}
 		})
 		if err != nil {
 			<-slots
-			return report(fmt.Errorf("claim room: %w", err))
+			return report(false, fmt.Errorf("claim room: %w", err))
 		}
 		if room == "" {
 			<-slots
 			if !busy {
-				return report(nil) // nothing due, and no room held by this flush
+				return report(false, nil) // nothing due, and no room held by this flush
 			}
 			// The rooms left may be the ones being sent to: claim again
 			// once a sender is done. (A sender that finished before the
@@ -510,12 +536,13 @@ func (s *Service) flushScope(ctx context.Context, sc scope, halt <-chan struct{}
 			select {
 			case <-finished:
 			case <-halt:
-				return report(nil)
+				return report(false, nil)
 			case <-ctx.Done():
-				return report(ctx.Err())
+				return report(false, ctx.Err())
 			}
 			continue
 		}
+		claimed++
 		inflight.Add(1)
 		wg.Go(func() {
 			defer func() {
@@ -537,7 +564,7 @@ func (s *Service) flushScope(ctx context.Context, sc scope, halt <-chan struct{}
 			}
 		})
 	}
-	return report(nil)
+	return report(true, nil)
 }
 
 // payload shapes.

@@ -2,6 +2,7 @@ package notify_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,44 @@ func TestEarlyWakeForASaturatedPlatformLeavesTheOthers(t *testing.T) {
 		}
 		clk.Advance(50 * time.Second) // the tick
 		eventually(t, func() bool { return len(other.messages()) == 2 })
+	})
+}
+
+// TestFlushCappedGoesOnAtOnce: a flush claims a bounded number of rooms
+// (a thousand by default), so that the loop looks at its schedule again;
+// the rooms still due then go at once, not an interval after the others.
+// A thousand rooms with running tasks are the user's case: the last ten
+// got their first batch 5 s later than the rest, past the 30 s they are
+// promised.
+func TestFlushCappedGoesOnAtOnce(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open teststore.Opener) {
+		st := open(t)
+		f := newFixture(t, st, "a", func(s *setup) { s.opts = func(o *notify.Options) { o.Interval, o.Senders = time.Minute, 1 } })
+		f.svc.SetRoomsPerFlush(2)
+		var tasks []int64
+		for i := range 5 {
+			tasks = append(tasks, f.create(fmt.Sprintf("chat:R%d", i), "Watch the build").Number)
+		}
+		for _, n := range tasks {
+			f.iterate(n, 10, domain.VerdictContinue, true)
+		}
+		ctx := ctxFor(t)
+		if err := f.svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.svc.Stop(context.Background()) })
+		if err := f.clk.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(time.Minute) // the tick
+		got, err := f.out.waitMessages(ctx, 5)
+		if err != nil {
+			t.Fatalf("after one tick: %v (%q)", err, got)
+		}
+		// Each room had its one batch; the next tick finds nothing new.
+		eventually(t, func() bool { return f.clk.Waiters() == 1 })
+		if got := f.out.messages(); len(got) != 5 {
+			t.Fatalf("rooms got %d messages, want one each: %q", len(got), got)
+		}
 	})
 }
