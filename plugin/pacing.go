@@ -15,6 +15,12 @@ type Limits struct {
 	// second per bot; Slack: a workspace-wide limit of some hundreds of
 	// messages a minute).
 	Global Window
+	// Spread sends the global window's requests Span/N apart once it is
+	// half full, rather than in bursts of N, for a platform that counts its global limit
+	// over a window of its own (Discord's second): a burst booked one
+	// span after another reaches it with no slack, and a busy machine
+	// that delays one burst more than the next crowds them into it.
+	Spread bool
 	// Room bounds the messages posted in one room (Discord: 5 in 5 s per
 	// channel; Slack: about 1 a second per channel).
 	Room Window

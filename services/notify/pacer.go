@@ -135,6 +135,17 @@ func (w *window) ordered() []time.Time {
 	return append(out, w.times[:w.next]...)
 }
 
+// within is how many bookings are less than span before now.
+func (w *window) within(span time.Duration, now time.Time) int {
+	n := 0
+	for _, t := range w.times {
+		if now.Sub(t) < span {
+			n++
+		}
+	}
+	return n
+}
+
 // newest is the latest booking, zero when there is none.
 func (w *window) newest() time.Time {
 	if len(w.times) == 0 {
@@ -229,6 +240,13 @@ func (p *pacer) freeLocked(room string, now time.Time, post bool) (roomAt, globa
 		roomAt = later(roomAt, rw.free(p.lim.Room, now))
 	}
 	globalAt = later(p.global.free(p.limit, now), p.pausedAll)
+	if p.lim.Spread && p.limit.N > 1 && p.global.within(p.limit.Span, now) >= (p.limit.N+1)/2 {
+		// Evenly spread once the window is half full (plugin.Limits.Spread):
+		// to crowd into the platform's window, a request must then be
+		// delayed by several gaps more than those a second before it. A
+		// few requests at once still go at once.
+		globalAt = later(globalAt, p.global.newest().Add(p.limit.Span/time.Duration(p.limit.N)))
+	}
 	if p.noShare {
 		globalAt = later(globalAt, now.Add(shareRetry))
 	}

@@ -69,6 +69,49 @@ func TestPacerKeepsToBothWindows(t *testing.T) {
 	}
 }
 
+// TestPacerSpreadsTheGlobalWindow: with Spread, requests asked for at
+// once go at once until the window is half full, then Span/N apart,
+// never two in one gap, and still N in any span.
+// Discord counts its 50 a second over a second of its own: bursts of 9
+// booked a second apart reached it with no slack, and a busy machine's
+// uneven delays crowded them into one second (global 429s in half the
+// runs of a thousand rooms).
+func TestPacerSpreadsTheGlobalWindow(t *testing.T) {
+	p := newPacer(plugin.Limits{Global: plugin.Window{N: 9, Span: 200 * time.Millisecond}, Spread: true}, 2*time.Second)
+	var got []time.Duration
+	for i := range 20 {
+		at, ok := reserve(p, fmt.Sprintf("discord:%d", i), p0, true)
+		if !ok {
+			t.Fatalf("request %d given back", i)
+		}
+		got = append(got, at.Sub(p0))
+	}
+	gap := 200 * time.Millisecond / 9
+	for i := range 5 {
+		if got[i] != 0 {
+			t.Fatalf("request %d went at %s; the first 5 (half the window) go at once: %v", i, got[i], got)
+		}
+	}
+	for i := 5; i < len(got); i++ {
+		if d := got[i] - got[i-1]; d < gap {
+			t.Fatalf("requests %d and %d went %s apart, want at least %s: %v", i-1, i, d, gap, got)
+		}
+	}
+	// Spread costs no rate: in bursts the 20th would go at 400 ms, the
+	// third window's; spread, one gap later at most.
+	if last := got[len(got)-1]; last > 400*time.Millisecond+gap {
+		t.Fatalf("the 20th request went at %s, want by %s: %v", last, 400*time.Millisecond+gap, got)
+	}
+	// Without Spread the window's N go at once, as a platform counting
+	// only N in any span allows.
+	q := newPacer(plugin.Limits{Global: plugin.Window{N: 9, Span: 200 * time.Millisecond}}, 2*time.Second)
+	for i := range 9 {
+		if at, ok := reserve(q, fmt.Sprintf("discord:%d", i), p0, true); !ok || !at.Equal(p0) {
+			t.Fatalf("request %d without Spread: at %s, %v; want at once", i, at.Sub(p0), ok)
+		}
+	}
+}
+
 // TestPacerPauses: a room's 429 holds that room only; a global one holds
 // every room; both end at their time.
 func TestPacerPauses(t *testing.T) {
