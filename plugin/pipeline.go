@@ -27,7 +27,9 @@ const (
 //
 //  1. persist it as a memory (a redelivered message stops here, so it is
 //     acted on once), waiting for a store that cannot be reached, or
-//     answering that nothing was done (saveIncoming);
+//     answering that nothing was done (saveIncoming) — Receive, which a
+//     platform that acknowledges a message only once it is stored calls
+//     itself; the steps below are Received.Handle;
 //  2. decide whether to respond: DMs, mentions, replies to the bot and
 //     slash commands, not other chatter;
 //  3. compose state from the providers;
