@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -395,7 +396,14 @@ func (s *soak) check(settled bool) {
 		for _, v := range vs[:min(len(vs), 5)] {
 			fmt.Printf("  [%s] %s\n%s", v.kind, v.what, s.log.around(v.at, 5*time.Second))
 		}
-		fmt.Printf("soak: the replicas' logs are in %s\n", s.dir)
+		var all strings.Builder
+		for _, v := range vs {
+			fmt.Fprintf(&all, "[%s] %s\n", v.kind, v.what)
+		}
+		if err := os.WriteFile(filepath.Join(s.dir, "violations.txt"), []byte(all.String()), 0o644); err != nil {
+			s.t.Errorf("write the violations: %v", err)
+		}
+		fmt.Printf("soak: the replicas' logs, and every violation (violations.txt), are in %s\n", s.dir)
 		fmt.Printf("soak: replay with %s\n", replay(s.seed))
 	}
 	fmt.Printf("soak: duration=%s seed=%d kills=%d stops=%d pg_restarts=%d conn_drops=%d platform_errors=%d model_errors=%d tasks=%d messages=%d lost=%d duplicated=%d out_of_order=%d\n",
