@@ -24,6 +24,14 @@ import (
 // this process is ignored: it would do the thing twice, or, after the
 // sentence, do what the person was told was not done.
 //
+// A platform that delivers a message again until it is acknowledged
+// (Slack's Events API) acknowledges it only once it is persisted
+// (Receive with ReceiveOptions.Redelivered): it waits for the store only
+// briefly, within the platform's window, and on giving up answers nothing
+// and leaves the message unacknowledged, to be delivered again — to this
+// process or another — and such a receipt holds nothing against the
+// redelivery. The platform's last retry is taken as above.
+//
 // The reply that answers a message is sent directly, tagged with its key
 // (Response.Key); when that send fails and the reply can be sent by
 // someone else later (it is not ephemeral, the room exists), it goes to
@@ -72,12 +80,19 @@ func ReplyKey(msg *Message) string {
 // store that cannot be reached (see above). It returns errInFlight for a
 // redelivery of a message this process holds, and errStoreDown when the
 // store did not answer in time.
-func (rt *Runtime) saveIncoming(ctx context.Context, msg *Message, mem domain.Memory, log *slog.Logger) (domain.Memory, bool, error) {
+func (rt *Runtime) saveIncoming(ctx context.Context, msg *Message, mem domain.Memory, wait time.Duration, final bool, log *slog.Logger) (domain.Memory, bool, error) {
 	key := ""
 	if msg.ID != "" {
 		key = msg.Platform + "\x00" + msg.ID
-		if !rt.holdUnsaved(key) {
+		if !rt.holdUnsaved(key, final) {
 			return domain.Memory{}, false, errInFlight
+		}
+		if !final {
+			// Not held: a receipt that gives up answers nothing, and
+			// one of the same message beside it (a redelivery the
+			// platform sent because this one was not acknowledged yet)
+			// is told apart by the store, by its receipt.
+			key = ""
 		}
 	}
 	refused := false
@@ -87,7 +102,7 @@ func (rt *Runtime) saveIncoming(ctx context.Context, msg *Message, mem domain.Me
 		}
 	}()
 	st := rt.opts.Store
-	deadline := rt.clk.Now().Add(rt.opts.StoreOutageWait)
+	deadline := rt.clk.Now().Add(wait)
 	delay := storeRetryFirst
 	for attempt := 1; ; attempt++ {
 		saved, inserted, err := st.SaveMemory(ctx, mem)
@@ -108,11 +123,11 @@ func (rt *Runtime) saveIncoming(ctx context.Context, msg *Message, mem domain.Me
 		}
 		left := deadline.Sub(rt.clk.Now())
 		if left <= 0 {
-			refused = true
-			return domain.Memory{}, false, fmt.Errorf("%w for %s (%d attempts): %w", errStoreDown, rt.opts.StoreOutageWait, attempt, err)
+			refused = final
+			return domain.Memory{}, false, fmt.Errorf("%w for %s (%d attempts): %w", errStoreDown, wait, attempt, err)
 		}
 		if attempt == 1 {
-			log.Warn("the store cannot be reached; the message waits for it", "message", msg.ID, "up_to", rt.opts.StoreOutageWait, "err", err)
+			log.Warn("the store cannot be reached; the message waits for it", "message", msg.ID, "up_to", wait, "err", err)
 		}
 		if err := clock.Sleep(ctx, rt.clk, min(delay, left)); err != nil {
 			return domain.Memory{}, false, fmt.Errorf("waiting for the store: %w", err)
@@ -135,9 +150,10 @@ func sameReceipt(stored, mem domain.Memory) bool {
 		stored.CreatedAt.Equal(domain.UTC(mem.CreatedAt))
 }
 
-// holdUnsaved marks the message key as being persisted by this process;
-// false when it is already, or was given up on within refusedTTL.
-func (rt *Runtime) holdUnsaved(key string) bool {
+// holdUnsaved marks the message key as being persisted by this process
+// (only checks, when !hold); false when it is already, or was given up on
+// within refusedTTL.
+func (rt *Runtime) holdUnsaved(key string, hold bool) bool {
 	now := rt.clk.Now()
 	rt.unsavedMu.Lock()
 	defer rt.unsavedMu.Unlock()
@@ -149,7 +165,9 @@ func (rt *Runtime) holdUnsaved(key string) bool {
 	if _, ok := rt.unsaved[key]; ok {
 		return false
 	}
-	rt.unsaved[key] = unsavedMessage{}
+	if hold {
+		rt.unsaved[key] = unsavedMessage{}
+	}
 	return true
 }
 

@@ -256,3 +256,67 @@ func TestMessageStoredByALostAnswerIsHandled(t *testing.T) {
 		t.Errorf("the redelivery was acted on: %d more answers, %d creations", len(replies), creates.Load())
 	}
 }
+
+// A message the platform delivers again until it is acknowledged
+// (ReceiveOptions.Redelivered) waits for the store only for its window:
+// then Receive says it is not stored, nothing is answered, and nothing of
+// it is held — the platform's redelivery, to this process, once the store
+// answers, is stored and handled.
+func TestRedeliveredMessageNotStoredIsLeftToTheRedelivery(t *testing.T) {
+	t.Parallel()
+	st := &downStore{Store: teststore.SQLite(t)}
+	st.down.Store(true)
+	clk := clock.NewFake(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
+	rt := newOutageRuntime(t, st, clk)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	msg := plugin.Message{ID: "m1", Platform: "slack", Room: "slack:C1", Text: "create task X", DM: true}
+	window := plugin.ReceiveOptions{Wait: 2 * time.Second, Redelivered: true}
+
+	type received struct {
+		r   *plugin.Received
+		err error
+	}
+	done := make(chan received, 1)
+	go func() {
+		r, err := rt.Receive(ctx, msg, window)
+		done <- received{r, err}
+	}()
+	var got received
+	for waiting := true; waiting; {
+		select {
+		case got = <-done:
+			waiting = false
+		case <-ctx.Done():
+			t.Fatal("Receive never returned")
+		default:
+			if clk.Waiters() > 0 {
+				clk.Advance(250 * time.Millisecond)
+			}
+			time.Sleep(time.Millisecond) // polling the receipt's goroutine, not timing it
+		}
+	}
+	if !errors.Is(got.err, plugin.ErrNotStored) || got.r == nil || got.r.Stored() {
+		t.Fatalf("Receive during the outage: %+v, %v; want ErrNotStored", got.r, got.err)
+	}
+	if waited := clk.Now().Sub(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)); waited > 3*time.Second {
+		t.Errorf("waited %s for the store, want the window (2 s)", waited)
+	}
+	var replies []plugin.Response
+	reply := func(_ context.Context, r plugin.Response) error { replies = append(replies, r); return nil }
+	if err := got.r.Handle(ctx, reply); err != nil || len(replies) != 0 {
+		t.Fatalf("Handle of a message not stored: %v, %+v; want nothing said", err, replies)
+	}
+
+	st.down.Store(false)
+	again, err := rt.Receive(ctx, msg, window)
+	if err != nil || !again.Stored() {
+		t.Fatalf("the redelivery: %v, stored %v; want it stored", err, again != nil && again.Stored())
+	}
+	if err := again.Handle(ctx, reply); err != nil {
+		t.Fatal(err)
+	}
+	if len(replies) != 1 || replies[0].Text != "Created task #7" {
+		t.Errorf("replies = %+v, want the task created once", replies)
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/taskloom/taskloom/domain"
 	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/taskloom/taskloom/domain"
 
 	"github.com/taskloom/taskloom/prompts"
 )
@@ -25,7 +27,9 @@ const (
 //
 //  1. persist it as a memory (a redelivered message stops here, so it is
 //     acted on once), waiting for a store that cannot be reached, or
-//     answering that nothing was done (saveIncoming);
+//     answering that nothing was done (saveIncoming) — Receive, which a
+//     platform that acknowledges a message only once it is stored calls
+//     itself; the steps below are Received.Handle;
 //  2. decide whether to respond: DMs, mentions, replies to the bot and
 //     slash commands, not other chatter;
 //  3. compose state from the providers;
@@ -41,39 +45,122 @@ const (
 // logged; only a failure to persist or to reply (or queue the reply) is
 // returned.
 func (rt *Runtime) HandleMessage(ctx context.Context, msg Message, reply ReplyFunc) error {
+	r, err := rt.Receive(ctx, msg, ReceiveOptions{})
+	if r == nil {
+		return err
+	}
+	return r.Handle(ctx, reply)
+}
+
+// ReceiveOptions says how long Receive waits for a store that cannot be
+// reached, and what giving up means.
+type ReceiveOptions struct {
+	// Wait bounds the wait: Options.StoreOutageWait when 0.
+	Wait time.Duration
+	// Redelivered says the platform will deliver the message again when
+	// it is not acknowledged (Slack's Events API, before its last retry):
+	// giving up is then not final — nothing is answered, and a
+	// redelivery to this process is handled, not ignored.
+	Redelivered bool
+}
+
+// Received is a message Receive took: persisted by this receipt (Handle
+// acts on it), a redelivery of one persisted or being persisted already
+// (Handle does nothing), or one the store did not take in time.
+type Received struct {
+	rt  *Runtime
+	msg Message
+	run string
+	log *slog.Logger
+	// act: this receipt persisted it; refused: the store did not take it
+	// and giving up was final, so Handle says nothing was done.
+	act, refused bool
+}
+
+// ErrNotStored is Receive's error when the store did not take the message
+// within the wait.
+var ErrNotStored = errStoreDown
+
+// Receive is the first step of HandleMessage: it persists msg (see
+// saveIncoming) and returns what to handle. It returns ErrNotStored, with
+// a Received whose Handle answers that nothing was done (unless
+// o.Redelivered), when the store did not take it in time; a Received and
+// no error when it was persisted, or is a redelivery (Stored says which);
+// nil and the error when persisting it failed otherwise.
+//
+// A platform that acknowledges a message only once Receive returns (Slack's
+// Events API) keeps it until it is durable: a process killed after that
+// leaves it stored, and one killed before leaves it to the platform's
+// redelivery.
+func (rt *Runtime) Receive(ctx context.Context, msg Message, o ReceiveOptions) (*Received, error) {
 	if msg.Time.IsZero() {
 		msg.Time = rt.clk.Now()
 	}
 	run := newRunID()
 	log := rt.log.With("run", run, "platform", msg.Platform, "room", msg.Room, "author", msg.AuthorID)
+	r := &Received{rt: rt, msg: msg, run: run, log: log, act: true}
+	if rt.opts.Store == nil {
+		return r, nil
+	}
+	wait := o.Wait
+	if wait <= 0 {
+		wait = rt.opts.StoreOutageWait
+	}
+	saved, inserted, err := rt.saveIncoming(ctx, &r.msg, domain.Memory{
+		Platform: msg.Platform, MessageID: msg.ID, Room: msg.Room, WorkspaceID: msg.WorkspaceID,
+		AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text, CreatedAt: domain.UTC(msg.Time),
+	}, wait, !o.Redelivered, log)
+	switch {
+	case errors.Is(err, errInFlight):
+		log.Info("message is being handled already, or was answered that nothing was done; ignoring redelivery", "message", msg.ID)
+		r.act = false
+		return r, nil
+	case errors.Is(err, errStoreDown):
+		r.act = false
+		if o.Redelivered {
+			log.Warn("the store did not take the message in time; it is left to the platform's redelivery", "message", msg.ID, "err", err)
+			return r, err
+		}
+		log.Error("the message was not handled: the store could not be reached", "message", msg.ID, "err", err)
+		r.refused = true
+		return r, err
+	case err != nil:
+		return nil, fmt.Errorf("handle message %s: save memory: %w", msg.ID, err)
+	}
+	if !inserted {
+		log.Info("message already handled; ignoring redelivery", "message", msg.ID)
+		r.act = false
+		return r, nil
+	}
+	r.msg.MemoryID = saved.ID
+	return r, nil
+}
 
-	if rt.opts.Store != nil {
-		saved, inserted, err := rt.saveIncoming(ctx, &msg, domain.Memory{
-			Platform: msg.Platform, MessageID: msg.ID, Room: msg.Room, WorkspaceID: msg.WorkspaceID,
-			AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text, CreatedAt: domain.UTC(msg.Time),
-		}, log)
-		switch {
-		case errors.Is(err, errInFlight):
-			log.Info("message is being handled already, or was answered that nothing was done; ignoring redelivery", "message", msg.ID)
-			return nil
-		case errors.Is(err, errStoreDown):
-			// Nothing was done; the answer says so and needs no store.
-			log.Error("the message was not handled: the store could not be reached", "message", msg.ID, "err", err)
-			if !msg.Addressed() {
-				return nil
-			}
-			if err := reply(ctx, Response{Text: sorryNoStore, Ephemeral: true}); err != nil {
-				return fmt.Errorf("handle message %s: say that nothing was done: %w", msg.ID, err)
-			}
-			return nil
-		case err != nil:
-			return fmt.Errorf("handle message %s: save memory: %w", msg.ID, err)
-		}
-		if !inserted {
-			log.Info("message already handled; ignoring redelivery", "message", msg.ID)
+// Stored says whether this receipt persisted the message, so that Handle
+// acts on it.
+func (r *Received) Stored() bool { return r.act }
+
+// Message is the message received, which the platform may complete
+// before Handle (who its author is, when that was not known in time).
+func (r *Received) Message() *Message { return &r.msg }
+
+// Handle runs the rest of the pipeline (steps 2–6 of HandleMessage) on a
+// message Receive persisted; on a redelivery it does nothing, and on a
+// message the store did not take it answers that nothing was done.
+func (r *Received) Handle(ctx context.Context, reply ReplyFunc) error {
+	rt, msg, run, log := r.rt, r.msg, r.run, r.log
+	if r.refused {
+		// Nothing was done; the answer says so and needs no store.
+		if !msg.Addressed() {
 			return nil
 		}
-		msg.MemoryID = saved.ID
+		if err := reply(ctx, Response{Text: sorryNoStore, Ephemeral: true}); err != nil {
+			return fmt.Errorf("handle message %s: say that nothing was done: %w", msg.ID, err)
+		}
+		return nil
+	}
+	if !r.act {
+		return nil
 	}
 	rt.Emit(ctx, Event{Type: RunStarted, RunID: run, Message: &msg})
 	defer rt.Emit(ctx, Event{Type: RunEnded, RunID: run, Message: &msg})

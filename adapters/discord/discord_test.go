@@ -722,3 +722,51 @@ func TestShardsAndOptions(t *testing.T) {
 		t.Errorf("start with a wrong token = %v", err)
 	}
 }
+
+// A reply Discord rate-limits is not waited out in the process: it is in
+// the outbox, durable, before any wait — a replica killed meanwhile leaves
+// it to another, which sends it under its nonce — and the outbox sends it
+// once the limit allows, once.
+func TestRateLimitedReplyIsQueuedBeforeItsWait(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t)
+	b := start(t, srv)
+	path := "/channels/" + channelID + "/messages"
+	// Retry-After 1 ms: the adapter's bucket is on the wall clock, the
+	// in-process wait it replaces was on the fake one.
+	srv.RateLimitNext("POST", path, 1, time.Millisecond, false)
+	srv.MessageCreate(channelID, guildID, alice, b.mention("create task Build auth"))
+	if _, err := srv.WaitCalls(b.ctx, "POST", path, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Without the clock moving, the reply is in the outbox.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ns, err := b.store.ListNotifications(b.ctx, domain.NotificationPending, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ns) == 1 && ns[0].Category == domain.NotifyReply && strings.Contains(string(ns[0].Payload), "Created task #1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outbox = %+v; want the reply, queued before any wait", ns)
+		}
+		time.Sleep(5 * time.Millisecond) // polling another goroutine's write, not timing it
+	}
+	if ms := srv.Messages(channelID); len(ms) != 0 {
+		t.Fatalf("delivered despite the 429: %q", ms[0].Content)
+	}
+	for i := 0; i < 20 && len(srv.Messages(channelID)) < 1; i++ {
+		b.clk.Advance(time.Second)
+		if _, err := b.core.Notify.FlushUrgent(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.stop()
+	ms := srv.Messages(channelID)
+	if len(ms) != 1 {
+		t.Fatalf("%d messages, want the reply once", len(ms))
+	}
+	mustContain(t, "reply", ms[0].Content, "Created task #1")
+}

@@ -312,8 +312,11 @@ func channelOf(room string) (string, error) {
 
 // reply answers a message in its channel, as a reply to it on the first
 // part, and returns that part's ID. Discord has no ephemeral messages
-// outside interactions, so Ephemeral is not applied. A short rate limit is
-// waited out once. With r.Key, each part carries a nonce of it with
+// outside interactions, so Ephemeral is not applied. A rate limit is
+// returned at once when the runtime can queue the reply in the outbox
+// (queueable): it is durable there at once, and the outbox sends it when
+// the limit allows, on any replica; otherwise a short one is waited out
+// once. With r.Key, each part carries a nonce of it with
 // enforce_nonce, as SendOnce's do: when this send fails, the outbox sends
 // the reply under the same key, and Discord answers a part this attempt
 // posted after all with that part.
@@ -336,7 +339,7 @@ func (a *Adapter) reply(ctx context.Context, channelID, messageID string, r plug
 		}
 		id, err := a.post(ctx, channelID, p, ref, comps, n)
 		var rl *plugin.RateLimitedError
-		if errors.As(err, &rl) && rl.RetryAfter <= maxReplyWait {
+		if errors.As(err, &rl) && rl.RetryAfter <= maxReplyWait && !a.queueable(r) {
 			if err := clock.Sleep(ctx, a.clk, rl.RetryAfter); err != nil {
 				return first, fmt.Errorf("discord: reply in %s: %w", channelID, err)
 			}
@@ -350,6 +353,12 @@ func (a *Adapter) reply(ctx context.Context, channelID, messageID string, r plug
 		}
 	}
 	return first, nil
+}
+
+// queueable says whether the runtime queues r in the outbox when its
+// direct send fails: a reply that is not ephemeral, with a store.
+func (a *Adapter) queueable(r plugin.Response) bool {
+	return !r.Ephemeral && a.rt.Store() != nil
 }
 
 // replyReference makes a message a reply to messageID in channel, and

@@ -26,6 +26,16 @@ const (
 	// AckWindow is how long a slash command's answer is waited for before
 	// Slack is acknowledged without it; Slack gives up after three seconds.
 	AckWindow = 2500 * time.Millisecond
+	// EventStoreWait is how long an event's message may take to be
+	// stored before the event is left unacknowledged, for Slack to
+	// deliver again; Slack gives up after three seconds.
+	EventStoreWait = 2 * time.Second
+	// userLookupWait bounds asking Slack who a message's author is before
+	// the message is stored; it is asked again after.
+	userLookupWait = 500 * time.Millisecond
+	// lastRetry is the number of Slack's last retry of an event it was
+	// not acknowledged: it retries three times.
+	lastRetry = 3
 	// AdminTTL is how long whether a user is a workspace admin is trusted.
 	AdminTTL = 10 * time.Minute
 	// maxReplyWait caps how long a reply waits out a rate limit.

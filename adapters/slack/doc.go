@@ -17,8 +17,11 @@
 //     HMAC-SHA256 of "v0:<timestamp>:<body>" with the signing secret) is wrong
 //     or whose timestamp is more than five minutes from the clock.
 //
-// Either way Slack is acknowledged before any slow work: events and button
-// presses at once, slash commands as soon as their answer is ready, which
+// Either way Slack is acknowledged before any slow work: an event once its
+// message is stored (within EventStoreWait; one the store does not take by
+// then is left unacknowledged, for Slack to deliver again, but for Slack's
+// last retry), button presses at once, slash commands as soon as their
+// answer is ready, which
 // then rides in the acknowledgement — or after AckWindow with nothing, the
 // answer following through the command's response URL. Every message has a
 // stable ID (channel and ts for events, the trigger ID for commands and

@@ -120,7 +120,8 @@ func (a *Adapter) verify(h http.Header, body []byte) error {
 }
 
 // serveEvents answers the URL verification challenge, and acknowledges an
-// event callback at once, handling it after.
+// event callback once its message is stored (onEvent), handling it after;
+// one not stored in time is answered 503, and Slack retries it.
 func (a *Adapter) serveEvents(w http.ResponseWriter, r *http.Request, body []byte) {
 	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
 	if err != nil {
@@ -140,12 +141,13 @@ func (a *Adapter) serveEvents(w http.ResponseWriter, r *http.Request, body []byt
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]string{"challenge": uv.Challenge})
 	case slackevents.CallbackEvent:
-		w.WriteHeader(http.StatusOK)
-		retry := r.Header.Get("X-Slack-Retry-Num")
-		if retry != "" {
-			retry += " (" + r.Header.Get("X-Slack-Retry-Reason") + ")"
+		attempt, _ := strconv.Atoi(r.Header.Get("X-Slack-Retry-Num"))
+		if !a.onEvent(ev, attempt, r.Header.Get("X-Slack-Retry-Reason")) {
+			// Not stored yet: Slack retries an event not acknowledged.
+			http.Error(w, "the message could not be stored yet", http.StatusServiceUnavailable)
+			return
 		}
-		a.onEvent(ev, retry)
+		w.WriteHeader(http.StatusOK)
 	default:
 		w.WriteHeader(http.StatusOK) // app_rate_limited and the like
 		a.log.Info("Slack event acknowledged", "type", ev.Type)

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,13 +17,21 @@ import (
 )
 
 // onEvent takes an Events API event callback — from Socket Mode or HTTP,
-// already acknowledged — and, when it is a message for the bot, hands it
-// to the pipeline in the background.
-func (a *Adapter) onEvent(ev slackevents.EventsAPIEvent, retry string) {
+// not yet acknowledged — and says whether to acknowledge it. A message for
+// the bot is stored before it is acknowledged (Slack keeps an event until
+// then, and delivers it again when it is not acknowledged): onEvent waits
+// up to EventStoreWait for it, then handles it in the background. When the
+// store has not taken it by then, the event is not acknowledged, and
+// Slack's redelivery — to this replica or another — takes it again; its
+// last retry (attempt lastRetry) is acknowledged anyway, and the message
+// waits for the store in this process as a Discord message does, or is
+// answered that nothing was done (plugin.Runtime.Receive). attempt is the
+// delivery's retry number, 0 for the first; reason Slack's retry reason.
+func (a *Adapter) onEvent(ev slackevents.EventsAPIEvent, attempt int, reason string) bool {
 	self, ok := a.identity()
 	if !ok {
 		a.log.Warn("event before start; ignored")
-		return
+		return true
 	}
 	var eventID string
 	if cb, isCallback := ev.Data.(*slackevents.EventsAPICallbackEvent); isCallback {
@@ -31,24 +40,37 @@ func (a *Adapter) onEvent(ev slackevents.EventsAPIEvent, retry string) {
 	switch e := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppHomeOpenedEvent:
 		a.onHomeOpened(ev.TeamID, e)
-		return
+		return true
 	case *slackevents.AssistantThreadStartedEvent:
 		a.onAssistantThreadStarted(e)
-		return
+		return true
 	}
 	in, ok := inboundFromEvent(ev.InnerEvent.Data, self)
 	if !ok {
 		a.log.Debug("event ignored", "type", ev.InnerEvent.Type, "event", eventID)
-		return
+		return true
 	}
 	in.team = ev.TeamID
 	if in.id == "" {
 		in.id = eventID
 	}
-	if retry != "" {
-		a.log.Info("Slack redelivered an event; it is acted on once", "event", eventID, "message", in.id, "retry", retry)
+	if attempt > 0 {
+		a.log.Info("Slack redelivered an event; it is acted on once", "event", eventID, "message", in.id, "retry", attempt, "reason", reason)
 	}
-	a.goTracked(func() { a.handleChat(in) })
+	final := attempt >= lastRetry
+	stored := make(chan bool, 1)
+	a.goTracked(func() { a.handleChat(in, final, stored) })
+	t := a.clk.NewTimer(EventStoreWait)
+	defer t.Stop()
+	select {
+	case ack := <-stored:
+		return ack || final
+	case <-t.C():
+		if !final {
+			a.log.Warn("a message was not stored within the ack window; Slack will deliver it again", "message", in.id, "window", EventStoreWait)
+		}
+		return final
+	}
 }
 
 // inbound is a chat message for the bot, before the pipeline sees it.
@@ -138,18 +160,36 @@ func (in inbound) room() room {
 	return room{Channel: in.channel, Thread: in.ts}
 }
 
-// handleChat runs one message through the pipeline, answering in its room:
-// ephemerally (to its author only) in a channel when the reply is a
-// refusal or help, in the open otherwise.
-func (a *Adapter) handleChat(in inbound) {
+// handleChat takes one message: it stores it (plugin.Runtime.Receive),
+// says on stored whether to acknowledge its event — true once it is
+// stored (or is a redelivery of one stored), false when the store did not
+// take it and Slack will deliver it again (not final) — and then runs it
+// through the pipeline, answering in its room: ephemerally (to its author
+// only) in a channel when the reply is a refusal or help, in the open
+// otherwise. What it needs before storing it (whether its thread is a
+// task's, its author's name) is bounded so as to fit in Slack's window.
+func (a *Adapter) handleChat(in inbound, final bool, stored chan<- bool) {
 	ctx := a.base
 	r := in.room()
-	taskThread := in.thread != "" && a.botReportsIn(ctx, r)
+	taskThread := false
+	if in.thread != "" {
+		var err error
+		taskThread, err = a.botReportsIn(ctx, r)
+		if err != nil && in.chatter && !final {
+			// Whether it is a reply to a task cannot be told: Slack
+			// delivers it again.
+			stored <- false
+			return
+		}
+	}
 	if in.chatter && !taskThread {
+		stored <- true
 		return // not a thread the bot reports in: none of its business
 	}
 	self, _ := a.identity()
-	msg := a.message(ctx, in.id, in.team, in.user, r, plainText(in.text, self.UserID))
+	lookup, cancel := context.WithTimeout(ctx, userLookupWait)
+	msg, known := a.message(lookup, in.id, in.team, in.user, r, plainText(in.text, self.UserID))
+	cancel()
 	msg.DM, msg.Mentioned = in.dm, in.mentioned
 	if in.thread != "" {
 		msg.ReplyToID = in.thread
@@ -157,15 +197,35 @@ func (a *Adapter) handleChat(in inbound) {
 		// chatter there stays unaddressed, for the evaluators.
 		msg.ReplyToBot = taskThread && !in.chatter
 	}
-	reply := func(ctx context.Context, resp plugin.Response) error {
-		return a.retryRateLimited(ctx, func() error {
-			if resp.Ephemeral && !in.dm {
-				return a.postEphemeral(ctx, r, in.user, resp.Text)
-			}
-			return a.postReply(ctx, r, resp)
-		})
+	opts := plugin.ReceiveOptions{}
+	if !final {
+		opts = plugin.ReceiveOptions{Wait: EventStoreWait, Redelivered: true}
 	}
-	if err := a.rt.HandleMessage(ctx, msg, reply); err != nil {
+	rcv, err := a.rt.Receive(ctx, msg, opts)
+	switch {
+	case rcv == nil:
+		stored <- ctx.Err() == nil // a message the store refuses is not taken again
+		a.log.Error("storing a Slack message failed", "message", in.id, "room", r.String(), "err", err)
+		return
+	case errors.Is(err, plugin.ErrNotStored) && !final:
+		stored <- false
+		return
+	}
+	stored <- true
+	if !known && rcv.Stored() {
+		// Who the author is was not known in time: asked again, now
+		// that the event is acknowledged.
+		info := a.userInfo(ctx, in.user)
+		m := rcv.Message()
+		m.AuthorName, m.Admin = info.name, info.admin
+	}
+	reply := func(ctx context.Context, resp plugin.Response) error {
+		if resp.Ephemeral && !in.dm {
+			return a.retryRateLimited(ctx, func() error { return a.postEphemeral(ctx, r, in.user, resp.Text) })
+		}
+		return a.replyOnce(ctx, resp, func() error { return a.postReply(ctx, r, resp) })
+	}
+	if err := rcv.Handle(ctx, reply); err != nil {
 		a.log.Error("handling a Slack message failed", "message", in.id, "room", r.String(), "err", err)
 	}
 }
@@ -194,24 +254,25 @@ func replyTasks(resp plugin.Response) []int64 {
 }
 
 // botReportsIn says whether r is a thread a task reports in, so a message
-// there is a reply to the bot (an answer to a task's question, say).
-func (a *Adapter) botReportsIn(ctx context.Context, r room) bool {
+// there is a reply to the bot (an answer to a task's question, say); false
+// with the error when the store cannot say.
+func (a *Adapter) botReportsIn(ctx context.Context, r room) (bool, error) {
 	tasks, err := a.rt.Store().ListTasks(ctx, domain.TaskFilter{RoomID: r.String(), Limit: 1})
 	if err != nil {
 		a.log.Warn("cannot tell whether a thread is a task's", "room", r.String(), "err", err)
-		return false
+		return false, err
 	}
-	return len(tasks) > 0
+	return len(tasks) > 0, nil
 }
 
 // message is the plugin.Message for a person's message, with whether they
-// administer the workspace.
-func (a *Adapter) message(ctx context.Context, id, team, user string, r room, text string) plugin.Message {
+// administer the workspace, and whether Slack said who they are.
+func (a *Adapter) message(ctx context.Context, id, team, user string, r room, text string) (plugin.Message, bool) {
 	info := a.userInfo(ctx, user)
 	return plugin.Message{
 		ID: id, Platform: Platform, Room: r.String(), WorkspaceID: team,
 		AuthorID: user, AuthorName: info.name, Text: text, Admin: info.admin,
-	}
+	}, !info.fetched.IsZero()
 }
 
 // onCommand takes a slash command. It waits up to AckWindow for the
@@ -255,7 +316,7 @@ func (a *Adapter) onCommand(cmd slackapi.SlashCommand, ack func(body []byte)) {
 	a.goTracked(func() {
 		defer close(done)
 		ctx := a.base
-		msg := a.message(ctx, id, cmd.TeamID, cmd.UserID, r, text)
+		msg, _ := a.message(ctx, id, cmd.TeamID, cmd.UserID, r, text)
 		msg.Command = true
 		msg.DM = isDMChannel(cmd.ChannelID) || cmd.ChannelName == "directmessage"
 		if err := a.rt.HandleMessage(ctx, msg, reply); err != nil {
@@ -405,19 +466,17 @@ func (a *Adapter) onInteraction(cb slackapi.InteractionCallback) {
 				t, err := a.rt.Store().GetTask(ctx, n)
 				dm = err == nil && t.WorkspaceID == dmWorkspace(cb.User.ID)
 			}
-			msg := a.message(ctx, id, cb.Team.ID, cb.User.ID, r, text)
+			msg, _ := a.message(ctx, id, cb.Team.ID, cb.User.ID, r, text)
 			msg.Command = true
 			msg.DM = dm
 			if msg.AuthorName == "" {
 				msg.AuthorName = cb.User.Name
 			}
 			reply := func(ctx context.Context, resp plugin.Response) error {
-				return a.retryRateLimited(ctx, func() error {
-					if resp.Ephemeral && !home {
-						return a.postEphemeral(ctx, r, cb.User.ID, resp.Text)
-					}
-					return a.postReply(ctx, r, resp)
-				})
+				if resp.Ephemeral && !home {
+					return a.retryRateLimited(ctx, func() error { return a.postEphemeral(ctx, r, cb.User.ID, resp.Text) })
+				}
+				return a.replyOnce(ctx, resp, func() error { return a.postReply(ctx, r, resp) })
 			}
 			if err := a.rt.HandleMessage(ctx, msg, reply); err != nil {
 				a.log.Error("handling a button press failed", "action", act.ActionID, "task", n, "err", err)

@@ -194,7 +194,7 @@ func (a *Adapter) onViewSubmission(cb slackapi.InteractionCallback, respond func
 	if cb.TriggerID == "" {
 		id = "view_submission:" + cb.View.ID + ":" + cb.View.Hash
 	}
-	msg := a.message(ctx, id, team, cb.User.ID, r, strings.TrimSpace("/task create "+params["goal"].(string)))
+	msg, _ := a.message(ctx, id, team, cb.User.ID, r, strings.TrimSpace("/task create "+params["goal"].(string)))
 	msg.Command, msg.DM, msg.Time = true, origin.DM, a.clk.Now()
 	if msg.AuthorName == "" {
 		msg.AuthorName = cb.User.Name

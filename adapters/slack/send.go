@@ -518,9 +518,23 @@ func apiError(method string, err error) error {
 	return wrapped
 }
 
+// replyOnce sends resp, a reply to a person, with fn once: a rate limit is
+// not waited out in this process but returned, and the runtime puts the
+// reply in the outbox at once (plugin.Runtime.HandleMessage), which sends
+// it — on any replica, under the reply's key — when the limit allows. A
+// replica killed meanwhile loses nothing. An ephemeral reply, which the
+// outbox does not take, and one with no store to queue it in, wait it out
+// here (retryRateLimited).
+func (a *Adapter) replyOnce(ctx context.Context, resp plugin.Response, fn func() error) error {
+	if resp.Ephemeral || a.rt.Store() == nil {
+		return a.retryRateLimited(ctx, fn)
+	}
+	return fn()
+}
+
 // retryRateLimited runs fn, waiting out a rate limit (on the clock, at most
-// maxReplyWait) up to replyAttempts times: for replies to people, which no
-// outbox retries.
+// maxReplyWait) up to replyAttempts times: for replies to people which no
+// outbox retries (ephemeral ones, slash commands' answers).
 func (a *Adapter) retryRateLimited(ctx context.Context, fn func() error) error {
 	var err error
 	for attempt := 1; ; attempt++ {

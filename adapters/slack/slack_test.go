@@ -607,11 +607,14 @@ func TestAnswersInATasksThread(t *testing.T) {
 	})
 }
 
-func TestRateLimitedReplyWaitsAndIsDelivered(t *testing.T) {
+// A reply Slack rate-limits is not waited out in the process: it is in
+// the outbox, durable, before any wait — a replica killed meanwhile
+// leaves it to another, which sends it under its key — and the outbox
+// sends it once the limit allows, once.
+func TestRateLimitedReplyIsQueuedBeforeItsWait(t *testing.T) {
 	t.Parallel()
 	forModes(t, func(t *testing.T, e *env) {
 		e.fake.RateLimitNext("chat.postMessage", 2*time.Second)
-		waiters := e.clk.Waiters()
 		ev := e.fake.AppMention("C1", alice, "create task Build auth")
 		e.deliver(ev)
 		ctx, cancel := context.WithTimeout(e.ctx, wait)
@@ -619,15 +622,28 @@ func TestRateLimitedReplyWaitsAndIsDelivered(t *testing.T) {
 		if _, err := e.fake.WaitCalls(ctx, "chat.postMessage", 1); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.clk.BlockUntil(ctx, waiters+1); err != nil { // the reply waiting out Retry-After
+		// Handled to the end without the clock moving: nothing waits
+		// in the process, and the reply is in the outbox.
+		e.settle()
+		pending, err := e.core.Runtime.Store().ListNotifications(e.ctx, domain.NotificationPending, 0, 0)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if len(pending) != 1 || pending[0].Category != domain.NotifyReply || !strings.Contains(string(pending[0].Payload), "Created task #1") {
+			t.Fatalf("outbox = %+v; want the reply, queued before any wait", pending)
 		}
 		if got := e.fake.Messages(); len(got) != 0 {
 			t.Fatalf("delivered despite the 429: %s", dump(got))
 		}
-		e.clk.Advance(2 * time.Second)
-		e.waitMessages(1, both(inThread("C1", ev.TS), saying("Created task #1")))
-		if calls := e.fake.CallsTo("chat.postMessage"); len(calls) != 2 || calls[0].Status != 429 {
+		if !e.advanceUntil(time.Second, 30*time.Second, func() bool { return len(e.fake.Messages()) > 0 }) {
+			t.Fatal("the outbox never sent the reply")
+		}
+		e.advanceUntil(time.Second, 5*time.Second, func() bool { return false })
+		ms := e.fake.Messages()
+		if len(ms) != 1 || ms[0].ThreadTS != ev.TS || !strings.Contains(ms[0].Text, "Created task #1") {
+			t.Errorf("messages:\n%s\nwant the reply once, in the mention's thread", dump(ms))
+		}
+		if calls := e.fake.CallsTo("chat.postMessage"); len(calls) < 2 || calls[0].Status != 429 {
 			t.Errorf("calls = %+v; want a 429, then the reply", calls)
 		}
 	})

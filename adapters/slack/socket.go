@@ -75,20 +75,24 @@ func (a *Adapter) onSocketEvent(ctx context.Context, client *socketmode.Client, 
 	case socketmode.EventTypeInvalidAuth:
 		a.log.Error("Socket Mode refused the app-level token (SLACK_APP_TOKEN)")
 	case socketmode.EventTypeEventsAPI:
-		// onEvent only reads the event and starts handling it in the
-		// background, so the ack is not held up; starting first means Drain
-		// sees the work as soon as Slack sees the ack.
-		if data, ok := ev.Data.(slackevents.EventsAPIEvent); ok {
-			retry := ""
-			if ev.Request != nil && ev.Request.RetryAttempt > 0 {
-				retry = ev.Request.RetryReason
-				if retry == "" {
-					retry = "redelivery"
-				}
-			}
-			a.onEvent(data, retry)
+		// onEvent stores the event's message before it is acknowledged
+		// (and leaves it unacknowledged, for Slack to deliver again, when
+		// the store does not take it in time); waiting for that must not
+		// hold up other envelopes.
+		data, ok := ev.Data.(slackevents.EventsAPIEvent)
+		if !ok {
+			ack(nil)
+			return
 		}
-		ack(nil)
+		attempt, reason := 0, ""
+		if ev.Request != nil {
+			attempt, reason = ev.Request.RetryAttempt, ev.Request.RetryReason
+		}
+		a.goTracked(func() {
+			if a.onEvent(data, attempt, reason) {
+				ack(nil)
+			}
+		})
 	case socketmode.EventTypeSlashCommand:
 		cmd, ok := ev.Data.(slackapi.SlashCommand)
 		if !ok {

@@ -71,8 +71,8 @@ type command struct {
 	// leave: a question or approval nobody answers, so the task rightly
 	// waits at the end.
 	leave bool
-	// ambiguous: an API call whose answer was lost, which may or may not
-	// have made its task.
+	// ambiguous: an API call whose answer was lost, or a Slack event no
+	// replica acknowledged, which may or may not have made its task.
 	ambiguous bool
 	at        time.Time
 }
@@ -329,6 +329,10 @@ func (s *soak) create(platform, kind string) {
 	} else {
 		c.room, c.user = slackRooms[s.intn(len(slackRooms))], slackUsers[s.intn(len(slackUsers))]
 		c.msgID, c.via = s.mention(c.room, c.user, text)
+		// Slack gave up: no replica acknowledged it, as when the
+		// store did not take it on any delivery. A replica may still
+		// have stored it after its window.
+		c.ambiguous = c.via < 0
 	}
 	s.log.add("%s %s/%s: %q", platform, c.room, c.user, text)
 }

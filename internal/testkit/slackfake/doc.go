@@ -66,7 +66,9 @@
 // (Deliver: events_api, slash_commands, interactive; slash commands and
 // view submissions accept a response payload), redelivers them as
 // Slack does when an ack is late (Redeliver: a new envelope ID, retry_attempt
-// and retry_reason), records the acks (Acks, WaitAck) and can ask the client
+// and retry_reason; RedeliverUnacked redelivers what was not acknowledged
+// within AckTimeout, up to MaxRetries times with Slack's backoff), records the
+// acks (Acks, WaitAck) and can ask the client
 // to reconnect (Disconnect).
 //
 // The HTTP side: Event, Command and Interaction are the payloads Slack

@@ -140,6 +140,8 @@ type Server struct {
 	conns        []*socketConn
 	connects     int
 	envelopes    map[string]Envelope
+	sent         map[string]time.Time // when each envelope was sent, on the fake's clock
+	retried      map[string]bool      // envelopes RedeliverUnacked redelivered
 	acks         []Ack
 	triggers     map[string]*trigger
 	views        map[string]*View
@@ -190,6 +192,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		responseURLs: map[string]*responseURL{},
 		tickets:      map[string]bool{},
 		envelopes:    map[string]Envelope{},
+		sent:         map[string]time.Time{},
+		retried:      map[string]bool{},
 		triggers:     map[string]*trigger{},
 		views:        map[string]*View{},
 		homes:        map[string]string{},

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -587,5 +588,92 @@ func TestStallNext(t *testing.T) {
 	}
 	if !errors.As(err, &se) || se.Code != http.StatusGatewayTimeout {
 		t.Errorf("a call waited out: %v (%T), want a 504", err, err)
+	}
+}
+
+// An envelope left unacknowledged is delivered again as Slack does:
+// after AckTimeout, then a minute and five minutes after each failed
+// retry, MaxRetries times in all; an acknowledged one is not.
+func TestUnacknowledgedEnvelopeIsRedeliveredThreeTimes(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	advance := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
+	s := slackfake.New(t, slackfake.WithNow(func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	sm := socketmode.New(client(s, s.BotToken()))
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- sm.RunContext(runCtx) }()
+	defer func() {
+		stop()
+		<-ran
+	}()
+	if err := s.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	acked, err := s.Deliver(ctx, s.AppMention("C1", "U1", "acked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := s.Deliver(ctx, s.AppMention("C1", "U1", "left"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 2; {
+		ev := <-sm.Events
+		if ev.Type == socketmode.EventTypeEventsAPI {
+			if ev.Request.EnvelopeID == acked.ID {
+				sm.Ack(*ev.Request)
+				if _, err := s.WaitAck(ctx, acked.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n++
+		}
+	}
+	go func() { // the redeliveries, left unacknowledged
+		for {
+			select {
+			case <-sm.Events:
+			case <-runCtx.Done():
+				return
+			}
+		}
+	}()
+	redeliver := func() []slackfake.Envelope {
+		t.Helper()
+		got, err := s.RedeliverUnacked(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := redeliver(); len(got) != 0 {
+		t.Fatalf("redelivered before the ack timed out: %+v", got)
+	}
+	for i, wait := range []time.Duration{slackfake.AckTimeout, time.Minute + slackfake.AckTimeout, 5*time.Minute + slackfake.AckTimeout} {
+		advance(wait - time.Second)
+		if got := redeliver(); len(got) != 0 {
+			t.Fatalf("retry %d a second early: %+v", i+1, got)
+		}
+		advance(time.Second)
+		got := redeliver()
+		if len(got) != 1 || got[0].RetryAttempt != i+1 || got[0].Payload == nil || string(got[0].Payload) != string(left.Payload) {
+			t.Fatalf("retry %d = %+v, want the unacknowledged envelope's payload, retry_attempt %d", i+1, got, i+1)
+		}
+	}
+	advance(time.Hour)
+	if got := redeliver(); len(got) != 0 {
+		t.Fatalf("retried more than %d times: %+v", slackfake.MaxRetries, got)
 	}
 }

@@ -206,6 +206,54 @@ func (s *Server) Redeliver(ctx context.Context, env Envelope) (Envelope, error) 
 	return env, s.send(ctx, env)
 }
 
+// Slack's retries of an event it was not acknowledged (the Events API
+// documentation, "Retries"): a delivery not acknowledged within AckTimeout
+// failed, and the event is tried again up to MaxRetries times, nearly at
+// once, then after a minute, then after five.
+const (
+	AckTimeout = 3 * time.Second
+	MaxRetries = 3
+)
+
+// retryBackoff is the wait after a failed delivery before each retry.
+var retryBackoff = [MaxRetries]time.Duration{0, time.Minute, 5 * time.Minute}
+
+// RedeliverUnacked does what Slack does with the events_api envelopes the
+// app did not acknowledge: each one whose retry is due by the fake's clock
+// (AckTimeout after it was sent, and the backoff before its retry) and
+// that has retries left is redelivered once, as Redeliver does. It returns
+// the envelopes sent. Tests call it after moving the clock on.
+func (s *Server) RedeliverUnacked(ctx context.Context) ([]Envelope, error) {
+	now := s.cfg.now()
+	s.mu.Lock()
+	acked := map[string]bool{}
+	for _, a := range s.acks {
+		acked[a.EnvelopeID] = true
+	}
+	var due []Envelope
+	for id, env := range s.envelopes {
+		if env.Type != EnvelopeEvents || acked[id] || s.retried[id] || env.RetryAttempt >= MaxRetries {
+			continue
+		}
+		if now.Before(s.sent[id].Add(AckTimeout + retryBackoff[env.RetryAttempt])) {
+			continue
+		}
+		s.retried[id] = true
+		due = append(due, env)
+	}
+	slices.SortFunc(due, func(a, b Envelope) int { return s.sent[a.ID].Compare(s.sent[b.ID]) })
+	s.mu.Unlock()
+	var out []Envelope
+	for _, env := range due {
+		again, err := s.Redeliver(ctx, env)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, again)
+	}
+	return out, nil
+}
+
 func (s *Server) send(ctx context.Context, env Envelope) error {
 	var c *socketConn
 	if err := s.wait(ctx, func() bool {
@@ -214,6 +262,7 @@ func (s *Server) send(ctx context.Context, env Envelope) error {
 		}
 		c = s.conns[len(s.conns)-1]
 		s.envelopes[env.ID] = env
+		s.sent[env.ID] = s.cfg.now()
 		return true
 	}); err != nil {
 		return fmt.Errorf("deliver %s envelope: no Socket Mode connection: %w", env.Type, err)
