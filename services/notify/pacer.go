@@ -40,9 +40,14 @@ type pacer struct {
 	// noShare is set while the replica has no share yet (it has just
 	// joined): no request goes until a beat gives it one.
 	noShare bool
-	// pending is a larger share, kept to from growAt on.
-	pending *plugin.Window
-	growAt  time.Time
+	// shareEnds is when the share runs out on the pacer's clock unless
+	// another beat is tried (share.beat): a replica stopped for seconds
+	// is no member for the others, who have taken its places meanwhile.
+	// Zero when alone.
+	shareEnds time.Time
+	// grows are larger shares, each kept to from its time on, oldest
+	// first (setShare).
+	grows []grow
 	// asked counts the requests asked for since the last beat, and those
 	// put off for the global window: the demand the share follows.
 	asked      int
@@ -61,20 +66,41 @@ func newPacer(lim plugin.Limits, maxWait time.Duration) *pacer {
 // no share: its next beat may give it one.
 const shareRetry = 100 * time.Millisecond
 
+// grow is a larger share and when it is kept to.
+type grow struct {
+	w  plugin.Window
+	at time.Time
+}
+
 // setShare makes w the global window kept to: at once when it allows no
 // more requests than the current one, else from growAt on (share.beat
 // says why), keeping the latest bookings that fit it. A zero w.N holds
 // every request until a share is set.
+//
+// A grow set by an earlier beat still comes at its own time, cut down to
+// w: the shares it was taken from shrank then, and a later beat's share
+// is no safer to take sooner. Were it put off to each new beat's growAt
+// instead, a window longer than an epoch (Slack's 4 s) would never let a
+// share grow while the beats go on — a replica that joined others, or
+// came back from a pause, would send nothing again.
 func (p *pacer) setShare(w plugin.Window, growAt time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	grows := w.N > 0 && (p.noShare || slower(p.limit, w))
 	if !grows {
 		p.applyLocked(w)
-		p.pending = nil
+		p.grows = nil
 		return
 	}
-	p.pending, p.growAt = &w, growAt
+	for i := range p.grows {
+		if slower(w, p.grows[i].w) {
+			p.grows[i].w = w
+		}
+	}
+	if n := len(p.grows); n > 0 && p.grows[n-1].w == w {
+		return // already due, at its earlier time
+	}
+	p.grows = append(p.grows, grow{w: w, at: growAt})
 }
 
 // applyLocked makes w the global window now.
@@ -88,6 +114,13 @@ func (p *pacer) applyLocked(w plugin.Window) {
 		old = old[len(old)-w.N:]
 	}
 	p.limit, p.global = w, window{times: old}
+}
+
+// shareUntil sets when the share runs out unless another beat is tried.
+func (p *pacer) shareUntil(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shareEnds = t
 }
 
 // takeAsked returns the demand counted since it was last taken.
@@ -220,16 +253,16 @@ func (p *pacer) saturated(now time.Time) (time.Time, bool) {
 // freeLocked is when the room's window and the global one have room for
 // a request at or after now, pauses included.
 func (p *pacer) freeLocked(room string, now time.Time, post bool) (roomAt, globalAt time.Time) {
-	if p.pending != nil && !now.Before(p.growAt) {
-		p.applyLocked(*p.pending)
-		p.pending = nil
+	for len(p.grows) > 0 && !now.Before(p.grows[0].at) {
+		p.applyLocked(p.grows[0].w)
+		p.grows = p.grows[1:]
 	}
 	roomAt = later(now, p.pausedRoom[room])
 	if rw := p.rooms[room]; rw != nil && post {
 		roomAt = later(roomAt, rw.free(p.lim.Room, now))
 	}
 	globalAt = later(p.global.free(p.limit, now), p.pausedAll)
-	if p.noShare {
+	if p.noShare || !p.shareEnds.IsZero() && !now.Before(p.shareEnds) {
 		globalAt = later(globalAt, now.Add(shareRetry))
 	}
 	return roomAt, globalAt

@@ -101,6 +101,15 @@ func (sh *share) beat(ctx context.Context, p *pacer, now, local time.Time) error
 	if sh.epoch != 0 && (e <= sh.epoch || in < beatFrom || in >= beatTo) {
 		return nil
 	}
+	// The share, whatever this beat makes it, lasts until the beats of
+	// the epoch after next begin, unless a beat is tried again by then:
+	// a replica that missed an epoch is no member for the others' beats
+	// in the next one, whose grows let requests of that share in the
+	// window no further back than that (a stopped process comes back
+	// with its old share, and the others have taken its places). A
+	// beat that fails keeps the share (the store's outage is the
+	// others' too).
+	p.shareUntil(local.Add(time.Duration(e+2)*beatEvery + beatFrom - time.Duration(now.UnixNano())))
 	members, err := sh.store.PaceBeat(ctx, domain.PaceMember{Platform: sh.platform, Bot: sh.bot, Replica: sh.replica,
 		At: now, Epoch: e, Demand: p.takeAsked()}, shareTTL)
 	if err != nil {
