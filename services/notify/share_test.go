@@ -27,7 +27,10 @@ type sharedReplica struct {
 	next  time.Duration
 	alive bool
 	busy  func(at time.Duration) bool
-	took  []time.Time
+	// skipsSaturated: the replica asks nothing while its global window
+	// is full beyond the wait a sender takes, as the service's flush.
+	skipsSaturated bool
+	took           []time.Time
 }
 
 func sharedReplicas(t *testing.T, n int) []*sharedReplica {
@@ -73,6 +76,9 @@ func runShared(t *testing.T, rs []*sharedReplica, from, end time.Duration) {
 			}
 			if !r.busy(d) {
 				continue
+			}
+			if _, full := r.p.saturated(now); full && r.skipsSaturated {
+				continue // as a flush claims no room of a saturated platform
 			}
 			for {
 				if _, ok, _ := r.p.take("discord:1", now, false); !ok {
@@ -208,6 +214,26 @@ func TestSharedPaceGrowsUnderALongWindow(t *testing.T) {
 	}
 	if n := sendsWithin(rs, 26*time.Second, 30*time.Second); n < 18 {
 		t.Errorf("%d requests from 26 s to 30 s across the replicas; want most of the bot's 20", n)
+	}
+}
+
+// TestSharedPaceKeepsTheSharesOfReplicasWaitingOutTheWindow: three busy
+// replicas that, as the service does, ask nothing while their global
+// window is full, share Slack's 20 in 4 s. Each spends its share early
+// in the window and waits out the rest; it still wants it, and keeps it:
+// together they send nearly the bot's pace, not the one place each that
+// an epoch of no asking would leave them.
+func TestSharedPaceKeepsTheSharesOfReplicasWaitingOutTheWindow(t *testing.T) {
+	rs := sharedReplicasOf(t, slackLike, 3)
+	for _, r := range rs {
+		r.skipsSaturated = true
+	}
+	runShared(t, rs, 0, 30*time.Second)
+	if most := mostIn(allTimes(rs), slackLike.Global.Span); most > slackLike.Global.N {
+		t.Errorf("%d requests in 4 s across the replicas; the bot's pace is %d", most, slackLike.Global.N)
+	}
+	if n := sendsWithin(rs, 14*time.Second, 30*time.Second); n < 70 {
+		t.Errorf("%d requests from 14 s to 30 s across the replicas; want most of the bot's 80", n)
 	}
 }
 
