@@ -242,12 +242,28 @@ func (p *pacer) take(room string, now time.Time, post bool) (retry time.Time, ok
 }
 
 // saturated reports whether no request could go within maxWait of now —
-// the global window or a global pause holds every room — and until when.
+// the global window or a global pause holds every room, or the replica
+// has no share of a shared window — and until when. Without a share it is
+// not known when one comes (the first grow set, or any beat): a flush
+// claims none of the platform's rooms meanwhile, leaving them to the
+// replicas that can send, and looks again at the grow or soon.
 func (p *pacer) saturated(now time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, at := p.freeLocked("", now, false)
+	if p.unsharedLocked(now) {
+		if len(p.grows) > 0 {
+			at = later(at, p.grows[0].at)
+		}
+		return at, true
+	}
 	return at, at.Sub(now) > p.maxWait
+}
+
+// unsharedLocked reports whether the replica has no share of a shared
+// global window at now: none yet, or the last ran out.
+func (p *pacer) unsharedLocked(now time.Time) bool {
+	return p.noShare || !p.shareEnds.IsZero() && !now.Before(p.shareEnds)
 }
 
 // freeLocked is when the room's window and the global one have room for
@@ -262,7 +278,7 @@ func (p *pacer) freeLocked(room string, now time.Time, post bool) (roomAt, globa
 		roomAt = later(roomAt, rw.free(p.lim.Room, now))
 	}
 	globalAt = later(p.global.free(p.limit, now), p.pausedAll)
-	if p.noShare || !p.shareEnds.IsZero() && !now.Before(p.shareEnds) {
+	if p.unsharedLocked(now) {
 		globalAt = later(globalAt, now.Add(shareRetry))
 	}
 	return roomAt, globalAt

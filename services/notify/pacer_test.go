@@ -147,3 +147,30 @@ func TestPacerCountsLateRequestsWhenTheyGo(t *testing.T) {
 		t.Fatalf("take at 1.7 s: %v, %s; want to try again at 2.5 s", ok, retry.Sub(p0))
 	}
 }
+
+// TestPacerWithoutAShareIsSaturated: a pacer sharing its global window
+// that has no share — it has just joined, or its share ran out — says it
+// is saturated, so that a flush claims none of its platform's rooms and
+// leaves them to the replicas that can send; until the grow it was set,
+// when there is one. With its share, it is not.
+func TestPacerWithoutAShareIsSaturated(t *testing.T) {
+	p := newPacer(slackLike, 2*time.Second)
+	p.noShare = true
+	if _, full := p.saturated(p0); !full {
+		t.Fatal("a pacer with no share yet is not saturated")
+	}
+	p.setShare(plugin.Window{N: 7, Span: 4 * time.Second}, p0.Add(5*time.Second))
+	if at, full := p.saturated(p0.Add(time.Second)); !full || !at.Equal(p0.Add(5*time.Second)) {
+		t.Fatalf("before its grow: saturated %v until %s; want until the grow at 5 s", full, at.Sub(p0))
+	}
+	if _, full := p.saturated(p0.Add(5 * time.Second)); full {
+		t.Fatal("saturated once its share has come")
+	}
+	if _, ok, _ := p.take("slack:C1", p0.Add(5*time.Second), true); !ok {
+		t.Fatal("no request goes once its share has come")
+	}
+	p.shareUntil(p0.Add(6 * time.Second))
+	if _, full := p.saturated(p0.Add(6 * time.Second)); !full {
+		t.Fatal("not saturated once its share ran out")
+	}
+}
