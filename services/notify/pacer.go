@@ -92,12 +92,18 @@ func (p *pacer) setShare(w plugin.Window, growAt time.Time) {
 		p.grows = nil
 		return
 	}
-	for i := range p.grows {
-		if slower(w, p.grows[i].w) {
-			p.grows[i].w = w
+	kept := p.grows[:0]
+	for _, g := range p.grows {
+		if !g.at.Before(growAt) {
+			break // w comes sooner (a replica alone takes the whole limit at once)
 		}
+		if slower(w, g.w) {
+			g.w = w
+		}
+		kept = append(kept, g)
 	}
-	if n := len(p.grows); n > 0 && p.grows[n-1].w == w {
+	p.grows = kept
+	if n := len(kept); n > 0 && kept[n-1].w == w {
 		return // already due, at its earlier time
 	}
 	p.grows = append(p.grows, grow{w: w, at: growAt})

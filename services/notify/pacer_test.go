@@ -174,3 +174,29 @@ func TestPacerWithoutAShareIsSaturated(t *testing.T) {
 		t.Fatal("not saturated once its share ran out")
 	}
 }
+
+// TestPacerGrowsInTurn: grows set by successive beats come each at its
+// own time, cut down to what a later beat allots; a replica that finds
+// itself alone takes the whole limit at once, whatever grows were due
+// later.
+func TestPacerGrowsInTurn(t *testing.T) {
+	p := newPacer(slackLike, 2*time.Second)
+	p.setShare(plugin.Window{N: 4, Span: 4 * time.Second}, p0) // shrinks at once
+	p.setShare(plugin.Window{N: 9, Span: 4 * time.Second}, p0.Add(5*time.Second))
+	p.setShare(plugin.Window{N: 7, Span: 4 * time.Second}, p0.Add(6*time.Second))
+	p.setShare(plugin.Window{N: 8, Span: 4 * time.Second}, p0.Add(7*time.Second))
+	for _, step := range []struct {
+		at time.Duration
+		n  int
+	}{{4 * time.Second, 4}, {5 * time.Second, 7}, {6 * time.Second, 7}, {7 * time.Second, 8}} {
+		p.saturated(p0.Add(step.at)) // applies what is due
+		if p.limit.N != step.n {
+			t.Errorf("at %s the share is %d; want %d", step.at, p.limit.N, step.n)
+		}
+	}
+	p.setShare(plugin.Window{N: 10, Span: 4 * time.Second}, p0.Add(12*time.Second))
+	p.setShare(slackLike.Global, p0.Add(8*time.Second)) // alone
+	if p.saturated(p0.Add(8 * time.Second)); p.limit != slackLike.Global {
+		t.Errorf("alone at 8 s the share is %+v; want the whole %+v", p.limit, slackLike.Global)
+	}
+}
