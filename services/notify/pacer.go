@@ -198,7 +198,8 @@ func (p *pacer) bucket(room string) string {
 }
 
 // admit reports whether a request to room may go within maxWait of now,
-// booking nothing; when it may not, it returns when to try again. A post
+// booking nothing; when it may not, it returns when to try again. A
+// replica without a share of a shared window admits nothing. A post
 // counts in the room's window; an edit (post false) only in the global
 // one, as both platforms count edits apart from new messages.
 func (p *pacer) admit(room string, now time.Time, post bool) (time.Time, bool) {
@@ -209,6 +210,8 @@ func (p *pacer) admit(room string, now time.Time, post bool) (time.Time, bool) {
 	switch {
 	case roomAt.After(now):
 		return roomAt, false
+	case p.unsharedLocked(now):
+		return p.shareAtLocked(at), false // not held by a replica that cannot send
 	case at.Sub(now) > p.maxWait:
 		return at, false
 	}
@@ -258,12 +261,19 @@ func (p *pacer) saturated(now time.Time) (time.Time, bool) {
 	defer p.mu.Unlock()
 	_, at := p.freeLocked("", now, false)
 	if p.unsharedLocked(now) {
-		if len(p.grows) > 0 {
-			at = later(at, p.grows[0].at)
-		}
-		return at, true
+		return p.shareAtLocked(at), true
 	}
 	return at, at.Sub(now) > p.maxWait
+}
+
+// shareAtLocked is when to look again for a share, the global window
+// having room at at: at the first grow set, or at at (soon: a beat may
+// give one).
+func (p *pacer) shareAtLocked(at time.Time) time.Time {
+	if len(p.grows) > 0 {
+		return later(at, p.grows[0].at)
+	}
+	return at
 }
 
 // unsharedLocked reports whether the replica has no share of a shared

@@ -151,13 +151,17 @@ func TestPacerCountsLateRequestsWhenTheyGo(t *testing.T) {
 // TestPacerWithoutAShareIsSaturated: a pacer sharing its global window
 // that has no share — it has just joined, or its share ran out — says it
 // is saturated, so that a flush claims none of its platform's rooms and
-// leaves them to the replicas that can send; until the grow it was set,
-// when there is one. With its share, it is not.
+// leaves them to the replicas that can send, until the grow it was set,
+// when there is one; and admits no request, so that a room claimed
+// meanwhile is given back rather than held. With its share, it is not.
 func TestPacerWithoutAShareIsSaturated(t *testing.T) {
 	p := newPacer(slackLike, 2*time.Second)
 	p.noShare = true
 	if _, full := p.saturated(p0); !full {
 		t.Fatal("a pacer with no share yet is not saturated")
+	}
+	if _, ok := p.admit("slack:C1", p0, true); ok {
+		t.Fatal("a pacer with no share yet admits a request, whose room it would hold until a share comes")
 	}
 	p.setShare(plugin.Window{N: 7, Span: 4 * time.Second}, p0.Add(5*time.Second))
 	if at, full := p.saturated(p0.Add(time.Second)); !full || !at.Equal(p0.Add(5*time.Second)) {
@@ -172,6 +176,9 @@ func TestPacerWithoutAShareIsSaturated(t *testing.T) {
 	p.shareUntil(p0.Add(6 * time.Second))
 	if _, full := p.saturated(p0.Add(6 * time.Second)); !full {
 		t.Fatal("not saturated once its share ran out")
+	}
+	if at, ok := p.admit("slack:C2", p0.Add(6*time.Second), true); ok || !at.After(p0.Add(6*time.Second)) {
+		t.Fatalf("once its share ran out, admit says %v, again at %s", ok, at.Sub(p0))
 	}
 }
 
