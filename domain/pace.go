@@ -14,10 +14,11 @@ import (
 // process) leaves each process's pacer alone.
 type PaceShares interface {
 	// PaceBeat records that m.Replica, sending as m.Bot on m.Platform, is
-	// alive at m.At and asked for m.Demand requests in the beat period
-	// before epoch m.Epoch. A replica's first beat of an epoch records its
-	// demand for that epoch, the epoch before's kept as PrevEpoch and
-	// PrevDemand; a later beat of the same epoch changes only At. It
+	// alive at m.At and asked for m.Demand requests before epoch m.Epoch
+	// (over the bot's global window, at least a beat period). A
+	// replica's first beat of an epoch records its demand for that
+	// epoch, the epoch before's kept as PrevEpoch and PrevDemand; a
+	// later beat of the same epoch changes only At. It
 	// returns the members of that bot seen after m.At-ttl, m among them,
 	// ordered by replica. Members not seen for much longer than ttl are
 	// deleted, and so are room windows long over.

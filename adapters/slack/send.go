@@ -94,9 +94,8 @@ func (a *Adapter) Limits() plugin.Limits {
 		Global: plugin.Window{N: 20, Span: 4 * time.Second},
 		Room:   plugin.Window{N: 3, Span: 3300 * time.Millisecond},
 		Bucket: domain.RoomScope,
-		// No Bot: each replica paces its Slack sends alone. Shared through
-		// the store, the soak's Slack sends stalled after its faults
-		// (docs/testing.md), which Discord's did not.
+		// A bot token is one app's in one workspace: what Slack counts.
+		Bot: plugin.BotKey(a.opts.BotToken),
 	}
 }
 

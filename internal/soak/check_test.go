@@ -397,8 +397,9 @@ func (s *soak) check(settled bool) {
 		fmt.Printf("soak: %d commands refused during a database outage (told so, no task)\n", refused)
 	}
 	fmt.Printf("soak: checked %d tasks in %d rooms: %s\n", roomed, len(items), jsonString(kinds))
-	fmt.Printf("soak: schedule runs=%d, platform error answers: discord=%d slack=%d, model calls=%d\n",
-		schedRuns, dErrs, sErrs, s.model.calls.Load())
+	dThrottled, _ := s.discord.Throttled()
+	fmt.Printf("soak: schedule runs=%d, platform error answers: discord=%d slack=%d (429s of the published limits: discord=%d slack=%d), model calls=%d\n",
+		schedRuns, dErrs, sErrs, dThrottled, s.slack.Throttled(), s.model.calls.Load())
 	if len(known) > 0 {
 		fmt.Printf("soak: %d acknowledgements lost to a replica killed within %s while sending them (a known gap, docs/testing.md):\n", len(known), killWindow)
 		for _, k := range known {

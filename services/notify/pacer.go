@@ -40,9 +40,14 @@ type pacer struct {
 	// noShare is set while the replica has no share yet (it has just
 	// joined): no request goes until a beat gives it one.
 	noShare bool
-	// pending is a larger share, kept to from growAt on.
-	pending *plugin.Window
-	growAt  time.Time
+	// shareEnds is when the share runs out on the pacer's clock unless
+	// another beat is tried (share.beat): a replica stopped for seconds
+	// is no member for the others, who have taken its places meanwhile.
+	// Zero when alone.
+	shareEnds time.Time
+	// grows are larger shares, each kept to from its time on, oldest
+	// first (setShare).
+	grows []grow
 	// asked counts the requests asked for since the last beat, and those
 	// put off for the global window: the demand the share follows.
 	asked      int
@@ -61,20 +66,47 @@ func newPacer(lim plugin.Limits, maxWait time.Duration) *pacer {
 // no share: its next beat may give it one.
 const shareRetry = 100 * time.Millisecond
 
+// grow is a larger share and when it is kept to.
+type grow struct {
+	w  plugin.Window
+	at time.Time
+}
+
 // setShare makes w the global window kept to: at once when it allows no
 // more requests than the current one, else from growAt on (share.beat
 // says why), keeping the latest bookings that fit it. A zero w.N holds
 // every request until a share is set.
+//
+// A grow set by an earlier beat still comes at its own time, cut down to
+// w: the shares it was taken from shrank then, and a later beat's share
+// is no safer to take sooner. Were it put off to each new beat's growAt
+// instead, a window longer than an epoch (Slack's 4 s) would never let a
+// share grow while the beats go on — a replica that joined others, or
+// came back from a pause, would send nothing again.
 func (p *pacer) setShare(w plugin.Window, growAt time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	grows := w.N > 0 && (p.noShare || slower(p.limit, w))
 	if !grows {
 		p.applyLocked(w)
-		p.pending = nil
+		p.grows = nil
 		return
 	}
-	p.pending, p.growAt = &w, growAt
+	kept := p.grows[:0]
+	for _, g := range p.grows {
+		if !g.at.Before(growAt) {
+			break // w comes sooner (a replica alone takes the whole limit at once)
+		}
+		if slower(w, g.w) {
+			g.w = w
+		}
+		kept = append(kept, g)
+	}
+	p.grows = kept
+	if n := len(kept); n > 0 && kept[n-1].w == w {
+		return // already due, at its earlier time
+	}
+	p.grows = append(p.grows, grow{w: w, at: growAt})
 }
 
 // applyLocked makes w the global window now.
@@ -88,6 +120,13 @@ func (p *pacer) applyLocked(w plugin.Window) {
 		old = old[len(old)-w.N:]
 	}
 	p.limit, p.global = w, window{times: old}
+}
+
+// shareUntil sets when the share runs out unless another beat is tried.
+func (p *pacer) shareUntil(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shareEnds = t
 }
 
 // takeAsked returns the demand counted since it was last taken.
@@ -170,7 +209,8 @@ func (p *pacer) bucket(room string) string {
 }
 
 // admit reports whether a request to room may go within maxWait of now,
-// booking nothing; when it may not, it returns when to try again. A post
+// booking nothing; when it may not, it returns when to try again. A
+// replica without a share of a shared window admits nothing. A post
 // counts in the room's window; an edit (post false) only in the global
 // one, as both platforms count edits apart from new messages.
 func (p *pacer) admit(room string, now time.Time, post bool) (time.Time, bool) {
@@ -181,6 +221,8 @@ func (p *pacer) admit(room string, now time.Time, post bool) (time.Time, bool) {
 	switch {
 	case roomAt.After(now):
 		return roomAt, false
+	case p.unsharedLocked(now):
+		return p.shareAtLocked(at), false // not held by a replica that cannot send
 	case at.Sub(now) > p.maxWait:
 		return at, false
 	}
@@ -220,20 +262,43 @@ func (p *pacer) take(room string, now time.Time, post bool) (retry time.Time, ok
 }
 
 // saturated reports whether no request could go within maxWait of now —
-// the global window or a global pause holds every room — and until when.
+// the global window or a global pause holds every room, or the replica
+// has no share of a shared window — and until when. Without a share it is
+// not known when one comes (the first grow set, or any beat): a flush
+// claims none of the platform's rooms meanwhile, leaving them to the
+// replicas that can send, and looks again at the grow or soon.
 func (p *pacer) saturated(now time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, at := p.freeLocked("", now, false)
+	if p.unsharedLocked(now) {
+		return p.shareAtLocked(at), true
+	}
 	return at, at.Sub(now) > p.maxWait
+}
+
+// shareAtLocked is when to look again for a share, the global window
+// having room at at: at the first grow set, or at at (soon: a beat may
+// give one).
+func (p *pacer) shareAtLocked(at time.Time) time.Time {
+	if len(p.grows) > 0 {
+		return later(at, p.grows[0].at)
+	}
+	return at
+}
+
+// unsharedLocked reports whether the replica has no share of a shared
+// global window at now: none yet, or the last ran out.
+func (p *pacer) unsharedLocked(now time.Time) bool {
+	return p.noShare || !p.shareEnds.IsZero() && !now.Before(p.shareEnds)
 }
 
 // freeLocked is when the room's window and the global one have room for
 // a request at or after now, pauses included.
 func (p *pacer) freeLocked(room string, now time.Time, post bool) (roomAt, globalAt time.Time) {
-	if p.pending != nil && !now.Before(p.growAt) {
-		p.applyLocked(*p.pending)
-		p.pending = nil
+	for len(p.grows) > 0 && !now.Before(p.grows[0].at) {
+		p.applyLocked(p.grows[0].w)
+		p.grows = p.grows[1:]
 	}
 	roomAt = later(now, p.pausedRoom[room])
 	if rw := p.rooms[room]; rw != nil && post {
@@ -247,7 +312,7 @@ func (p *pacer) freeLocked(room string, now time.Time, post bool) (roomAt, globa
 		// few requests at once still go at once.
 		globalAt = later(globalAt, p.global.newest().Add(p.limit.Span/time.Duration(p.limit.N)))
 	}
-	if p.noShare {
+	if p.unsharedLocked(now) {
 		globalAt = later(globalAt, now.Add(shareRetry))
 	}
 	return roomAt, globalAt

@@ -190,3 +190,63 @@ func TestPacerCountsLateRequestsWhenTheyGo(t *testing.T) {
 		t.Fatalf("take at 1.7 s: %v, %s; want to try again at 2.5 s", ok, retry.Sub(p0))
 	}
 }
+
+// TestPacerWithoutAShareIsSaturated: a pacer sharing its global window
+// that has no share — it has just joined, or its share ran out — says it
+// is saturated, so that a flush claims none of its platform's rooms and
+// leaves them to the replicas that can send, until the grow it was set,
+// when there is one; and admits no request, so that a room claimed
+// meanwhile is given back rather than held. With its share, it is not.
+func TestPacerWithoutAShareIsSaturated(t *testing.T) {
+	p := newPacer(slackLike, 2*time.Second)
+	p.noShare = true
+	if _, full := p.saturated(p0); !full {
+		t.Fatal("a pacer with no share yet is not saturated")
+	}
+	if _, ok := p.admit("slack:C1", p0, true); ok {
+		t.Fatal("a pacer with no share yet admits a request, whose room it would hold until a share comes")
+	}
+	p.setShare(plugin.Window{N: 7, Span: 4 * time.Second}, p0.Add(5*time.Second))
+	if at, full := p.saturated(p0.Add(time.Second)); !full || !at.Equal(p0.Add(5*time.Second)) {
+		t.Fatalf("before its grow: saturated %v until %s; want until the grow at 5 s", full, at.Sub(p0))
+	}
+	if _, full := p.saturated(p0.Add(5 * time.Second)); full {
+		t.Fatal("saturated once its share has come")
+	}
+	if _, ok, _ := p.take("slack:C1", p0.Add(5*time.Second), true); !ok {
+		t.Fatal("no request goes once its share has come")
+	}
+	p.shareUntil(p0.Add(6 * time.Second))
+	if _, full := p.saturated(p0.Add(6 * time.Second)); !full {
+		t.Fatal("not saturated once its share ran out")
+	}
+	if at, ok := p.admit("slack:C2", p0.Add(6*time.Second), true); ok || !at.After(p0.Add(6*time.Second)) {
+		t.Fatalf("once its share ran out, admit says %v, again at %s", ok, at.Sub(p0))
+	}
+}
+
+// TestPacerGrowsInTurn: grows set by successive beats come each at its
+// own time, cut down to what a later beat allots; a replica that finds
+// itself alone takes the whole limit at once, whatever grows were due
+// later.
+func TestPacerGrowsInTurn(t *testing.T) {
+	p := newPacer(slackLike, 2*time.Second)
+	p.setShare(plugin.Window{N: 4, Span: 4 * time.Second}, p0) // shrinks at once
+	p.setShare(plugin.Window{N: 9, Span: 4 * time.Second}, p0.Add(5*time.Second))
+	p.setShare(plugin.Window{N: 7, Span: 4 * time.Second}, p0.Add(6*time.Second))
+	p.setShare(plugin.Window{N: 8, Span: 4 * time.Second}, p0.Add(7*time.Second))
+	for _, step := range []struct {
+		at time.Duration
+		n  int
+	}{{4 * time.Second, 4}, {5 * time.Second, 7}, {6 * time.Second, 7}, {7 * time.Second, 8}} {
+		p.saturated(p0.Add(step.at)) // applies what is due
+		if p.limit.N != step.n {
+			t.Errorf("at %s the share is %d; want %d", step.at, p.limit.N, step.n)
+		}
+	}
+	p.setShare(plugin.Window{N: 10, Span: 4 * time.Second}, p0.Add(12*time.Second))
+	p.setShare(slackLike.Global, p0.Add(8*time.Second)) // alone
+	if p.saturated(p0.Add(8 * time.Second)); p.limit != slackLike.Global {
+		t.Errorf("alone at 8 s the share is %+v; want the whole %+v", p.limit, slackLike.Global)
+	}
+}

@@ -51,10 +51,12 @@ func epochOf(t time.Time) (int64, time.Duration) {
 // from have aged out of the window first.
 //
 // A replica that joins is no member until its second beat and sends
-// nothing meanwhile, unless it sees no other replica: then the whole
-// limit is its own at once. A replica that dies is no member two epochs
-// after its last beat: its share is back within about three seconds. A
-// replica that stops deletes its row (leave).
+// nothing meanwhile, nor until its share grows a window later, unless it
+// sees no other replica: then the whole limit is its own at once. A
+// replica that dies is no member two epochs after its last beat: its
+// share is back within about three seconds. One frozen for longer than
+// that stops using its share when it comes back, until a beat gives it
+// one again. A replica that stops deletes its row (leave).
 //
 // A room's window is booked in the database as each message goes (one
 // small statement, Service.bookRoom), so it holds when successive claims
@@ -71,6 +73,29 @@ type share struct {
 	epoch int64
 	// failed is when the last beat failed: the next waits an epoch.
 	failed time.Time
+	// asked are the demands counted at the last beats, newest last, as
+	// many as the bot's window has epochs (demand).
+	asked []int
+}
+
+// demand adds asked, the requests asked for since the last beat, to the
+// demands of the beats before, and returns what the beat writes: those
+// asked over the bot's global window, at least an epoch. A replica that
+// spends its share early in a window longer than an epoch (Slack's 4 s)
+// asks nothing while it waits out the rest — its flushes claim no room of
+// a saturated platform —, and would be left one place for the epochs it
+// waited; counted over the window, it keeps the share it uses.
+func (sh *share) demand(asked int, window time.Duration) int {
+	n := max(1, int((window+beatEvery-1)/beatEvery))
+	sh.asked = append(sh.asked, asked)
+	if len(sh.asked) > n {
+		sh.asked = slices.Delete(sh.asked, 0, len(sh.asked)-n)
+	}
+	sum := 0
+	for _, a := range sh.asked {
+		sum += a
+	}
+	return sum
 }
 
 // beatDue reports whether a beat is due at now, on the shared clock: none
@@ -101,8 +126,17 @@ func (sh *share) beat(ctx context.Context, p *pacer, now, local time.Time) error
 	if sh.epoch != 0 && (e <= sh.epoch || in < beatFrom || in >= beatTo) {
 		return nil
 	}
+	// The share, whatever this beat makes it, lasts until the beats of
+	// the epoch after next begin, unless a beat is tried again by then:
+	// a replica that missed an epoch is no member for the others' beats
+	// in the next one, whose grows let requests of that share in the
+	// window no further back than that (a stopped process comes back
+	// with its old share, and the others have taken its places). A
+	// beat that fails keeps the share (the store's outage is the
+	// others' too).
+	p.shareUntil(local.Add(time.Duration(e+2)*beatEvery + beatFrom - time.Duration(now.UnixNano())))
 	members, err := sh.store.PaceBeat(ctx, domain.PaceMember{Platform: sh.platform, Bot: sh.bot, Replica: sh.replica,
-		At: now, Epoch: e, Demand: p.takeAsked()}, shareTTL)
+		At: now, Epoch: e, Demand: sh.demand(p.takeAsked(), p.lim.Global.Span)}, shareTTL)
 	if err != nil {
 		sh.failed = now
 		if sh.epoch == 0 {

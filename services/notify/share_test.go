@@ -27,10 +27,19 @@ type sharedReplica struct {
 	next  time.Duration
 	alive bool
 	busy  func(at time.Duration) bool
-	took  []time.Time
+	// skipsSaturated: the replica asks nothing while its global window
+	// is full beyond the wait a sender takes, as the service's flush.
+	skipsSaturated bool
+	took           []time.Time
 }
 
 func sharedReplicas(t *testing.T, n int) []*sharedReplica {
+	t.Helper()
+	return sharedReplicasOf(t, discordLike, n)
+}
+
+// sharedReplicasOf is sharedReplicas with limits lim.
+func sharedReplicasOf(t *testing.T, lim plugin.Limits, n int) []*sharedReplica {
 	t.Helper()
 	ps, ok := teststore.Postgres(t).(domain.PaceShares)
 	if !ok {
@@ -38,8 +47,8 @@ func sharedReplicas(t *testing.T, n int) []*sharedReplica {
 	}
 	var out []*sharedReplica
 	for i := range n {
-		p := newPacer(discordLike, 2*time.Second)
-		p.sh = &share{store: ps, platform: "discord", bot: discordLike.Bot, replica: fmt.Sprintf("r%d", i+1)}
+		p := newPacer(lim, 2*time.Second)
+		p.sh = &share{store: ps, platform: "discord", bot: lim.Bot, replica: fmt.Sprintf("r%d", i+1)}
 		p.noShare = true
 		// Beats spread over the part of the epoch they are written in.
 		phase := beatFrom + time.Duration(i)*(beatTo-beatFrom)/time.Duration(n)
@@ -67,6 +76,9 @@ func runShared(t *testing.T, rs []*sharedReplica, from, end time.Duration) {
 			}
 			if !r.busy(d) {
 				continue
+			}
+			if _, full := r.p.saturated(now); full && r.skipsSaturated {
+				continue // as a flush claims no room of a saturated platform
 			}
 			for {
 				if _, ok, _ := r.p.take("discord:1", now, false); !ok {
@@ -156,6 +168,72 @@ func TestSharedPaceOfADeadReplicaComesBack(t *testing.T) {
 	back := 6 * time.Second
 	if n := sendsWithin(rs, back, back+2*time.Second); n < 85 {
 		t.Errorf("the two live replicas sent %d requests in the 2 s from %s; want most of the bot's 90", n, back)
+	}
+}
+
+// slackLike are limits as the Slack adapter publishes them: a global
+// window four epochs long.
+var slackLike = plugin.Limits{
+	Global: plugin.Window{N: 20, Span: 4 * time.Second},
+	Room:   plugin.Window{N: 3, Span: 3300 * time.Millisecond},
+	Bot:    "bot-2",
+}
+
+// TestSharedPaceGrowsUnderALongWindow: with a global window longer than
+// an epoch (Slack's 20 in 4 s), a share that grows does so once the
+// window has passed, although every beat meanwhile computes it again. A
+// replica that joins two busy others, and one that comes back from a
+// pause past its beat's life (a stopped process), each send again
+// within a few seconds, not never; and the three keep to the bot's pace.
+func TestSharedPaceGrowsUnderALongWindow(t *testing.T) {
+	rs := sharedReplicasOf(t, slackLike, 3)
+	rs[2].alive = false // joins at 3 s
+	runShared(t, rs, 0, 3*time.Second)
+	rs[2].alive, rs[2].next = true, 3*time.Second+rs[2].phase
+	runShared(t, rs, 3*time.Second, 10*time.Second)
+	rs[1].alive = false // stopped at 10 s for 5 s
+	runShared(t, rs, 10*time.Second, 15*time.Second)
+	rs[1].alive, rs[1].next = true, 15*time.Second+rs[1].phase
+	runShared(t, rs, 15*time.Second, 30*time.Second)
+
+	// A joiner is a member at its second beat (4 s) and its share grows
+	// when the window has passed after that epoch's beats: 4.75 s + 4 s.
+	if n := sendsWithin(rs[2:], 3*time.Second, 10*time.Second); n == 0 {
+		t.Errorf("the replica that joined at 3 s sent nothing by 10 s")
+	}
+	if n := sendsWithin(rs[1:2], 15*time.Second, 22*time.Second); n == 0 {
+		t.Errorf("the replica paused from 10 s to 15 s sent nothing by 22 s")
+	}
+	for _, r := range rs {
+		if n := sendsWithin([]*sharedReplica{r}, 26*time.Second, 30*time.Second); n < 3 {
+			t.Errorf("%s took %d requests from 26 s to 30 s; want its share of the 20", r.p.sh.replica, n)
+		}
+	}
+	if most := mostIn(allTimes(rs), slackLike.Global.Span); most > slackLike.Global.N {
+		t.Errorf("%d requests in 4 s across the replicas; the bot's pace is %d", most, slackLike.Global.N)
+	}
+	if n := sendsWithin(rs, 26*time.Second, 30*time.Second); n < 18 {
+		t.Errorf("%d requests from 26 s to 30 s across the replicas; want most of the bot's 20", n)
+	}
+}
+
+// TestSharedPaceKeepsTheSharesOfReplicasWaitingOutTheWindow: three busy
+// replicas that, as the service does, ask nothing while their global
+// window is full, share Slack's 20 in 4 s. Each spends its share early
+// in the window and waits out the rest; it still wants it, and keeps it:
+// together they send nearly the bot's pace, not the one place each that
+// an epoch of no asking would leave them.
+func TestSharedPaceKeepsTheSharesOfReplicasWaitingOutTheWindow(t *testing.T) {
+	rs := sharedReplicasOf(t, slackLike, 3)
+	for _, r := range rs {
+		r.skipsSaturated = true
+	}
+	runShared(t, rs, 0, 30*time.Second)
+	if most := mostIn(allTimes(rs), slackLike.Global.Span); most > slackLike.Global.N {
+		t.Errorf("%d requests in 4 s across the replicas; the bot's pace is %d", most, slackLike.Global.N)
+	}
+	if n := sendsWithin(rs, 14*time.Second, 30*time.Second); n < 70 {
+		t.Errorf("%d requests from 14 s to 30 s across the replicas; want most of the bot's 80", n)
 	}
 }
 
