@@ -344,6 +344,12 @@ type Outbox interface {
 	// attempt: a send held back by the platform's rate limits, or by a
 	// shutdown, did not fail.
 	GiveBack(ctx context.Context, owner string, ids []int64, due time.Time) error
+	// SettleQueued settles row id, queued ahead of a send made outside
+	// the outbox (a reply sent directly, due only once that send could no
+	// longer be running): sent deletes it; otherwise it becomes due at
+	// due. ErrNotFound when the row is gone, claimed or being sent — a
+	// sender took it, and sends it under its key.
+	SettleQueued(ctx context.Context, id int64, sent bool, due time.Time) error
 	// RenewClaim extends owner's claim on the rows of ids to until, while
 	// their message is being sent. ErrStaleFence when one of them is no
 	// longer owner's (its claim expired and another sender took it), and

@@ -318,6 +318,13 @@ WHERE id = ANY($1) AND claimed_by = $2`
 UPDATE notifications SET claimed_by = '', claim_expires_at = NULL, next_attempt_at = $3
 WHERE id = ANY($1) AND claimed_by = $2`
 
+	// The row $1 when nobody holds it and no send of it began.
+	unclaimed = `id = $1 AND claimed_by = '' AND status = 'pending' AND delivery_key = ''`
+
+	sqlDropUnclaimed = `DELETE FROM notifications WHERE ` + unclaimed
+
+	sqlDueUnclaimed = `UPDATE notifications SET next_attempt_at = $2 WHERE ` + unclaimed
+
 	// The rows of ids $1 that owner $2 holds and has not given up on.
 	claimedBy = `id = ANY($1) AND claimed_by = $2 AND status = 'pending'`
 

@@ -792,6 +792,13 @@ func (t *txn) ReleaseClaimed(ctx context.Context, owner string, ids []int64, ret
 	return t.exec(ctx, sqlRelease, ids, owner, timeArg(retryAt), reason)
 }
 
+func (t *txn) SettleUnclaimed(ctx context.Context, id int64, sent bool, due time.Time) (int64, error) {
+	if sent {
+		return t.exec(ctx, sqlDropUnclaimed, id)
+	}
+	return t.exec(ctx, sqlDueUnclaimed, id, timeArg(due))
+}
+
 func (t *txn) GiveBackClaimed(ctx context.Context, owner string, ids []int64, due time.Time) (int64, error) {
 	return t.exec(ctx, sqlGiveBack, ids, owner, timeArg(due))
 }

@@ -213,6 +213,13 @@ WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
 UPDATE notifications SET claimed_by = '', claim_expires_at = NULL, next_attempt_at = ?3
 WHERE id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2`
 
+	// The row ?1 when nobody holds it and no send of it began.
+	unclaimed = `id = ?1 AND claimed_by = '' AND status = 'pending' AND delivery_key = ''`
+
+	sqlDropUnclaimed = `DELETE FROM notifications WHERE ` + unclaimed
+
+	sqlDueUnclaimed = `UPDATE notifications SET next_attempt_at = ?2 WHERE ` + unclaimed
+
 	// The rows of ids ?1 (a JSON array) that owner ?2 holds and has not
 	// given up on.
 	claimedBy = `id IN (SELECT value FROM json_each(?1)) AND claimed_by = ?2 AND status = 'pending'`
@@ -261,7 +268,7 @@ WHERE room = ? AND task_number IN (SELECT value FROM json_each(?))`
 var writeStatements = []string{
 	sqlGetTask, sqlInsertTask, sqlUpdateTask, sqlCountActive, sqlChildren, sqlClaimPick, sqlClaimTask,
 	sqlInsertEvent, sqlInsertStep, sqlEnqueue, sqlWalkRooms, sqlWalkUrgentRooms, sqlRoomState, sqlDropRoomHead, sqlWriteRoomHead, sqlClaimRoom, sqlMarkSent, sqlMarkSentRooms,
-	sqlUpsertRoomProgress, sqlRelease, sqlGiveBack, sqlRenewClaim, sqlMarkSending, sqlFail,
+	sqlUpsertRoomProgress, sqlRelease, sqlGiveBack, sqlDropUnclaimed, sqlDueUnclaimed, sqlRenewClaim, sqlMarkSending, sqlFail,
 	sqlLockNotification, sqlRetryNotification,
 }
 

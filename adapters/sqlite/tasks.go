@@ -195,6 +195,18 @@ func (t dialectTx) DeleteSent(ctx context.Context, owner string, ids []int64) (i
 	return res.RowsAffected()
 }
 
+func (t dialectTx) SettleUnclaimed(ctx context.Context, id int64, sent bool, due time.Time) (int64, error) {
+	q, args := sqlDueUnclaimed, []any{id, timeArg(due)}
+	if sent {
+		q, args = sqlDropUnclaimed, []any{id}
+	}
+	res, err := t.tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 func (t dialectTx) GiveBackClaimed(ctx context.Context, owner string, ids []int64, due time.Time) (int64, error) {
 	res, err := t.tx.ExecContext(ctx, sqlGiveBack, jsonList(ids), owner, timeArg(due))
 	if err != nil {

@@ -91,6 +91,10 @@ type Tx interface {
 	// due again at due, with their attempts and last error unchanged; it
 	// says how many it gave back.
 	GiveBackClaimed(ctx context.Context, owner string, ids []int64, due time.Time) (int64, error)
+	// SettleUnclaimed deletes row id when sent, else makes it due at due,
+	// when nobody holds it and no send of it has begun; it says how many
+	// rows it touched.
+	SettleUnclaimed(ctx context.Context, id int64, sent bool, due time.Time) (int64, error)
 	// RenewClaimed moves the claim expiry of the pending rows of ids that
 	// owner holds to until; it says how many it renewed.
 	RenewClaimed(ctx context.Context, owner string, ids []int64, until time.Time) (int64, error)

@@ -244,6 +244,23 @@ func (c Core) GiveBack(ctx context.Context, owner string, ids []int64, due time.
 	})
 }
 
+// SettleQueued implements domain.Outbox.
+func (c Core) SettleQueued(ctx context.Context, id int64, sent bool, due time.Time) error {
+	var n int64
+	err := c.D.Write(ctx, func(tx Tx) error {
+		var err error
+		n, err = tx.SettleUnclaimed(ctx, id, sent, domain.UTC(due))
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("settle queued notification %d: %w", id, err)
+	case n == 0:
+		return fmt.Errorf("settle queued notification %d: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
 // someClaimed runs an update of owner's claimed rows and commits what it
 // touched; the rows of ids it did not touch (no longer owner's) are
 // reported with domain.ErrStaleFence.

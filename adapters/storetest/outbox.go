@@ -217,6 +217,51 @@ func testOutboxGiveBack(t *testing.T, s domain.Store) {
 	}
 }
 
+// testOutboxSettleQueued: a reply queued ahead of its direct send, due
+// once that send could no longer be running, is deleted when the send
+// succeeds and made due at once when it fails; a row a sender holds, or
+// whose send began, is not touched (that sender sends it under its key).
+func testOutboxSettleQueued(t *testing.T, s domain.Store) {
+	ctx := t.Context()
+	later := at(time.Minute)
+	queue := func(room string) domain.Notification {
+		n, err := s.Enqueue(ctx, domain.Notification{Room: room, Category: domain.NotifyReply,
+			Payload: []byte(`{"text":"Created task #1"}`), CreatedAt: t0, NextAttemptAt: later})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	sent, failed := queue("room-a"), queue("room-b")
+	if room, ids := claimRoom(t, s, domain.RoomClaim{Owner: "sender-1", Now: at(time.Second), Lease: time.Minute}); room != "" {
+		t.Fatalf("claimed %s %v before the replies were due", room, ids)
+	}
+	if err := s.SettleQueued(ctx, sent.ID, true, time.Time{}); err != nil {
+		t.Fatalf("settle a sent reply: %v", err)
+	}
+	if err := s.SettleQueued(ctx, failed.ID, false, at(time.Second)); err != nil {
+		t.Fatalf("settle a failed reply: %v", err)
+	}
+	room, ids := claimRoom(t, s, domain.RoomClaim{Owner: "sender-1", Now: at(time.Second), Lease: time.Minute})
+	if room != "room-b" || !slices.Equal(ids, []int64{failed.ID}) {
+		t.Fatalf("claim after settling = %s %v, want the failed reply of room-b, now due", room, ids)
+	}
+	if room, ids := claimRoom(t, s, domain.RoomClaim{Owner: "sender-2", Now: later, Lease: time.Hour}); room != "" {
+		t.Fatalf("claimed %s %v: the sent reply was not deleted", room, ids)
+	}
+	// The failed reply is sender-1's now: settling it is refused and
+	// changes nothing.
+	if err := s.SettleQueued(ctx, failed.ID, true, time.Time{}); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("settle a claimed reply: %v, want ErrNotFound", err)
+	}
+	if err := s.SettleQueued(ctx, sent.ID, true, time.Time{}); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("settle a deleted reply: %v, want ErrNotFound", err)
+	}
+	if err := s.MarkSent(ctx, "sender-1", ids, nil); err != nil {
+		t.Fatalf("the holder marks the claimed reply sent: %v", err)
+	}
+}
+
 // testOutboxSkipPlatforms: a claim that skips a platform passes over its
 // rooms, however long they have waited, to the next platform's; a room
 // named like a platform's prefix without its colon is not taken for it.

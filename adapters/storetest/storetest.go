@@ -125,6 +125,7 @@ func Run(t *testing.T, stores Stores) {
 		{"OutboxClaimExpiry", testOutboxClaimExpiry},
 		{"OutboxRelease", testOutboxRelease},
 		{"OutboxGiveBack", testOutboxGiveBack},
+		{"OutboxSettleQueued", testOutboxSettleQueued},
 		{"OutboxSkipPlatforms", testOutboxSkipPlatforms},
 		{"OutboxCategories", testOutboxCategories},
 		{"OutboxClaimLimit", testOutboxClaimLimit},
