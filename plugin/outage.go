@@ -183,6 +183,100 @@ func (rt *Runtime) releaseUnsaved(key string, refused bool) {
 	delete(rt.unsaved, key)
 }
 
+// replyGrace is how long a reply queued ahead of its direct send waits
+// before the outbox may send it: longer than that send can take (a
+// platform's client gives up after 20 s a request), so the outbox sends it
+// only when its replica died sending it, under its key.
+const replyGrace = time.Minute
+
+// replyPayload is the outbox's payload of resp, the reply to msg whose
+// send began at at.
+func replyPayload(msg *Message, resp Response, at time.Time) ([]byte, error) {
+	p := domain.ReplyPayload{Text: resp.Text, Key: resp.Key, At: domain.UTC(at)}
+	if !msg.Command {
+		p.ReplyTo = msg.ID // a command or a button answers no message
+	}
+	return json.Marshal(p)
+}
+
+// heldReply is a reply queued in the outbox ahead of its direct send, due
+// only replyGrace later: a replica killed while sending it leaves it to
+// the others, who send it under its key (the platform recognises a copy
+// that did arrive). nil when the reply could not be held; its methods do
+// nothing then.
+type heldReply struct {
+	rt  *Runtime
+	msg *Message
+	id  int64
+	log *slog.Logger
+}
+
+// holdReply queues resp ahead of its direct send, begun at at, when the
+// outbox can send it (queueReply says which can), trying the store once:
+// a store that fails now leaves the reply to be queued if its send fails,
+// as before.
+func (rt *Runtime) holdReply(ctx context.Context, msg *Message, resp Response, at time.Time, log *slog.Logger) *heldReply {
+	st := rt.opts.Store
+	if st == nil || resp.Ephemeral || msg.Room == "" {
+		return nil
+	}
+	payload, err := replyPayload(msg, resp, at)
+	if err != nil {
+		return nil
+	}
+	n, err := st.Enqueue(ctx, domain.Notification{
+		Room: msg.Room, TaskNumber: resp.TaskNumber, Category: domain.NotifyReply, Payload: payload,
+		CreatedAt: rt.clk.Now(), NextAttemptAt: at.Add(replyGrace),
+	})
+	if err != nil {
+		log.Warn("cannot hold the reply in the outbox before sending it; it is queued only if its send fails", "message", msg.ID, "err", err)
+		return nil
+	}
+	return &heldReply{rt: rt, msg: msg, id: n.ID, log: log}
+}
+
+// sent settles a held reply delivered: its row is deleted. Should that
+// fail, the row comes due later and the outbox finds the message by its
+// key instead of sending it again.
+func (h *heldReply) sent(ctx context.Context) {
+	if h == nil {
+		return
+	}
+	err := h.rt.opts.Store.SettleQueued(context.WithoutCancel(ctx), h.id, true, time.Time{})
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
+		h.log.Warn("a reply was sent, but its copy in the outbox could not be dropped; the outbox will find it sent", "message", h.msg.ID, "err", err)
+	}
+}
+
+// failed settles a held reply whose send failed with sendErr, reporting
+// whether the outbox has it: due at once, or dropped when the platform
+// says it can never be delivered. A store that cannot say leaves it due
+// at its later time, still queued.
+func (h *heldReply) failed(ctx context.Context, sendErr error) (bool, error) {
+	if h == nil {
+		return false, nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	var gone *UndeliverableError
+	if errors.As(sendErr, &gone) {
+		if err := h.rt.opts.Store.SettleQueued(ctx, h.id, true, time.Time{}); err != nil && !errors.Is(err, domain.ErrNotFound) {
+			return false, fmt.Errorf("drop the reply the platform refused: %w", err)
+		}
+		return false, nil
+	}
+	err := h.rt.opts.Store.SettleQueued(ctx, h.id, false, h.rt.clk.Now())
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		// A sender took it already.
+	case err != nil:
+		h.log.Warn("the reply could not be sent, and the store cannot make it due now; the outbox sends it a minute after it began", "message", h.msg.ID, "err", err)
+	default:
+		h.log.Warn("the reply could not be sent; it is queued in the outbox and will be retried", "message", h.msg.ID, "err", sendErr)
+	}
+	h.rt.Emit(ctx, Event{Type: ReplyQueued, Message: h.msg})
+	return true, nil
+}
+
 // queueReply puts resp, the reply to msg whose direct send (begun at at)
 // failed with sendErr, in the outbox, and reports whether it did. An
 // ephemeral reply is not queued: only its author may see it, and only the
@@ -195,11 +289,7 @@ func (rt *Runtime) queueReply(ctx context.Context, msg *Message, resp Response, 
 	if st == nil || resp.Ephemeral || errors.As(sendErr, &gone) || msg.Room == "" {
 		return false, nil
 	}
-	p := domain.ReplyPayload{Text: resp.Text, Key: resp.Key, At: domain.UTC(at)}
-	if !msg.Command {
-		p.ReplyTo = msg.ID // a command or a button answers no message
-	}
-	payload, err := json.Marshal(p)
+	payload, err := replyPayload(msg, resp, at)
 	if err != nil {
 		return false, fmt.Errorf("queue the reply: %w", err)
 	}

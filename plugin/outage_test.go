@@ -320,3 +320,66 @@ func TestRedeliveredMessageNotStoredIsLeftToTheRedelivery(t *testing.T) {
 		t.Errorf("replies = %+v, want the task created once", replies)
 	}
 }
+
+// A reply is in the outbox while its direct send is in flight, due only a
+// minute later: a replica killed mid-send (a platform hanging up to the
+// client's timeout, as the soak saw) leaves it to the others, who send it
+// under its key. A send that succeeds drops the row; one that fails makes
+// it due at once.
+func TestReplyIsInTheOutboxWhileItIsSent(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		sendErr error
+	}{{"sent", nil}, {"failed", errors.New("discord: reply in 1: HTTP 500 Internal Server Error")}} {
+		t.Run(c.name, func(t *testing.T) {
+			st := &downStore{Store: teststore.SQLite(t)}
+			clk := clock.NewFake(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
+			rt := newOutageRuntime(t, st, clk)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			sending := make(chan plugin.Response, 1)
+			release := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				done <- rt.HandleMessage(ctx, plugin.Message{ID: "m1", Platform: "discord", Room: "discord:1", Text: "create task X", DM: true},
+					func(_ context.Context, resp plugin.Response) error {
+						sending <- resp
+						<-release
+						return c.sendErr
+					})
+			}()
+			var resp plugin.Response
+			select {
+			case resp = <-sending:
+			case <-ctx.Done():
+				t.Fatal("no reply was sent")
+			}
+			ns, err := st.ListNotifications(ctx, "", 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ns) != 1 || ns[0].Category != domain.NotifyReply || !ns[0].NextAttemptAt.Equal(clk.Now().Add(time.Minute)) {
+				t.Fatalf("outbox while the reply is sent = %+v, want the reply, due in a minute", ns)
+			}
+			var p domain.ReplyPayload
+			if err := json.Unmarshal(ns[0].Payload, &p); err != nil || p.Key != resp.Key || p.Text != resp.Text || p.ReplyTo != "m1" {
+				t.Fatalf("queued reply = %+v (%v), want %q under key %q", p, err, resp.Text, resp.Key)
+			}
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatalf("HandleMessage: %v", err)
+			}
+			ns, err = st.ListNotifications(ctx, "", 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case c.sendErr == nil && len(ns) != 0:
+				t.Fatalf("outbox after the reply was sent = %+v, want it empty", ns)
+			case c.sendErr != nil && (len(ns) != 1 || !ns[0].NextAttemptAt.Equal(clk.Now())):
+				t.Fatalf("outbox after the send failed = %+v, want the reply due now", ns)
+			}
+		})
+	}
+}

@@ -189,11 +189,19 @@ func (r *Received) Handle(ctx context.Context, reply ReplyFunc) error {
 	if strings.TrimSpace(resp.Text) != "" {
 		resp.Key = ReplyKey(&msg)
 		at := rt.clk.Now()
+		// In the outbox before it is sent (holdReply): a replica killed
+		// while the send is in flight leaves the reply to the others.
+		held := rt.holdReply(ctx, &msg, resp, at, log)
 		if err := reply(ctx, resp); err != nil {
-			queued, qerr := rt.queueReply(ctx, &msg, resp, at, err, log)
+			queued, qerr := held.failed(ctx, err)
+			if held == nil {
+				queued, qerr = rt.queueReply(ctx, &msg, resp, at, err, log)
+			}
 			if !queued {
 				return fmt.Errorf("handle message %s: reply: %w", msg.ID, errors.Join(err, qerr))
 			}
+		} else {
+			held.sent(ctx)
 		}
 		eval.Responses = append(eval.Responses, resp)
 		rt.remember(ctx, &msg, resp, log)
