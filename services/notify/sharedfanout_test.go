@@ -43,36 +43,13 @@ func TestReplicasShareTheBotsPace(t *testing.T) {
 	}
 	srv := discordfake.New(t, discordfake.WithGuild(discordfake.Guild{ID: guild, Name: "Fan-out", ChannelIDs: ids}))
 	srv.EnforceLimits(discordfake.PublishedLimits)
-	var svcs []*notify.Service
-	var f *fixture
-	for r := range replicas {
-		rt := plugin.New(plugin.Options{Store: st, Clock: clock.Real{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err := rt.Register(&plugin.Plugin{Name: "orchestrator"}); err != nil {
-			t.Fatal(err)
-		}
+	svcs, f := replicasSharing(t, st, replicas, func(rt *plugin.Runtime) (*plugin.Plugin, error) {
 		ad, err := discord.New(discord.Options{Token: srv.Token(), APIURL: srv.URL(), Runtime: rt})
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		if err := rt.Register(ad.Plugin()); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			rt.Stop(stop)
-		})
-		svc := notify.New(notify.Options{Runtime: rt, Owner: fmt.Sprintf("replica-%d", r+1), Interval: time.Second,
-			StoreClock: true, Shares: st.(domain.PaceShares)})
-		svcs = append(svcs, svc)
-		if f == nil {
-			f = &fixture{t: t, ctx: ctx, store: st, rt: rt, svc: svc,
-				tasks: tasks.New(tasks.Options{Runtime: rt, Owner: "writer", Notify: svc.Outbox})}
-		}
-	}
+		return ad.Plugin(), nil
+	})
 	for i, id := range ids {
 		task, err := f.tasks.Create(ctx, domain.NewTask{Goal: "Watch the build", RoomID: "discord:" + id,
 			RequestorID: fmt.Sprintf("u%d", i), Now: time.Now()})
@@ -132,36 +109,13 @@ func TestReplicasShareASlackBotsPace(t *testing.T) {
 	st := teststore.Postgres(t)
 	srv := slackfake.New(t)
 	srv.EnforceLimits(slackfake.Limits{PerChannel: 4, ChannelWindow: 4 * time.Second, Workspace: 22, WorkspaceWindow: 3500 * time.Millisecond})
-	var svcs []*notify.Service
-	var f *fixture
-	for r := range replicas {
-		rt := plugin.New(plugin.Options{Store: st, Clock: clock.Real{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err := rt.Register(&plugin.Plugin{Name: "orchestrator"}); err != nil {
-			t.Fatal(err)
-		}
+	svcs, f := replicasSharing(t, st, replicas, func(rt *plugin.Runtime) (*plugin.Plugin, error) {
 		ad, err := slack.New(slack.Options{BotToken: srv.BotToken(), AppToken: srv.AppToken(), APIURL: srv.APIURL(), Runtime: rt})
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		if err := rt.Register(ad.Plugin()); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			rt.Stop(stop)
-		})
-		svc := notify.New(notify.Options{Runtime: rt, Owner: fmt.Sprintf("replica-%d", r+1), Interval: time.Second,
-			StoreClock: true, Shares: st.(domain.PaceShares)})
-		svcs = append(svcs, svc)
-		if f == nil {
-			f = &fixture{t: t, ctx: ctx, store: st, rt: rt, svc: svc,
-				tasks: tasks.New(tasks.Options{Runtime: rt, Owner: "writer", Notify: svc.Outbox})}
-		}
-	}
+		return ad.Plugin(), nil
+	})
 	for i := range rooms {
 		task, err := f.tasks.Create(ctx, domain.NewTask{Goal: "Watch the build", RoomID: fmt.Sprintf("slack:C%06d", i),
 			RequestorID: fmt.Sprintf("u%d", i), Now: time.Now()})
@@ -197,4 +151,44 @@ func TestReplicasShareASlackBotsPace(t *testing.T) {
 	if n := srv.Throttled(); n > 0 {
 		t.Errorf("the fake answered %d messages with 429; replicas sharing the bot's pace draw none", n)
 	}
+}
+
+// replicasSharing starts n runtimes on st, each with the platform plugin
+// adapter makes and a notification service (not started) that shares the
+// bot's pace through st, and returns the services and a fixture that
+// writes tasks through the first replica.
+func replicasSharing(t *testing.T, st domain.Store, n int, adapter func(rt *plugin.Runtime) (*plugin.Plugin, error)) ([]*notify.Service, *fixture) {
+	t.Helper()
+	ctx := context.Background()
+	var svcs []*notify.Service
+	var f *fixture
+	for r := range n {
+		rt := plugin.New(plugin.Options{Store: st, Clock: clock.Real{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := rt.Register(&plugin.Plugin{Name: "orchestrator"}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := adapter(rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Register(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rt.Stop(stop)
+		})
+		svc := notify.New(notify.Options{Runtime: rt, Owner: fmt.Sprintf("replica-%d", r+1), Interval: time.Second,
+			StoreClock: true, Shares: st.(domain.PaceShares)})
+		svcs = append(svcs, svc)
+		if f == nil {
+			f = &fixture{t: t, ctx: ctx, store: st, rt: rt, svc: svc,
+				tasks: tasks.New(tasks.Options{Runtime: rt, Owner: "writer", Notify: svc.Outbox})}
+		}
+	}
+	return svcs, f
 }
