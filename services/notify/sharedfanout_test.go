@@ -58,14 +58,7 @@ func TestReplicasShareTheBotsPace(t *testing.T) {
 		}
 		f.iterate(task.Number, 10, domain.VerdictContinue, true)
 	}
-	start := time.Now()
-	t.Logf("%d rooms pending after %s", rooms, start.Sub(begin).Round(time.Millisecond))
-	for _, svc := range svcs {
-		if err := svc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { svc.Stop(context.Background()) })
-	}
+	t.Logf("%d rooms pending after %s", rooms, time.Since(begin).Round(time.Millisecond))
 	delivered := func() map[string]int {
 		got := map[string]int{}
 		for _, c := range srv.CallsTo("POST", "/channels/") {
@@ -76,11 +69,7 @@ func TestReplicasShareTheBotsPace(t *testing.T) {
 		}
 		return got
 	}
-	deadline := time.Now().Add(time.Minute)
-	for len(delivered()) < rooms && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Logf("delivered in %s", time.Since(start).Round(time.Millisecond))
+	startAndWait(t, svcs, rooms, delivered)
 	if got := len(delivered()); got != rooms {
 		t.Errorf("%d of %d rooms got their message", got, rooms)
 	}
@@ -124,13 +113,6 @@ func TestReplicasShareASlackBotsPace(t *testing.T) {
 		}
 		f.iterate(task.Number, 10, domain.VerdictContinue, true)
 	}
-	start := time.Now()
-	for _, svc := range svcs {
-		if err := svc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { svc.Stop(context.Background()) })
-	}
 	delivered := func() map[string]int {
 		got := map[string]int{}
 		for _, c := range srv.CallsTo("chat.postMessage") {
@@ -140,11 +122,7 @@ func TestReplicasShareASlackBotsPace(t *testing.T) {
 		}
 		return got
 	}
-	deadline := time.Now().Add(time.Minute)
-	for len(delivered()) < rooms && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Logf("delivered in %s", time.Since(start).Round(time.Millisecond))
+	startAndWait(t, svcs, rooms, delivered)
 	if got := len(delivered()); got != rooms {
 		t.Errorf("%d of %d channels got their message within a minute", got, rooms)
 	}
@@ -191,4 +169,22 @@ func replicasSharing(t *testing.T, st domain.Store, n int, adapter func(rt *plug
 		}
 	}
 	return svcs, f
+}
+
+// startAndWait starts svcs and waits, on the wall clock, up to a minute
+// until delivered counts rooms rooms sent to.
+func startAndWait(t *testing.T, svcs []*notify.Service, rooms int, delivered func() map[string]int) {
+	t.Helper()
+	start := time.Now()
+	for _, svc := range svcs {
+		if err := svc.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { svc.Stop(context.Background()) })
+	}
+	deadline := start.Add(time.Minute)
+	for len(delivered()) < rooms && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("delivered in %s", time.Since(start).Round(time.Millisecond))
 }
