@@ -249,9 +249,9 @@ func (h *heldReply) sent(ctx context.Context) {
 }
 
 // failed settles a held reply whose send failed with sendErr, reporting
-// whether the outbox has it: due at once, or dropped when the platform
-// says it can never be delivered. A store that cannot say leaves it due
-// at its later time, still queued.
+// whether the outbox has it: due again (replyDue), or dropped when the
+// platform says it can never be delivered. A store that cannot say
+// leaves it due at its later time, still queued.
 func (h *heldReply) failed(ctx context.Context, sendErr error) (bool, error) {
 	if h == nil {
 		return false, nil
@@ -264,7 +264,7 @@ func (h *heldReply) failed(ctx context.Context, sendErr error) (bool, error) {
 		}
 		return false, nil
 	}
-	err := h.rt.opts.Store.SettleQueued(ctx, h.id, false, h.rt.clk.Now())
+	err := h.rt.opts.Store.SettleQueued(ctx, h.id, false, replyDue(h.rt.clk.Now(), sendErr))
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		// A sender took it already.
@@ -275,6 +275,18 @@ func (h *heldReply) failed(ctx context.Context, sendErr error) (bool, error) {
 	}
 	h.rt.Emit(ctx, Event{Type: ReplyQueued, Message: h.msg})
 	return true, nil
+}
+
+// replyDue is when the outbox should try a reply whose direct send failed
+// with sendErr: after the platform's Retry-After when it answered 429 (the
+// outbox's pacer did not see that answer, and sending sooner earns another
+// 429), otherwise at once.
+func replyDue(now time.Time, sendErr error) time.Time {
+	var rl *RateLimitedError
+	if errors.As(sendErr, &rl) {
+		return now.Add(max(rl.RetryAfter, time.Second))
+	}
+	return now
 }
 
 // queueReply puts resp, the reply to msg whose direct send (begun at at)
@@ -306,6 +318,7 @@ func (rt *Runtime) queueReply(ctx context.Context, msg *Message, resp Response, 
 	for attempt := 1; ; attempt++ {
 		_, err := st.Enqueue(ctx, domain.Notification{
 			Room: msg.Room, TaskNumber: resp.TaskNumber, Category: domain.NotifyReply, Payload: payload, CreatedAt: rt.clk.Now(),
+			NextAttemptAt: replyDue(rt.clk.Now(), sendErr),
 		})
 		if err == nil {
 			break
