@@ -3,10 +3,12 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/taskloom/taskloom/domain"
 	"net/http"
 	"time"
+
+	"github.com/taskloom/taskloom/domain"
 )
 
 // Plugin bundles what one feature adds to the runtime. Only Name is
@@ -70,13 +72,32 @@ type SentMessage struct {
 	IDs []string // platform message IDs, one per part sent
 }
 
+// ReplyPacer paces the direct replies to people with what else is sent
+// to their rooms, so that a reply neither breaks a platform's limit nor
+// earns the room's next messages a 429 (Runtime.SetReplyPacer).
+type ReplyPacer interface {
+	// ReplyTurn books one post to room now when the platform's windows
+	// have room, returning nil; otherwise it books nothing and returns a
+	// *RateLimitedError wrapping ErrPaced whose RetryAfter says when they
+	// will. A pacer that cannot tell (its store is down) lets the reply go.
+	ReplyTurn(ctx context.Context, room string) error
+}
+
+// ErrPaced is in the chain of a reply held back by the ReplyPacer: not a
+// failure, the platform was not asked.
+var ErrPaced = errors.New("held back to keep to the platform's limits")
+
 // RateLimitedError is a platform's "too many requests": try again after
 // RetryAfter. Global says the limit is the bot's across all rooms (a
 // Discord global rate limit), not the room's alone.
 type RateLimitedError struct {
 	RetryAfter time.Duration
-	Global     bool
-	Err        error
+	// Until, when set, is when the limit ends on the runtime's clock
+	// (RetryAfter from when it was said): a ReplyPacer's hold, which the
+	// outbox is woken for at that very time.
+	Until  time.Time
+	Global bool
+	Err    error
 }
 
 func (e *RateLimitedError) Error() string {

@@ -270,6 +270,8 @@ func (h *heldReply) failed(ctx context.Context, sendErr error) (bool, error) {
 		// A sender took it already.
 	case err != nil:
 		h.log.Warn("the reply could not be sent, and the store cannot make it due now; the outbox sends it a minute after it began", "message", h.msg.ID, "err", err)
+	case errors.Is(sendErr, ErrPaced):
+		h.log.Info("the room is at the platform's limit; the reply is left to the outbox, which sends it in turn", "message", h.msg.ID, "err", sendErr)
 	default:
 		h.log.Warn("the reply could not be sent; it is queued in the outbox and will be retried", "message", h.msg.ID, "err", sendErr)
 	}
@@ -278,15 +280,19 @@ func (h *heldReply) failed(ctx context.Context, sendErr error) (bool, error) {
 }
 
 // replyDue is when the outbox should try a reply whose direct send failed
-// with sendErr: after the platform's Retry-After when it answered 429 (the
-// outbox's pacer did not see that answer, and sending sooner earns another
-// 429), otherwise at once.
+// with sendErr: when the ReplyPacer said the room has room again, after
+// the platform's Retry-After when it answered 429 (the outbox's pacer did
+// not see that answer, and sending sooner earns another 429), otherwise
+// at once.
 func replyDue(now time.Time, sendErr error) time.Time {
 	var rl *RateLimitedError
-	if errors.As(sendErr, &rl) {
-		return now.Add(max(rl.RetryAfter, time.Second))
+	switch {
+	case !errors.As(sendErr, &rl):
+		return now
+	case !rl.Until.IsZero():
+		return rl.Until // the pacer wakes the outbox then
 	}
-	return now
+	return now.Add(max(rl.RetryAfter, time.Second))
 }
 
 // queueReply puts resp, the reply to msg whose direct send (begun at at)

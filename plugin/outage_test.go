@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -338,6 +339,10 @@ func TestReplyIsInTheOutboxWhileItIsSent(t *testing.T) {
 		// The outbox's pacer never saw this 429: a row due at once
 		// would be sent into the same limit and earn another.
 		{"rate limited", &plugin.RateLimitedError{RetryAfter: 3 * time.Second, Err: errors.New("discord: reply in 1: HTTP 429")}, 3 * time.Second},
+		// Held back by the pacer, which wakes the outbox when the room
+		// has room: due then, not a second later.
+		{"paced", fmt.Errorf("discord: reply in 1: %w", &plugin.RateLimitedError{RetryAfter: 300 * time.Millisecond,
+			Until: time.Date(2026, 8, 1, 9, 0, 0, 300_000_000, time.UTC), Err: plugin.ErrPaced}), 300 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := &downStore{Store: teststore.SQLite(t)}

@@ -60,6 +60,7 @@ type Runtime struct {
 	routes     []MountedRoute
 	handlers   map[EventType][]EventHandler
 	platforms  map[string]Platform
+	replyPacer ReplyPacer
 	running    []Service // started services, to stop in reverse
 	// sourced names the actions each source gave SetActions.
 	sourced map[string][]string
@@ -301,6 +302,29 @@ func (rt *Runtime) Platform(room string) (Platform, bool) {
 	defer rt.mu.RUnlock()
 	p, ok := rt.platforms[domain.RoomPlatform(room)]
 	return p, ok
+}
+
+// SetReplyPacer makes p pace the direct replies to people with the rest
+// of what is sent to a room (the notification service, which keeps the
+// platforms' limits); nil sends them unpaced.
+func (rt *Runtime) SetReplyPacer(p ReplyPacer) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.replyPacer = p
+}
+
+// ReplyTurn books a direct reply's post to room with the reply pacer (see
+// ReplyPacer): nil when it may go now, or when there is no pacer, and a
+// *RateLimitedError wrapping ErrPaced when the room's windows are full —
+// the reply is then left to the outbox, due when they have room.
+func (rt *Runtime) ReplyTurn(ctx context.Context, room string) error {
+	rt.mu.RLock()
+	p := rt.replyPacer
+	rt.mu.RUnlock()
+	if p == nil {
+		return nil
+	}
+	return p.ReplyTurn(ctx, room)
 }
 
 // Stop stops every started service, last started first.

@@ -139,6 +139,10 @@ func (b *bot) stop() {
 	b.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		// What people wait for (replies included) is sent by the last
+		// flush, each when its channel has room: time passes meanwhile,
+		// as it would while a real process stops.
+		defer testkit.Tick(b.clk, 100*time.Millisecond)()
 		if err := b.core.Runtime.Stop(ctx); err != nil {
 			b.t.Errorf("stop: %v", err)
 		}
@@ -156,14 +160,26 @@ func testLogger() *slog.Logger {
 // writes it.
 func (b *bot) mention(text string) string { return "<@" + b.srv.BotUser().ID + "> " + text }
 
-// messages waits for at least n bot messages in a channel.
+// messages waits for at least n bot messages in a channel. While it
+// waits, time passes as far as a reply the pacer left to the outbox asks
+// (testkit.PacedDue): Discord takes five messages in any five seconds in a
+// channel, and these tests say more than that there with the clock still.
 func (b *bot) messages(channel string, n int) []discordfake.Message {
 	b.t.Helper()
-	ms, err := b.srv.WaitMessages(b.ctx, channel, n)
-	if err != nil {
-		b.t.Fatal(err)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 250*time.Millisecond)
+		ms, err := b.srv.WaitMessages(ctx, channel, n)
+		cancel()
+		if err == nil {
+			return ms
+		}
+		if b.ctx.Err() != nil {
+			b.t.Fatal(err)
+		}
+		if due, ok := testkit.PacedDue(b.ctx, b.store, b.clk.Now(), 10*time.Second); ok {
+			b.clk.Advance(due.Sub(b.clk.Now()))
+		}
 	}
-	return ms
 }
 
 // responses waits for at least n interaction responses.

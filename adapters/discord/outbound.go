@@ -337,6 +337,15 @@ func (a *Adapter) reply(ctx context.Context, channelID, messageID string, r plug
 		if r.Key != "" {
 			n = nonce(r.Key, i)
 		}
+		if i == 0 && a.queueable(r) {
+			// Booked with the channel's other messages
+			// (plugin.ReplyPacer): a channel at its limit leaves the
+			// reply to the outbox, due when it has room. Later parts
+			// of a long reply are not booked.
+			if err := a.rt.ReplyTurn(ctx, Name+":"+channelID); err != nil {
+				return first, fmt.Errorf("discord: reply in %s: %w", channelID, err)
+			}
+		}
 		id, err := a.post(ctx, channelID, p, ref, comps, n)
 		var rl *plugin.RateLimitedError
 		if errors.As(err, &rl) && rl.RetryAfter <= maxReplyWait && !a.queueable(r) {

@@ -235,7 +235,14 @@ func (a *Adapter) handleChat(in inbound, final bool, stored chan<- bool) {
 // metadata of that key, as SendOnce's do: when this post fails, the
 // outbox sends the reply under the same key, first looking in the room
 // for a part this attempt posted after all.
+//
+// It is booked first with the room's other messages (plugin.ReplyPacer):
+// a channel at its limit leaves the reply to the outbox, due when the
+// channel has room, rather than earn a 429 for it or for what follows.
 func (a *Adapter) postReply(ctx context.Context, r room, resp plugin.Response) error {
+	if err := a.rt.ReplyTurn(ctx, r.String()); err != nil {
+		return err
+	}
 	var d *delivery
 	if resp.Key != "" {
 		d = &delivery{key: resp.Key}

@@ -86,13 +86,16 @@ func (a *Adapter) Send(ctx context.Context, roomName string, m plugin.Outgoing) 
 // Limits implements plugin.Limited with Slack's published limits for
 // chat.postMessage, kept to with a margin: about one message a second per
 // channel, with short bursts allowed (a channel's threads count with it),
-// paced at three in 3.3 s; and
+// paced at four in 4.4 s — never more than four in any four seconds, with
+// 0.4 s for a request to reach Slack later than the one four before it
+// (a window of three in 3.3 s let six go within four seconds, and the
+// 429s it drew each paused the channel); and
 // a workspace-wide limit Slack gives only as "several hundred messages a
 // minute", paced at 300 a minute in bursts of at most 20.
 func (a *Adapter) Limits() plugin.Limits {
 	return plugin.Limits{
 		Global: plugin.Window{N: 20, Span: 4 * time.Second},
-		Room:   plugin.Window{N: 3, Span: 3300 * time.Millisecond},
+		Room:   plugin.Window{N: 4, Span: 4400 * time.Millisecond},
 		Bucket: domain.RoomScope,
 		// A bot token is one app's in one workspace: what Slack counts.
 		Bot: plugin.BotKey(a.opts.BotToken),

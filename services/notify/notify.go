@@ -272,6 +272,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.cancel = cancel
 	s.beating = make(chan struct{})
 	go s.loop(loopCtx)
+	s.rt.SetReplyPacer(s) // direct replies keep to the pace too
 	if s.opts.Shares != nil {
 		go s.beats(loopCtx, s.stop, s.beating)
 	} else {

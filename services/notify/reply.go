@@ -1,7 +1,9 @@
 package notify
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/taskloom/taskloom/domain"
@@ -48,4 +50,42 @@ func replyPayload(rows []domain.Notification) (domain.ReplyPayload, bool) {
 		return domain.ReplyPayload{}, false
 	}
 	return p, true
+}
+
+var _ plugin.ReplyPacer = (*Service)(nil)
+
+// ReplyTurn implements plugin.ReplyPacer: a direct reply to a person is
+// booked in its room's windows — this replica's and the one shared with
+// the other replicas — as the outbox's own sends are, so that a room
+// busy with notifications does not get a 429 for the reply, and the
+// reply does not earn the next notification one. When a window is full
+// the reply is not sent directly but left to the outbox (it holds the
+// reply already), due when the window has room, and the loop is woken
+// for it then: a person's command in a busy room is answered in turn
+// rather than refused by the platform. Nothing waits here, on any clock.
+// A pacer whose shared booking cannot be made (the store is down) paces
+// the room alone, as a send does.
+func (s *Service) ReplyTurn(ctx context.Context, room string) error {
+	p := s.pacer(room)
+	if p == nil {
+		return nil
+	}
+	paced := func(until time.Time) error {
+		// On the microsecond, as the stores keep the row's due time: the
+		// loop wakes for the room when the row is due, not just before.
+		until = until.Add(time.Microsecond - 1).Truncate(time.Microsecond)
+		s.holdUntil(room, false, until)
+		return &plugin.RateLimitedError{RetryAfter: max(until.Sub(s.clk.Now()), 0), Until: until, Err: plugin.ErrPaced}
+	}
+	if err := s.bookRoom(ctx, p, room); err != nil {
+		var held *heldBack
+		if errors.As(err, &held) {
+			return paced(held.until)
+		}
+		return nil // canceled: the send itself answers that
+	}
+	if retry, ok, _ := p.take(room, s.clk.Now(), true); !ok {
+		return paced(retry)
+	}
+	return nil
 }

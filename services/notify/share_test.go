@@ -175,7 +175,7 @@ func TestSharedPaceOfADeadReplicaComesBack(t *testing.T) {
 // window four epochs long.
 var slackLike = plugin.Limits{
 	Global: plugin.Window{N: 20, Span: 4 * time.Second},
-	Room:   plugin.Window{N: 3, Span: 3300 * time.Millisecond},
+	Room:   plugin.Window{N: 4, Span: 4400 * time.Millisecond},
 	Bot:    "bot-2",
 }
 
