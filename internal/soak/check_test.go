@@ -152,7 +152,7 @@ func (s *soak) check(settled bool) {
 		vs = append(vs, violation{kind, fmt.Sprintf(format, args...), at})
 	}
 	if !settled {
-		add("other", time.Now(), "the service did not settle within %s of the faults' end", settleLimit)
+		add("other", time.Now(), "the service did not settle after the faults' end: nothing delivered for %s, or still busy after %s", settleLimit, settleMax)
 	}
 	rows, err := s.db.Query(ctx, `SELECT number, goal, status, platform, room_id, parent_number IS NOT NULL, schedule_id IS NOT NULL, lease_owner, COALESCE(completed_at, now()) FROM tasks ORDER BY number`)
 	if err != nil {
@@ -393,6 +393,16 @@ func (s *soak) check(settled bool) {
 		fmt.Printf("soak: %d commands refused during a database outage (told so, no task)\n", refused)
 	}
 	fmt.Printf("soak: checked %d tasks in %d rooms: %s\n", roomed, len(items), jsonString(kinds))
+	var per []string
+	for _, r := range discordRooms {
+		per = append(per, fmt.Sprintf("discord %s=%d", r, len(s.roomMessages("discord", r))))
+	}
+	for _, r := range slackRooms {
+		per = append(per, fmt.Sprintf("slack %s=%d", r, len(s.roomMessages("slack", r))))
+	}
+	// A Slack channel takes about one message a second, its threads
+	// included; more asked of it waits in the outbox (docs/testing.md).
+	fmt.Printf("soak: messages per room (threads included) over the %s driven: %s\n", *durationFlag, strings.Join(per, ", "))
 	dThrottled, _ := s.discord.Throttled()
 	fmt.Printf("soak: schedule runs=%d, platform error answers: discord=%d slack=%d (429s of the published limits: discord=%d slack=%d), model calls=%d\n",
 		schedRuns, dErrs, sErrs, dThrottled, s.slack.Throttled(), s.model.calls.Load())

@@ -45,8 +45,11 @@ const (
 	lease    = 8 * time.Second
 	apiToken = "soak-token-0123456789abcdef0123456789abcdef"
 	// settleLimit bounds the wait for the service to settle once the
-	// faults stop.
+	// faults stop while nothing is delivered: a service still sending a
+	// backlog (a Slack channel asked for more than the about one message
+	// a second Slack allows) is given up to settleMax.
 	settleLimit = 150 * time.Second
+	settleMax   = 15 * time.Minute
 )
 
 var (
@@ -641,9 +644,9 @@ func (s *soak) faults(ctx context.Context) {
 // that did not happen within settleLimit.
 func (s *soak) settle() bool {
 	ctx := context.Background()
-	deadline := time.Now().Add(settleLimit)
+	begin := time.Now()
 	quietSince, lastCount := time.Now(), -1
-	for time.Now().Before(deadline) {
+	for time.Since(quietSince) < settleLimit && time.Since(begin) < settleMax {
 		s.answerOnce()
 		var busy, pending int
 		err := s.db.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running', 'paused')`).Scan(&busy)
@@ -670,11 +673,12 @@ func (s *soak) settle() bool {
 		}
 		if err == nil && busy == 0 && pending == 0 && waitingOnUs == 0 && time.Since(quietSince) > 3*time.Second {
 			s.log.add("settled")
+			fmt.Printf("soak: settled %s after the faults ended\n", time.Since(begin).Round(time.Second))
 			return true
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	s.log.add("not settled after %s", settleLimit)
+	s.log.add("not settled after %s, nothing delivered in the last %s", time.Since(begin).Round(time.Second), time.Since(quietSince).Round(time.Second))
 	return false
 }
 
