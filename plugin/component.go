@@ -81,6 +81,11 @@ type ReplyPacer interface {
 	// *RateLimitedError wrapping ErrPaced whose RetryAfter says when they
 	// will. A pacer that cannot tell (its store is down) lets the reply go.
 	ReplyTurn(ctx context.Context, room string) error
+	// ReplyLimited tells the pacer that the platform answered a reply
+	// to room with 429 until until (for every room when global): the
+	// room's next messages wait for it, and the reply, due then in the
+	// outbox, goes at that time.
+	ReplyLimited(room string, until time.Time, global bool)
 }
 
 // ErrPaced is in the chain of a reply held back by the ReplyPacer: not a

@@ -264,7 +264,7 @@ func (h *heldReply) failed(ctx context.Context, sendErr error) (bool, error) {
 		}
 		return false, nil
 	}
-	err := h.rt.opts.Store.SettleQueued(ctx, h.id, false, replyDue(h.rt.clk.Now(), sendErr))
+	err := h.rt.opts.Store.SettleQueued(ctx, h.id, false, h.rt.replyLimited(h.msg.Room, sendErr))
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		// A sender took it already.
@@ -324,7 +324,7 @@ func (rt *Runtime) queueReply(ctx context.Context, msg *Message, resp Response, 
 	for attempt := 1; ; attempt++ {
 		_, err := st.Enqueue(ctx, domain.Notification{
 			Room: msg.Room, TaskNumber: resp.TaskNumber, Category: domain.NotifyReply, Payload: payload, CreatedAt: rt.clk.Now(),
-			NextAttemptAt: replyDue(rt.clk.Now(), sendErr),
+			NextAttemptAt: rt.replyLimited(msg.Room, sendErr),
 		})
 		if err == nil {
 			break

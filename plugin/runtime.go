@@ -327,6 +327,25 @@ func (rt *Runtime) ReplyTurn(ctx context.Context, room string) error {
 	return p.ReplyTurn(ctx, room)
 }
 
+// replyLimited tells the reply pacer, if any, that the platform answered
+// a reply to room with sendErr, a 429 when it is a *RateLimitedError
+// the pacer did not give, and returns when the reply is due again
+// (replyDue).
+func (rt *Runtime) replyLimited(room string, sendErr error) time.Time {
+	due := replyDue(rt.clk.Now(), sendErr)
+	var rl *RateLimitedError
+	if !errors.As(sendErr, &rl) || !rl.Until.IsZero() {
+		return due
+	}
+	rt.mu.RLock()
+	p := rt.replyPacer
+	rt.mu.RUnlock()
+	if p != nil {
+		p.ReplyLimited(room, due, rl.Global)
+	}
+	return due
+}
+
 // Stop stops every started service, last started first.
 func (rt *Runtime) Stop(ctx context.Context) error {
 	return rt.stopServices(ctx)

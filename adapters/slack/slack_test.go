@@ -635,8 +635,14 @@ func TestRateLimitedReplyIsQueuedBeforeItsWait(t *testing.T) {
 		if got := e.fake.Messages(); len(got) != 0 {
 			t.Fatalf("delivered despite the 429: %s", dump(got))
 		}
+		limited := e.clk.Now()
 		if !e.advanceUntil(time.Second, 30*time.Second, func() bool { return len(e.fake.Messages()) > 0 }) {
 			t.Fatal("the outbox never sent the reply")
+		}
+		// When Slack allows, not at the outbox's next tick (5 s): the
+		// person waits no longer than the limit asks.
+		if waited := e.clk.Now().Sub(limited); waited > 3*time.Second {
+			t.Errorf("the reply went %s after the 429 that asked for 2 s", waited)
 		}
 		e.advanceUntil(time.Second, 5*time.Second, func() bool { return false })
 		ms := e.fake.Messages()

@@ -89,3 +89,13 @@ func (s *Service) ReplyTurn(ctx context.Context, room string) error {
 	}
 	return nil
 }
+
+// ReplyLimited implements plugin.ReplyPacer: the platform's 429 to a
+// direct reply pauses the room (or, global, every room of its platform)
+// as one to a send does, and the loop is woken for the reply, due then.
+func (s *Service) ReplyLimited(room string, until time.Time, global bool) {
+	if p := s.pacer(room); p != nil {
+		p.pause(room, until, global)
+	}
+	s.holdUntil(room, false, until)
+}
