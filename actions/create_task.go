@@ -80,7 +80,7 @@ func (a CreateTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Resul
 	t, err := a.Tasks.Create(ctx, domain.NewTask{
 		Name: p.Name, Goal: p.Goal, Strategy: p.Strategy, RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room,
 		WorkspaceID: WorkspaceOf(msg), MaxIterations: maxIterations, MaxStaleIterations: a.MaxStaleIterations,
-		Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(),
+		Origin: originOf(msg), Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(),
 	})
 	switch {
 	case errors.Is(err, domain.ErrInvalid), errors.Is(err, tasks.ErrTooManyActive):
@@ -120,4 +120,14 @@ func inlineCode(f render.Flavor, s string) string {
 		return "'" + s + "'"
 	}
 	return "`" + s + "`"
+}
+
+// originOf is the origin of a task msg asks for (domain.NewTask.Origin):
+// its platform and ID, so that the message handled twice makes one task;
+// "" for a message without an ID.
+func originOf(msg *plugin.Message) string {
+	if msg.ID == "" || msg.Platform == "" {
+		return ""
+	}
+	return msg.Platform + ":" + msg.ID
 }

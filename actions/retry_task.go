@@ -63,6 +63,7 @@ func (a RetryTask) Handle(ctx context.Context, call *plugin.Call) (plugin.Result
 	in := domain.NewTask{
 		RequestorID: msg.AuthorID, Platform: msg.Platform, RoomID: msg.Room, WorkspaceID: old.WorkspaceID,
 		Actor: msg.AuthorID, Now: call.Runtime.Clock().Now(), Context: strings.TrimSpace(p.Text),
+		Origin: originOf(msg),
 	}
 	elsewhere := old.RoomID != "" && old.RoomID != msg.Room
 	if old.RoomID != "" {

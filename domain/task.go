@@ -338,9 +338,26 @@ type NewTask struct {
 	// subtasks included, checked atomically with the insert; 0 or less is
 	// no limit (the task service and create_subtask pass one).
 	MaxActive int
-	Actor     string
-	Now       time.Time
+	// Origin names the request the task is made for — a chat message as
+	// "<platform>:<message ID>" — once: a second create for the same
+	// origin (a message handled twice, after a lost answer or by two
+	// replicas) makes no task and fails with *ExistingTaskError, which
+	// holds the first. Empty: no such check.
+	Origin string
+	Actor  string
+	Now    time.Time
 }
+
+// ExistingTaskError is the answer of a create whose origin has its task
+// already (NewTask.Origin): that task, made by an earlier create.
+type ExistingTaskError struct{ Task Task }
+
+func (e *ExistingTaskError) Error() string {
+	return fmt.Sprintf("task #%d was made for this request already", e.Task.Number)
+}
+
+// Unwrap makes the error ErrExists.
+func (e *ExistingTaskError) Unwrap() error { return ErrExists }
 
 // Errors the stores and the transitions return. Compare with errors.Is.
 var (
@@ -353,6 +370,9 @@ var (
 	// ErrLimit refuses a task past a limit: the requestor's active tasks,
 	// a task's subtasks, their depth, the parent's token budget.
 	ErrLimit = errors.New("limit reached")
+	// ErrExists is a create whose origin has its task already
+	// (*ExistingTaskError holds it).
+	ErrExists = errors.New("made already")
 )
 
 // TaskError says which operation failed on which task, wrapping the reason:

@@ -362,6 +362,20 @@ func (t *txn) InsertTask(ctx context.Context, row domain.Task) (int64, error) {
 	return n, err
 }
 
+func (t *txn) TaskByOrigin(ctx context.Context, origin string) (int64, error) {
+	var n int64
+	err := t.queryRow(ctx, sqlTaskByOrigin, origin).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
+func (t *txn) InsertOrigin(ctx context.Context, origin string, number int64) (bool, error) {
+	n, err := t.exec(ctx, sqlInsertOrigin, origin, number)
+	return n == 1, err
+}
+
 // setIn sets m[k] to v, making m if it is nil, and returns m.
 func setIn[K comparable, V any](m map[K]V, k K, v V) map[K]V {
 	if m == nil {

@@ -40,6 +40,10 @@ VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(taskColumns)-1), ", ") 
 
 	sqlChildren = `SELECT ` + taskCols + ` FROM tasks WHERE parent_number = ? ORDER BY number`
 
+	// sqlTaskByOrigin finds the task made for an origin; sqlInsertOrigin
+	// records one, doing nothing when the origin has its task already.
+	sqlTaskByOrigin = `SELECT task_number FROM task_origins WHERE origin = ?`
+	sqlInsertOrigin = `INSERT INTO task_origins (origin, task_number) VALUES (?, ?) ON CONFLICT (origin) DO NOTHING`
 	sqlCountActive = `SELECT count(*) FROM tasks WHERE requestor_id = ?
   AND status IN ('queued', 'running', 'paused', 'waiting')`
 

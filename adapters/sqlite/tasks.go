@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -58,6 +60,24 @@ func (t dialectTx) InsertTask(ctx context.Context, row domain.Task) (int64, erro
 	var n int64
 	err := t.tx.QueryRowContext(ctx, sqlInsertTask, sqlstore.TaskArgs(row, timeArg)[1:]...).Scan(&n)
 	return n, err
+}
+
+func (t dialectTx) TaskByOrigin(ctx context.Context, origin string) (int64, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, sqlTaskByOrigin, origin).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
+func (t dialectTx) InsertOrigin(ctx context.Context, origin string, number int64) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, sqlInsertOrigin, origin, number)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // ClaimsAlone is false: the claim shares its transaction, so a worker's

@@ -50,6 +50,14 @@ type Tx interface {
 	// InsertTask inserts t (its Number is ignored) and returns the number
 	// the database assigned.
 	InsertTask(ctx context.Context, t domain.Task) (int64, error)
+	// TaskByOrigin is the number of the task made for origin
+	// (domain.NewTask.Origin), 0 when none is.
+	TaskByOrigin(ctx context.Context, origin string) (int64, error)
+	// InsertOrigin records that task number was made for origin, and
+	// reports false, recording nothing, when another task was: one
+	// committed, or (PostgreSQL) one whose transaction commits while this
+	// insert waits for it.
+	InsertOrigin(ctx context.Context, origin string, number int64) (bool, error)
 	// UpdateTask writes t, a row this transaction locked, whose columns
 	// were before's: a dialect may write only the columns that differ
 	// (with a zero before, every column).

@@ -79,6 +79,7 @@ type dumpKey struct {
 var dumpTables = []dumpTable{
 	{"schedules", []dumpKey{{"id", false}}, "id"},
 	{"tasks", []dumpKey{{"number", false}}, "number"},
+	{"task_origins", []dumpKey{{"origin", true}}, ""},
 	{"task_events", []dumpKey{{"id", false}}, "id"},
 	{"task_steps", []dumpKey{{"task_number", false}, {"iteration", false}, {"call", false}}, ""},
 	{"task_files", []dumpKey{{"task_number", false}, {"path", true}}, ""},

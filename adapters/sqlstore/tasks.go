@@ -24,18 +24,58 @@ func (c Core) CreateTask(ctx context.Context, in domain.NewTask) (domain.Task, e
 		return domain.Task{}, err
 	}
 	domain.CleanTask(&row)
-	actor := domain.CleanText(in.Actor)
-	err = c.D.Write(ctx, func(tx Tx) error {
-		if err := checkLimits(ctx, tx, &row, in.MaxActive); err != nil {
-			return err
+	actor, origin := domain.CleanText(in.Actor), domain.CleanText(in.Origin)
+	fresh := row
+	var existing domain.Task
+	// A create that meets another one's uncommitted task for its origin
+	// (PostgreSQL: the insert waits for it) tries again, to find it.
+	for attempt := 1; ; attempt++ {
+		row, existing = fresh, domain.Task{}
+		err = c.D.Write(ctx, func(tx Tx) error {
+			if origin != "" {
+				n, err := tx.TaskByOrigin(ctx, origin)
+				if err != nil {
+					return fmt.Errorf("create task: look for the task made for %q: %w", origin, err)
+				}
+				if n != 0 {
+					existing, err = tx.LockTask(ctx, n)
+					return err
+				}
+			}
+			if err := checkLimits(ctx, tx, &row, in.MaxActive); err != nil {
+				return err
+			}
+			if err := insertTask(ctx, tx, &row, actor, domain.CleanText(in.Context)); err != nil {
+				return err
+			}
+			if origin == "" {
+				return nil
+			}
+			ok, err := tx.InsertOrigin(ctx, origin, row.Number)
+			switch {
+			case err != nil:
+				return fmt.Errorf("create task #%d: record its origin: %w", row.Number, err)
+			case !ok:
+				return errOriginTaken
+			}
+			return nil
+		})
+		if !errors.Is(err, errOriginTaken) || attempt == 3 {
+			break
 		}
-		return insertTask(ctx, tx, &row, actor, domain.CleanText(in.Context))
-	})
-	if err != nil {
+	}
+	switch {
+	case err != nil:
 		return domain.Task{}, err
+	case existing.Number != 0:
+		return domain.Task{}, &domain.ExistingTaskError{Task: existing}
 	}
 	return row, nil
 }
+
+// errOriginTaken rolls back a create whose origin another create took
+// meanwhile.
+var errOriginTaken = errors.New("create task: another create took its origin meanwhile")
 
 // insertTask numbers and writes row, checked against the limits already,
 // with its "created" event (and, for a retry, the files of the task it

@@ -66,6 +66,8 @@ func Run(t *testing.T, stores Stores) {
 
 		{"LimitActive", testLimitActive},
 		{"LimitConcurrent", testLimitConcurrent},
+		{"CreateOncePerOrigin", testCreateOncePerOrigin},
+		{"CreateOnceConcurrent", testCreateOnceConcurrent},
 		{"LimitSubtasks", testLimitSubtasks},
 		{"SubtaskBudget", testSubtaskBudget},
 		{"SubtaskBudgetSiblings", testSubtaskBudgetSiblings},

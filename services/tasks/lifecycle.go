@@ -58,7 +58,14 @@ func (s *Service) Create(ctx context.Context, in domain.NewTask) (domain.Task, e
 		t, err = s.store.CreateTask(cctx, in)
 		return err
 	})
-	if err != nil {
+	var made *domain.ExistingTaskError
+	switch {
+	case errors.As(err, &made):
+		// Made for this request already (in.Origin): by an earlier
+		// create whose answer was lost, or another handling of the same
+		// message. That task is the answer; nothing new happened.
+		return made.Task, nil
+	case err != nil:
 		return domain.Task{}, err
 	}
 	s.emit(ctx, plugin.TaskCreated, t)

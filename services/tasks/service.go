@@ -833,7 +833,7 @@ func (s *Service) persist(ctx context.Context, write func() error) error {
 // store's: trying again would change nothing.
 func domainError(err error) bool {
 	for _, e := range []error{domain.ErrStaleFence, domain.ErrTerminal, domain.ErrInvalidState, domain.ErrInvalid,
-		domain.ErrNotFound, domain.ErrLimit, domain.ErrNoTask} {
+		domain.ErrNotFound, domain.ErrLimit, domain.ErrNoTask, domain.ErrExists} {
 		if errors.Is(err, e) {
 			return true
 		}
