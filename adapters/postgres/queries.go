@@ -60,6 +60,7 @@ VALUES (` + placeholders(1, len(taskColumns)-1) + `) RETURNING number`
 	// records one, doing nothing when the origin has its task already.
 	sqlTaskByOrigin = `SELECT task_number FROM task_origins WHERE origin = $1`
 	sqlInsertOrigin = `INSERT INTO task_origins (origin, task_number) VALUES ($1, $2) ON CONFLICT (origin) DO NOTHING`
+
 	sqlCountActive = `SELECT count(*) FROM tasks WHERE requestor_id = $1
   AND status IN ('queued', 'running', 'paused', 'waiting')`
 

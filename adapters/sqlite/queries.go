@@ -44,6 +44,7 @@ VALUES (` + strings.TrimSuffix(strings.Repeat("?, ", len(taskColumns)-1), ", ") 
 	// records one, doing nothing when the origin has its task already.
 	sqlTaskByOrigin = `SELECT task_number FROM task_origins WHERE origin = ?`
 	sqlInsertOrigin = `INSERT INTO task_origins (origin, task_number) VALUES (?, ?) ON CONFLICT (origin) DO NOTHING`
+
 	sqlCountActive = `SELECT count(*) FROM tasks WHERE requestor_id = ?
   AND status IN ('queued', 'running', 'paused', 'waiting')`
 
