@@ -321,10 +321,11 @@ func (rt *Runtime) queueReply(ctx context.Context, msg *Message, resp Response, 
 	ctx = context.WithoutCancel(ctx)
 	deadline := rt.clk.Now().Add(rt.opts.StoreOutageWait)
 	delay := storeRetryFirst
+	due := rt.replyLimited(msg.Room, sendErr)
 	for attempt := 1; ; attempt++ {
 		_, err := st.Enqueue(ctx, domain.Notification{
 			Room: msg.Room, TaskNumber: resp.TaskNumber, Category: domain.NotifyReply, Payload: payload, CreatedAt: rt.clk.Now(),
-			NextAttemptAt: rt.replyLimited(msg.Room, sendErr),
+			NextAttemptAt: due,
 		})
 		if err == nil {
 			break
